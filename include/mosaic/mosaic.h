@@ -1,0 +1,40 @@
+/*
+ * Mosaic: common definitions shared by every component.
+ *
+ * Every Mosaic function that can fail returns 0 on success or a negative
+ * MOSAIC_E* code; mosaic_strerror() turns a code into a sentence that says
+ * what went wrong. No Mosaic library function calls exit().
+ */
+#ifndef MOSAIC_MOSAIC_H
+#define MOSAIC_MOSAIC_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MOSAIC_VERSION_STRING "0.1.0"
+
+/* X(name, value, message): the one list of error codes. */
+#define MOSAIC_ERRORS(X)                                                    \
+    X(MOSAIC_OK, 0, "success")                                              \
+    X(MOSAIC_EINVAL, -1, "invalid argument")                                \
+    X(MOSAIC_ENOMEM, -2, "out of memory")                                   \
+    X(MOSAIC_EIO, -3, "input/output error")                                 \
+    X(MOSAIC_ENODRIVER, -4, "the CUDA driver (libcuda.so.1) is not loaded") \
+    X(MOSAIC_ENOSYM, -5, "a required driver entry point is missing")        \
+    X(MOSAIC_ERANGE, -6, "the buffer is too small for the result")          \
+    X(MOSAIC_ECONFIG, -7, "a MOSAIC_* setting is not valid")
+
+enum mosaic_error {
+#define MOSAIC_X_ENUM(name, value, msg) name = value,
+    MOSAIC_ERRORS(MOSAIC_X_ENUM)
+#undef MOSAIC_X_ENUM
+};
+
+/* Returns a static description of a MOSAIC_E* code (never NULL). */
+const char *mosaic_strerror(int err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MOSAIC_MOSAIC_H */

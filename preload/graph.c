@@ -1,0 +1,209 @@
+/*
+ * CUDA graphs: a graph launch is one unit whose kernels the shim knows.
+ *
+ * When a graph is instantiated (or an executable graph updated), the shim
+ * walks the graph once (kernel nodes, and child graphs recursively) and
+ * keeps the executable's kernel list. A graph launch then costs one lookup
+ * and one atomic increment of the executable's run count, however many
+ * kernels it holds; run counts are folded into the kernels' own counts when
+ * the executable is destroyed or updated, and read live for statistics.
+ *
+ * Kernels inside conditional nodes (CUDA 12.4+) may or may not run: such a
+ * graph is marked unknown and its launches are counted apart. Kernel nodes
+ * whose function changes through cuGraphExecKernelNodeSetParams are not
+ * followed. Tested on driver 580.159.04 / CUDA 13.0.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+struct mosaic__pmap mosaic__gmap = MOSAIC__PMAP_INITIALIZER;
+
+struct graph_rec {
+    _Atomic uint64_t runs;
+    int complete;       /* every kernel that can run is in k[] */
+    size_t n, cap;
+    struct mosaic__kernel **k;
+    struct graph_rec *next_retired;
+};
+
+/* Records replaced or destroyed are kept (a launch racing with destroy may
+ * still hold one) and freed never: their number is bounded by the
+ * program's instantiations. */
+static pthread_mutex_t retire_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct graph_rec *retired;
+
+#define MOSAIC__GRAPH_DEPTH 16
+
+static int push(struct graph_rec *g, struct mosaic__kernel *k)
+{
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? g->cap * 2 : 16;
+        struct mosaic__kernel **nk = realloc(g->k, cap * sizeof(*nk));
+        if (!nk)
+            return -1;
+        g->k = nk;
+        g->cap = cap;
+    }
+    g->k[g->n++] = k;
+    return 0;
+}
+
+static int collect(const struct mosaic__binding *b, CUgraph graph,
+                   struct graph_rec *g, int depth)
+{
+    CUgraphNode *nodes;
+    size_t n = 0;
+    int rc = 0;
+
+    if (depth > MOSAIC__GRAPH_DEPTH ||
+        b->cuGraphGetNodes(graph, NULL, &n) != CUDA_SUCCESS)
+        return -1;
+    if (n == 0)
+        return 0;
+    nodes = calloc(n, sizeof(*nodes));
+    if (!nodes || b->cuGraphGetNodes(graph, nodes, &n) != CUDA_SUCCESS) {
+        free(nodes);
+        return -1;
+    }
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        CUgraphNodeType type;
+        CUDA_KERNEL_NODE_PARAMS p;
+        CUgraph child;
+
+        if (b->cuGraphNodeGetType(nodes[i], &type) != CUDA_SUCCESS) {
+            rc = -1;
+            break;
+        }
+        switch (type) {
+        case CU_GRAPH_NODE_TYPE_KERNEL:
+            memset(&p, 0, sizeof(p));
+            if (b->cuGraphKernelNodeGetParams_v2(nodes[i], &p) != CUDA_SUCCESS)
+                rc = -1;
+            else if (p.func)
+                rc = push(g, mosaic__kernel_get(p.func, MOSAIC__KIND_FUNCTION));
+            else
+                rc = push(g, mosaic__kernel_get(p.kern, MOSAIC__KIND_KERNEL));
+            break;
+        case CU_GRAPH_NODE_TYPE_GRAPH:
+            if (b->cuGraphChildGraphNodeGetGraph(nodes[i], &child) !=
+                CUDA_SUCCESS)
+                rc = -1;
+            else
+                rc = collect(b, child, g, depth + 1);
+            break;
+        case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+            rc = -1;
+            break;
+        default:
+            break;
+        }
+    }
+    free(nodes);
+    return rc;
+}
+
+static void fold(struct graph_rec *g)
+{
+    uint64_t runs = atomic_exchange(&g->runs, 0);
+
+    if (!runs)
+        return;
+    for (size_t i = 0; i < g->n; i++)
+        atomic_fetch_add_explicit(&g->k[i]->graph_runs, runs,
+                                  memory_order_relaxed);
+    atomic_fetch_add_explicit(&mosaic__ctr.graph_kernel_launches,
+                              runs * g->n, memory_order_relaxed);
+}
+
+static void retire(struct graph_rec *g)
+{
+    if (!g)
+        return;
+    fold(g);
+    pthread_mutex_lock(&retire_lock);
+    g->next_retired = retired;
+    retired = g;
+    pthread_mutex_unlock(&retire_lock);
+}
+
+void mosaic__graph_note_exec(CUgraphExec exec, CUgraph graph)
+{
+    const struct mosaic__binding *b = mosaic__binding();
+    struct graph_rec *g = calloc(1, sizeof(*g));
+    struct graph_rec *old = mosaic__pmap_get(&mosaic__gmap, exec);
+
+    if (!g || !b || !b->cuGraphGetNodes || !b->cuGraphNodeGetType ||
+        !b->cuGraphKernelNodeGetParams_v2 ||
+        !b->cuGraphChildGraphNodeGetGraph) {
+        free(g);
+        MOSAIC__INC(errors);
+        return;
+    }
+    g->complete = collect(b, graph, g, 0) == 0;
+    if (!g->complete) {
+        MOSAIC__LOG(MOSAIC__LOG_WARN,
+                    "graph exec %p: kernels not fully known (conditional "
+                    "node, or a node the driver would not describe)",
+                    (void *)exec);
+    }
+    MOSAIC__LOG(MOSAIC__LOG_DEBUG, "graph exec %p: %zu kernels", (void *)exec,
+                g->n);
+    if (mosaic__pmap_put(&mosaic__gmap, exec, g) != 0) {
+        free(g->k);
+        free(g);
+        MOSAIC__INC(errors);
+        return;
+    }
+    retire(old);
+}
+
+void mosaic__graph_forget_exec(CUgraphExec exec)
+{
+    struct graph_rec *old = mosaic__pmap_get(&mosaic__gmap, exec);
+
+    if (old && mosaic__pmap_put(&mosaic__gmap, exec, NULL) == 0)
+        retire(old);
+}
+
+int mosaic__graph_note_launch(CUgraphExec exec)
+{
+    struct graph_rec *g = mosaic__pmap_get(&mosaic__gmap, exec);
+
+    if (!g)
+        return -1;
+    atomic_fetch_add_explicit(&g->runs, 1, memory_order_relaxed);
+    return g->complete ? 0 : -1;
+}
+
+static void snapshot_one(const void *key, void *val, void *arg)
+{
+    struct graph_rec *g = val;
+    uint64_t runs = atomic_load_explicit(&g->runs, memory_order_relaxed);
+
+    (void)key;
+    for (size_t i = 0; i < g->n; i++)
+        g->k[i]->snap += runs;
+    *(uint64_t *)arg += runs * g->n;
+}
+
+uint64_t mosaic__graph_snapshot(void)
+{
+    uint64_t total = 0;
+
+    mosaic__pmap_foreach(&mosaic__gmap, snapshot_one, &total);
+    return total;
+}
+
+static void reset_one(const void *key, void *val, void *arg)
+{
+    (void)key;
+    (void)arg;
+    atomic_store(&((struct graph_rec *)val)->runs, 0);
+}
+
+void mosaic__graph_reset_counts(void)
+{
+    mosaic__pmap_foreach(&mosaic__gmap, reset_one, NULL);
+}

@@ -1,0 +1,398 @@
+/*
+ * The interposed driver entry points: one exported wrapper per row of
+ * MOSAIC__HOOKS (hooks.h), each calling its family's handler with its hook
+ * id. A handler calls the real entry point of exactly that ABI variant and
+ * does the shim's bookkeeping around it.
+ *
+ * Hot path (a kernel launch, observe mode): one acquire load of the
+ * binding, the real call, a lock-free lookup of the kernel's identity by
+ * handle, and two relaxed atomic increments. Only while some stream is
+ * being captured (counted from the capture entry points) does a launch also
+ * ask the driver whether its stream is capturing.
+ */
+#define _GNU_SOURCE 1
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+_Atomic int mosaic__active_captures;
+static unsigned char hook_is_ptsz[MOSAIC__HOOK_COUNT];
+
+const char *const mosaic__hook_names[MOSAIC__HOOK_COUNT] = {
+#define MOSAIC__X_NAME(sym, fam, is_launch) #sym,
+    MOSAIC__HOOKS(MOSAIC__X_NAME)
+#undef MOSAIC__X_NAME
+};
+
+const unsigned char mosaic__hook_is_launch[MOSAIC__HOOK_COUNT] = {
+#define MOSAIC__X_LAUNCH(sym, fam, is_launch) is_launch,
+    MOSAIC__HOOKS(MOSAIC__X_LAUNCH)
+#undef MOSAIC__X_LAUNCH
+};
+
+/* Real-function pointer types, one per family. */
+#define MOSAIC__PFN(fam) mosaic__pfn_##fam
+#define MOSAIC__X_TYPEDEF(fam) \
+    typedef CUresult(CUDAAPI *mosaic__pfn_##fam)(MOSAIC__P_##fam);
+MOSAIC__X_TYPEDEF(getproc_v1)
+MOSAIC__X_TYPEDEF(getproc_v2)
+MOSAIC__X_TYPEDEF(launch)
+MOSAIC__X_TYPEDEF(launch_ex)
+MOSAIC__X_TYPEDEF(launch_coop)
+MOSAIC__X_TYPEDEF(graph_launch)
+MOSAIC__X_TYPEDEF(capture_begin_v1)
+MOSAIC__X_TYPEDEF(capture_begin_v2)
+MOSAIC__X_TYPEDEF(capture_begin_to_graph)
+MOSAIC__X_TYPEDEF(capture_end)
+MOSAIC__X_TYPEDEF(graph_inst_v1)
+MOSAIC__X_TYPEDEF(graph_inst_flags)
+MOSAIC__X_TYPEDEF(graph_inst_params)
+MOSAIC__X_TYPEDEF(graph_update_v1)
+MOSAIC__X_TYPEDEF(graph_update_v2)
+MOSAIC__X_TYPEDEF(graph_exec_destroy)
+MOSAIC__X_TYPEDEF(library_get_kernel)
+MOSAIC__X_TYPEDEF(library_enum_kernels)
+#undef MOSAIC__X_TYPEDEF
+
+/*
+ * Declares b and real for a handler and returns CUDA_ERROR_NOT_FOUND when
+ * this driver has no such entry point (only reachable by calling our
+ * export of a name the driver lacks).
+ */
+#define MOSAIC__REAL(fam)                                                   \
+    const struct mosaic__binding *b = mosaic__binding();                    \
+    MOSAIC__PFN(fam) real = b ? (MOSAIC__PFN(fam))b->real[hook] : NULL;     \
+    if (MOSAIC__UNLIKELY(!real))                                            \
+        return CUDA_ERROR_NOT_FOUND
+
+int mosaic__stream_capturing(const struct mosaic__binding *b, int hook,
+                             CUstream s)
+{
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+    CUresult(CUDAAPI * is_capturing)(CUstream, CUstreamCaptureStatus *) =
+        hook_is_ptsz[hook] ? b->cuStreamIsCapturing_ptsz
+                           : b->cuStreamIsCapturing;
+
+    /* An error here (the legacy stream while another stream captures) means
+     * this stream itself is not capturing. */
+    if (!is_capturing || is_capturing(s, &st) != CUDA_SUCCESS)
+        return 0;
+    return st == CU_STREAM_CAPTURE_STATUS_ACTIVE;
+}
+
+static void note_launch(const struct mosaic__binding *b, int hook,
+                        const void *fn, CUstream s, CUresult r)
+{
+    struct mosaic__kernel *k;
+
+    if (MOSAIC__UNLIKELY(r != CUDA_SUCCESS)) {
+        MOSAIC__INC(launch_errors);
+        return;
+    }
+    k = mosaic__kernel_get(fn, -1);
+    if (MOSAIC__UNLIKELY(atomic_load_explicit(&mosaic__active_captures,
+                                              memory_order_relaxed) > 0) &&
+        mosaic__stream_capturing(b, hook, s)) {
+        MOSAIC__INC(captured_launches);
+        atomic_fetch_add_explicit(&k->captured, 1, memory_order_relaxed);
+        return;
+    }
+    atomic_fetch_add_explicit(&mosaic__ctr.launches[hook], 1,
+                              memory_order_relaxed);
+    atomic_fetch_add_explicit(&k->launches, 1, memory_order_relaxed);
+}
+
+/* ---- cuGetProcAddress ------------------------------------------------- */
+
+static void substitute(const struct mosaic__binding *b, const char *symbol,
+                       int version, cuuint64_t flags, void **pfn)
+{
+    void *w;
+
+    if (!pfn || !*pfn || !mosaic__observing())
+        return;
+    w = mosaic__wrapper_for(b, *pfn);
+    if (w) {
+        MOSAIC__LOG(MOSAIC__LOG_DEBUG,
+                    "cuGetProcAddress(%s, %d, 0x%llx) -> wrapper", symbol,
+                    version, (unsigned long long)flags);
+        *pfn = w;
+    } else if (symbol && mosaic__symbol_is_hooked(symbol)) {
+        /* A hooked name answered by a pointer we do not know: launches
+         * through it would go unseen, so say so. */
+        MOSAIC__INC(unmatched_lookups);
+        MOSAIC__LOG(MOSAIC__LOG_WARN,
+                    "cuGetProcAddress(%s, %d, 0x%llx) returned an entry point "
+                    "that is not a known export; calls through it are not "
+                    "observed",
+                    symbol, version, (unsigned long long)flags);
+    }
+}
+
+static CUresult h_getproc_v1(int hook, MOSAIC__P_getproc_v1)
+{
+    CUresult r;
+    MOSAIC__REAL(getproc_v1);
+
+    r = real(MOSAIC__A_getproc_v1);
+    if (r == CUDA_SUCCESS)
+        substitute(b, symbol, cudaVersion, flags, pfn);
+    return r;
+}
+
+static CUresult h_getproc_v2(int hook, MOSAIC__P_getproc_v2)
+{
+    CUresult r;
+    MOSAIC__REAL(getproc_v2);
+
+    r = real(MOSAIC__A_getproc_v2);
+    if (r == CUDA_SUCCESS)
+        substitute(b, symbol, cudaVersion, flags, pfn);
+    return r;
+}
+
+/* ---- kernel launches -------------------------------------------------- */
+
+static CUresult h_launch(int hook, MOSAIC__P_launch)
+{
+    CUresult r;
+    MOSAIC__REAL(launch);
+
+    r = real(MOSAIC__A_launch);
+    if (mosaic__observing())
+        note_launch(b, hook, f, stream, r);
+    return r;
+}
+
+static CUresult h_launch_ex(int hook, MOSAIC__P_launch_ex)
+{
+    CUresult r;
+    MOSAIC__REAL(launch_ex);
+
+    r = real(MOSAIC__A_launch_ex);
+    if (mosaic__observing())
+        note_launch(b, hook, f, config ? config->hStream : NULL, r);
+    return r;
+}
+
+static CUresult h_launch_coop(int hook, MOSAIC__P_launch_coop)
+{
+    CUresult r;
+    MOSAIC__REAL(launch_coop);
+
+    r = real(MOSAIC__A_launch_coop);
+    if (mosaic__observing())
+        note_launch(b, hook, f, stream, r);
+    return r;
+}
+
+static CUresult h_graph_launch(int hook, MOSAIC__P_graph_launch)
+{
+    CUresult r;
+    MOSAIC__REAL(graph_launch);
+
+    r = real(MOSAIC__A_graph_launch);
+    if (!mosaic__observing())
+        return r;
+    if (r != CUDA_SUCCESS) {
+        MOSAIC__INC(launch_errors);
+    } else if (atomic_load_explicit(&mosaic__active_captures,
+                                    memory_order_relaxed) > 0 &&
+               mosaic__stream_capturing(b, hook, stream)) {
+        MOSAIC__INC(captured_launches);
+    } else {
+        atomic_fetch_add_explicit(&mosaic__ctr.launches[hook], 1,
+                                  memory_order_relaxed);
+        MOSAIC__INC(graph_launches);
+        if (mosaic__graph_note_launch(exec) < 0)
+            MOSAIC__INC(graph_launches_unknown);
+    }
+    return r;
+}
+
+/* ---- stream capture --------------------------------------------------- */
+
+static CUresult capture_begun(CUresult r)
+{
+    if (r == CUDA_SUCCESS)
+        atomic_fetch_add(&mosaic__active_captures, 1);
+    return r;
+}
+
+static CUresult h_capture_begin_v1(int hook, MOSAIC__P_capture_begin_v1)
+{
+    MOSAIC__REAL(capture_begin_v1);
+    return capture_begun(real(MOSAIC__A_capture_begin_v1));
+}
+
+static CUresult h_capture_begin_v2(int hook, MOSAIC__P_capture_begin_v2)
+{
+    MOSAIC__REAL(capture_begin_v2);
+    return capture_begun(real(MOSAIC__A_capture_begin_v2));
+}
+
+static CUresult h_capture_begin_to_graph(int hook,
+                                         MOSAIC__P_capture_begin_to_graph)
+{
+    MOSAIC__REAL(capture_begin_to_graph);
+    return capture_begun(real(MOSAIC__A_capture_begin_to_graph));
+}
+
+static CUresult h_capture_end(int hook, MOSAIC__P_capture_end)
+{
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+    CUresult(CUDAAPI * is_capturing)(CUstream, CUstreamCaptureStatus *);
+    int was;
+    CUresult r;
+    MOSAIC__REAL(capture_end);
+
+    /* Ending a capture that is active or invalidated ends it either way;
+     * ending a stream that is not capturing changes nothing. */
+    is_capturing = hook_is_ptsz[hook] ? b->cuStreamIsCapturing_ptsz
+                                      : b->cuStreamIsCapturing;
+    was = is_capturing && is_capturing(stream, &st) == CUDA_SUCCESS &&
+          st != CU_STREAM_CAPTURE_STATUS_NONE;
+    r = real(MOSAIC__A_capture_end);
+    if (was && atomic_fetch_sub(&mosaic__active_captures, 1) <= 0)
+        atomic_store(&mosaic__active_captures, 0);
+    return r;
+}
+
+/* ---- graphs ----------------------------------------------------------- */
+
+static CUresult instantiated(CUresult r, CUgraphExec *exec, CUgraph graph)
+{
+    if (r == CUDA_SUCCESS && exec && *exec && mosaic__observing())
+        mosaic__graph_note_exec(*exec, graph);
+    return r;
+}
+
+static CUresult h_graph_inst_v1(int hook, MOSAIC__P_graph_inst_v1)
+{
+    MOSAIC__REAL(graph_inst_v1);
+    return instantiated(real(MOSAIC__A_graph_inst_v1), exec, graph);
+}
+
+static CUresult h_graph_inst_flags(int hook, MOSAIC__P_graph_inst_flags)
+{
+    MOSAIC__REAL(graph_inst_flags);
+    return instantiated(real(MOSAIC__A_graph_inst_flags), exec, graph);
+}
+
+static CUresult h_graph_inst_params(int hook, MOSAIC__P_graph_inst_params)
+{
+    MOSAIC__REAL(graph_inst_params);
+    return instantiated(real(MOSAIC__A_graph_inst_params), exec, graph);
+}
+
+static CUresult h_graph_update_v1(int hook, MOSAIC__P_graph_update_v1)
+{
+    MOSAIC__REAL(graph_update_v1);
+    return instantiated(real(MOSAIC__A_graph_update_v1), &exec, graph);
+}
+
+static CUresult h_graph_update_v2(int hook, MOSAIC__P_graph_update_v2)
+{
+    MOSAIC__REAL(graph_update_v2);
+    return instantiated(real(MOSAIC__A_graph_update_v2), &exec, graph);
+}
+
+static CUresult h_graph_exec_destroy(int hook, MOSAIC__P_graph_exec_destroy)
+{
+    MOSAIC__REAL(graph_exec_destroy);
+    if (mosaic__observing())
+        mosaic__graph_forget_exec(exec);
+    return real(MOSAIC__A_graph_exec_destroy);
+}
+
+/* ---- libraries: learn which handles are CUkernels --------------------- */
+
+static CUresult h_library_get_kernel(int hook, MOSAIC__P_library_get_kernel)
+{
+    CUresult r;
+    MOSAIC__REAL(library_get_kernel);
+
+    r = real(MOSAIC__A_library_get_kernel);
+    if (r == CUDA_SUCCESS && kernel && *kernel && mosaic__observing())
+        mosaic__kernel_get(*kernel, MOSAIC__KIND_KERNEL);
+    return r;
+}
+
+static CUresult h_library_enum_kernels(int hook,
+                                       MOSAIC__P_library_enum_kernels)
+{
+    CUresult r;
+    MOSAIC__REAL(library_enum_kernels);
+
+    r = real(MOSAIC__A_library_enum_kernels);
+    for (unsigned int i = 0;
+         r == CUDA_SUCCESS && kernels && mosaic__observing() && i < count; i++)
+        if (kernels[i])
+            mosaic__kernel_get(kernels[i], MOSAIC__KIND_KERNEL);
+    return r;
+}
+
+/* ---- the exported wrappers, generated from the hook list -------------- */
+
+#define MOSAIC__X_WRAP(sym, fam, is_launch)                      \
+    MOSAIC__EXPORT CUresult CUDAAPI sym(MOSAIC__P_##fam);        \
+    CUresult CUDAAPI sym(MOSAIC__P_##fam)                        \
+    {                                                            \
+        return h_##fam(MOSAIC__HOOK_##sym, MOSAIC__A_##fam);     \
+    }
+MOSAIC__HOOKS(MOSAIC__X_WRAP)
+#undef MOSAIC__X_WRAP
+
+void *const mosaic__hook_wrappers[MOSAIC__HOOK_COUNT] = {
+#define MOSAIC__X_ADDR(sym, fam, is_launch) (void *)&sym,
+    MOSAIC__HOOKS(MOSAIC__X_ADDR)
+#undef MOSAIC__X_ADDR
+};
+
+/* ---- load, fork and exit ---------------------------------------------- */
+
+/* No lock of ours may be held by another thread across fork(), or the
+ * child could deadlock on it. The order is the snapshot's order. */
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&mosaic__stats_lock);
+    pthread_mutex_lock(&mosaic__kmap.lock);
+    pthread_mutex_lock(&mosaic__gmap.lock);
+}
+
+static void fork_parent(void)
+{
+    pthread_mutex_unlock(&mosaic__gmap.lock);
+    pthread_mutex_unlock(&mosaic__kmap.lock);
+    pthread_mutex_unlock(&mosaic__stats_lock);
+}
+
+/* The child starts with its own counters: it has launched nothing yet. */
+static void fork_child(void)
+{
+    fork_parent();
+    mosaic__stats_reset();
+}
+
+__attribute__((constructor)) static void mosaic__init(void)
+{
+    extern char **environ;
+
+    mosaic__config_parse(&mosaic__cfg, environ);
+    if (mosaic__cfg.problems[0])
+        mosaic__say(mosaic__cfg.problems);
+    for (int i = 0; i < MOSAIC__HOOK_COUNT; i++)
+        hook_is_ptsz[i] = strstr(mosaic__hook_names[i], "_ptsz") != NULL;
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    MOSAIC__LOG(MOSAIC__LOG_INFO, "libmosaic %s loaded: mode %s, role %s",
+                MOSAIC_VERSION_STRING, mosaic__mode_name(mosaic__cfg.mode),
+                mosaic__role_name(mosaic__cfg.role));
+}
+
+__attribute__((destructor)) static void mosaic__fini(void)
+{
+    if (mosaic__cfg.stats_path[0])
+        mosaic__stats_dump();
+}

@@ -1,0 +1,228 @@
+/*
+ * Internal interfaces of libmosaic.so. Nothing here is exported from the
+ * library (it is built with -fvisibility=hidden); the mosaic__ prefix marks
+ * internal names.
+ */
+#ifndef MOSAIC_PRELOAD_INTERNAL_H
+#define MOSAIC_PRELOAD_INTERNAL_H
+
+/* Declare every driver ABI variant under its own exported name. */
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "hooks.h"
+#include "mosaic/mosaic.h"
+
+#define MOSAIC__EXPORT __attribute__((visibility("default")))
+#define MOSAIC__UNLIKELY(x) __builtin_expect(!!(x), 0)
+/* For code that a sanitizer runtime may call before it has initialised
+ * itself (it resolves its interceptors through dlsym, and so through us). */
+#define MOSAIC__NO_SANITIZE __attribute__((no_sanitize("address", "undefined")))
+
+/* ---- config.c: MOSAIC_* environment ---------------------------------- */
+
+enum mosaic__mode { MOSAIC__MODE_OBSERVE, MOSAIC__MODE_PASSTHROUGH };
+enum mosaic__role { MOSAIC__ROLE_NONE, MOSAIC__ROLE_HP, MOSAIC__ROLE_BE };
+enum mosaic__level {
+    MOSAIC__LOG_OFF,
+    MOSAIC__LOG_ERROR,
+    MOSAIC__LOG_WARN,
+    MOSAIC__LOG_INFO,
+    MOSAIC__LOG_DEBUG
+};
+
+struct mosaic__config {
+    int mode;  /* enum mosaic__mode */
+    int role;  /* enum mosaic__role */
+    int level; /* enum mosaic__level */
+    char stats_path[4096];
+    char problems[1024]; /* one line per problem found, each ending in '\n' */
+};
+
+/*
+ * Fills cfg from an environment array (NULL-terminated "NAME=value"). An
+ * unknown or malformed value of a known variable is a problem that turns
+ * the shim to pass-through; an unknown MOSAIC_* name is a problem that is
+ * only reported. Returns 0, or MOSAIC_ECONFIG if any value was invalid.
+ */
+int mosaic__config_parse(struct mosaic__config *cfg, char *const *envp);
+
+const char *mosaic__mode_name(int mode);
+const char *mosaic__role_name(int role);
+
+/* The process's configuration, parsed once at load. */
+extern struct mosaic__config mosaic__cfg;
+
+static inline int mosaic__observing(void)
+{
+    return mosaic__cfg.mode == MOSAIC__MODE_OBSERVE;
+}
+
+/* ---- log.c ----------------------------------------------------------- */
+
+void mosaic__log(int level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Writes text to stderr whatever the level (for problems the user caused). */
+void mosaic__say(const char *text);
+
+#define MOSAIC__LOG(lvl, ...)                                   \
+    do {                                                        \
+        if (MOSAIC__UNLIKELY(mosaic__cfg.level >= (lvl)))       \
+            mosaic__log((lvl), __VA_ARGS__);                    \
+    } while (0)
+
+/* ---- pmap.c: pointer map with lock-free lookups ---------------------- */
+
+struct mosaic__pmap_tab;
+struct mosaic__pmap {
+    _Atomic(struct mosaic__pmap_tab *) tab;
+    pthread_mutex_t lock;
+    size_t used;                    /* keys ever inserted (guarded by lock) */
+    struct mosaic__pmap_tab *retired; /* older tables, freed by destroy */
+};
+
+#define MOSAIC__PMAP_INITIALIZER {.lock = PTHREAD_MUTEX_INITIALIZER}
+
+void mosaic__pmap_init(struct mosaic__pmap *m);
+void mosaic__pmap_destroy(struct mosaic__pmap *m);
+/* Lock-free lookup; NULL when absent. */
+void *mosaic__pmap_get(struct mosaic__pmap *m, const void *key);
+/* Inserts or replaces (val NULL removes). Returns 0 or MOSAIC_ENOMEM. */
+int mosaic__pmap_put(struct mosaic__pmap *m, const void *key, void *val);
+/* Inserts val unless key is present; returns the value now in the map
+ * (val, or the one present before), or NULL on allocation failure. */
+void *mosaic__pmap_put_new(struct mosaic__pmap *m, const void *key, void *val);
+/* Calls fn on every present value, under the map's lock. */
+void mosaic__pmap_foreach(struct mosaic__pmap *m,
+                          void (*fn)(const void *key, void *val, void *arg),
+                          void *arg);
+
+/* ---- driver.c: binding to the real libcuda ---------------------------- */
+
+/* Driver entry points the shim calls for itself, by exact ABI name. */
+#define MOSAIC__DRIVER_FNS(X)                                                 \
+    X(cuFuncGetName, (const char **, CUfunction))                             \
+    X(cuFuncGetAttribute, (int *, CUfunction_attribute, CUfunction))          \
+    X(cuKernelGetName, (const char **, CUkernel))                             \
+    X(cuKernelGetAttribute, (int *, CUfunction_attribute, CUkernel, CUdevice)) \
+    X(cuCtxGetDevice, (CUdevice *))                                           \
+    X(cuStreamIsCapturing, (CUstream, CUstreamCaptureStatus *))               \
+    X(cuStreamIsCapturing_ptsz, (CUstream, CUstreamCaptureStatus *))          \
+    X(cuGraphGetNodes, (CUgraph, CUgraphNode *, size_t *))                    \
+    X(cuGraphNodeGetType, (CUgraphNode, CUgraphNodeType *))                   \
+    X(cuGraphKernelNodeGetParams_v2, (CUgraphNode, CUDA_KERNEL_NODE_PARAMS *)) \
+    X(cuGraphChildGraphNodeGetGraph, (CUgraphNode, CUgraph *))
+
+struct mosaic__binding {
+    void *libcuda;
+    void *real[MOSAIC__HOOK_COUNT];
+#define MOSAIC__X_FN(name, args) CUresult(CUDAAPI *name) args;
+    MOSAIC__DRIVER_FNS(MOSAIC__X_FN)
+#undef MOSAIC__X_FN
+};
+
+extern _Atomic(const struct mosaic__binding *) mosaic__bound;
+const struct mosaic__binding *mosaic__driver_bind(void);
+
+/* The binding, made on first use; NULL while libcuda.so.1 is not loaded. */
+static inline const struct mosaic__binding *mosaic__binding(void)
+{
+    const struct mosaic__binding *b =
+        atomic_load_explicit(&mosaic__bound, memory_order_acquire);
+    return b ? b : mosaic__driver_bind();
+}
+
+/* Our wrapper for a real driver pointer, or NULL when it is not hooked. */
+void *mosaic__wrapper_for(const struct mosaic__binding *b, const void *real);
+/* Whether symbol names a hooked entry point (in any ABI variant). */
+int mosaic__symbol_is_hooked(const char *symbol);
+/* The real dlsym of the C library (never our interposed one). */
+void *mosaic__real_dlsym(void *handle, const char *name);
+
+extern const char *const mosaic__hook_names[MOSAIC__HOOK_COUNT];
+extern const unsigned char mosaic__hook_is_launch[MOSAIC__HOOK_COUNT];
+extern void *const mosaic__hook_wrappers[MOSAIC__HOOK_COUNT];
+
+/* ---- kcache.c: kernel identity ---------------------------------------- */
+
+enum mosaic__kind { MOSAIC__KIND_FUNCTION, MOSAIC__KIND_KERNEL };
+
+struct mosaic__kernel {
+    const void *handle;
+    char *name;          /* owned copy; "?0x..." when it could not be read */
+    int kind;            /* enum mosaic__kind, as resolved */
+    int num_regs;        /* registers per thread */
+    int static_smem;     /* bytes of static shared memory per block */
+    int max_threads;     /* most threads per block this kernel allows */
+    int local_bytes;     /* local memory per thread */
+    _Atomic uint64_t launches;   /* executed direct launches */
+    _Atomic uint64_t captured;   /* launches recorded into graphs */
+    _Atomic uint64_t graph_runs; /* executions inside graphs (folded) */
+    uint64_t snap;               /* scratch for stats snapshots */
+};
+
+extern struct mosaic__pmap mosaic__kmap; /* handle -> struct mosaic__kernel */
+
+/* The identity of a launch handle, resolved on first sight and cached.
+ * Never NULL: on failure a placeholder record is returned. */
+struct mosaic__kernel *mosaic__kernel_get(const void *handle, int kind_hint);
+void mosaic__kernel_foreach(void (*fn)(struct mosaic__kernel *k, void *arg),
+                            void *arg);
+
+/* ---- graph.c: instantiated graphs and their kernels ------------------- */
+
+extern struct mosaic__pmap mosaic__gmap; /* CUgraphExec -> its kernels */
+
+void mosaic__graph_note_exec(CUgraphExec exec, CUgraph graph);
+void mosaic__graph_forget_exec(CUgraphExec exec);
+/* Counts one execution of exec; returns 0, or -1 if its kernels are unknown. */
+int mosaic__graph_note_launch(CUgraphExec exec);
+/* Adds each kernel's not-yet-folded graph executions to k->snap and
+ * returns the total of those executions. Caller holds the stats lock. */
+uint64_t mosaic__graph_snapshot(void);
+void mosaic__graph_reset_counts(void);
+
+/* ---- stats.c ---------------------------------------------------------- */
+
+struct mosaic__counters {
+    _Atomic uint64_t launches[MOSAIC__HOOK_COUNT]; /* executed, per entry */
+    _Atomic uint64_t captured_launches;
+    _Atomic uint64_t graph_launches;
+    _Atomic uint64_t graph_kernel_launches;        /* folded part */
+    _Atomic uint64_t graph_launches_unknown;       /* kernels not known */
+    _Atomic uint64_t launch_errors;
+    _Atomic uint64_t errors;
+    _Atomic uint64_t unmatched_lookups;
+};
+extern struct mosaic__counters mosaic__ctr;
+
+#define MOSAIC__INC(field) \
+    atomic_fetch_add_explicit(&mosaic__ctr.field, 1, memory_order_relaxed)
+
+/* Serialises snapshots and fork handling. */
+extern pthread_mutex_t mosaic__stats_lock;
+
+/* Writes the statistics JSON object to f. Returns 0 or a MOSAIC_E* code. */
+int mosaic__stats_write(FILE *f);
+/* Writes the stats file named by MOSAIC_STATS (at exit). */
+void mosaic__stats_dump(void);
+void mosaic__stats_reset(void);
+/* Appends s to f as a JSON string literal. */
+void mosaic__json_string(FILE *f, const char *s);
+
+/* ---- hooks.c ---------------------------------------------------------- */
+
+/* Whether a launch into stream s (through hook) is being recorded into a
+ * graph rather than executed. */
+int mosaic__stream_capturing(const struct mosaic__binding *b, int hook,
+                             CUstream s);
+extern _Atomic int mosaic__active_captures;
+
+#endif /* MOSAIC_PRELOAD_INTERNAL_H */

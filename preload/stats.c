@@ -1,0 +1,280 @@
+/*
+ * The shim's statistics: counters kept on the launch path, and the JSON
+ * object (schema "mosaic-stats/1", docs/shim-stats.md) written at exit to
+ * MOSAIC_STATS and returned by mosaic_shim_stats_json().
+ */
+#define _GNU_SOURCE 1
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "mosaic/shim.h"
+
+struct mosaic__counters mosaic__ctr;
+pthread_mutex_t mosaic__stats_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void mosaic__json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+struct name_count {
+    const char *name;
+    uint64_t launches, graph, captured;
+};
+
+struct gather {
+    struct name_count *v;
+    size_t n, cap;
+    int failed;
+};
+
+static void clear_snap(struct mosaic__kernel *k, void *arg)
+{
+    (void)arg;
+    k->snap = 0;
+}
+
+static void gather_one(struct mosaic__kernel *k, void *arg)
+{
+    struct gather *g = arg;
+
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? g->cap * 2 : 64;
+        struct name_count *nv = realloc(g->v, cap * sizeof(*nv));
+        if (!nv) {
+            g->failed = 1;
+            return;
+        }
+        g->v = nv;
+        g->cap = cap;
+    }
+    g->v[g->n++] = (struct name_count){
+        .name = k->name,
+        .launches = atomic_load(&k->launches),
+        .graph = atomic_load(&k->graph_runs) + k->snap,
+        .captured = atomic_load(&k->captured),
+    };
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(((const struct name_count *)a)->name,
+                  ((const struct name_count *)b)->name);
+}
+
+/* Sorts by name and merges entries of one name (several handles, e.g. one
+ * per context, can share a kernel's name). */
+static void merge_names(struct gather *g)
+{
+    size_t out = 0;
+
+    if (g->n > 1)
+        qsort(g->v, g->n, sizeof(*g->v), by_name);
+    for (size_t i = 0; i < g->n; i++) {
+        if (out > 0 && strcmp(g->v[out - 1].name, g->v[i].name) == 0) {
+            g->v[out - 1].launches += g->v[i].launches;
+            g->v[out - 1].graph += g->v[i].graph;
+            g->v[out - 1].captured += g->v[i].captured;
+        } else {
+            g->v[out++] = g->v[i];
+        }
+    }
+    g->n = out;
+}
+
+static void write_names(FILE *f, const char *key, const struct gather *g,
+                        size_t field)
+{
+    int first = 1;
+
+    fprintf(f, ",\n  \"%s\": {", key);
+    for (size_t i = 0; i < g->n; i++) {
+        uint64_t v = *(const uint64_t *)((const char *)&g->v[i] + field);
+        if (!v)
+            continue;
+        fputs(first ? "\n    " : ",\n    ", f);
+        mosaic__json_string(f, g->v[i].name);
+        fprintf(f, ": %llu", (unsigned long long)v);
+        first = 0;
+    }
+    fputs(first ? "}" : "\n  }", f);
+}
+
+static void write_entries(FILE *f, const char *key, int want_graph,
+                          uint64_t *total)
+{
+    int first = 1;
+
+    fprintf(f, ",\n  \"%s\": {", key);
+    *total = 0;
+    for (int i = 0; i < MOSAIC__HOOK_COUNT; i++) {
+        int is_graph = strncmp(mosaic__hook_names[i], "cuGraphLaunch", 13) == 0;
+        uint64_t v;
+        if (!(want_graph ? is_graph : mosaic__hook_is_launch[i]))
+            continue;
+        v = atomic_load(&mosaic__ctr.launches[i]);
+        fprintf(f, "%s\"%s\": %llu", first ? "" : ", ", mosaic__hook_names[i],
+                (unsigned long long)v);
+        *total += v;
+        first = 0;
+    }
+    fputc('}', f);
+}
+
+#define MOSAIC__CTR(field) \
+    ((unsigned long long)atomic_load(&mosaic__ctr.field))
+
+int mosaic__stats_write(FILE *f)
+{
+    struct gather g = {0};
+    uint64_t live_graph, total, graph_total;
+
+    pthread_mutex_lock(&mosaic__stats_lock);
+    mosaic__kernel_foreach(clear_snap, NULL);
+    live_graph = mosaic__graph_snapshot();
+    mosaic__kernel_foreach(gather_one, &g);
+    merge_names(&g);
+
+    fprintf(f, "{\n  \"schema\": \"mosaic-stats/1\",\n  \"pid\": %d,\n"
+               "  \"mode\": \"%s\",\n  \"role\": \"%s\"",
+            (int)getpid(), mosaic__mode_name(mosaic__cfg.mode),
+            mosaic__role_name(mosaic__cfg.role));
+    write_entries(f, "launches", 0, &total);
+    fprintf(f, ",\n  \"launches_total\": %llu", (unsigned long long)total);
+    write_entries(f, "graph_launches_by_entry", 1, &graph_total);
+    fprintf(f,
+            ",\n  \"captured_launches\": %llu,\n  \"graph_launches\": %llu,"
+            "\n  \"graph_kernel_launches\": %llu,"
+            "\n  \"graph_launches_unknown\": %llu",
+            MOSAIC__CTR(captured_launches), MOSAIC__CTR(graph_launches),
+            MOSAIC__CTR(graph_kernel_launches) + (unsigned long long)live_graph,
+            MOSAIC__CTR(graph_launches_unknown));
+    write_names(f, "kernels", &g, offsetof(struct name_count, launches));
+    write_names(f, "graph_kernels", &g, offsetof(struct name_count, graph));
+    write_names(f, "captured_kernels", &g,
+                offsetof(struct name_count, captured));
+    fprintf(f,
+            ",\n  \"distinct_kernels\": %zu,\n  \"launch_errors\": %llu,"
+            "\n  \"errors\": %llu,\n  \"unmatched_lookups\": %llu\n}\n",
+            g.n, MOSAIC__CTR(launch_errors), MOSAIC__CTR(errors) + g.failed,
+            MOSAIC__CTR(unmatched_lookups));
+    pthread_mutex_unlock(&mosaic__stats_lock);
+    free(g.v);
+    return ferror(f) ? MOSAIC_EIO : 0;
+}
+
+/* Expands %p to the pid and %% to %; other characters stay. */
+static int expand_path(const char *tmpl, char *out, size_t len)
+{
+    size_t o = 0;
+
+    for (const char *p = tmpl; *p; p++) {
+        char pid[24];
+        const char *add = NULL;
+        char one[2] = {*p, 0};
+        if (p[0] == '%' && p[1] == 'p') {
+            snprintf(pid, sizeof(pid), "%d", (int)getpid());
+            add = pid;
+            p++;
+        } else if (p[0] == '%' && p[1] == '%') {
+            add = "%";
+            p++;
+        } else {
+            add = one;
+        }
+        if (o + strlen(add) >= len)
+            return MOSAIC_ERANGE;
+        memcpy(out + o, add, strlen(add));
+        o += strlen(add);
+    }
+    out[o] = '\0';
+    return 0;
+}
+
+void mosaic__stats_dump(void)
+{
+    char path[4096], tmp[4200], msg[4400];
+    int saved = errno, fd, rc;
+    FILE *f;
+
+    if (expand_path(mosaic__cfg.stats_path, path, sizeof(path)) != 0)
+        return;
+    /* Write beside the target and rename, so a reader never sees half a
+     * file and two processes never interleave. */
+    snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        snprintf(msg, sizeof(msg),
+                 "mosaic: cannot write MOSAIC_STATS file '%s': %s (check that "
+                 "its directory exists and is writable)\n",
+                 path, strerror(errno));
+        mosaic__say(msg);
+        if (fd >= 0)
+            close(fd);
+        errno = saved;
+        return;
+    }
+    rc = mosaic__stats_write(f);
+    if (fclose(f) != 0 || rc != 0 || rename(tmp, path) != 0) {
+        snprintf(msg, sizeof(msg),
+                 "mosaic: writing MOSAIC_STATS file '%s' failed: %s\n", path,
+                 strerror(errno));
+        mosaic__say(msg);
+        unlink(tmp);
+    }
+    errno = saved;
+}
+
+static void reset_kernel(struct mosaic__kernel *k, void *arg)
+{
+    (void)arg;
+    atomic_store(&k->launches, 0);
+    atomic_store(&k->captured, 0);
+    atomic_store(&k->graph_runs, 0);
+}
+
+void mosaic__stats_reset(void)
+{
+    memset(&mosaic__ctr, 0, sizeof(mosaic__ctr));
+    mosaic__kernel_foreach(reset_kernel, NULL);
+    mosaic__graph_reset_counts();
+}
+
+MOSAIC__EXPORT int mosaic_shim_stats_json(char *buf, size_t len)
+{
+    char *text = NULL;
+    size_t n = 0;
+    FILE *f;
+    int rc;
+
+    if (!buf || len == 0)
+        return MOSAIC_EINVAL;
+    f = open_memstream(&text, &n);
+    if (!f)
+        return MOSAIC_ENOMEM;
+    rc = mosaic__stats_write(f);
+    if (fclose(f) != 0 && rc == 0)
+        rc = MOSAIC_ENOMEM;
+    if (rc == 0 && n + 1 > len)
+        rc = MOSAIC_ERANGE;
+    if (rc == 0) {
+        memcpy(buf, text, n + 1);
+        rc = (int)n;
+    }
+    free(text);
+    return rc;
+}

@@ -1,0 +1,1364 @@
+/*
+ * Fake CUDA driver: libcuda.so.1 for GPU-free tests (see fake_cuda.h).
+ *
+ * It implements just enough of the driver API, with the real driver's
+ * documented semantics, for the shim and its tests: code loading (a code
+ * image is the C string "name1;name2;..." naming its kernels), function and
+ * kernel identity, kernel launches, stream capture, graphs and
+ * cuGetProcAddress. Nothing runs: a launch is counted (or, on a capturing
+ * stream, recorded as a graph node) and fake_tally() reports the counts.
+ *
+ * __CUDA_API_VERSION_INTERNAL makes cuda.h declare every ABI variant under
+ * its own exported name (cuLaunchKernel_ptsz, cuGetProcAddress_v2, ...)
+ * instead of #defining the plain names to the newest variant, so the
+ * compiler checks each definition here against the real prototype.
+ */
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+
+#include "fake_cuda.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The project builds with -fvisibility=hidden; everything not static in this
+ * file is driver ABI (or a fake_* control entry) and must be exported. */
+#pragma GCC visibility push(default)
+
+/* Control entry points (fake_cuda.h gives only their pointer types, since
+ * tests reach them through dlsym). */
+CUfunction fake_function_create(const char *name, int regs, int static_smem);
+CUkernel fake_kernel_create(const char *name, int regs, int static_smem);
+void fake_tally(struct fake_tally *out);
+void fake_reset(void);
+
+/* ------------------------------------------------------------------------
+ * Handles: heap structs whose first field is a magic tag, so that every API
+ * can reject a handle of the wrong kind with CUDA_ERROR_INVALID_HANDLE (as
+ * the real driver does, e.g. cuFuncGetName on a CUkernel).
+ */
+enum tag {
+    TAG_FUNCTION = 0xFA4E0001u,
+    TAG_KERNEL,
+    TAG_LIBRARY,
+    TAG_MODULE,
+    TAG_STREAM,
+    TAG_GRAPH,
+    TAG_NODE,
+    TAG_GRAPH_EXEC,
+};
+
+/* Code and function handles live until exit, like code that is never
+ * unloaded in the real driver (the fake has no unload); they are chained
+ * on one list so that they stay reachable (LeakSanitizer). */
+struct kept {
+    struct kept *next;
+};
+
+/* CUfunction (TAG_FUNCTION) or CUkernel (TAG_KERNEL). */
+struct fn {
+    uint32_t tag;
+    struct kept kept;
+    char *name;
+    int regs, smem;
+    struct fn *func; /* KERNEL: its CUfunction, made on first request */
+};
+
+/* CUmodule (handles are FUNCTIONs) or CUlibrary (handles are KERNELs). */
+struct code {
+    uint32_t tag;
+    struct kept kept;
+    unsigned n;
+    struct fn **fns;
+};
+
+struct graph;
+
+struct stream {
+    uint32_t tag;
+    struct graph *capture; /* non-NULL while capturing */
+    bool to_graph;         /* capture goes into a caller's graph */
+};
+
+/* Graph nodes carry no edges: nothing here depends on ordering. */
+struct node {
+    uint32_t tag;
+    CUgraphNodeType type;
+    void *fn;             /* KERNEL node: a FUNCTION or KERNEL handle */
+    unsigned grid[3], block[3], shmem;
+    struct graph *child;  /* GRAPH node: owned clone of the child graph */
+};
+
+struct graph {
+    uint32_t tag;
+    size_t n, cap;
+    struct node **nodes;
+};
+
+/* An exec owns a clone of its graph, as a real exec is independent of the
+ * graph it was instantiated from, and caches its flattened kernel count. */
+struct exec {
+    uint32_t tag;
+    struct graph *g;
+    uint64_t nkernels;
+};
+
+/* Guards capture state, graph contents and lazily made handles. Counters
+ * are atomics so that concurrent launches on default streams never lock. */
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct {
+    _Atomic uint64_t kernels_executed, direct_executed, graph_kernels_executed,
+        graph_launches, captured, getproc_calls, per_entry[FAKE_ENTRY_COUNT];
+} g_count;
+
+static void bump(_Atomic uint64_t *c, uint64_t n)
+{
+    atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+}
+
+static _Atomic(struct kept *) g_kept;
+
+static void keep(struct kept *k)
+{
+    k->next = atomic_load(&g_kept);
+    while (!atomic_compare_exchange_weak(&g_kept, &k->next, k))
+        ;
+}
+
+static bool is(const void *h, uint32_t tag)
+{
+    return h != NULL && *(const uint32_t *)h == tag;
+}
+
+static bool is_fn(const void *h)
+{
+    return is(h, TAG_FUNCTION) || is(h, TAG_KERNEL);
+}
+
+static struct fn *fn_new(uint32_t tag, const char *name, int regs, int smem)
+{
+    struct fn *f = calloc(1, sizeof *f);
+    if (f == NULL || name == NULL || (f->name = strdup(name)) == NULL) {
+        free(f);
+        return NULL;
+    }
+    f->tag = tag;
+    f->regs = regs;
+    f->smem = smem;
+    keep(&f->kept);
+    return f;
+}
+
+/* ------------------------------------------------------------------------
+ * Streams. NULL, CU_STREAM_LEGACY and CU_STREAM_PER_THREAD are the default
+ * streams: they cannot be captured, so a launch on them always executes.
+ */
+static bool is_default_stream(CUstream s)
+{
+    return s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD;
+}
+
+/* *out = NULL for a default stream. */
+static CUresult get_stream(CUstream hs, struct stream **out)
+{
+    *out = NULL;
+    if (is_default_stream(hs))
+        return CUDA_SUCCESS;
+    if (!is(hs, TAG_STREAM))
+        return CUDA_ERROR_INVALID_HANDLE;
+    *out = (struct stream *)hs;
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------
+ * Graph helpers; callers hold g_lock where the graph may be shared.
+ */
+static struct graph *graph_new(void)
+{
+    struct graph *g = calloc(1, sizeof *g);
+    if (g != NULL)
+        g->tag = TAG_GRAPH;
+    return g;
+}
+
+/* Appends a copy of *tmpl; the node takes ownership of tmpl->child. */
+static struct node *graph_add(struct graph *g, const struct node *tmpl)
+{
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? 2 * g->cap : 8;
+        struct node **nodes = realloc(g->nodes, cap * sizeof *nodes);
+        if (nodes == NULL)
+            return NULL;
+        g->nodes = nodes;
+        g->cap = cap;
+    }
+    struct node *n = malloc(sizeof *n);
+    if (n == NULL)
+        return NULL;
+    *n = *tmpl;
+    n->tag = TAG_NODE;
+    g->nodes[g->n++] = n;
+    return n;
+}
+
+static void graph_free(struct graph *g)
+{
+    for (size_t i = 0; i < g->n; i++) {
+        if (g->nodes[i]->child != NULL)
+            graph_free(g->nodes[i]->child);
+        g->nodes[i]->tag = 0; /* stale handles now fail the tag check */
+        free(g->nodes[i]);
+    }
+    free(g->nodes);
+    g->tag = 0;
+    free(g);
+}
+
+/* Deep copy: child graphs are embedded by value in the real driver too. */
+static struct graph *graph_clone(const struct graph *g)
+{
+    struct graph *c = graph_new();
+    for (size_t i = 0; c != NULL && i < g->n; i++) {
+        struct node t = *g->nodes[i];
+        if (t.child != NULL && (t.child = graph_clone(t.child)) == NULL) {
+            graph_free(c);
+            return NULL;
+        }
+        if (graph_add(c, &t) == NULL) {
+            if (t.child != NULL)
+                graph_free(t.child);
+            graph_free(c);
+            return NULL;
+        }
+    }
+    return c;
+}
+
+/* Kernels a launch of g runs, child graphs expanded. */
+static uint64_t graph_kernels(const struct graph *g)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < g->n; i++) {
+        if (g->nodes[i]->type == CU_GRAPH_NODE_TYPE_KERNEL)
+            n++;
+        else if (g->nodes[i]->type == CU_GRAPH_NODE_TYPE_GRAPH)
+            n += graph_kernels(g->nodes[i]->child);
+    }
+    return n;
+}
+
+static struct node kernel_node(void *fn, unsigned gx, unsigned gy,
+                               unsigned gz, unsigned bx, unsigned by,
+                               unsigned bz, unsigned shmem)
+{
+    return (struct node){ .type = CU_GRAPH_NODE_TYPE_KERNEL, .fn = fn,
+                          .grid = { gx, gy, gz }, .block = { bx, by, bz },
+                          .shmem = shmem };
+}
+
+/* What the driver checks of any launch: a FUNCTION or a KERNEL (a CUkernel
+ * cast to CUfunction is launchable), non-empty grid and block, and at most
+ * 1024 threads per block. */
+static CUresult check_kernel_node(const struct node *k)
+{
+    if (!is_fn(k->fn))
+        return CUDA_ERROR_INVALID_HANDLE;
+    for (int i = 0; i < 3; i++)
+        if (k->grid[i] == 0 || k->block[i] == 0)
+            return CUDA_ERROR_INVALID_VALUE;
+    if ((uint64_t)k->block[0] * k->block[1] * k->block[2] > 1024)
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------
+ * Launches: executed (counted) on a non-capturing stream, recorded as a
+ * kernel node on a capturing one.
+ */
+static CUresult launch(enum fake_entry e, CUfunction f, unsigned gx,
+                       unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                       unsigned bz, unsigned shmem, CUstream hs)
+{
+    struct node k = kernel_node(f, gx, gy, gz, bx, by, bz, shmem);
+    struct stream *s;
+    CUresult r = check_kernel_node(&k);
+    if (r == CUDA_SUCCESS)
+        r = get_stream(hs, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+
+    bool recorded = false;
+    if (s != NULL) {
+        pthread_mutex_lock(&g_lock);
+        if (s->capture != NULL) {
+            recorded = true;
+            if (graph_add(s->capture, &k) == NULL)
+                r = CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        pthread_mutex_unlock(&g_lock);
+    }
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (recorded) {
+        bump(&g_count.captured, 1);
+    } else {
+        bump(&g_count.kernels_executed, 1);
+        bump(&g_count.direct_executed, 1);
+    }
+    bump(&g_count.per_entry[e], 1);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX,
+                        unsigned int gridDimY, unsigned int gridDimZ,
+                        unsigned int blockDimX, unsigned int blockDimY,
+                        unsigned int blockDimZ, unsigned int sharedMemBytes,
+                        CUstream hStream, void **kernelParams, void **extra)
+{
+    (void)kernelParams;
+    (void)extra;
+    return launch(FAKE_cuLaunchKernel, f, gridDimX, gridDimY, gridDimZ,
+                  blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream);
+}
+
+CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX,
+                             unsigned int gridDimY, unsigned int gridDimZ,
+                             unsigned int blockDimX, unsigned int blockDimY,
+                             unsigned int blockDimZ,
+                             unsigned int sharedMemBytes, CUstream hStream,
+                             void **kernelParams, void **extra)
+{
+    (void)kernelParams;
+    (void)extra;
+    return launch(FAKE_cuLaunchKernel_ptsz, f, gridDimX, gridDimY, gridDimZ,
+                  blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream);
+}
+
+static CUresult launch_ex(enum fake_entry e, const CUlaunchConfig *c,
+                          CUfunction f)
+{
+    if (c == NULL || (c->numAttrs != 0 && c->attrs == NULL))
+        return CUDA_ERROR_INVALID_VALUE;
+    return launch(e, f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX,
+                  c->blockDimY, c->blockDimZ, c->sharedMemBytes, c->hStream);
+}
+
+CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f,
+                          void **kernelParams, void **extra)
+{
+    (void)kernelParams;
+    (void)extra;
+    return launch_ex(FAKE_cuLaunchKernelEx, config, f);
+}
+
+CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
+                               void **kernelParams, void **extra)
+{
+    (void)kernelParams;
+    (void)extra;
+    return launch_ex(FAKE_cuLaunchKernelEx_ptsz, config, f);
+}
+
+CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
+                                   unsigned int gridDimY,
+                                   unsigned int gridDimZ,
+                                   unsigned int blockDimX,
+                                   unsigned int blockDimY,
+                                   unsigned int blockDimZ,
+                                   unsigned int sharedMemBytes,
+                                   CUstream hStream, void **kernelParams)
+{
+    (void)kernelParams;
+    return launch(FAKE_cuLaunchCooperativeKernel, f, gridDimX, gridDimY,
+                  gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
+                  hStream);
+}
+
+CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
+                                        unsigned int gridDimY,
+                                        unsigned int gridDimZ,
+                                        unsigned int blockDimX,
+                                        unsigned int blockDimY,
+                                        unsigned int blockDimZ,
+                                        unsigned int sharedMemBytes,
+                                        CUstream hStream, void **kernelParams)
+{
+    (void)kernelParams;
+    return launch(FAKE_cuLaunchCooperativeKernel_ptsz, f, gridDimX, gridDimY,
+                  gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
+                  hStream);
+}
+
+/* A graph launch runs the exec's kernels; into a capturing stream it is
+ * recorded as a child-graph node holding a copy of the exec's graph. */
+static CUresult graph_launch(enum fake_entry e, CUgraphExec hx, CUstream hs)
+{
+    struct stream *s;
+    if (!is(hx, TAG_GRAPH_EXEC))
+        return CUDA_ERROR_INVALID_HANDLE;
+    CUresult r = get_stream(hs, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+
+    struct exec *x = (struct exec *)hx;
+    bool recorded = false;
+    uint64_t n = 0;
+    pthread_mutex_lock(&g_lock);
+    if (s != NULL && s->capture != NULL) {
+        struct node c = { .type = CU_GRAPH_NODE_TYPE_GRAPH,
+                          .child = graph_clone(x->g) };
+        recorded = true;
+        if (c.child == NULL || graph_add(s->capture, &c) == NULL) {
+            if (c.child != NULL)
+                graph_free(c.child);
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        }
+    } else {
+        n = x->nkernels;
+    }
+    pthread_mutex_unlock(&g_lock);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (recorded) {
+        bump(&g_count.captured, 1);
+    } else {
+        bump(&g_count.graph_launches, 1);
+        bump(&g_count.graph_kernels_executed, n);
+        bump(&g_count.kernels_executed, n);
+    }
+    bump(&g_count.per_entry[e], 1);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGraphLaunch(CUgraphExec hGraph, CUstream hStream)
+{
+    return graph_launch(FAKE_cuGraphLaunch, hGraph, hStream);
+}
+
+CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
+{
+    return graph_launch(FAKE_cuGraphLaunch_ptsz, hGraphExec, hStream);
+}
+
+/* ------------------------------------------------------------------------
+ * Context and device: one device, one implicit context.
+ */
+CUresult cuInit(unsigned int Flags)
+{
+    return Flags == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuDriverGetVersion(int *driverVersion)
+{
+    if (driverVersion == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    *driverVersion = 13000;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGet(CUdevice *device, int ordinal)
+{
+    if (device == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (ordinal != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    *device = 0;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetDevice(CUdevice *device)
+{
+    if (device == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    *device = 0;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)
+{
+    if (phStream == NULL || (Flags & ~(unsigned)CU_STREAM_NON_BLOCKING))
+        return CUDA_ERROR_INVALID_VALUE;
+    struct stream *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    s->tag = TAG_STREAM;
+    *phStream = (CUstream)s;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuStreamDestroy_v2(CUstream hStream)
+{
+    if (!is(hStream, TAG_STREAM))
+        return CUDA_ERROR_INVALID_HANDLE;
+    struct stream *s = (struct stream *)hStream;
+    pthread_mutex_lock(&g_lock);
+    if (s->capture != NULL && !s->to_graph) /* capture abandoned */
+        graph_free(s->capture);
+    s->tag = 0;
+    free(s);
+    pthread_mutex_unlock(&g_lock);
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------
+ * Code: a module holds FUNCTIONs, a library KERNELs, one per name in the
+ * image, each with the default 32 registers and no static shared memory.
+ */
+static CUresult code_load(struct code **out, uint32_t tag, const void *image)
+{
+    if (out == NULL || image == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct code *c = calloc(1, sizeof *c);
+    char *names = strdup(image), *save = NULL;
+    size_t len = strlen(image);
+    /* n names need at most len/2+1 slots ("a;b;c"). */
+    if (c != NULL && names != NULL)
+        c->fns = calloc(len / 2 + 1, sizeof *c->fns);
+    if (c == NULL || names == NULL || c->fns == NULL)
+        goto oom;
+    c->tag = tag;
+    for (char *t = strtok_r(names, ";", &save); t != NULL;
+         t = strtok_r(NULL, ";", &save)) {
+        c->fns[c->n] = fn_new(tag == TAG_MODULE ? TAG_FUNCTION : TAG_KERNEL,
+                              t, 32, 0);
+        if (c->fns[c->n++] == NULL)
+            goto oom;
+    }
+    free(names);
+    keep(&c->kept);
+    *out = c;
+    return CUDA_SUCCESS;
+oom:
+    free(names);
+    if (c != NULL)
+        free(c->fns);
+    free(c);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+static CUresult code_get(struct fn **out, const void *hc, uint32_t tag,
+                         const char *name)
+{
+    if (out == NULL || name == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!is(hc, tag))
+        return CUDA_ERROR_INVALID_HANDLE;
+    const struct code *c = hc;
+    for (unsigned i = 0; i < c->n; i++) {
+        if (strcmp(c->fns[i]->name, name) == 0) {
+            *out = c->fns[i];
+            return CUDA_SUCCESS;
+        }
+    }
+    return CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult cuModuleLoadData(CUmodule *module, const void *image)
+{
+    struct code *c = NULL;
+    CUresult r = code_load(module != NULL ? &c : NULL, TAG_MODULE, image);
+    if (r == CUDA_SUCCESS)
+        *module = (CUmodule)c;
+    return r;
+}
+
+CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod,
+                             const char *name)
+{
+    struct fn *f = NULL;
+    CUresult r = code_get(hfunc != NULL ? &f : NULL, hmod, TAG_MODULE, name);
+    if (r == CUDA_SUCCESS)
+        *hfunc = (CUfunction)f;
+    return r;
+}
+
+CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
+                           CUjit_option *jitOptions, void **jitOptionsValues,
+                           unsigned int numJitOptions,
+                           CUlibraryOption *libraryOptions,
+                           void **libraryOptionValues,
+                           unsigned int numLibraryOptions)
+{
+    (void)jitOptions;
+    (void)jitOptionsValues;
+    (void)numJitOptions;
+    (void)libraryOptions;
+    (void)libraryOptionValues;
+    (void)numLibraryOptions;
+    struct code *c = NULL;
+    CUresult r = code_load(library != NULL ? &c : NULL, TAG_LIBRARY, code);
+    if (r == CUDA_SUCCESS)
+        *library = (CUlibrary)c;
+    return r;
+}
+
+CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library,
+                            const char *name)
+{
+    struct fn *k = NULL;
+    CUresult r = code_get(pKernel != NULL ? &k : NULL, library, TAG_LIBRARY,
+                          name);
+    if (r == CUDA_SUCCESS)
+        *pKernel = (CUkernel)k;
+    return r;
+}
+
+CUresult cuLibraryGetKernelCount(unsigned int *count, CUlibrary lib)
+{
+    if (count == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!is(lib, TAG_LIBRARY))
+        return CUDA_ERROR_INVALID_HANDLE;
+    *count = ((struct code *)lib)->n;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuLibraryEnumerateKernels(CUkernel *kernels, unsigned int numKernels,
+                                   CUlibrary lib)
+{
+    if (kernels == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!is(lib, TAG_LIBRARY))
+        return CUDA_ERROR_INVALID_HANDLE;
+    const struct code *c = (struct code *)lib;
+    for (unsigned i = 0; i < numKernels && i < c->n; i++)
+        kernels[i] = (CUkernel)c->fns[i];
+    return CUDA_SUCCESS;
+}
+
+/* The kernel's function in the (only) context: made once, then the same. */
+CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
+{
+    if (pFunc == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!is(kernel, TAG_KERNEL))
+        return CUDA_ERROR_INVALID_HANDLE;
+    struct fn *k = (struct fn *)kernel;
+    pthread_mutex_lock(&g_lock);
+    if (k->func == NULL)
+        k->func = fn_new(TAG_FUNCTION, k->name, k->regs, k->smem);
+    *pFunc = (CUfunction)k->func;
+    pthread_mutex_unlock(&g_lock);
+    return *pFunc != NULL ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+CUfunction fake_function_create(const char *name, int regs, int static_smem)
+{
+    return (CUfunction)fn_new(TAG_FUNCTION, name, regs, static_smem);
+}
+
+CUkernel fake_kernel_create(const char *name, int regs, int static_smem)
+{
+    return (CUkernel)fn_new(TAG_KERNEL, name, regs, static_smem);
+}
+
+/* ------------------------------------------------------------------------
+ * Identity and attributes: the FUNCTION-only and KERNEL-only entry points
+ * reject the other kind, so the shim has to handle both.
+ */
+static CUresult get_name(const char **name, const void *h, uint32_t tag)
+{
+    if (name == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!is(h, tag))
+        return CUDA_ERROR_INVALID_HANDLE;
+    *name = ((const struct fn *)h)->name;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuFuncGetName(const char **name, CUfunction hfunc)
+{
+    return get_name(name, hfunc, TAG_FUNCTION);
+}
+
+CUresult cuKernelGetName(const char **name, CUkernel hfunc)
+{
+    return get_name(name, hfunc, TAG_KERNEL);
+}
+
+static CUresult get_attribute(int *pi, CUfunction_attribute attrib,
+                              const void *h, uint32_t tag)
+{
+    if (pi == NULL || (unsigned)attrib >= CU_FUNC_ATTRIBUTE_MAX)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!is(h, tag))
+        return CUDA_ERROR_INVALID_HANDLE;
+    const struct fn *f = h;
+    switch (attrib) {
+    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = 1024; break;
+    case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = f->regs; break;
+    case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *pi = f->smem; break;
+    default: *pi = 0; break; /* LOCAL_SIZE_BYTES and the rest */
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib,
+                            CUfunction hfunc)
+{
+    return get_attribute(pi, attrib, hfunc, TAG_FUNCTION);
+}
+
+CUresult cuKernelGetAttribute(int *pi, CUfunction_attribute attrib,
+                              CUkernel kernel, CUdevice dev)
+{
+    if (dev != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    return get_attribute(pi, attrib, kernel, TAG_KERNEL);
+}
+
+/* ------------------------------------------------------------------------
+ * Stream capture.
+ */
+static CUresult begin_capture(CUstream hs, CUstreamCaptureMode mode,
+                              struct graph *into)
+{
+    if ((unsigned)mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (is_default_stream(hs))
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if (!is(hs, TAG_STREAM))
+        return CUDA_ERROR_INVALID_HANDLE;
+    struct stream *s = (struct stream *)hs;
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&g_lock);
+    if (s->capture != NULL)
+        r = CUDA_ERROR_ILLEGAL_STATE;
+    else if ((s->capture = into != NULL ? into : graph_new()) == NULL)
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    else
+        s->to_graph = into != NULL;
+    pthread_mutex_unlock(&g_lock);
+    return r;
+}
+
+/* v1 predates capture modes and behaves as GLOBAL. */
+CUresult cuStreamBeginCapture(CUstream hStream)
+{
+    return begin_capture(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL, NULL);
+}
+
+CUresult cuStreamBeginCapture_ptsz(CUstream hStream)
+{
+    return begin_capture(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL, NULL);
+}
+
+CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
+{
+    return begin_capture(hStream, mode, NULL);
+}
+
+CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream,
+                                      CUstreamCaptureMode mode)
+{
+    return begin_capture(hStream, mode, NULL);
+}
+
+/* Captures into an existing graph; dependencies are accepted and ignored
+ * (the fake keeps no edges). */
+static CUresult begin_capture_to_graph(CUstream hs, CUgraph hg,
+                                       const CUgraphNode *deps, size_t ndeps,
+                                       CUstreamCaptureMode mode)
+{
+    if (ndeps != 0 && deps == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!is(hg, TAG_GRAPH))
+        return CUDA_ERROR_INVALID_HANDLE;
+    return begin_capture(hs, mode, (struct graph *)hg);
+}
+
+CUresult cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph,
+                                     const CUgraphNode *dependencies,
+                                     const CUgraphEdgeData *dependencyData,
+                                     size_t numDependencies,
+                                     CUstreamCaptureMode mode)
+{
+    (void)dependencyData;
+    return begin_capture_to_graph(hStream, hGraph, dependencies,
+                                  numDependencies, mode);
+}
+
+CUresult cuStreamBeginCaptureToGraph_ptsz(
+    CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,
+    const CUgraphEdgeData *dependencyData, size_t numDependencies,
+    CUstreamCaptureMode mode)
+{
+    (void)dependencyData;
+    return begin_capture_to_graph(hStream, hGraph, dependencies,
+                                  numDependencies, mode);
+}
+
+static CUresult end_capture(CUstream hs, CUgraph *out)
+{
+    struct stream *s;
+    if (out == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = get_stream(hs, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (s == NULL)
+        return CUDA_ERROR_ILLEGAL_STATE;
+    pthread_mutex_lock(&g_lock);
+    if (s->capture == NULL) {
+        r = CUDA_ERROR_ILLEGAL_STATE;
+    } else {
+        *out = (CUgraph)s->capture;
+        s->capture = NULL;
+    }
+    pthread_mutex_unlock(&g_lock);
+    return r;
+}
+
+CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
+{
+    return end_capture(hStream, phGraph);
+}
+
+CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph)
+{
+    return end_capture(hStream, phGraph);
+}
+
+static CUresult is_capturing(CUstream hs, CUstreamCaptureStatus *status)
+{
+    struct stream *s;
+    if (status == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = get_stream(hs, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&g_lock);
+    *status = s != NULL && s->capture != NULL ? CU_STREAM_CAPTURE_STATUS_ACTIVE
+                                              : CU_STREAM_CAPTURE_STATUS_NONE;
+    pthread_mutex_unlock(&g_lock);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuStreamIsCapturing(CUstream hStream,
+                             CUstreamCaptureStatus *captureStatus)
+{
+    return is_capturing(hStream, captureStatus);
+}
+
+CUresult cuStreamIsCapturing_ptsz(CUstream hStream,
+                                  CUstreamCaptureStatus *captureStatus)
+{
+    return is_capturing(hStream, captureStatus);
+}
+
+/* ------------------------------------------------------------------------
+ * Graphs.
+ */
+CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
+{
+    if (phGraph == NULL || flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct graph *g = graph_new();
+    if (g == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *phGraph = (CUgraph)g;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGraphDestroy(CUgraph hGraph)
+{
+    if (!is(hGraph, TAG_GRAPH))
+        return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&g_lock);
+    graph_free((struct graph *)hGraph);
+    pthread_mutex_unlock(&g_lock);
+    return CUDA_SUCCESS;
+}
+
+/* Adds a copy of *tmpl to hg; tmpl->child, if any, is cloned from the
+ * caller's graph (the real driver embeds a copy too). */
+static CUresult add_node(CUgraphNode *out, CUgraph hg,
+                         const CUgraphNode *deps, size_t ndeps,
+                         const struct node *tmpl)
+{
+    if (out == NULL || (ndeps != 0 && deps == NULL))
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < ndeps; i++)
+        if (!is(deps[i], TAG_NODE))
+            return CUDA_ERROR_INVALID_VALUE;
+    if (!is(hg, TAG_GRAPH) ||
+        (tmpl->child != NULL && !is(tmpl->child, TAG_GRAPH)))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (tmpl->type == CU_GRAPH_NODE_TYPE_KERNEL) {
+        CUresult r = check_kernel_node(tmpl);
+        if (r != CUDA_SUCCESS)
+            return r;
+    }
+    struct node t = *tmpl, *n = NULL;
+    pthread_mutex_lock(&g_lock);
+    if (t.child == NULL || (t.child = graph_clone(t.child)) != NULL) {
+        n = graph_add((struct graph *)hg, &t);
+        if (n == NULL && t.child != NULL)
+            graph_free(t.child);
+    }
+    pthread_mutex_unlock(&g_lock);
+    if (n == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *out = (CUgraphNode)n;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                              const CUgraphNode *dependencies,
+                              size_t numDependencies,
+                              const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
+{
+    if (nodeParams == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    const CUDA_KERNEL_NODE_PARAMS_v1 *p = nodeParams;
+    struct node k = kernel_node(p->func, p->gridDimX, p->gridDimY,
+                                p->gridDimZ, p->blockDimX, p->blockDimY,
+                                p->blockDimZ, p->sharedMemBytes);
+    return add_node(phGraphNode, hGraph, dependencies, numDependencies, &k);
+}
+
+/* v2: kern is used only when func is NULL. */
+CUresult cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                 const CUgraphNode *dependencies,
+                                 size_t numDependencies,
+                                 const CUDA_KERNEL_NODE_PARAMS *nodeParams)
+{
+    if (nodeParams == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    const CUDA_KERNEL_NODE_PARAMS *p = nodeParams;
+    if (p->func == NULL && !is(p->kern, TAG_KERNEL))
+        return CUDA_ERROR_INVALID_HANDLE;
+    struct node k = kernel_node(p->func != NULL ? (void *)p->func
+                                                : (void *)p->kern,
+                                p->gridDimX, p->gridDimY, p->gridDimZ,
+                                p->blockDimX, p->blockDimY, p->blockDimZ,
+                                p->sharedMemBytes);
+    return add_node(phGraphNode, hGraph, dependencies, numDependencies, &k);
+}
+
+CUresult cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                  const CUgraphNode *dependencies,
+                                  size_t numDependencies, CUgraph childGraph)
+{
+    if (childGraph == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct node c = { .type = CU_GRAPH_NODE_TYPE_GRAPH,
+                      .child = (struct graph *)childGraph };
+    return add_node(phGraphNode, hGraph, dependencies, numDependencies, &c);
+}
+
+CUresult cuGraphAddEmptyNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                             const CUgraphNode *dependencies,
+                             size_t numDependencies)
+{
+    struct node e = { .type = CU_GRAPH_NODE_TYPE_EMPTY };
+    return add_node(phGraphNode, hGraph, dependencies, numDependencies, &e);
+}
+
+/* nodes == NULL: *numNodes = the count. Else up to *numNodes nodes are
+ * written, surplus slots set to NULL, and *numNodes = the count. */
+CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
+{
+    if (numNodes == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!is(hGraph, TAG_GRAPH))
+        return CUDA_ERROR_INVALID_HANDLE;
+    const struct graph *g = (struct graph *)hGraph;
+    pthread_mutex_lock(&g_lock);
+    for (size_t i = 0; nodes != NULL && i < *numNodes; i++)
+        nodes[i] = i < g->n ? (CUgraphNode)g->nodes[i] : NULL;
+    *numNodes = g->n;
+    pthread_mutex_unlock(&g_lock);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type)
+{
+    if (type == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!is(hNode, TAG_NODE))
+        return CUDA_ERROR_INVALID_HANDLE;
+    *type = ((struct node *)hNode)->type;
+    return CUDA_SUCCESS;
+}
+
+static CUresult get_node(const void *hn, CUgraphNodeType type,
+                         const struct node **out)
+{
+    if (!is(hn, TAG_NODE))
+        return CUDA_ERROR_INVALID_HANDLE;
+    *out = hn;
+    return (*out)->type == type ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* v1 has only func: a node recorded from a CUkernel gives the CUkernel
+ * back cast to CUfunction, as it was launched. kernelParams/extra are not
+ * kept and read back as NULL. */
+CUresult cuGraphKernelNodeGetParams(CUgraphNode hNode,
+                                    CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
+{
+    const struct node *n;
+    CUresult r = get_node(hNode, CU_GRAPH_NODE_TYPE_KERNEL, &n);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (nodeParams == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    *nodeParams = (CUDA_KERNEL_NODE_PARAMS_v1){
+        .func = n->fn, .gridDimX = n->grid[0], .gridDimY = n->grid[1],
+        .gridDimZ = n->grid[2], .blockDimX = n->block[0],
+        .blockDimY = n->block[1], .blockDimZ = n->block[2],
+        .sharedMemBytes = n->shmem };
+    return CUDA_SUCCESS;
+}
+
+/* v2: func for a FUNCTION, kern (func NULL) for a KERNEL. */
+CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode hNode,
+                                       CUDA_KERNEL_NODE_PARAMS *nodeParams)
+{
+    const struct node *n;
+    CUresult r = get_node(hNode, CU_GRAPH_NODE_TYPE_KERNEL, &n);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (nodeParams == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    bool is_kern = is(n->fn, TAG_KERNEL);
+    *nodeParams = (CUDA_KERNEL_NODE_PARAMS){
+        .func = is_kern ? NULL : n->fn, .kern = is_kern ? n->fn : NULL,
+        .gridDimX = n->grid[0], .gridDimY = n->grid[1],
+        .gridDimZ = n->grid[2], .blockDimX = n->block[0],
+        .blockDimY = n->block[1], .blockDimZ = n->block[2],
+        .sharedMemBytes = n->shmem };
+    return CUDA_SUCCESS;
+}
+
+/* The embedded graph; it belongs to the node (do not destroy it). */
+CUresult cuGraphChildGraphNodeGetGraph(CUgraphNode hNode, CUgraph *phGraph)
+{
+    const struct node *n;
+    CUresult r = get_node(hNode, CU_GRAPH_NODE_TYPE_GRAPH, &n);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (phGraph == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    *phGraph = (CUgraph)n->child;
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------
+ * Graph execs.
+ */
+static CUresult instantiate(CUgraphExec *out, CUgraph hg)
+{
+    if (out == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!is(hg, TAG_GRAPH))
+        return CUDA_ERROR_INVALID_HANDLE;
+    struct exec *x = calloc(1, sizeof *x);
+    if (x == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&g_lock);
+    x->g = graph_clone((struct graph *)hg);
+    if (x->g != NULL)
+        x->nkernels = graph_kernels(x->g);
+    pthread_mutex_unlock(&g_lock);
+    if (x->g == NULL) {
+        free(x);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    x->tag = TAG_GRAPH_EXEC;
+    *out = (CUgraphExec)x;
+    return CUDA_SUCCESS;
+}
+
+/* The flags cuda.h knows; the driver rejects any other bit. */
+#define INSTANTIATE_FLAGS                                                  \
+    (CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH |                     \
+     CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD |                                  \
+     CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH |                           \
+     CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY)
+
+CUresult cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph,
+                            CUgraphNode *phErrorNode, char *logBuffer,
+                            size_t bufferSize)
+{
+    (void)phErrorNode; /* written only on failure, which cannot happen here */
+    (void)logBuffer;
+    (void)bufferSize;
+    return instantiate(phGraphExec, hGraph);
+}
+
+CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph,
+                               CUgraphNode *phErrorNode, char *logBuffer,
+                               size_t bufferSize)
+{
+    (void)phErrorNode;
+    (void)logBuffer;
+    (void)bufferSize;
+    return instantiate(phGraphExec, hGraph);
+}
+
+CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                     unsigned long long flags)
+{
+    if (flags & ~(unsigned long long)INSTANTIATE_FLAGS)
+        return CUDA_ERROR_INVALID_VALUE;
+    return instantiate(phGraphExec, hGraph);
+}
+
+static CUresult instantiate_params(CUgraphExec *out, CUgraph hg,
+                                   CUDA_GRAPH_INSTANTIATE_PARAMS *p)
+{
+    if (p == NULL || (p->flags & ~(cuuint64_t)INSTANTIATE_FLAGS))
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = instantiate(out, hg);
+    p->hErrNode_out = NULL;
+    p->result_out = r == CUDA_SUCCESS ? CUDA_GRAPH_INSTANTIATE_SUCCESS
+                                      : CUDA_GRAPH_INSTANTIATE_ERROR;
+    return r;
+}
+
+CUresult cuGraphInstantiateWithParams(
+    CUgraphExec *phGraphExec, CUgraph hGraph,
+    CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
+{
+    return instantiate_params(phGraphExec, hGraph, instantiateParams);
+}
+
+CUresult cuGraphInstantiateWithParams_ptsz(
+    CUgraphExec *phGraphExec, CUgraph hGraph,
+    CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
+{
+    return instantiate_params(phGraphExec, hGraph, instantiateParams);
+}
+
+/* An update succeeds when the new graph has the exec's topology; with no
+ * edges kept, that means the same number of nodes, of the same types in
+ * order. The exec then runs the new graph's kernels. */
+static CUresult exec_update(CUgraphExec hx, CUgraph hg,
+                            CUgraphExecUpdateResultInfo *info)
+{
+    *info = (CUgraphExecUpdateResultInfo){ CU_GRAPH_EXEC_UPDATE_ERROR, NULL,
+                                           NULL };
+    if (!is(hx, TAG_GRAPH_EXEC) || !is(hg, TAG_GRAPH))
+        return CUDA_ERROR_INVALID_HANDLE;
+    struct exec *x = (struct exec *)hx;
+    const struct graph *g = (struct graph *)hg;
+    CUresult r = CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+    pthread_mutex_lock(&g_lock);
+    if (g->n != x->g->n) {
+        info->result = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+        goto out;
+    }
+    for (size_t i = 0; i < g->n; i++) {
+        if (g->nodes[i]->type != x->g->nodes[i]->type) {
+            info->result = CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED;
+            info->errorNode = (CUgraphNode)g->nodes[i];
+            goto out;
+        }
+    }
+    struct graph *c = graph_clone(g);
+    if (c == NULL) {
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+        goto out;
+    }
+    graph_free(x->g);
+    x->g = c;
+    x->nkernels = graph_kernels(c);
+    info->result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
+    r = CUDA_SUCCESS;
+out:
+    pthread_mutex_unlock(&g_lock);
+    return r;
+}
+
+CUresult cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph,
+                           CUgraphNode *hErrorNode_out,
+                           CUgraphExecUpdateResult *updateResult_out)
+{
+    CUgraphExecUpdateResultInfo info;
+    CUresult r = exec_update(hGraphExec, hGraph, &info);
+    if (hErrorNode_out != NULL)
+        *hErrorNode_out = info.errorNode;
+    if (updateResult_out != NULL)
+        *updateResult_out = info.result;
+    return r;
+}
+
+CUresult cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph,
+                              CUgraphExecUpdateResultInfo *resultInfo)
+{
+    if (resultInfo == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    return exec_update(hGraphExec, hGraph, resultInfo);
+}
+
+CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
+{
+    if (!is(hGraphExec, TAG_GRAPH_EXEC))
+        return CUDA_ERROR_INVALID_HANDLE;
+    struct exec *x = (struct exec *)hGraphExec;
+    pthread_mutex_lock(&g_lock);
+    graph_free(x->g);
+    x->tag = 0;
+    free(x);
+    pthread_mutex_unlock(&g_lock);
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------
+ * cuGetProcAddress. symbol is a base name (no _v2/_ptsz suffix). Rows of
+ * one name are adjacent, newest ABI first: the first row whose `since` is
+ * <= cudaVersion answers; the last row's `since` is the symbol's minimum.
+ *
+ * Each pointer is the address of this library's own definition of that
+ * exact ABI name: the library is linked with -Bsymbolic-functions, so these
+ * addresses bind locally even when an LD_PRELOADed shim exports the same
+ * names (as with the real driver, whose table is internal).
+ */
+struct proc {
+    const char *name;
+    int since;
+    void *plain, *ptsz; /* ptsz NULL: no per-thread variant */
+};
+
+#define P(name, since, plain, ptsz)                                       \
+    { name, since, (void *)(plain), (void *)(ptsz) }
+#define P1(fn, since) P(#fn, since, fn, NULL)
+#define P2(fn, since) P(#fn, since, fn, fn##_ptsz)
+
+static const struct proc procs[] = {
+    P("cuGetProcAddress", 12000, cuGetProcAddress_v2, NULL),
+    P1(cuGetProcAddress, 2000),
+    P1(cuInit, 2000),
+    P1(cuDriverGetVersion, 2000),
+    P1(cuDeviceGet, 2000),
+    P1(cuCtxGetDevice, 2000),
+    P1(cuStreamCreate, 2000),
+    P("cuStreamDestroy", 2000, cuStreamDestroy_v2, NULL),
+    P1(cuModuleLoadData, 2000),
+    P1(cuModuleGetFunction, 2000),
+    P1(cuLibraryLoadData, 12000),
+    P1(cuLibraryGetKernel, 12000),
+    P1(cuLibraryGetKernelCount, 12000),
+    P1(cuLibraryEnumerateKernels, 12000),
+    P1(cuKernelGetFunction, 12000),
+    P1(cuKernelGetAttribute, 12000),
+    P1(cuKernelGetName, 12030),
+    P1(cuFuncGetName, 12030),
+    P1(cuFuncGetAttribute, 2000),
+    P2(cuLaunchKernel, 4000),
+    P2(cuLaunchKernelEx, 11060),
+    P2(cuLaunchCooperativeKernel, 9000),
+    P2(cuGraphLaunch, 10000),
+    P("cuStreamBeginCapture", 10010, cuStreamBeginCapture_v2,
+      cuStreamBeginCapture_v2_ptsz),
+    P2(cuStreamBeginCapture, 2000),
+    P2(cuStreamBeginCaptureToGraph, 12030),
+    P2(cuStreamEndCapture, 2000),
+    P2(cuStreamIsCapturing, 2000),
+    P1(cuGraphCreate, 2000),
+    P1(cuGraphDestroy, 2000),
+    P("cuGraphAddKernelNode", 12000, cuGraphAddKernelNode_v2, NULL),
+    P1(cuGraphAddKernelNode, 2000),
+    P1(cuGraphAddChildGraphNode, 2000),
+    P1(cuGraphAddEmptyNode, 2000),
+    P1(cuGraphGetNodes, 2000),
+    P1(cuGraphNodeGetType, 2000),
+    P("cuGraphKernelNodeGetParams", 12000, cuGraphKernelNodeGetParams_v2,
+      NULL),
+    P1(cuGraphKernelNodeGetParams, 2000),
+    P1(cuGraphChildGraphNodeGetGraph, 2000),
+    P("cuGraphInstantiate", 11000, cuGraphInstantiate_v2, NULL),
+    P1(cuGraphInstantiate, 2000),
+    P1(cuGraphInstantiateWithFlags, 2000),
+    P2(cuGraphInstantiateWithParams, 2000),
+    P("cuGraphExecUpdate", 12000, cuGraphExecUpdate_v2, NULL),
+    P1(cuGraphExecUpdate, 2000),
+    P1(cuGraphExecDestroy, 2000),
+};
+
+static CUresult getproc(const char *symbol, void **pfn, int cudaVersion,
+                        cuuint64_t flags,
+                        CUdriverProcAddressQueryResult *symbolStatus)
+{
+    bump(&g_count.getproc_calls, 1);
+    /* DEFAULT, LEGACY_STREAM or PER_THREAD_DEFAULT_STREAM: one at most. */
+    if (symbol == NULL || pfn == NULL ||
+        (flags != CU_GET_PROC_ADDRESS_DEFAULT &&
+         flags != CU_GET_PROC_ADDRESS_LEGACY_STREAM &&
+         flags != CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM))
+        return CUDA_ERROR_INVALID_VALUE;
+
+    CUdriverProcAddressQueryResult status =
+        CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    *pfn = NULL;
+    for (size_t i = 0; i < sizeof procs / sizeof procs[0]; i++) {
+        const struct proc *p = &procs[i];
+        if (strcmp(p->name, symbol) != 0)
+            continue;
+        status = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
+        if (cudaVersion >= p->since) {
+            bool ptds = flags == CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+            *pfn = ptds && p->ptsz != NULL ? p->ptsz : p->plain;
+            status = CU_GET_PROC_ADDRESS_SUCCESS;
+            break;
+        }
+    }
+    if (symbolStatus != NULL)
+        *symbolStatus = status;
+    /* As measured on driver 580.159.04: a symbol that exists but is newer
+     * than cudaVersion is CUDA_SUCCESS with a NULL pointer and the
+     * VERSION_NOT_SUFFICIENT status; an unknown one is CUDA_ERROR_NOT_FOUND.
+     * (docs/results/2026-11-30-getproc/getproc_identity.txt) */
+    if (*pfn == NULL && status == CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND)
+        return CUDA_ERROR_NOT_FOUND;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
+                          cuuint64_t flags)
+{
+    return getproc(symbol, pfn, cudaVersion, flags, NULL);
+}
+
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
+                             cuuint64_t flags,
+                             CUdriverProcAddressQueryResult *symbolStatus)
+{
+    return getproc(symbol, pfn, cudaVersion, flags, symbolStatus);
+}
+
+/* ------------------------------------------------------------------------
+ * Tally.
+ */
+void fake_tally(struct fake_tally *out)
+{
+    memset(out, 0, sizeof *out);
+    out->kernels_executed = atomic_load(&g_count.kernels_executed);
+    out->direct_executed = atomic_load(&g_count.direct_executed);
+    out->graph_kernels_executed = atomic_load(&g_count.graph_kernels_executed);
+    out->graph_launches = atomic_load(&g_count.graph_launches);
+    out->captured = atomic_load(&g_count.captured);
+    out->getproc_calls = atomic_load(&g_count.getproc_calls);
+    for (int i = 0; i < FAKE_ENTRY_COUNT; i++)
+        out->per_entry[i] = atomic_load(&g_count.per_entry[i]);
+}
+
+void fake_reset(void)
+{
+    atomic_store(&g_count.kernels_executed, 0);
+    atomic_store(&g_count.direct_executed, 0);
+    atomic_store(&g_count.graph_kernels_executed, 0);
+    atomic_store(&g_count.graph_launches, 0);
+    atomic_store(&g_count.captured, 0);
+    atomic_store(&g_count.getproc_calls, 0);
+    for (int i = 0; i < FAKE_ENTRY_COUNT; i++)
+        atomic_store(&g_count.per_entry[i], 0);
+}
+
+#pragma GCC visibility pop

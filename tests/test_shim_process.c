@@ -1,0 +1,261 @@
+/*
+ * The shim inside whole processes: silent by default, the stats file at
+ * exit, one clear line for a bad setting and then pass-through, an
+ * unwritable stats path reported without harm, fork giving the child its
+ * own counters, and programs that never touch CUDA left alone.
+ */
+#define _GNU_SOURCE 1
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+
+static char dir[256];
+
+struct result {
+    int status;
+    char out[4096];
+    char err[8192];
+    pid_t pid;
+};
+
+static void slurp(const char *path, char *buf, size_t len)
+{
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, len - 1, f) : 0;
+
+    buf[n] = '\0';
+    if (f)
+        fclose(f);
+}
+
+/* Runs argv under the shim with extra environment settings (NULL-ended). */
+static void run(struct result *r, char *const argv[], const char *const *extra)
+{
+    char outp[300], errp[300];
+    pid_t pid;
+
+    snprintf(outp, sizeof(outp), "%s/out", dir);
+    snprintf(errp, sizeof(errp), "%s/err", dir);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int o = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int e = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(o, 1);
+        dup2(e, 2);
+        unsetenv("MOSAIC_LOG");
+        unsetenv("MOSAIC_STATS");
+        unsetenv("MOSAIC_MODE");
+        setenv("LD_PRELOAD", getenv("MTEST_PRELOAD"), 1);
+        for (; extra && *extra; extra++)
+            putenv((char *)*extra);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    waitpid(pid, &r->status, 0);
+    r->pid = pid;
+    slurp(outp, r->out, sizeof(r->out));
+    slurp(errp, r->err, sizeof(r->err));
+}
+
+static char *child_path(void)
+{
+    static char p[512];
+
+    snprintf(p, sizeof(p), "%s/shim_child", getenv("MTEST_HELPER_DIR"));
+    return p;
+}
+
+static cJSON *stats_of(pid_t pid)
+{
+    char path[300], buf[1 << 16];
+
+    snprintf(path, sizeof(path), "%s/stats-%d.json", dir, (int)pid);
+    slurp(path, buf, sizeof(buf));
+    return cJSON_Parse(buf);
+}
+
+static long long num(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+    return cJSON_IsNumber(v) ? (long long)v->valuedouble : -1;
+}
+
+static char stats_env[400];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof(dir), "/tmp/mosaic-proc-test-%d", (int)getpid());
+    mkdir(dir, 0755);
+    snprintf(stats_env, sizeof(stats_env), "MOSAIC_STATS=%s/stats-%%p.json", dir);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    char cmd[300];
+
+    (void)state;
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    return system(cmd);
+}
+
+static void silent_and_counts_at_exit(void **state)
+{
+    struct result r;
+    char *argv[] = {child_path(), "5", NULL};
+    const char *extra[] = {stats_env, NULL};
+    cJSON *s;
+
+    (void)state;
+    run(&r, argv, extra);
+    assert_true(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+    assert_string_equal(r.out, "executed 5 wrapped 1\n");
+    assert_string_equal(r.err, ""); /* never prints unless asked */
+    s = stats_of(r.pid);
+    assert_non_null(s);
+    assert_int_equal(num(s, "launches_total"), 5);
+    assert_int_equal(num(cJSON_GetObjectItem(s, "kernels"), "child_fn"), 5);
+    cJSON_Delete(s);
+}
+
+static void bad_setting_says_one_line_then_passes_through(void **state)
+{
+    struct result r;
+    char *argv[] = {child_path(), "4", NULL};
+    const char *extra[] = {stats_env, "MOSAIC_LOG=verbose", NULL};
+    cJSON *s;
+
+    (void)state;
+    run(&r, argv, extra);
+    assert_true(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+    /* the program ran, and got the driver's own entry point */
+    assert_string_equal(r.out, "executed 4 wrapped 0\n");
+    assert_non_null(strstr(r.err, "MOSAIC_LOG='verbose'"));
+    assert_non_null(strstr(r.err, "off, error, warn, info, debug"));
+    assert_ptr_equal(strchr(r.err, '\n'), r.err + strlen(r.err) - 1);
+    s = stats_of(r.pid);
+    assert_non_null(s);
+    assert_string_equal(cJSON_GetObjectItem(s, "mode")->valuestring, "passthrough");
+    assert_int_equal(num(s, "launches_total"), 0);
+    cJSON_Delete(s);
+}
+
+static void passthrough_mode_hands_out_the_driver(void **state)
+{
+    struct result r;
+    char *argv[] = {child_path(), "3", NULL};
+    const char *extra[] = {"MOSAIC_MODE=passthrough", NULL};
+
+    (void)state;
+    run(&r, argv, extra);
+    assert_true(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+    assert_string_equal(r.out, "executed 3 wrapped 0\n");
+    assert_string_equal(r.err, "");
+}
+
+static void unwritable_stats_path_is_reported_not_fatal(void **state)
+{
+    struct result r;
+    char *argv[] = {child_path(), "2", NULL};
+    const char *extra[] = {"MOSAIC_STATS=/nonexistent-mosaic-dir/s.json", NULL};
+
+    (void)state;
+    run(&r, argv, extra);
+    assert_true(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+    assert_string_equal(r.out, "executed 2 wrapped 1\n");
+    assert_non_null(strstr(r.err, "cannot write MOSAIC_STATS file "
+                                  "'/nonexistent-mosaic-dir/s.json'"));
+}
+
+static void fork_gives_the_child_its_own_counters(void **state)
+{
+    struct result r;
+    char *argv[] = {child_path(), "2", "fork", "3", NULL};
+    const char *extra[] = {stats_env, NULL};
+    char cmd[400];
+    FILE *ls;
+    char line[300];
+    int files = 0, found_child = 0;
+    cJSON *s;
+
+    (void)state;
+    run(&r, argv, extra);
+    assert_true(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+    s = stats_of(r.pid);
+    assert_non_null(s);
+    assert_int_equal(num(s, "launches_total"), 4);
+    cJSON_Delete(s);
+    /* the forked child wrote its own file with only its own launches */
+    snprintf(cmd, sizeof(cmd), "ls %s | grep '^stats-[0-9]*\\.json$'", dir);
+    ls = popen(cmd, "r");
+    while (fgets(line, sizeof(line), ls)) {
+        int pid = atoi(line + 6);
+        files++;
+        if (pid != r.pid) {
+            s = stats_of(pid);
+            if (s && num(s, "launches_total") == 3)
+                found_child = 1;
+            cJSON_Delete(s);
+        }
+    }
+    pclose(ls);
+    assert_true(found_child);
+}
+
+static void logging_when_asked(void **state)
+{
+    struct result r;
+    char *argv[] = {child_path(), "1", NULL};
+    const char *extra[] = {"MOSAIC_LOG=info", NULL};
+
+    (void)state;
+    run(&r, argv, extra);
+    assert_true(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+    assert_non_null(strstr(r.err, "libmosaic 0.1.0 loaded: mode observe"));
+    assert_non_null(strstr(r.err, "bound to libcuda.so.1"));
+}
+
+static void programs_without_cuda_are_untouched(void **state)
+{
+    struct result r;
+    char *argv[] = {"/bin/echo", "hello", NULL};
+    const char *extra[] = {stats_env, NULL};
+    cJSON *s;
+
+    (void)state;
+    run(&r, argv, extra);
+    assert_true(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+    assert_string_equal(r.out, "hello\n");
+    assert_string_equal(r.err, "");
+    s = stats_of(r.pid);
+    assert_non_null(s);
+    assert_int_equal(num(s, "launches_total"), 0);
+    cJSON_Delete(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(silent_and_counts_at_exit),
+        cmocka_unit_test(bad_setting_says_one_line_then_passes_through),
+        cmocka_unit_test(passthrough_mode_hands_out_the_driver),
+        cmocka_unit_test(unwritable_stats_path_is_reported_not_fatal),
+        cmocka_unit_test(fork_gives_the_child_its_own_counters),
+        cmocka_unit_test(logging_when_asked),
+        cmocka_unit_test(programs_without_cuda_are_untouched),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

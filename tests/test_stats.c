@@ -1,0 +1,155 @@
+/* The statistics JSON: valid under hostile kernel names, names of several
+ * handles merged, counters where the schema says, the file written at exit
+ * with %p expanded. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+
+#include "internal.h"
+#include "mosaic/shim.h"
+
+static struct mosaic__kernel *fake_kernel(uintptr_t handle, const char *name)
+{
+    struct mosaic__kernel *k = calloc(1, sizeof(*k));
+
+    k->handle = (const void *)handle;
+    k->name = strdup(name);
+    assert_ptr_equal(mosaic__pmap_put_new(&mosaic__kmap, k->handle, k), k);
+    return k;
+}
+
+static cJSON *snapshot(void)
+{
+    static char buf[1 << 16];
+    int n = mosaic_shim_stats_json(buf, sizeof(buf));
+    cJSON *j;
+
+    assert_true(n > 0);
+    assert_int_equal((size_t)n, strlen(buf));
+    j = cJSON_Parse(buf);
+    assert_non_null(j);
+    return j;
+}
+
+static long long num(const cJSON *obj, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+    assert_non_null(v);
+    assert_true(cJSON_IsNumber(v));
+    return (long long)v->valuedouble;
+}
+
+static void empty_stats_follow_schema(void **state)
+{
+    cJSON *j;
+
+    (void)state;
+    mosaic__stats_reset();
+    j = snapshot();
+    assert_string_equal(cJSON_GetObjectItem(j, "schema")->valuestring,
+                        "mosaic-stats/1");
+    assert_int_equal(num(j, "pid"), getpid());
+    assert_int_equal(num(j, "launches_total"), 0);
+    assert_int_equal(num(cJSON_GetObjectItem(j, "launches"), "cuLaunchKernel"), 0);
+    assert_int_equal(
+        num(cJSON_GetObjectItem(j, "launches"), "cuLaunchCooperativeKernel_ptsz"), 0);
+    assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "launches"),
+                                    "cuGraphLaunch"));
+    assert_int_equal(num(j, "graph_launches"), 0);
+    assert_int_equal(num(j, "errors"), 0);
+    assert_true(cJSON_IsObject(cJSON_GetObjectItem(j, "kernels")));
+    cJSON_Delete(j);
+}
+
+static void counts_and_hostile_names(void **state)
+{
+    const char *evil = "k\"\\\n\t\x01<end>";
+    struct mosaic__kernel *a = fake_kernel(0x1000, evil);
+    struct mosaic__kernel *b = fake_kernel(0x2000, "gemm");
+    struct mosaic__kernel *b2 = fake_kernel(0x3000, "gemm"); /* same name */
+    cJSON *j, *kernels;
+
+    (void)state;
+    atomic_store(&a->launches, 3);
+    atomic_store(&b->launches, 4);
+    atomic_store(&b2->launches, 5);
+    atomic_store(&b2->captured, 2);
+    atomic_store(&mosaic__ctr.launches[MOSAIC__HOOK_cuLaunchKernel], 7);
+    atomic_store(&mosaic__ctr.launches[MOSAIC__HOOK_cuLaunchKernelEx_ptsz], 5);
+    atomic_store(&mosaic__ctr.captured_launches, 2);
+    j = snapshot();
+    assert_int_equal(num(j, "launches_total"), 12);
+    assert_int_equal(num(cJSON_GetObjectItem(j, "launches"), "cuLaunchKernelEx_ptsz"), 5);
+    kernels = cJSON_GetObjectItem(j, "kernels");
+    assert_int_equal(num(kernels, evil), 3);
+    assert_int_equal(num(kernels, "gemm"), 9);
+    assert_int_equal(num(cJSON_GetObjectItem(j, "captured_kernels"), "gemm"), 2);
+    assert_int_equal(num(j, "captured_launches"), 2);
+    assert_int_equal(num(j, "distinct_kernels"), 2);
+    cJSON_Delete(j);
+
+    mosaic__stats_reset();
+    j = snapshot();
+    assert_int_equal(num(j, "launches_total"), 0);
+    assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "kernels"), "gemm"));
+    cJSON_Delete(j);
+}
+
+static void too_small_buffer_is_an_error(void **state)
+{
+    char small[16];
+
+    (void)state;
+    assert_int_equal(mosaic_shim_stats_json(small, sizeof(small)), MOSAIC_ERANGE);
+    assert_int_equal(mosaic_shim_stats_json(NULL, 100), MOSAIC_EINVAL);
+}
+
+static void dump_expands_pid(void **state)
+{
+    char path[256], expect[256];
+    FILE *f;
+    char buf[8192];
+    size_t n;
+    cJSON *j;
+
+    (void)state;
+    snprintf(path, sizeof(path), "/tmp/mosaic-test-stats-%%p-%%%%.json");
+    snprintf(expect, sizeof(expect), "/tmp/mosaic-test-stats-%d-%%.json",
+             (int)getpid());
+    unlink(expect);
+    strcpy(mosaic__cfg.stats_path, path);
+    mosaic__stats_dump();
+    f = fopen(expect, "r");
+    assert_non_null(f);
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    j = cJSON_Parse(buf);
+    assert_non_null(j);
+    assert_int_equal(num(j, "pid"), getpid());
+    cJSON_Delete(j);
+    unlink(expect);
+
+    /* An unwritable place is reported, not fatal. */
+    strcpy(mosaic__cfg.stats_path, "/nonexistent-dir/x.json");
+    mosaic__stats_dump();
+    mosaic__cfg.stats_path[0] = 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(empty_stats_follow_schema),
+        cmocka_unit_test(counts_and_hostile_names),
+        cmocka_unit_test(too_small_buffer_is_an_error),
+        cmocka_unit_test(dump_expands_pid),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
