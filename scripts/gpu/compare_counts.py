@@ -361,15 +361,22 @@ def analyze_bench(outdir):
                                        for d in runs) if runs else None
         res["variants"][var] = v
     base = res["variants"].get("none", {})
+    by_round = {var: {d["round"]: d for d in rows.get(var, [])}
+                for var in BENCH_VARIANTS}
     for var, v in res["variants"].items():
-        for key in ("median_ns_per_launch", "median_enqueue_ns_per_launch"):
-            b, x = base.get(key), v.get(key)
-            tag = key.replace("median_", "")
-            if b and x is not None:
-                v[f"ratio_{tag}"] = x / b
-                v[f"added_{tag}"] = x - b
-            else:
-                v[f"ratio_{tag}"] = v[f"added_{tag}"] = None
+        for tag in ("ns_per_launch", "enqueue_ns_per_launch"):
+            b, x = base.get(f"median_{tag}"), v.get(f"median_{tag}")
+            v[f"ratio_{tag}"] = x / b if b and x is not None else None
+            # Added cost: median of the per-round differences against the
+            # no-shim run of the same round (pairing cancels slow drift).
+            diffs = [d[tag] - by_round["none"][r][tag]
+                     for r, d in by_round[var].items()
+                     if r in by_round["none"] and tag in d
+                     and tag in by_round["none"][r]]
+            v[f"paired_diffs_{tag}"] = diffs
+            v[f"added_{tag}"] = statistics.median(diffs) if diffs else None
+            vals = v[tag]
+            v[f"range_{tag}"] = [min(vals), max(vals)] if vals else None
     return res
 
 
@@ -406,16 +413,18 @@ def workload_table(wls):
 
 
 def bench_table(b):
-    head = ["variant", "runs", "wall ns/launch", "x none", "+ns",
+    head = ["variant", "runs", "wall ns/launch", "(min..max)", "x none", "+ns",
             "enqueue ns/launch", "x none", "+ns"]
     rows = []
     for var in BENCH_VARIANTS:
         v = b["variants"].get(var)
         if not v or not v["rounds"]:
-            rows.append([var, "0", "-", "-", "-", "-", "-", "-"])
+            rows.append([var, "0", "-", "-", "-", "-", "-", "-", "-"])
             continue
+        rng = v.get("range_ns_per_launch")
         rows.append([var, str(v["rounds"]),
                      fmt(v["median_ns_per_launch"]),
+                     f"{rng[0]:.0f}..{rng[1]:.0f}" if rng else "-",
                      fmt(v["ratio_ns_per_launch"], "{:.3f}"),
                      fmt(v["added_ns_per_launch"], "{:+.1f}"),
                      fmt(v["median_enqueue_ns_per_launch"]),
@@ -529,11 +538,15 @@ def main(argv):
                         [[e["name"], e["variant"], fmt(e["rc"]), fmt(e["result"]),
                           fmt(e["launches_total"]), "; ".join(e["notes"])]
                          for e in extras]), ""]
-    md += ["## Launch overhead (launch_bench, 100000 empty <<<1,32>>> launches)",
-           "", "Median over rounds; every round runs the three variants "
-           "back to back (rotating order). wall = first launch to "
+    md += ["## Launch overhead (launch_bench: empty <<<1,32>>> launches)",
+           "", "Each run reports the best of its in-process repetitions; the "
+           "table gives the median over rounds and the min..max of the "
+           "rounds. Every round runs the variants back to back (rotating "
+           "order); +ns is the median of the per-round differences against "
+           "the no-shim run of the same round. wall = first launch to "
            "cudaDeviceSynchronize; enqueue = launch calls only, chunks of "
-           "1000 with an untimed sync after each.", "",
+           "1000 with an untimed sync after each. Differences within the "
+           "min..max spread of the no-shim runs are noise.", "",
            md_table(bh, br), ""]
     md.append(f"- observe counted exactly what was launched: "
               f"{fmt(ob.get('count_exact'))} (counts {ob.get('shim_counts')})")

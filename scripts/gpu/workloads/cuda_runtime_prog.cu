@@ -7,7 +7,8 @@
 //     the cooperative attribute)
 //   * cudaLaunchCooperativeKernel with a grid-wide sync
 //   * a CUDA graph built by stream capture (kernels + a memset node),
-//     instantiated and launched several times
+//     instantiated and launched several times (on a created stream and on
+//     the default stream)
 //   * a graph built explicitly (kernel nodes + a child-graph node holding a
 //     kernel), launched several times
 //
@@ -278,6 +279,14 @@ int main()
             graph_kernels += 3;
         }
         CK(cudaStreamSynchronize(s));
+        // Twice more on the default stream (per-thread in the
+        // --default-stream per-thread build: the *_ptsz graph launch path).
+        for (int i = 0; i < 2; i++) {
+            CK(cudaGraphLaunch(exec, 0));
+            graph_launches++;
+            graph_kernels += 3;
+        }
+        CK(cudaDeviceSynchronize());
         CK(cudaMemcpy(h.data(), g, n * sizeof(int), cudaMemcpyDeviceToHost));
         EXPECT_EQ("captured graph result", h[123], (0 + 3) * 2 + 1);
         CK(cudaGraphExecDestroy(exec));

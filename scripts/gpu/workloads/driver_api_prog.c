@@ -14,7 +14,8 @@
  *   - cuLaunchKernelEx with a (2,1,1) cluster attribute, and without attrs
  *   - cuLaunchCooperativeKernel (grid-wide sync)
  *   - cuLibraryLoadFromFile + cuLibraryGetKernel, CUkernel to cuLaunchKernel
- *   - a graph captured with cuStreamBeginCapture, cuGraphLaunch x3
+ *   - a graph captured with cuStreamBeginCapture, cuGraphLaunch x3, and
+ *     once via cuGraphLaunch_ptsz from cuGetProcAddress(PER_THREAD...)
  *
  * Build: gcc -std=gnu11 -O2 -Wall -Wextra -I/usr/local/cuda/include \
  *          -o driver_api_prog driver_api_prog.c \
@@ -312,6 +313,25 @@ int main(int argc, char **argv)
             adds += 2;
         }
         CK(cuStreamSynchronize(s));
+        /* Once more through cuGraphLaunch_ptsz (per-thread default stream),
+         * which the CUDA runtime itself does not call. */
+        typedef CUresult (*graph_launch_fn)(CUgraphExec, CUstream);
+        void *pfn = NULL;
+        CUdriverProcAddressQueryResult st;
+        CK(cuGetProcAddress("cuGraphLaunch", &pfn, CUDA_VERSION,
+                            CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
+                            &st));
+        if (!pfn || st != CU_GET_PROC_ADDRESS_SUCCESS) {
+            fprintf(stderr, "cuGetProcAddress(cuGraphLaunch, PTDS) status "
+                    "%d\n", (int)st);
+            g_fail = 1;
+        } else {
+            CK(((graph_launch_fn)pfn)(ge, NULL));
+            graph_launches++;
+            graph_kernels += 2;
+            adds += 2;
+            CK(cuCtxSynchronize());
+        }
         CK(cuGraphExecDestroy(ge));
         CK(cuGraphDestroy(g));
     }
