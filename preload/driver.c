@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "mosaic/shim.h"
 
 _Atomic(const struct mosaic__binding *) mosaic__bound;
 
@@ -126,4 +127,14 @@ int mosaic__symbol_is_hooked(const char *symbol)
             return 1;
     }
     return 0;
+}
+
+MOSAIC__EXPORT void *mosaic_shim_driver_entry(const char *abi_name)
+{
+    const struct mosaic__binding *b = mosaic__binding();
+
+    for (int i = 0; b && abi_name && i < MOSAIC__HOOK_COUNT; i++)
+        if (strcmp(mosaic__hook_names[i], abi_name) == 0)
+            return b->real[i];
+    return NULL;
 }

@@ -32,6 +32,14 @@ extern "C" {
  */
 int mosaic_shim_stats_json(char *buf, size_t len);
 
+/*
+ * The driver's own entry point for a hooked driver symbol, by its exact ABI
+ * name ("cuLaunchKernel_ptsz"), bypassing the shim; NULL when the name is
+ * not hooked or the driver is not loaded. For benchmarks and tools that
+ * must compare a call with and without the shim in one process.
+ */
+void *mosaic_shim_driver_entry(const char *abi_name);
+
 #ifdef __cplusplus
 }
 #endif
