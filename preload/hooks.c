@@ -83,7 +83,9 @@ int mosaic__stream_capturing(const struct mosaic__binding *b, int hook,
 }
 
 static void note_launch(const struct mosaic__binding *b, int hook,
-                        const void *fn, CUstream s, CUresult r)
+                        const void *fn, CUstream s, CUresult r,
+                        const unsigned *grid, const unsigned *block,
+                        unsigned dyn_smem)
 {
     struct mosaic__kernel *k;
 
@@ -101,7 +103,7 @@ static void note_launch(const struct mosaic__binding *b, int hook,
     }
     atomic_fetch_add_explicit(&mosaic__ctr.launches[hook], 1,
                               memory_order_relaxed);
-    atomic_fetch_add_explicit(&k->launches, 1, memory_order_relaxed);
+    mosaic__kernel_count_config(k, grid, block, dyn_smem);
 }
 
 /* ---- cuGetProcAddress ------------------------------------------------- */
@@ -162,7 +164,8 @@ static CUresult h_launch(int hook, MOSAIC__P_launch)
 
     r = real(MOSAIC__A_launch);
     if (mosaic__observing())
-        note_launch(b, hook, f, stream, r);
+        note_launch(b, hook, f, stream, r, (unsigned[3]){gx, gy, gz},
+                    (unsigned[3]){bx, by, bz}, shmem);
     return r;
 }
 
@@ -172,8 +175,15 @@ static CUresult h_launch_ex(int hook, MOSAIC__P_launch_ex)
     MOSAIC__REAL(launch_ex);
 
     r = real(MOSAIC__A_launch_ex);
-    if (mosaic__observing())
-        note_launch(b, hook, f, config ? config->hStream : NULL, r);
+    if (mosaic__observing() && config)
+        note_launch(b, hook, f, config->hStream, r,
+                    (unsigned[3]){config->gridDimX, config->gridDimY,
+                                  config->gridDimZ},
+                    (unsigned[3]){config->blockDimX, config->blockDimY,
+                                  config->blockDimZ},
+                    config->sharedMemBytes);
+    else if (mosaic__observing())
+        MOSAIC__INC(launch_errors);
     return r;
 }
 
@@ -184,7 +194,8 @@ static CUresult h_launch_coop(int hook, MOSAIC__P_launch_coop)
 
     r = real(MOSAIC__A_launch_coop);
     if (mosaic__observing())
-        note_launch(b, hook, f, stream, r);
+        note_launch(b, hook, f, stream, r, (unsigned[3]){gx, gy, gz},
+                    (unsigned[3]){bx, by, bz}, shmem);
     return r;
 }
 

@@ -154,6 +154,16 @@ extern void *const mosaic__hook_wrappers[MOSAIC__HOOK_COUNT];
 
 enum mosaic__kind { MOSAIC__KIND_FUNCTION, MOSAIC__KIND_KERNEL };
 
+/* One launch configuration of a kernel: with the kernel's name, the key
+ * under which profiles are kept (name + grid + block + dynamic smem). */
+struct mosaic__config_count {
+    _Atomic int state; /* 0 free, 1 being filled, 2 ready */
+    unsigned int grid[3], block[3], dyn_smem;
+    _Atomic uint64_t launches;
+};
+
+#define MOSAIC__KERNEL_CONFIGS 4
+
 struct mosaic__kernel {
     const void *handle;
     char *name;          /* owned copy; "?0x..." when it could not be read */
@@ -162,11 +172,41 @@ struct mosaic__kernel {
     int static_smem;     /* bytes of static shared memory per block */
     int max_threads;     /* most threads per block this kernel allows */
     int local_bytes;     /* local memory per thread */
-    _Atomic uint64_t launches;   /* executed direct launches */
     _Atomic uint64_t captured;   /* launches recorded into graphs */
     _Atomic uint64_t graph_runs; /* executions inside graphs (folded) */
     uint64_t snap;               /* scratch for stats snapshots */
+    /* The first configurations a kernel is launched with, counted; most
+     * kernels have one or two. Launches of further ones are only summed. */
+    struct mosaic__config_count configs[MOSAIC__KERNEL_CONFIGS];
+    _Atomic uint64_t other_config_launches;
 };
+
+/* Executed direct launches of k: the sum over its configurations. */
+uint64_t mosaic__kernel_launches(struct mosaic__kernel *k);
+void mosaic__kernel_add_config(struct mosaic__kernel *k, const unsigned *grid,
+                               const unsigned *block, unsigned dyn_smem);
+
+/* Counts one executed launch of k with this configuration. Inline: it is
+ * on the launch path, and the common case is the first slot matching. */
+static inline void mosaic__kernel_count_config(struct mosaic__kernel *k,
+                                               const unsigned *grid,
+                                               const unsigned *block,
+                                               unsigned dyn_smem)
+{
+    for (int i = 0; i < MOSAIC__KERNEL_CONFIGS; i++) {
+        struct mosaic__config_count *c = &k->configs[i];
+        if (atomic_load_explicit(&c->state, memory_order_acquire) != 2)
+            break;
+        if (c->grid[0] == grid[0] && c->grid[1] == grid[1] &&
+            c->grid[2] == grid[2] && c->block[0] == block[0] &&
+            c->block[1] == block[1] && c->block[2] == block[2] &&
+            c->dyn_smem == dyn_smem) {
+            atomic_fetch_add_explicit(&c->launches, 1, memory_order_relaxed);
+            return;
+        }
+    }
+    mosaic__kernel_add_config(k, grid, block, dyn_smem);
+}
 
 extern struct mosaic__pmap mosaic__kmap; /* handle -> struct mosaic__kernel */
 

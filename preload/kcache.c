@@ -160,3 +160,45 @@ void mosaic__kernel_foreach(void (*fn)(struct mosaic__kernel *k, void *arg),
 
     mosaic__pmap_foreach(&mosaic__kmap, foreach_one, &fa);
 }
+
+/* A configuration not in the ready slots yet: claim a free slot, or sum it
+ * with the others. A slot another thread is filling is skipped, so in a
+ * race one new configuration may take two slots, which only splits its
+ * count over two entries of the same key. */
+void mosaic__kernel_add_config(struct mosaic__kernel *k, const unsigned *grid,
+                               const unsigned *block, unsigned dyn_smem)
+{
+    for (int i = 0; i < MOSAIC__KERNEL_CONFIGS; i++) {
+        struct mosaic__config_count *c = &k->configs[i];
+        int st = atomic_load_explicit(&c->state, memory_order_acquire);
+        int expected = 0;
+
+        if (st == 2 && c->dyn_smem == dyn_smem &&
+            memcmp(c->grid, grid, sizeof(c->grid)) == 0 &&
+            memcmp(c->block, block, sizeof(c->block)) == 0) {
+            atomic_fetch_add_explicit(&c->launches, 1, memory_order_relaxed);
+            return;
+        }
+        if (st == 0 && atomic_compare_exchange_strong(&c->state, &expected, 1)) {
+            memcpy(c->grid, grid, sizeof(c->grid));
+            memcpy(c->block, block, sizeof(c->block));
+            c->dyn_smem = dyn_smem;
+            atomic_store_explicit(&c->launches, 1, memory_order_relaxed);
+            atomic_store_explicit(&c->state, 2, memory_order_release);
+            return;
+        }
+    }
+    atomic_fetch_add_explicit(&k->other_config_launches, 1, memory_order_relaxed);
+}
+
+uint64_t mosaic__kernel_launches(struct mosaic__kernel *k)
+{
+    uint64_t n = atomic_load_explicit(&k->other_config_launches,
+                                      memory_order_relaxed);
+
+    for (int i = 0; i < MOSAIC__KERNEL_CONFIGS; i++)
+        if (atomic_load_explicit(&k->configs[i].state, memory_order_acquire) == 2)
+            n += atomic_load_explicit(&k->configs[i].launches,
+                                      memory_order_relaxed);
+    return n;
+}

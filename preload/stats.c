@@ -47,10 +47,18 @@ static void clear_snap(struct mosaic__kernel *k, void *arg)
     k->snap = 0;
 }
 
+static int active(struct mosaic__kernel *k)
+{
+    return mosaic__kernel_launches(k) || atomic_load(&k->captured) ||
+           atomic_load(&k->graph_runs) || k->snap;
+}
+
 static void gather_one(struct mosaic__kernel *k, void *arg)
 {
     struct gather *g = arg;
 
+    if (!active(k))
+        return;
     if (g->n == g->cap) {
         size_t cap = g->cap ? g->cap * 2 : 64;
         struct name_count *nv = realloc(g->v, cap * sizeof(*nv));
@@ -63,7 +71,7 @@ static void gather_one(struct mosaic__kernel *k, void *arg)
     }
     g->v[g->n++] = (struct name_count){
         .name = k->name,
-        .launches = atomic_load(&k->launches),
+        .launches = mosaic__kernel_launches(k),
         .graph = atomic_load(&k->graph_runs) + k->snap,
         .captured = atomic_load(&k->captured),
     };
@@ -134,6 +142,44 @@ static void write_entries(FILE *f, const char *key, int want_graph,
     fputc('}', f);
 }
 
+struct info_arg {
+    FILE *f;
+    int first;
+};
+
+/* Identity and launch configurations of each kernel handle that ran. */
+static void write_info(struct mosaic__kernel *k, void *arg)
+{
+    struct info_arg *a = arg;
+    FILE *f = a->f;
+    int first_cfg = 1;
+
+    if (!active(k))
+        return;
+    fputs(a->first ? "\n    {\"name\": " : ",\n    {\"name\": ", f);
+    a->first = 0;
+    mosaic__json_string(f, k->name);
+    fprintf(f,
+            ", \"kind\": \"%s\", \"regs\": %d, \"static_smem\": %d, "
+            "\"max_threads\": %d, \"local_bytes\": %d, \"configs\": [",
+            k->kind == MOSAIC__KIND_KERNEL ? "CUkernel" : "CUfunction",
+            k->num_regs, k->static_smem, k->max_threads, k->local_bytes);
+    for (int i = 0; i < MOSAIC__KERNEL_CONFIGS; i++) {
+        const struct mosaic__config_count *c = &k->configs[i];
+        if (atomic_load(&c->state) != 2)
+            continue;
+        fprintf(f,
+                "%s{\"grid\": [%u, %u, %u], \"block\": [%u, %u, %u], "
+                "\"dyn_smem\": %u, \"launches\": %llu}",
+                first_cfg ? "" : ", ", c->grid[0], c->grid[1], c->grid[2],
+                c->block[0], c->block[1], c->block[2], c->dyn_smem,
+                (unsigned long long)atomic_load(&c->launches));
+        first_cfg = 0;
+    }
+    fprintf(f, "], \"other_config_launches\": %llu}",
+            (unsigned long long)atomic_load(&k->other_config_launches));
+}
+
 #define MOSAIC__CTR(field) \
     ((unsigned long long)atomic_load(&mosaic__ctr.field))
 
@@ -166,6 +212,12 @@ int mosaic__stats_write(FILE *f)
     write_names(f, "graph_kernels", &g, offsetof(struct name_count, graph));
     write_names(f, "captured_kernels", &g,
                 offsetof(struct name_count, captured));
+    {
+        struct info_arg ia = {f, 1};
+        fputs(",\n  \"kernel_info\": [", f);
+        mosaic__kernel_foreach(write_info, &ia);
+        fputs(ia.first ? "]" : "\n  ]", f);
+    }
     fprintf(f,
             ",\n  \"distinct_kernels\": %zu,\n  \"launch_errors\": %llu,"
             "\n  \"errors\": %llu,\n  \"unmatched_lookups\": %llu\n}\n",
@@ -242,7 +294,9 @@ void mosaic__stats_dump(void)
 static void reset_kernel(struct mosaic__kernel *k, void *arg)
 {
     (void)arg;
-    atomic_store(&k->launches, 0);
+    for (int i = 0; i < MOSAIC__KERNEL_CONFIGS; i++)
+        atomic_store(&k->configs[i].state, 0);
+    atomic_store(&k->other_config_launches, 0);
     atomic_store(&k->captured, 0);
     atomic_store(&k->graph_runs, 0);
 }

@@ -206,6 +206,49 @@ static void kernel_identity_for_functions_and_kernels(void **state)
     cJSON_Delete(s);
 }
 
+static const cJSON *info_of(const cJSON *stats, const char *name)
+{
+    const cJSON *it;
+
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(stats, "kernel_info"))
+        if (strcmp(cJSON_GetObjectItem(it, "name")->valuestring, name) == 0)
+            return it;
+    return NULL;
+}
+
+/* Each kernel's resources and the launch configurations it ran with (the
+ * profile key: name, grid, block, dynamic shared memory). */
+static void launch_configs_are_keyed(void **state)
+{
+    launch_fn lk = (launch_fn)shim_proc(&env, "cuLaunchKernel", 12000, 0);
+    CUfunction f = env.function_create("fn_configs", 72, 2048);
+    const cJSON *info, *cfg;
+    cJSON *s;
+
+    (void)state;
+    for (unsigned g = 1; g <= 6; g++)
+        for (unsigned i = 0; i < g; i++)
+            assert_int_equal(lk(f, g, 2, 1, 128, 1, 1, 512 * g, NULL, NULL, NULL),
+                             CUDA_SUCCESS);
+    s = shim_stats(&env);
+    info = info_of(s, "fn_configs");
+    assert_non_null(info);
+    assert_int_equal(jnum(info, "regs"), 72);
+    assert_int_equal(jnum(info, "static_smem"), 2048);
+    assert_string_equal(cJSON_GetObjectItem(info, "kind")->valuestring, "CUfunction");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(info, "configs")), 4);
+    cfg = cJSON_GetArrayItem(cJSON_GetObjectItem(info, "configs"), 2);
+    assert_int_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(cfg, "grid"), 0)->valueint, 3);
+    assert_int_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(cfg, "grid"), 1)->valueint, 2);
+    assert_int_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(cfg, "block"), 0)->valueint, 128);
+    assert_int_equal(jnum(cfg, "dyn_smem"), 1536);
+    assert_int_equal(jnum(cfg, "launches"), 3);
+    /* configurations past the fourth are summed */
+    assert_int_equal(jnum(info, "other_config_launches"), 5 + 6);
+    assert_int_equal(jnum(s, "kernels.fn_configs"), 21);
+    cJSON_Delete(s);
+}
+
 struct thread_arg {
     CUfunction f;
     launch_fn lk;
@@ -430,6 +473,7 @@ int main(void)
         cmocka_unit_test(every_launch_path_is_counted),
         cmocka_unit_test(failed_launch_is_an_error_not_a_launch),
         cmocka_unit_test(kernel_identity_for_functions_and_kernels),
+        cmocka_unit_test(launch_configs_are_keyed),
         cmocka_unit_test(concurrent_launches_are_all_counted),
         cmocka_unit_test(capture_then_replay),
         cmocka_unit_test(graph_update_and_destroy),

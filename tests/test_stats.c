@@ -77,9 +77,12 @@ static void counts_and_hostile_names(void **state)
     cJSON *j, *kernels;
 
     (void)state;
-    atomic_store(&a->launches, 3);
-    atomic_store(&b->launches, 4);
-    atomic_store(&b2->launches, 5);
+    for (int i = 0; i < 3; i++)
+        mosaic__kernel_count_config(a, (unsigned[3]){1, 1, 1}, (unsigned[3]){32, 1, 1}, 0);
+    for (int i = 0; i < 4; i++)
+        mosaic__kernel_count_config(b, (unsigned[3]){2, 1, 1}, (unsigned[3]){32, 1, 1}, 0);
+    for (int i = 0; i < 5; i++)
+        mosaic__kernel_count_config(b2, (unsigned[3]){i + 1u, 1, 1}, (unsigned[3]){64, 1, 1}, 16);
     atomic_store(&b2->captured, 2);
     atomic_store(&mosaic__ctr.launches[MOSAIC__HOOK_cuLaunchKernel], 7);
     atomic_store(&mosaic__ctr.launches[MOSAIC__HOOK_cuLaunchKernelEx_ptsz], 5);
@@ -93,6 +96,7 @@ static void counts_and_hostile_names(void **state)
     assert_int_equal(num(cJSON_GetObjectItem(j, "captured_kernels"), "gemm"), 2);
     assert_int_equal(num(j, "captured_launches"), 2);
     assert_int_equal(num(j, "distinct_kernels"), 2);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "kernel_info")), 3);
     cJSON_Delete(j);
 
     mosaic__stats_reset();
