@@ -1,0 +1,172 @@
+/*
+ * A kernel profile ("mosaic-profile/1", docs/profile-schema.md): the model,
+ * the JSON writer (libc only, so that the capture library can use it on a GPU
+ * machine with no extra packages), the reader (cJSON; profile_read.c) and
+ * the occupancy arithmetic. metrics.h beside it lists the features.
+ *
+ * Unknown values: integers hold MOSAIC_NULL (written as JSON null), doubles
+ * hold NaN (written as null).
+ */
+#ifndef MOSAIC_PROFILER_PROFILE_H
+#define MOSAIC_PROFILER_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "metrics.h"
+
+#define MOSAIC_PROFILE_SCHEMA "mosaic-profile/1"
+#define MOSAIC_PROFILE_TOOL "mosaic-profile 0.1.0"
+#define MOSAIC_NULL INT64_MIN
+
+#define MOSAIC_METHOD_CUPTI "cupti_range_profiler_kernel_replay"
+#define MOSAIC_METHOD_NCU "ncu_csv"
+
+struct mosaic_occupancy {
+    int64_t blocks_per_sm;           /* cuOccupancyMaxActiveBlocksPerMultiprocessor */
+    int64_t limit_threads;           /* blocks/SM allowed by warps (threads) */
+    int64_t limit_regs;              /* ... by the register file */
+    int64_t limit_smem;              /* ... by shared memory */
+    int64_t limit_blocks;            /* the hardware's blocks/SM limit */
+    int64_t reserved_smem_per_block; /* driver-reserved shared memory */
+};
+
+struct mosaic_kernel {
+    char *key;  /* mosaic_kernel_key(name, grid, block, dyn_smem) */
+    char *name;
+    int64_t grid[3];
+    int64_t block[3];
+    int64_t dyn_smem;
+    int64_t static_smem;
+    int64_t regs;
+    int64_t local_bytes;
+    int64_t max_threads;
+    int64_t carveout; /* preferred shared-memory carveout, %, -1 = default */
+    struct mosaic_occupancy occ;
+    int64_t launches; /* launches of this key seen */
+    double metrics[MOSAIC_N_METRICS];
+    double derived[MOSAIC_N_DERIVED];
+};
+
+struct mosaic_gpu {
+    char *name;
+    int64_t sm_count;
+    int64_t l2_bytes;
+    char *driver; /* e.g. "580.159.04" */
+    char *cuda;   /* e.g. "13.0" */
+    char *cc;     /* e.g. "9.0" */
+};
+
+struct mosaic_profile {
+    struct mosaic_gpu gpu;
+    char *date;   /* ISO 8601, UTC */
+    char *method; /* MOSAIC_METHOD_* */
+    char *source; /* the profiled command line, or the imported file */
+    int complete; /* 1 when problems is empty and nothing was left out */
+    int64_t passes; /* replay passes per kernel (capture only) */
+    char **problems;
+    size_t n_problems;
+    size_t cap_problems;
+    struct mosaic_kernel *kernels;
+    size_t n_kernels;
+    size_t cap_kernels;
+};
+
+/* Metric table (from metrics.h). */
+const char *mosaic_metric_key(int id);
+const char *mosaic_metric_name(int id);
+const char *mosaic_metric_unit(int id);
+enum mosaic_dim mosaic_metric_dim(int id);
+int mosaic_metric_by_key(const char *key);   /* -1 if none */
+int mosaic_metric_by_name(const char *name); /* -1 if none */
+const char *mosaic_derived_key(int id);
+const char *mosaic_derived_formula(int id);
+const char *mosaic_derived_unit(int id);
+int mosaic_derived_by_key(const char *key); /* -1 if none */
+
+void mosaic_profile_init(struct mosaic_profile *p);
+void mosaic_profile_free(struct mosaic_profile *p);
+/* Sets a string field (frees the old value); NULL clears it. 0 or -1 (ENOMEM). */
+int mosaic_set_str(char **field, const char *value);
+/* Appends a problem (printf format); duplicates are dropped. Clears
+ * p->complete. Returns 0, or -1 when out of memory. */
+int mosaic_profile_add_problem(struct mosaic_profile *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Appends a kernel with every field unknown and launches 0; NULL on ENOMEM.
+ * The pointer is valid until the next add. */
+struct mosaic_kernel *mosaic_profile_add_kernel(struct mosaic_profile *p);
+void mosaic_kernel_init(struct mosaic_kernel *k);
+void mosaic_kernel_free(struct mosaic_kernel *k);
+/* "name|grid=X,Y,Z|block=X,Y,Z|dsmem=N" (malloc'd; NULL on ENOMEM). */
+char *mosaic_kernel_key(const char *name, const int64_t grid[3],
+                        const int64_t block[3], int64_t dyn_smem);
+/* An index of a profile's kernels by key (open addressing). */
+struct mosaic_kindex {
+    size_t *slot; /* kernel index + 1; 0 = empty */
+    size_t cap;   /* power of two, or 0 */
+};
+/* Index of the kernel with this key, or -1. */
+long mosaic_kindex_find(const struct mosaic_kindex *ix,
+                        const struct mosaic_profile *p, const char *key);
+/* Indexes p->kernels[idx] (already appended). 0, or -1 on ENOMEM. */
+int mosaic_kindex_add(struct mosaic_kindex *ix, const struct mosaic_profile *p,
+                      size_t idx);
+void mosaic_kindex_free(struct mosaic_kindex *ix);
+
+/* Fills k->derived from k->metrics. */
+void mosaic_kernel_derive(struct mosaic_kernel *k);
+/* Number of metrics of k that are NaN. */
+int mosaic_kernel_n_missing(const struct mosaic_kernel *k);
+
+/* The current time as "YYYY-MM-DDTHH:MM:SSZ". */
+void mosaic_now_iso8601(char buf[32]);
+
+/* Writes p as JSON. Returns 0, or -1 with errno set on an I/O error. */
+int mosaic_profile_write(const struct mosaic_profile *p, FILE *f);
+/* Writes p to path through a temporary file and rename(2). Returns 0, or -1
+ * with a message in err. */
+int mosaic_profile_write_file(const struct mosaic_profile *p, const char *path,
+                              char *err, size_t errlen);
+/* Writes s as a JSON string literal (quotes included); invalid UTF-8 bytes
+ * become U+FFFD. */
+void mosaic_json_write_string(FILE *f, const char *s);
+
+/* Reads a profile (profile_read.c, needs cJSON). Returns 0, or -1 with a
+ * message naming the file and the field in err; *p is then empty. */
+int mosaic_profile_read_file(const char *path, struct mosaic_profile *p,
+                             char *err, size_t errlen);
+int mosaic_profile_read_string(const char *json, const char *what,
+                               struct mosaic_profile *p, char *err,
+                               size_t errlen);
+
+/* ---- occupancy ------------------------------------------------------- */
+
+struct mosaic_occ_device {
+    int cc_major, cc_minor;
+    int warp_size;              /* 32 */
+    int max_threads_per_sm;     /* 2048 */
+    int max_blocks_per_sm;      /* 32 */
+    int regs_per_sm;            /* 65536 */
+    int regs_per_block;         /* 65536 */
+    int smem_per_sm;            /* bytes, e.g. 233472 */
+    int smem_per_block_optin;   /* bytes, e.g. 232448 */
+    int reserved_smem_per_block;/* bytes, e.g. 1024 */
+};
+
+struct mosaic_occ_kernel {
+    int threads_per_block;
+    int regs_per_thread;
+    int static_smem;
+    int dyn_smem;
+    int carveout; /* %, -1 = default */
+};
+
+/* The per-resource blocks/SM limits, as the CUDA occupancy calculator
+ * (cuda_occupancy.h) computes them; fills the limit_* and
+ * reserved_smem_per_block fields of out (blocks_per_sm is left alone). */
+void mosaic_occupancy_limits(const struct mosaic_occ_device *d,
+                             const struct mosaic_occ_kernel *k,
+                             struct mosaic_occupancy *out);
+
+#endif
