@@ -20,7 +20,8 @@ DS=$OUT/ds
 mkdir -p "$DS"
 T0=$SECONDS
 CUPTI_DIR=/usr/local/cuda-13.0/targets/x86_64-linux/lib
-export LD_LIBRARY_PATH=$CUPTI_DIR:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+# build-gpu/lib carries libcjson/libcsv for mosaic-profile (none on the image).
+export LD_LIBRARY_PATH=$REPO/$BUILD/lib:$CUPTI_DIR:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export MOSAIC_GIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 log() { printf '[+%4ds] %s\n' $((SECONDS - T0)) "$*" | tee -a "$OUT/script.log" >&2; }
 has() { [[ " $PHASES " == *" $1 "* ]]; }
@@ -55,7 +56,7 @@ if has time; then
 fi
 if has corun_shared; then
     log "corun shared: all pairs, both orders"
-    "$ZOO" corun --all-pairs --mode shared --order both --repeats 7 --time-budget 170 \
+    "$ZOO" corun --all-pairs --mode shared --order both --repeats 7 --time-budget ${SHARED_BUDGET:-140} \
         -o "$DS/corun_shared.jsonl" 2>"$OUT/corun_shared.err"
     log "corun shared rc=$?"
 fi
@@ -63,13 +64,13 @@ if has corun_part; then
     for x in 32 64; do
         log "corun partitioned split $x: 700 sampled pairs, both orders"
         "$ZOO" corun --pairs "$DS/pairs_part.txt" --mode partitioned --split $x --order both \
-            --repeats 7 --time-budget 100 -o "$DS/corun_part$x.jsonl" 2>"$OUT/corun_part$x.err"
+            --repeats 7 --time-budget ${PART_BUDGET:-75} -o "$DS/corun_part$x.jsonl" 2>"$OUT/corun_part$x.err"
         log "corun part $x rc=$?"
     done
 fi
 if has spread; then
     log "spread: 150 shared pairs measured again"
-    "$ZOO" corun --pairs "$DS/pairs_spread.txt" --mode shared --order ab --repeats 7 --time-budget 40 \
+    "$ZOO" corun --pairs "$DS/pairs_spread.txt" --mode shared --order ab --repeats 7 --time-budget 25 \
         -o "$DS/corun_spread_repeat.jsonl" 2>"$OUT/spread.err"
     log "spread rc=$?"
 fi
@@ -113,13 +114,23 @@ if has profile; then
     log "profile rc=$?"
 fi
 if has ncu; then
-    log "ncu cross-check on 12 variants"
-    METRICS=$(grep -o '"[a-z0-9_]*__[a-z0-9_.]*"' profiler/capture/metrics.h | tr -d '"' | sort -u | paste -sd, -)
-    V=copy_128M,triad_256M_b64,softmax_warp_65536x1024,stencil3d_320,fma_264_b1024_c32,gemm_cublas_bf16_4096,attention_bh32_s512_q128_k128,pointer_chase_32M,spmv_1M_x1M,histogram_256_skewed,scan_64M_b256_i8,transpose_tiled_nopad_8192
-    timeout 240 ncu --clock-control none --csv --page raw --metrics "$METRICS" \
+    log "ncu cross-check on 6 variants"
+    METRICS=$("$PROF" ncu-metrics)
+    V=copy_128M,softmax_warp_65536x1024,fma_264_b1024_c32,gemm_cublas_bf16_4096,pointer_chase_32M,histogram_256_skewed
+    timeout 150 ncu --clock-control none --cache-control none --print-kernel-base mangled \
+        --csv --page raw --metrics "$METRICS" \
         "$ZOO" once --variants "$V" >"$DS/zoo_subset.ncu.csv" 2>"$OUT/ncu.err"
     log "ncu rc=$?"
-    "$PROF" capture -o "$DS/zoo_subset.profile.json" -- "$ZOO" once --variants "$V" >/dev/null 2>>"$OUT/profile.err"
+    "$PROF" import-ncu "$DS/zoo_subset.ncu.csv" -o "$DS/zoo_subset.ncu.profile.json" 2>>"$OUT/ncu.err"
+    python3 tests/profiler/gpu/compare.py "$DS/zoo.profile.json" "$DS/zoo_subset.ncu.profile.json" \
+        >"$DS/zoo_subset.compare.txt" 2>&1 || true
+fi
+if has bench; then
+    log "bench: shim cost per launch, in-process A/B on the GPU"
+    for r in 1 2 3; do
+        LD_PRELOAD=$REPO/$BUILD/lib/libmosaic.so "$REPO/$BUILD/bin/bench_launch" 300 256 >>"$DS/bench_launch_gpu.jsonl" 2>>"$OUT/bench.err"
+    done
+    log "bench rc=$?"
 fi
 if has resnet; then
     log "resnet50 inference capture"
