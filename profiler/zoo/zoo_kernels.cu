@@ -119,6 +119,23 @@ static int zfail(const char *what, const char *file, int line, int code,
                          cudaGetErrorString(e_));                           \
     } while (0)
 
+/* The dynamic shared-memory limit is a property of the kernel, shared by
+ * every variant of a family: raise it, never lower it, or a variant set up
+ * earlier (and cached by the co-run harness) that needs more would fail to
+ * launch with cudaErrorInvalidValue. */
+static cudaError_t raise_dyn_smem_limit(const void *fn, size_t need)
+{
+    struct cudaFuncAttributes a;
+    cudaError_t e = cudaFuncGetAttributes(&a, fn);
+
+    if (e != cudaSuccess)
+        return e;
+    if ((size_t)a.maxDynamicSharedSizeBytes >= need)
+        return cudaSuccess;
+    return cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)need);
+}
+
 /* cuBLAS has its own status codes; they become cudaErrorUnknown, with the
  * cuBLAS status printed. */
 #define ZBL(call)                                                           \
@@ -1472,8 +1489,7 @@ static int attention_setup_(struct zoo_inst *inst)
     int rc = zs_create(inst, 3, in, 1, &b);
     if (rc)
         return rc;
-    ZCU(cudaFuncSetAttribute(k_attention, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             (int)attention_smem(inst->v)));
+    ZCU(raise_dyn_smem_limit((const void *)k_attention, attention_smem(inst->v)));
     return 0;
 }
 
@@ -1647,8 +1663,7 @@ static int conv_setup_(struct zoo_inst *inst)
     int rc = conv_buffers(inst);
     if (rc)
         return rc;
-    ZCU(cudaFuncSetAttribute(k_conv3x3, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             (int)conv_smem((int)inst->v->p[3])));
+    ZCU(raise_dyn_smem_limit((const void *)k_conv3x3, conv_smem((int)inst->v->p[3])));
     return 0;
 }
 
@@ -2250,8 +2265,7 @@ static int histogram_setup_(struct zoo_inst *inst)
     int rc = zs_create(inst, 1, &in, 1, &out);
     if (rc)
         return rc;
-    ZCU(cudaFuncSetAttribute(k_histogram, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             (int)hist_smem(inst->v)));
+    ZCU(raise_dyn_smem_limit((const void *)k_histogram, hist_smem(inst->v)));
     return 0;
 }
 
@@ -2381,8 +2395,7 @@ static int scan_setup_(struct zoo_inst *inst)
     int rc = zs_create(inst, 1, &in, 2, out);
     if (rc)
         return rc;
-    ZCU(cudaFuncSetAttribute(k_scan, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             (int)scan_smem(inst->v)));
+    ZCU(raise_dyn_smem_limit((const void *)k_scan, scan_smem(inst->v)));
     return 0;
 }
 

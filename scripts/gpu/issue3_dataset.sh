@@ -92,8 +92,11 @@ if has mps; then
             for who in "$1" "$2"; do   # each alone under MPS
                 "$ZOO" mps-corun --variant "$who" --start-at +4 --repeats 9 -o "$DS/mps_alone_$who.jsonl" 2>>"$OUT/mps.err"
             done
-            "$ZOO" mps-corun --variant "$1" --start-at +5 --repeats 9 -o "$DS/mps_pair_${1}__$2.a.jsonl" 2>>"$OUT/mps.err" &
-            "$ZOO" mps-corun --variant "$2" --start-at +5 --repeats 9 -o "$DS/mps_pair_${1}__$2.b.jsonl" 2>>"$OUT/mps.err"
+            # One absolute start time for both processes: a relative one would
+            # be counted from each process's own start, milliseconds apart.
+            start=$(( $(date +%s%N) + 5000000000 ))
+            "$ZOO" mps-corun --variant "$1" --start-at $start --repeats 9 -o "$DS/mps_pair_${1}__$2.a.jsonl" 2>>"$OUT/mps.err" &
+            "$ZOO" mps-corun --variant "$2" --start-at $start --repeats 9 -o "$DS/mps_pair_${1}__$2.b.jsonl" 2>>"$OUT/mps.err"
             wait
             echo "$1 $2" >>"$DS/pairs_mps.txt"
         done
