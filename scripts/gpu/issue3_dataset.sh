@@ -61,7 +61,7 @@ if has corun_shared; then
     log "corun shared rc=$?"
 fi
 if has corun_part; then
-    for x in 32 64; do
+    for x in ${PART_SPLITS:-32 64 96}; do
         log "corun partitioned split $x: 700 sampled pairs, both orders"
         "$ZOO" corun --pairs "$DS/pairs_part.txt" --mode partitioned --split $x --order both \
             --repeats 7 --time-budget ${PART_BUDGET:-75} -o "$DS/corun_part$x.jsonl" 2>"$OUT/corun_part$x.err"
