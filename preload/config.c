@@ -72,6 +72,41 @@ static int enum_setting(struct mosaic__config *cfg, const char *var,
     return -1;
 }
 
+/* The enumerated settings: variable, accepted values (index = value) and
+ * the field it sets. */
+static const struct {
+    const char *var;
+    const char *const *names;
+    int n;
+    size_t field;
+} enum_vars[] = {
+    {"MOSAIC_LOG", level_names, 5, offsetof(struct mosaic__config, level)},
+    {"MOSAIC_MODE", mode_names, 2, offsetof(struct mosaic__config, mode)},
+    {"MOSAIC_ROLE", role_names, 3, offsetof(struct mosaic__config, role)},
+};
+
+enum { ENUM_VAR_NONE, ENUM_VAR_SET, ENUM_VAR_BAD };
+
+/* Applies entry (a NAME=value string whose name has nlen characters) if it
+ * names an enumerated setting. */
+static int enum_var(struct mosaic__config *cfg, const char *entry, size_t nlen,
+                    const char *value)
+{
+    for (size_t i = 0; i < sizeof(enum_vars) / sizeof(enum_vars[0]); i++) {
+        int v;
+        if (strlen(enum_vars[i].var) != nlen ||
+            strncmp(entry, enum_vars[i].var, nlen) != 0)
+            continue;
+        v = enum_setting(cfg, enum_vars[i].var, value, enum_vars[i].names,
+                         enum_vars[i].n);
+        if (v < 0)
+            return ENUM_VAR_BAD;
+        *(int *)((char *)cfg + enum_vars[i].field) = v;
+        return ENUM_VAR_SET;
+    }
+    return ENUM_VAR_NONE;
+}
+
 int mosaic__config_parse(struct mosaic__config *cfg, char *const *envp)
 {
     int invalid = 0;
@@ -94,24 +129,8 @@ int mosaic__config_parse(struct mosaic__config *cfg, char *const *envp)
         nlen = (size_t)(eq - *e);
         value = eq + 1;
 #define MOSAIC__IS(var) (nlen == sizeof(#var) - 1 && strncmp(*e, #var, nlen) == 0)
-        if (MOSAIC__IS(MOSAIC_LOG)) {
-            v = enum_setting(cfg, "MOSAIC_LOG", value, level_names, 5);
-            if (v < 0)
-                invalid = 1;
-            else
-                cfg->level = v;
-        } else if (MOSAIC__IS(MOSAIC_MODE)) {
-            v = enum_setting(cfg, "MOSAIC_MODE", value, mode_names, 2);
-            if (v < 0)
-                invalid = 1;
-            else
-                cfg->mode = v;
-        } else if (MOSAIC__IS(MOSAIC_ROLE)) {
-            v = enum_setting(cfg, "MOSAIC_ROLE", value, role_names, 3);
-            if (v < 0)
-                invalid = 1;
-            else
-                cfg->role = v;
+        if ((v = enum_var(cfg, *e, nlen, value)) != ENUM_VAR_NONE) {
+            invalid |= v == ENUM_VAR_BAD;
         } else if (MOSAIC__IS(MOSAIC_STATS)) {
             size_t len = strlen(value);
             if (len == 0 || len >= sizeof(cfg->stats_path)) {

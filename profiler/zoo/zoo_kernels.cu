@@ -1315,6 +1315,21 @@ static double zval(const void *h, size_t e, int bf16)
     return bf16 ? bf2f(((const uint16_t *)h)[e]) : ((const float *)h)[e];
 }
 
+/* Relative error of got against the fp64 dot product of K elements of a
+ * and b (bf16 when lowp), scaled by the products' norm so that
+ * cancellation does not inflate it: the reference of GEMM and GEMV checks. */
+static double zdot_err(const void *a, const void *b, size_t K, int lowp, double got)
+{
+    double ref = 0, sc = 0;
+
+    for (size_t k = 0; k < K; k++) {
+        double pr = zval(a, k, lowp) * zval(b, k, lowp);
+        ref += pr;
+        sc += pr * pr;
+    }
+    return zrel(got, ref, sqrt(sc));
+}
+
 /* Sampled C(i, j) against fp64 dot products of row i of A and column j of
  * B. The error is taken relative to sqrt(sum_k (a_k b_k)^2), the typical
  * size of such a random sum, because the sum itself can cancel. fp32 (K up
@@ -1341,13 +1356,7 @@ static int gemm_cublas_check(struct zoo_inst *inst)
         if (ce != cudaSuccess)
             rc = zfail("cudaMemcpy2D", __FILE__, __LINE__, (int)ce, cudaGetErrorString(ce));
         rc = rc || zget(b, zin(st, 1), j * K * e, K * e) || zget(c, st->out[0], (j * M + i) * e, e);
-        double ref = 0, sc = 0;
-        for (size_t k = 0; k < K; k++) {
-            double pr = zval(a, k, p[3] != 0) * zval(b, k, p[3] != 0);
-            ref += pr;
-            sc += pr * pr;
-        }
-        double err = zrel(zval(c, 0, p[3] != 0), ref, sqrt(sc));
+        double err = zdot_err(a, b, K, p[3] != 0, zval(c, 0, p[3] != 0));
         if (!(err <= tol))
             bad++;
         if (err > maxe)
@@ -2027,13 +2036,7 @@ static int gemv_cublas_check(struct zoo_inst *inst)
     for (int t = 0; t < 32 && !rc; t++, checked++) {
         size_t i = t == 0 ? M - 1 : zrand(&r) % M;
         rc = zget(a, zin(st, 0), i * K * e, K * e) || zget(y, st->out[0], i * e, e);
-        double ref = 0, sc = 0;
-        for (size_t k = 0; k < K; k++) {
-            double pr = zval(a, k, p[2] != 0) * zval(x, k, p[2] != 0);
-            ref += pr;
-            sc += pr * pr;
-        }
-        double err = zrel(zval(y, 0, p[2] != 0), ref, sqrt(sc));
+        double err = zdot_err(a, x, K, p[2] != 0, zval(y, 0, p[2] != 0));
         if (!(err <= tol))
             bad++;
         if (err > maxe)
