@@ -9,7 +9,7 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   if ! pkg-config --exists cmocka libcjson 2>/dev/null || [ ! -f /usr/include/csv.h ]; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-      cmake make gcc libc6-dev pkg-config libcmocka-dev libcjson-dev libcsv-dev >/dev/null
+      cmake make gcc libc6-dev pkg-config libcmocka-dev libcjson-dev libcsv-dev libxgboost-dev >/dev/null
   fi
 fi
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
