@@ -24,3 +24,15 @@ echo
 echo "== the shipped H200 dataset (profiler/data/h200) =="
 python3 scripts/dataset_summary.py profiler/data/h200 | sed -n '1,60p'
 echo "(full tables: docs/dataset.md; shim results on the H200: docs/results/2026-11-30-issue2/README.md)"
+echo
+D=profiler/data/h200
+key() { python3 -c "import json,sys;print(json.load(open('$D/variant_kernels.json'))['variants'][sys.argv[1]]['kernels'][0])" "$1"; }
+for pair in "attention_bh16_s2048_q64_k128 triad_512M_w2" "gemm_cublas_bf16_8192 copy_1G"; do
+  set -- $pair
+  for mode in "shared" "partitioned --sms 64"; do
+    echo "== mosaic-predict: $1 with $2, $mode (H200 models) =="
+    build/bin/mosaic-predict "$D/zoo.profile.json" "$D/zoo.profile.json" \
+      --key-a "$(key "$1")" --key-b "$(key "$2")" --mode $mode | sed -n '1,4p'
+  done
+done
+echo "(accuracy on unseen kernel families: docs/predictor-eval.md)"

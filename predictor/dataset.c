@@ -1,0 +1,337 @@
+/*
+ * The H200 co-run dataset (docs/dataset.md) as the predictor's training and
+ * test points: zoo.profile.json, variants.jsonl, variant_kernels.json (the
+ * variant -> kernel mapping, scripts/variant_kernels.py) and corun.jsonl.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "predictor_internal.h"
+
+#define VIS __attribute__((visibility("default")))
+
+VIS void mosaic_dataset_free(struct mosaic_dataset *ds)
+{
+    for (size_t i = 0; i < ds->nv; i++) {
+        free(ds->v[i].name);
+        free(ds->v[i].family);
+        mosaic_pkernel_free(ds->v[i].pk);
+    }
+    free(ds->v);
+    for (size_t i = 0; i < ds->nfam; i++)
+        free(ds->families[i]);
+    free(ds->families);
+    free(ds->pt);
+    mosaic_profile_free(&ds->prof);
+    memset(ds, 0, sizeof *ds);
+}
+
+static int find_variant(const struct mosaic_dataset *ds, const char *name)
+{
+    for (size_t i = 0; i < ds->nv; i++)
+        if (strcmp(ds->v[i].name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+static char *read_all(const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    long n;
+    char *b;
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0 ||
+        n > (1L << 30)) {
+        snprintf(err, errlen, "%s: cannot size the file", path);
+        fclose(f);
+        return NULL;
+    }
+    b = malloc((size_t)n + 1);
+    if (!b || fread(b, 1, (size_t)n, f) != (size_t)n) {
+        snprintf(err, errlen, "%s: cannot read", path);
+        free(b);
+        fclose(f);
+        return NULL;
+    }
+    b[n] = 0;
+    fclose(f);
+    return b;
+}
+
+static int add_family(struct mosaic_dataset *ds, const char *fam)
+{
+    char **nf;
+    for (size_t i = 0; i < ds->nfam; i++)
+        if (strcmp(ds->families[i], fam) == 0)
+            return (int)i;
+    nf = realloc(ds->families, (ds->nfam + 1) * sizeof *nf);
+    if (!nf) return -1;
+    ds->families = nf;
+    if (!(nf[ds->nfam] = strdup(fam))) return -1;
+    return (int)ds->nfam++;
+}
+
+static int push_point(struct mosaic_dataset *ds, const struct mosaic_ds_point *p)
+{
+    if (ds->npt == ds->cappt) {
+        size_t nc = ds->cappt ? ds->cappt * 2 : 1024;
+        struct mosaic_ds_point *np = realloc(ds->pt, nc * sizeof *np);
+        if (!np) return -1;
+        ds->pt = np;
+        ds->cappt = nc;
+    }
+    ds->pt[ds->npt++] = *p;
+    return 0;
+}
+
+static int cmpd(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmpd);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static double num(cJSON *o, const char *k)
+{
+    cJSON *it = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(it) ? it->valuedouble : NAN;
+}
+
+static const char *str(cJSON *o, const char *k)
+{
+    cJSON *it = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsString(it) ? it->valuestring : NULL;
+}
+
+/* One corun record -> points. Shared mode: one point per observed dispatch
+ * order (sign of the start offset: > 0, A started first). */
+static int corun_points(struct mosaic_dataset *ds, cJSON *r, const char *path,
+                        long line, char *err, size_t errlen)
+{
+    const char *mode = str(r, "mode"), *a = str(r, "a"), *b = str(r, "b");
+    struct mosaic_ds_point p;
+    cJSON *sa, *sb, *so;
+    int n;
+
+    memset(&p, 0, sizeof p);
+    if (!mode || !a || !b) {
+        snprintf(err, errlen, "%s:%ld: field mode, a or b missing", path, line);
+        return -1;
+    }
+    p.mode = strcmp(mode, "shared") == 0 ? MOSAIC_MODE_SHARED
+             : strcmp(mode, "partitioned") == 0 ? MOSAIC_MODE_PARTITIONED : -1;
+    p.va = find_variant(ds, a);
+    p.vb = find_variant(ds, b);
+    if (p.mode < 0 || p.va < 0 || p.vb < 0) {
+        snprintf(err, errlen, "%s:%ld: unknown mode or variant (%s, %s, %s)", path, line,
+                 mode, a, b);
+        return -1;
+    }
+    p.sms_a = (int)num(r, "sms_a");
+    p.sms_b = (int)num(r, "sms_b");
+    p.iso_a = num(r, "iso_gated_a_us");
+    p.iso_b = num(r, "iso_gated_b_us");
+    if (!(p.iso_a > 0) || !(p.iso_b > 0) || p.sms_a <= 0 || p.sms_b <= 0) {
+        snprintf(err, errlen, "%s:%ld: field iso_gated_*_us or sms_* missing", path, line);
+        return -1;
+    }
+    sa = cJSON_GetObjectItemCaseSensitive(r, "corun_a_samples_us");
+    sb = cJSON_GetObjectItemCaseSensitive(r, "corun_b_samples_us");
+    so = cJSON_GetObjectItemCaseSensitive(r, "start_offset_samples_us");
+    n = cJSON_GetArraySize(sa);
+    if (!cJSON_IsArray(sa) || !cJSON_IsArray(sb) || !cJSON_IsArray(so) || n < 1 ||
+        n > 1000 || cJSON_GetArraySize(sb) != n || cJSON_GetArraySize(so) != n) {
+        snprintf(err, errlen, "%s:%ld: per-repeat sample arrays missing or of unequal length",
+                 path, line);
+        return -1;
+    }
+    {
+        double va[1000], vb[1000], wa[1000], wb[1000];
+        int na = 0, nb = 0;
+        for (int i = 0; i < n; i++) {
+            double x = cJSON_GetArrayItem(sa, i)->valuedouble;
+            double y = cJSON_GetArrayItem(sb, i)->valuedouble;
+            double o = cJSON_GetArrayItem(so, i)->valuedouble;
+            if (!(x > 0) || !(y > 0) || !isfinite(o)) {
+                snprintf(err, errlen, "%s:%ld: sample %d not a positive number", path, line, i);
+                return -1;
+            }
+            if (p.mode == MOSAIC_MODE_PARTITIONED || o >= 0) {
+                va[na] = x; vb[na++] = y;
+            } else {
+                wa[nb] = x; wb[nb++] = y;
+            }
+        }
+        if (na) {
+            p.b_first = 0;
+            p.meas_a = median(va, na);
+            p.meas_b = median(vb, na);
+            p.nsamples = na;
+            if (push_point(ds, &p)) goto nomem;
+        }
+        if (nb) {
+            p.b_first = 1;
+            p.meas_a = median(wa, nb);
+            p.meas_b = median(wb, nb);
+            p.nsamples = nb;
+            if (push_point(ds, &p)) goto nomem;
+        }
+    }
+    return 0;
+nomem:
+    snprintf(err, errlen, "%s: out of memory", path);
+    return -1;
+}
+
+VIS int mosaic_dataset_load(const char *dir, const struct mosaic_predictor *pr,
+                            struct mosaic_dataset *ds, char *err, size_t errlen)
+{
+    char path[4096];
+    char *txt = NULL, *line, *save = NULL;
+    cJSON *map = NULL, *mv;
+    struct mosaic_kindex ix = {0};
+    long ln = 0;
+    FILE *f = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    char *buf = NULL;
+
+    memset(ds, 0, sizeof *ds);
+    mosaic_profile_init(&ds->prof);
+    snprintf(path, sizeof path, "%s/zoo.profile.json", dir);
+    if (mosaic_profile_read_file(path, &ds->prof, err, errlen) != 0)
+        return MOSAIC_EINVAL;
+    for (size_t i = 0; i < ds->prof.n_kernels; i++)
+        if (mosaic_kindex_add(&ix, &ds->prof, i)) goto nomem;
+
+    /* variants */
+    snprintf(path, sizeof path, "%s/variants.jsonl", dir);
+    if (!(txt = read_all(path, err, errlen))) goto fail;
+    for (line = strtok_r(txt, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        cJSON *r = cJSON_Parse(line);
+        const char *rec, *name, *fam;
+        ln++;
+        if (!r) {
+            snprintf(err, errlen, "%s:%ld: not JSON", path, ln);
+            goto fail;
+        }
+        rec = str(r, "record");
+        if (rec && strcmp(rec, "variant") == 0) {
+            struct mosaic_ds_variant *nv;
+            name = str(r, "name");
+            fam = str(r, "family");
+            if (!name || !fam) {
+                snprintf(err, errlen, "%s:%ld: field name or family missing", path, ln);
+                cJSON_Delete(r);
+                goto fail;
+            }
+            nv = realloc(ds->v, (ds->nv + 1) * sizeof *nv);
+            if (!nv) { cJSON_Delete(r); goto nomem; }
+            ds->v = nv;
+            memset(&nv[ds->nv], 0, sizeof *nv);
+            nv[ds->nv].name = strdup(name);
+            nv[ds->nv].family = strdup(fam);
+            nv[ds->nv].fam = add_family(ds, fam);
+            nv[ds->nv].kernel = -1;
+            ds->nv++;
+            if (!nv[ds->nv - 1].name || !nv[ds->nv - 1].family || nv[ds->nv - 1].fam < 0) {
+                cJSON_Delete(r);
+                goto nomem;
+            }
+        }
+        cJSON_Delete(r);
+    }
+    free(txt);
+    txt = NULL;
+
+    /* mapping */
+    snprintf(path, sizeof path, "%s/variant_kernels.json", dir);
+    if (!(txt = read_all(path, err, errlen))) goto fail;
+    map = cJSON_Parse(txt);
+    free(txt);
+    txt = NULL;
+    mv = map ? cJSON_GetObjectItemCaseSensitive(map, "variants") : NULL;
+    if (!cJSON_IsObject(mv)) {
+        snprintf(err, errlen, "%s: field variants missing (malformed or truncated)", path);
+        goto fail;
+    }
+    for (size_t i = 0; i < ds->nv; i++) {
+        cJSON *e = cJSON_GetObjectItemCaseSensitive(mv, ds->v[i].name);
+        cJSON *ks = e ? cJSON_GetObjectItemCaseSensitive(e, "kernels") : NULL;
+        cJSON *k0 = cJSON_IsArray(ks) ? cJSON_GetArrayItem(ks, 0) : NULL;
+        long ki;
+        int rc;
+        if (!cJSON_IsString(k0)) {
+            snprintf(err, errlen, "%s: field variants.%s.kernels[0] missing", path,
+                     ds->v[i].name);
+            goto fail;
+        }
+        ki = mosaic_kindex_find(&ix, &ds->prof, k0->valuestring);
+        if (ki < 0) {
+            snprintf(err, errlen, "%s: variants.%s.kernels[0]: key not in zoo.profile.json",
+                     path, ds->v[i].name);
+            goto fail;
+        }
+        ds->v[i].kernel = ki;
+        rc = mosaic_pkernel_prepare(pr, &ds->prof.kernels[ki], "zoo.profile.json",
+                                    &ds->v[i].pk, err, errlen);
+        if (rc) goto fail;
+    }
+    cJSON_Delete(map);
+    map = NULL;
+
+    /* co-run measurements */
+    snprintf(path, sizeof path, "%s/corun.jsonl", dir);
+    f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        goto fail;
+    }
+    ln = 0;
+    while ((len = getline(&buf, &cap, f)) > 0) {
+        cJSON *r;
+        const char *rec;
+        ln++;
+        r = cJSON_Parse(buf);
+        if (!r) {
+            snprintf(err, errlen, "%s:%ld: not JSON", path, ln);
+            goto fail;
+        }
+        rec = str(r, "record");
+        if (rec && strcmp(rec, "corun") == 0 && cJSON_IsTrue(cJSON_GetObjectItem(r, "ok"))) {
+            ds->n_records++;
+            if (corun_points(ds, r, path, ln, err, errlen)) {
+                cJSON_Delete(r);
+                goto fail;
+            }
+        }
+        cJSON_Delete(r);
+    }
+    free(buf);
+    fclose(f);
+    mosaic_kindex_free(&ix);
+    return 0;
+nomem:
+    snprintf(err, errlen, "%s: out of memory", dir);
+fail:
+    free(buf);
+    if (f) fclose(f);
+    free(txt);
+    cJSON_Delete(map);
+    mosaic_kindex_free(&ix);
+    mosaic_dataset_free(ds);
+    return MOSAIC_EINVAL;
+}

@@ -1,0 +1,1054 @@
+/*
+ * The Mosaic predictor: prepared kernels, the shared-mode timeline,
+ * inter-/intra-SM factors, the public API and the per-pair cache.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "predictor_internal.h"
+
+#define VIS __attribute__((visibility("default")))
+
+VIS void mosaic_gpu_desc_h200(struct mosaic_gpu_desc *g)
+{
+    static const int steps[] = {0, 8, 16, 32, 64, 100, 132, 164, 196, 228};
+    memset(g, 0, sizeof *g);
+    g->sm_count = 132;
+    g->sms_per_tpc = 2;
+    g->cc_major = 9;
+    g->cc_minor = 0;
+    g->max_threads_per_sm = 2048;
+    g->max_blocks_per_sm = 32;
+    g->regs_per_sm = 65536;
+    g->regs_per_block = 65536;
+    g->smem_per_sm = 233472;
+    g->smem_per_block_optin = 232448;
+    g->reserved_smem_per_block = 1024;
+    g->n_carveouts = (int)(sizeof steps / sizeof steps[0]);
+    for (int i = 0; i < g->n_carveouts; i++)
+        g->carveout_kib[i] = steps[i];
+    g->l2_bytes = 62914560;
+    g->dram_bw = 4.8e12;
+}
+
+/* ---- analytic coefficients --------------------------------------------- */
+
+VIS void mosaic_coef_default(struct mosaic_coef *c)
+{
+    c->pack = 0;
+    c->gap_us = 1.6;
+    c->intra_w = 1;
+}
+
+VIS int mosaic_coef_save(const char *path, const struct mosaic_coef *c,
+                         char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        return MOSAIC_EIO;
+    }
+    fprintf(f,
+            "{\"schema\": \"mosaic-analytic/1\",\n"
+            " \"pack\": %.17g,\n \"gap_us\": %.17g,\n \"intra_w\": %.17g}\n",
+            c->pack, c->gap_us, c->intra_w);
+    if (fclose(f) != 0) {
+        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        return MOSAIC_EIO;
+    }
+    return 0;
+}
+
+static char *slurp(const char *path, size_t max, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf;
+    size_t n = 0, cap = 4096;
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    buf = malloc(cap);
+    while (buf) {
+        size_t r;
+        if (n + 1 >= cap) {
+            char *nb;
+            if (cap >= max) {
+                snprintf(err, errlen, "%s: larger than %zu bytes", path, max);
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        r = fread(buf + n, 1, cap - 1 - n, f);
+        n += r;
+        if (r == 0) {
+            if (ferror(f)) {
+                snprintf(err, errlen, "%s: read error", path);
+                free(buf);
+                buf = NULL;
+            }
+            break;
+        }
+    }
+    fclose(f);
+    if (buf) {
+        if (memchr(buf, 0, n)) {
+            snprintf(err, errlen, "%s: contains a NUL byte", path);
+            free(buf);
+            return NULL;
+        }
+        buf[n] = 0;
+    } else if (!err[0]) {
+        snprintf(err, errlen, "%s: out of memory", path);
+    }
+    return buf;
+}
+
+static int coef_num(cJSON *root, const char *path, const char *key, double lo,
+                    double hi, double *out, char *err, size_t errlen)
+{
+    cJSON *it = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble) ||
+        it->valuedouble < lo || it->valuedouble > hi) {
+        snprintf(err, errlen, "%s: field \"%s\" missing or not a number in [%g, %g]",
+                 path, key, lo, hi);
+        return MOSAIC_EINVAL;
+    }
+    *out = it->valuedouble;
+    return 0;
+}
+
+VIS int mosaic_coef_load(const char *path, struct mosaic_coef *c, char *err,
+                         size_t errlen)
+{
+    char *txt;
+    cJSON *root, *sch;
+    int rc;
+
+    err[0] = 0;
+    txt = slurp(path, 1 << 20, err, errlen);
+    if (!txt)
+        return errno == ENOMEM ? MOSAIC_ENOMEM : MOSAIC_EIO;
+    root = cJSON_Parse(txt);
+    free(txt);
+    if (!root || !cJSON_IsObject(root)) {
+        snprintf(err, errlen, "%s: not a JSON object (malformed or truncated)", path);
+        cJSON_Delete(root);
+        return MOSAIC_EINVAL;
+    }
+    sch = cJSON_GetObjectItemCaseSensitive(root, "schema");
+    if (!cJSON_IsString(sch) || strcmp(sch->valuestring, "mosaic-analytic/1") != 0) {
+        snprintf(err, errlen, "%s: field \"schema\" is not \"mosaic-analytic/1\"", path);
+        cJSON_Delete(root);
+        return MOSAIC_EINVAL;
+    }
+    rc = coef_num(root, path, "pack", 0, 10, &c->pack, err, errlen);
+    if (!rc) rc = coef_num(root, path, "gap_us", 0, 100, &c->gap_us, err, errlen);
+    if (!rc) rc = coef_num(root, path, "intra_w", 0, 10, &c->intra_w, err, errlen);
+    cJSON_Delete(root);
+    return rc;
+}
+
+/* ---- prepared kernels ---------------------------------------------------- */
+
+static uint64_t fnv(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+VIS const char *mosaic_pkernel_key(const struct mosaic_pkernel *k)
+{
+    return k ? k->key : "";
+}
+
+VIS void mosaic_pkernel_free(struct mosaic_pkernel *k)
+{
+    if (!k) return;
+    free(k->key);
+    free(k);
+}
+
+#define NEED(id, lo, hi, dst, scale)                                            \
+    do {                                                                        \
+        double v_ = k->metrics[MOSAIC_M_##id];                                  \
+        if (!isfinite(v_)) {                                                    \
+            snprintf(err, errlen, "%s: kernel %s: metrics.%s is missing (null)", \
+                     what, key, #id);                                           \
+            goto bad;                                                           \
+        }                                                                       \
+        if (v_ < (lo) || v_ > (hi)) {                                           \
+            snprintf(err, errlen,                                               \
+                     "%s: kernel %s: metrics.%s = %g is out of range [%g, %g]", \
+                     what, key, #id, v_, (double)(lo), (double)(hi));           \
+            goto bad;                                                           \
+        }                                                                       \
+        (dst) = v_ * (scale);                                                   \
+    } while (0)
+
+VIS int mosaic_pkernel_prepare(const struct mosaic_predictor *p,
+                               const struct mosaic_kernel *k, const char *what,
+                               struct mosaic_pkernel **out, char *err,
+                               size_t errlen)
+{
+    struct mosaic_pkernel *pk;
+    const char *key;
+    int64_t thr, grid;
+    int smem_block;
+
+    *out = NULL;
+    if (!p || !k || !what) {
+        snprintf(err, errlen, "mosaic_pkernel_prepare: NULL argument");
+        return MOSAIC_EINVAL;
+    }
+    key = k->key ? k->key : "(no key)";
+    for (int i = 0; i < 3; i++) {
+        if (k->grid[i] <= 0 || k->grid[i] > (int64_t)1 << 31 ||
+            k->block[i] <= 0 || k->block[i] > 1024) {
+            snprintf(err, errlen, "%s: kernel %s: field %s[%d] missing or out of range",
+                     what, key, (k->grid[i] <= 0 || k->grid[i] > (int64_t)1 << 31) ? "grid" : "block", i);
+            return MOSAIC_EINVAL;
+        }
+    }
+    thr = k->block[0] * k->block[1] * k->block[2];
+    grid = k->grid[0] * k->grid[1] * k->grid[2];
+    if (thr > 1024) {
+        snprintf(err, errlen, "%s: kernel %s: field block: %lld threads > 1024", what, key,
+                 (long long)thr);
+        return MOSAIC_EINVAL;
+    }
+    if (k->regs == MOSAIC_NULL || k->regs < 0 || k->regs > 255) {
+        snprintf(err, errlen, "%s: kernel %s: field regs missing or out of range [0, 255]",
+                 what, key);
+        return MOSAIC_EINVAL;
+    }
+    if (k->dyn_smem == MOSAIC_NULL || k->dyn_smem < 0 || k->dyn_smem > p->gpu.smem_per_block_optin ||
+        k->static_smem == MOSAIC_NULL || k->static_smem < 0 ||
+        k->static_smem > p->gpu.smem_per_block_optin) {
+        snprintf(err, errlen, "%s: kernel %s: field dyn_smem/static_smem missing or out of range",
+                 what, key);
+        return MOSAIC_EINVAL;
+    }
+    if (k->carveout != MOSAIC_NULL && (k->carveout < -1 || k->carveout > 100)) {
+        snprintf(err, errlen, "%s: kernel %s: field carveout out of range [-1, 100]", what, key);
+        return MOSAIC_EINVAL;
+    }
+    pk = calloc(1, sizeof *pk);
+    if (!pk || !(pk->key = strdup(key))) {
+        free(pk);
+        snprintf(err, errlen, "%s: out of memory", what);
+        return MOSAIC_ENOMEM;
+    }
+    pk->hash = fnv(key);
+    pk->grid = grid;
+    pk->threads = (int)thr;
+    pk->warps = (int)((thr + 31) / 32);
+    pk->regs = (int)k->regs;
+    pk->carveout = k->carveout == MOSAIC_NULL ? -1 : (int)k->carveout;
+    {
+        struct mosaic_kernel kk = *k;
+        kk.carveout = pk->carveout;
+        if (mosaic_place_occupancy(&p->gpu, &kk, &pk->bps, &pk->smem_cfg,
+                                   &smem_block, &pk->regs_block) != 0) {
+            snprintf(err, errlen,
+                     "%s: kernel %s: no block fits on an SM (fields block, regs, "
+                     "static_smem, dyn_smem)", what, key);
+            goto bad;
+        }
+        pk->smem = smem_block;
+    }
+    NEED(duration_ns, 1, 1e12, pk->dur_us, 1e-3);
+    NEED(dram_read_bw, 0, 1e14, pk->dram_rd, 1e-9);
+    NEED(dram_write_bw, 0, 1e14, pk->dram_wr, 1e-9);
+    NEED(l2_read_sector_rate, 0, 1e13, pk->l2_rd, 32e-9);
+    NEED(l2_write_sector_rate, 0, 1e13, pk->l2_wr, 32e-9);
+    NEED(warps_eligible_per_cycle, 0, 64, pk->warps_elig, 1);
+    NEED(stall_long_scoreboard, 0, 1e6, pk->stall_lsb, 1);
+    NEED(stall_mio_throttle, 0, 1e6, pk->stall_mio, 1);
+    NEED(issue_active, 0, 1.0001, pk->issue, 1);
+    NEED(ipc, 0, 16, pk->ipc, 1);
+    NEED(pipe_fma_pct, 0, 1000, pk->pipe[0], 0.01);
+    NEED(pipe_alu_pct, 0, 1000, pk->pipe[1], 0.01);
+    NEED(pipe_xu_pct, 0, 1000, pk->pipe[2], 0.01);
+    NEED(pipe_lsu_pct, 0, 1000, pk->pipe[3], 0.01);
+    NEED(pipe_tensor_hmma_pct, 0, 1000, pk->pipe[4], 0.01);
+    NEED(pipe_tensor_gmma_pct, 0, 1000, pk->pipe[5], 0.01);
+    NEED(pipe_fp64_pct, 0, 1000, pk->pipe[6], 0.01);
+    NEED(l1_hit_rate_pct, 0, 1000, pk->l1_hit, 0.01);
+    NEED(l2_hit_rate_pct, 0, 1000, pk->l2_hit, 0.01);
+    NEED(achieved_occupancy_pct, 0, 1000, pk->occ, 0.01);
+    NEED(sm_cycles_active_min, 0, 1e13, pk->cyc_min, 1);
+    NEED(sm_cycles_active_avg, 0, 1e13, pk->cyc_avg, 1);
+    NEED(sm_cycles_active_max, 0, 1e13, pk->cyc_max, 1);
+    {
+        double fma_, alu, xu, lsu, sec, req;
+        NEED(inst_fma, 0, 1e18, fma_, 1);
+        NEED(inst_alu, 0, 1e18, alu, 1);
+        NEED(inst_xu, 0, 1e18, xu, 1);
+        NEED(inst_lsu, 0, 1e18, lsu, 1);
+        NEED(gld_sectors, 0, 1e18, sec, 1);
+        NEED(gld_requests, 0, 1e18, req, 1);
+        pk->c2lsu = lsu > 0 ? (fma_ + alu + xu) / lsu : 1000;
+        if (pk->c2lsu > 1000) pk->c2lsu = 1000;
+        pk->spr = req > 0 ? sec / req : 0;
+    }
+    *out = pk;
+    return 0;
+bad:
+    mosaic_pkernel_free(pk);
+    return MOSAIC_EINVAL;
+}
+
+/* ---- features -------------------------------------------------------------- */
+
+static void kfeat(const struct mosaic_pkernel *k, int sms, int n, float *x)
+{
+    x[0] = (float)sms / (float)n;
+    x[1] = (float)k->dram_rd;
+    x[2] = (float)k->dram_wr;
+    x[3] = (float)k->l2_rd;
+    x[4] = (float)k->l2_wr;
+    x[5] = (float)k->warps_elig;
+    x[6] = (float)k->stall_lsb;
+    x[7] = (float)(1 - k->issue);
+    x[8] = (float)log1p(k->c2lsu);
+    x[9] = (float)k->spr;
+}
+
+/* DRAM bandwidth (read + write, GB/s) reachable from n SMs: the H200's
+ * copy bandwidth on green contexts of 8/16/32/64/128 SMs (DESIGN.md),
+ * interpolated, scaled to the GPU's peak. */
+static double part_bw(const struct mosaic_gpu_desc *g, int n)
+{
+    static const double sm[] = {0, 8, 16, 32, 64, 128, 1e9};
+    static const double bw[] = {0, 773, 1540, 2895, 3740, 3918, 3918};
+    double scale = g->dram_bw / 4.8e12;
+    for (int i = 1; i < 7; i++)
+        if (n <= sm[i])
+            return scale * (bw[i - 1] + (bw[i] - bw[i - 1]) * (n - sm[i - 1]) / (sm[i] - sm[i - 1]));
+    return scale * 3918;
+}
+
+void mosaic_feat_inter(const struct mosaic_gpu_desc *g,
+                       const struct mosaic_pkernel *self, int sms_self,
+                       const struct mosaic_pkernel *other, int sms_other,
+                       float *x)
+{
+    int n = g->sm_count;
+    kfeat(self, sms_self, n, x);
+    kfeat(other, sms_other, n, x + 10);
+    /* demand scaled to the SMs each side has (bandwidth per SM as profiled) */
+    x[20] = (float)((self->dram_rd + self->dram_wr) * sms_self / n +
+                    (other->dram_rd + other->dram_wr) * sms_other / n);
+    x[21] = (float)((self->l2_rd + self->l2_wr) * sms_self / n +
+                    (other->l2_rd + other->l2_wr) * sms_other / n);
+    x[22] = (float)mosaic_place_waves(self, sms_self);
+    x[23] = (float)mosaic_place_waves(other, sms_other);
+    {
+        /* each side's DRAM demand, bounded by what its SMs can reach */
+        double full = part_bw(g, n);
+        double ds = self->dram_rd + self->dram_wr, dth = other->dram_rd + other->dram_wr;
+        double bs = part_bw(g, sms_self), bo = part_bw(g, sms_other);
+        ds = ds * bs / full;
+        dth = dth * bo / full;
+        x[24] = (float)(ds / full);
+        x[25] = (float)(dth / full);
+        x[26] = (float)((ds + dth) / full);
+        x[27] = (float)(self->stall_lsb * (1 - self->issue));
+    }
+}
+
+/* ---- shared-mode timeline ------------------------------------------------ */
+
+struct tl_out {
+    double end_f, end_s, start_s, overlap, co;
+};
+
+/* The analytic intra-SM contention on an SM holding nf blocks of f and ns of
+ * s (eq. 3-4 style): the busiest pipe's (or issue's) combined utilisation,
+ * each kernel's profiled utilisation scaled by its block fraction. */
+static double intra_term(const struct mosaic_pkernel *f, int nf,
+                         const struct mosaic_pkernel *s, int ns)
+{
+    double ff = f->bps > 0 ? (double)nf / f->bps : 0;
+    double fs = s->bps > 0 ? (double)ns / s->bps : 0;
+    double m = f->issue * ff + s->issue * fs;
+    for (int i = 0; i < 7; i++) {
+        double u = f->pipe[i] * ff + s->pipe[i] * fs;
+        if (u > m) m = u;
+    }
+    return m > 1 ? m : 1;
+}
+
+/* Block packing (Mosaic eq. 1-2): the time of a wave whose blocks sit d per
+ * SM, relative to the kernel's isolated density d0 = clamp(grid/N, 1, bps):
+ * each block uses U/d0 of the SM's busiest pipe or issue slot (U from the
+ * profile), so a wave at density d takes max(1, U d / d0) / max(1, U) times
+ * as long; c->pack weights the term (fitted per GPU). */
+static double pack_factor(const struct mosaic_pkernel *k, int N, double d, double w)
+{
+    double d0 = (double)k->grid / N, u = k->issue, ub, p;
+    if (d0 > k->bps) d0 = k->bps;
+    if (d0 < 1) d0 = 1;
+    for (int i = 0; i < 7; i++)
+        if (k->pipe[i] > u) u = k->pipe[i];
+    if (u > 1) u = 1;
+    ub = u / d0;
+    p = (ub * d > 1 ? ub * d : 1) / (u > 1 ? u : 1);
+    return 1 + w * (p - 1);
+}
+
+/* The busiest pipe's (or issue's) utilisation of k, 0..1. */
+static double busiest(const struct mosaic_pkernel *k)
+{
+    double u = k->issue;
+    for (int i = 0; i < 7; i++)
+        if (k->pipe[i] > u) u = k->pipe[i];
+    return u > 1 ? 1 : u;
+}
+
+/* The isolated density of k: blocks per SM, at least 1. */
+static double dens0(const struct mosaic_pkernel *k, int N)
+{
+    double d0 = (double)k->grid / N;
+    if (d0 > k->bps) d0 = k->bps;
+    return d0 < 1 ? 1 : d0;
+}
+
+/* Slowdown of the newer warps (demand u_new) beside older ones (u_old) on
+ * one SM: none while the busiest unit has room, else they get the rest. */
+static double starve(double u_new, double u_old)
+{
+    double left, r;
+    if (u_new + u_old <= 1 || u_new <= 0) return 1;
+    left = 1 - (u_old < 1 ? u_old : 1);
+    if (left < 0.05) left = 0.05;
+    r = u_new / left;
+    return r < 1 ? 1 : r > 20 ? 20 : r;
+}
+
+/* Release spread of k: the fraction of its run over which its SMs finish
+ * (sm__cycles_active min/avg/max over the SMs it used). */
+static double release_spread(const struct mosaic_pkernel *k, int N)
+{
+    double used = (double)k->grid < N ? (double)k->grid : N, avg, mn, sp;
+    if (!(k->cyc_max > 0)) return 0;
+    avg = k->cyc_avg * N / used;
+    mn = used < N ? 2 * avg - k->cyc_max : k->cyc_min;
+    sp = (k->cyc_max - mn) / k->cyc_max;
+    return sp < 0 ? 0 : sp > 0.9 ? 0.9 : sp;
+}
+
+#define TL_RAMP 8
+#define TL_MAXB 24
+
+static void timeline(const struct mosaic_gpu_desc *g, const struct mosaic_coef *c,
+                     const struct mosaic_pkernel *F, const struct mosaic_pkernel *S,
+                     double TF, double TS, double interF, double interS,
+                     unsigned comp, struct tl_out *o)
+{
+    const int N = g->sm_count;
+    double wF = mosaic_place_waves(F, N);
+    double nwF = ceil(wF);
+    double lastfrac, uF0, ulast, sp, bp[TL_RAMP + 4], bu[TL_RAMP + 4];
+    int nbp = 0, nF1, nFl, room1, roomL, domS;
+    double capS = (double)S->bps * N;
+    double needS = (double)S->grid < capS ? (double)S->grid : capS;
+    int single = (double)S->grid <= capS;
+    double t = 0, pF = 0, pS = 0, gap = c->gap_us, plast;
+    double ixs1 = 1, ixsL = 1, ixf1 = 1, wpack = (comp & MOSAIC_PC_PACKING) ? c->pack : 0;
+    /* dispatched batches of a single-wave S */
+    double bb[TL_MAXB], bprog[TL_MAXB], bpack[TL_MAXB], bco[TL_MAXB];
+    double bixs[TL_MAXB], bixf[TL_MAXB]; /* intra factors of S and of F's new blocks */
+    int nb = 0;
+    double rem = (double)S->grid, taken_idle = 0, taken_beside = 0;
+
+    if (nwF < 1) nwF = 1;
+    lastfrac = wF - (nwF - 1);
+    if (lastfrac <= 0) lastfrac = 1;
+    nF1 = (int)ceil((double)F->grid / N);
+    if (nF1 > F->bps) nF1 = F->bps;
+    uF0 = (double)F->grid / N;
+    if (uF0 > 1) uF0 = 1;
+    ulast = nwF > 1 ? lastfrac * F->bps : uF0;
+    if (ulast > 1) ulast = 1;
+    nFl = (int)ceil(lastfrac * F->bps / ulast);
+    if (nFl < 1) nFl = 1;
+    if (nFl > F->bps) nFl = F->bps;
+    room1 = mosaic_place_room(g, F, nF1, S);
+    roomL = mosaic_place_room(g, F, nFl, S);
+    domS = busiest(S) / dens0(S, N) > busiest(F) / dens0(F, N);
+    if (comp & MOSAIC_PC_INTRA) {
+        /* Issue and pipe contention on an SM holding both (eq. 3-4): the
+         * kernel whose warps are readier (higher per-block demand) keeps
+         * its share, the other gets what is left (greedy-then-oldest warp
+         * scheduling keeps issuing from a warp while it is ready). Per-block
+         * demand: the profiled busiest-unit utilisation over the
+         * kernel's isolated density. */
+        double uf1 = busiest(F) * nF1 / dens0(F, N), ufl = busiest(F) * nFl / dens0(F, N);
+        double us1 = busiest(S) * room1 / dens0(S, N), usl = busiest(S) * roomL / dens0(S, N);
+        if (domS) {
+            ixf1 = 1 + c->intra_w * (starve(uf1, us1) - 1);
+        } else {
+            ixs1 = 1 + c->intra_w * (starve(us1, uf1) - 1);
+            ixsL = 1 + c->intra_w * (starve(usl, ufl) - 1);
+        }
+    }
+    sp = release_spread(F, N);
+    plast = (nwF - 1) / nwF;
+    {
+        /* F's progress breakpoints; bu[i]: its SM-active fraction before bp[i] */
+        double pr = 1 - sp, ustart;
+        if (nwF > 1 && plast < pr) {
+            bp[nbp] = plast; bu[nbp++] = 1;
+            ustart = ulast;
+        } else {
+            ustart = nwF > 1 ? 1 : uF0;
+        }
+        bp[nbp] = pr; bu[nbp++] = ustart;
+        for (int i = 1; i <= TL_RAMP; i++) {
+            bp[nbp] = pr + (1 - pr) * i / TL_RAMP;
+            bu[nbp++] = ustart * (1 - (double)i / (TL_RAMP + 1));
+        }
+    }
+    o->start_s = -1;
+    o->overlap = 0;
+    o->co = 0;
+    {
+        int seg = 0, iter = 0;
+        double endF = -1, endS = -1, coacc = 0;
+        while ((endF < 0 || endS < 0) && iter++ < 400) {
+            double u, rF, dt = 1e300, slots, roomX, ix, ixF, fF = 1, fSi = 1, actS = 0, coF = 0;
+            double ixFb = 1;
+            int started = t >= gap - 1e-12, fl = endF < 0;
+            while (seg < nbp && pF >= bp[seg] - 1e-12) seg++;
+            u = !fl ? 0 : (seg < nbp ? bu[seg] : 0);
+            roomX = (fl && (nwF <= 1 || pF >= plast)) ? roomL : room1;
+            ixF = ixf1;
+            ix = roomX == roomL ? ixsL : ixs1;
+            slots = (1 - u) * N * S->bps + u * N * roomX;
+            if (fl && (comp & MOSAIC_PC_INTER)) fSi = 1 + (interS - 1) * u;
+            if (single) {
+                double running = 0;
+                for (int i = 0; i < nb; i++)
+                    if (bprog[i] < 1) running += bb[i];
+                if (started && rem > 0.5 && slots - running >= 1 && nb < TL_MAXB) {
+                    /* a batch: the newly available SMs, idle ones first */
+                    double b = slots - running < rem ? floor(slots - running) : rem;
+                    double idle = (1 - u) * N - taken_idle, besd = 0, nsm, d;
+                    if (idle < 0) idle = 0;
+                    if (fl && roomX > 0) besd = u * N - taken_beside;
+                    if (besd < 0) besd = 0;
+                    nsm = idle + besd;
+                    if (nsm * S->bps + 1e-9 < b) nsm = b / S->bps;
+                    d = nsm > 0 ? b / nsm : S->bps;
+                    if (d < 1) d = 1;
+                    if (d > S->bps) d = S->bps;
+                    {
+                        double on_idle = idle * d < b ? idle * d : b;
+                        bco[nb] = b > 0 ? (b - on_idle) / b : 0;
+                        {
+                            /* intra-SM demand at the density this batch has
+                             * beside F (not the room: fewer may land) */
+                            double nfh = (nwF <= 1 || pF >= plast) ? nFl : nF1;
+                            double db = besd > 0 ? (b - on_idle) / besd : 0;
+                            double uf = busiest(F) * nfh / dens0(F, N);
+                            double us = busiest(S) * (db < 1 && db > 0 ? 1 : db) / dens0(S, N);
+                            bixs[nb] = domS ? 1 : 1 + c->intra_w * (starve(us, uf) - 1);
+                            bixf[nb] = domS ? 1 + c->intra_w * (starve(uf, us) - 1) : 1;
+                        }
+                        taken_idle += on_idle / d;
+                        taken_beside += (b - on_idle) / d;
+                    }
+                    bb[nb] = b;
+                    bprog[nb] = 0;
+                    bpack[nb] = pack_factor(S, N, d, wpack);
+                    nb++;
+                    rem -= b;
+                    if (o->start_s < 0) o->start_s = t;
+                }
+                for (int i = 0; i < nb; i++)
+                    if (bprog[i] < 1) {
+                        actS += bb[i];
+                        if (fl && bco[i] > 0) {
+                            double fx = 1 + (bixf[i] - 1) * bco[i];
+                            coF = coF > bco[i] ? coF : bco[i];
+                            ixFb = ixFb > fx ? ixFb : fx;
+                        }
+                    }
+                actS = needS > 0 ? actS / needS : 0;
+                if (actS > 1) actS = 1;
+            } else if (started && endS < 0) {
+                actS = needS > 0 ? slots / needS : 1;
+                if (actS > 1) actS = 1;
+                if (fl && roomX > 0 && u > 0) coF = 1;
+                if (actS > 0 && o->start_s < 0) o->start_s = t;
+            }
+            if (fl && actS > 0) {
+                if (comp & MOSAIC_PC_INTER) fF *= 1 + (interF - 1) * actS;
+                if (comp & MOSAIC_PC_INTRA) {
+                    if (single) {
+                        fF *= ixFb;
+                    } else {
+                        fF *= 1 + (ixF - 1) * coF;
+                    }
+                }
+            }
+            rF = fl ? 1 / fF : 0;
+            if (!started) dt = gap - t;
+            if (fl && seg < nbp) {
+                double d = (bp[seg] - pF) * TF / rF;
+                if (d < dt) dt = d;
+            }
+            if (fl && seg >= nbp) dt = 0;
+            if (single) {
+                for (int i = 0; i < nb; i++)
+                    if (bprog[i] < 1) {
+                        double f = bpack[i] * fSi;
+                        if (fl && (comp & MOSAIC_PC_INTRA)) f *= 1 + (bixs[i] - 1) * bco[i];
+                        double d = (1 - bprog[i]) * TS * f;
+                        if (d < dt) dt = d;
+                    }
+            } else if (actS > 0 && endS < 0) {
+                double coS = slots > 0 ? u * N * roomX / slots : 0, f = fSi;
+                if (fl && (comp & MOSAIC_PC_INTRA)) f *= 1 + (ix - 1) * coS;
+                double d = (1 - pS) * TS * f / actS;
+                if (d < dt) dt = d;
+            }
+            if (dt > 1e299) break;
+            if (dt < 0) dt = 0;
+            if (fl && actS > 0) {
+                o->overlap += dt;
+                coacc += dt * coF;
+            }
+            /* advance */
+            if (single) {
+                int alldone = rem < 0.5;
+                for (int i = 0; i < nb; i++)
+                    if (bprog[i] < 1) {
+                        double f = bpack[i] * fSi;
+                        if (fl && (comp & MOSAIC_PC_INTRA)) f *= 1 + (bixs[i] - 1) * bco[i];
+                        bprog[i] += dt / (TS * f);
+                        if (bprog[i] >= 1 - 1e-9) bprog[i] = 1;
+                        else alldone = 0;
+                    }
+                t += dt;
+                if (alldone && nb > 0 && endS < 0) endS = t;
+            } else {
+                if (actS > 0 && endS < 0) {
+                    double coS = slots > 0 ? u * N * roomX / slots : 0, f = fSi;
+                    if (fl && (comp & MOSAIC_PC_INTRA)) f *= 1 + (ix - 1) * coS;
+                    pS += dt * actS / (TS * f);
+                }
+                t += dt;
+                if (endS < 0 && pS >= 1 - 1e-9) endS = t;
+            }
+            if (fl) {
+                pF += dt * rF / TF;
+                if (pF >= 1 - 1e-9) endF = t;
+            }
+        }
+        if (endF < 0) endF = t > TF ? t : TF;
+        if (endS < 0) endS = t + TS * (1 - pS);
+        o->end_f = endF;
+        o->end_s = endS;
+        o->co = o->overlap > 0 ? coacc / o->overlap : 0;
+        if (o->start_s < 0) o->start_s = gap;
+    }
+}
+
+void mosaic_timeline_shared(const struct mosaic_gpu_desc *g,
+                            const struct mosaic_coef *c,
+                            const struct mosaic_pkernel *a,
+                            const struct mosaic_pkernel *b, int b_first,
+                            double iso_a, double iso_b, double inter_a,
+                            double inter_b, unsigned comp,
+                            struct mosaic_pred_result *res, float *xa,
+                            float *xb)
+{
+    const struct mosaic_pkernel *F = b_first ? b : a, *S = b_first ? a : b;
+    double TF = b_first ? iso_b : iso_a, TS = b_first ? iso_a : iso_b;
+    double iF = b_first ? inter_b : inter_a, iS = b_first ? inter_a : inter_b;
+    struct tl_out o0, o1, o2, o3;
+    double d[4][2];
+    int fi = b_first ? 1 : 0, si = 1 - fi;
+
+    timeline(g, c, F, S, TF, TS, iF, iS, 0, &o0);
+    timeline(g, c, F, S, TF, TS, iF, iS, comp & MOSAIC_PC_PACKING, &o1);
+    timeline(g, c, F, S, TF, TS, iF, iS, comp & (MOSAIC_PC_PACKING | MOSAIC_PC_INTER), &o2);
+    timeline(g, c, F, S, TF, TS, iF, iS, comp, &o3);
+    d[0][fi] = o0.end_f; d[0][si] = o0.end_s;
+    d[1][fi] = o1.end_f; d[1][si] = o1.end_s;
+    d[2][fi] = o2.end_f; d[2][si] = o2.end_s;
+    d[3][fi] = o3.end_f; d[3][si] = o3.end_s;
+    for (int i = 0; i < 2; i++) {
+        struct mosaic_pred_kernel *r = &res->k[i];
+        double iso = i == 0 ? iso_a : iso_b;
+        r->iso_us = iso;
+        r->duration_us = d[3][i];
+        r->slowdown = d[3][i] / iso;
+        r->placement = d[0][i] / iso;
+        r->packing = d[1][i] / d[0][i];
+        r->inter_sm = d[2][i] / d[1][i];
+        r->intra_sm = d[3][i] / d[2][i];
+        r->waves = mosaic_place_waves(i == 0 ? a : b, g->sm_count);
+        r->start_us = i == fi ? 0 : o3.start_s;
+    }
+    res->overlap_us = o3.overlap;
+    res->coresident = o3.co;
+    if (xa || xb) {
+        int n = g->sm_count;
+        for (int i = 0; i < 2; i++) {
+            float *x = i == 0 ? xa : xb;
+            const struct mosaic_pkernel *me = i == 0 ? a : b, *ot = i == 0 ? b : a;
+            double iso_me = i == 0 ? iso_a : iso_b, iso_ot = i == 0 ? iso_b : iso_a;
+            int me_first = (i == fi);
+            int room_me = mosaic_place_room(g, ot, ot->bps, me);
+            int room_ot = mosaic_place_room(g, me, me->bps, ot);
+            if (!x) continue;
+            mosaic_feat_inter(g, me, n, ot, n, x);
+            x[20] = (float)me_first;
+            x[21] = (float)mosaic_place_waves(me, n);
+            x[22] = (float)mosaic_place_waves(ot, n);
+            x[23] = (float)me->bps;
+            x[24] = (float)ot->bps;
+            x[25] = (float)room_me;
+            x[26] = (float)room_ot;
+            x[27] = (float)log(res->k[i].slowdown);
+            x[28] = (float)log(res->k[1 - i].slowdown);
+            x[29] = (float)log(res->k[i].placement);
+            x[30] = (float)res->coresident;
+            x[31] = (float)(res->overlap_us / iso_me);
+            x[32] = (float)intra_term(me, me->bps, ot, room_ot);
+            x[33] = (float)(me->issue + ot->issue);
+            x[34] = (float)log(iso_me);
+            x[35] = (float)log(iso_ot);
+            x[36] = (float)log(iso_ot / iso_me);
+            x[37] = (float)((double)me->grid / ((double)me->bps * n));
+            x[38] = (float)(me->smem_cfg == ot->smem_cfg);
+            x[39] = (float)log(res->k[i].inter_sm);
+            x[40] = (float)log(res->k[1 - i].duration_us / res->k[i].duration_us);
+            x[41] = (float)log2((double)ot->grid);
+            x[42] = (float)busiest(ot);
+            x[43] = (float)busiest(me);
+        }
+    }
+}
+
+/* ---- predictor ------------------------------------------------------------ */
+
+VIS int mosaic_predictor_from_parts(const struct mosaic_gpu_desc *g,
+                                    struct mosaic_forest *inter,
+                                    struct mosaic_forest *shared,
+                                    const struct mosaic_coef *c,
+                                    struct mosaic_predictor **out)
+{
+    struct mosaic_predictor *p = calloc(1, sizeof *p);
+    *out = NULL;
+    if (!p) return MOSAIC_ENOMEM;
+    if (g) p->gpu = *g;
+    else mosaic_gpu_desc_h200(&p->gpu);
+    p->inter = inter;
+    p->shared = shared;
+    if (c) p->coef = *c;
+    else mosaic_coef_default(&p->coef);
+    *out = p;
+    return 0;
+}
+
+static int load_forest(const char *dir, const char *name, int nf,
+                       struct mosaic_forest **f, char *err, size_t errlen)
+{
+    char path[4096];
+    int rc;
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) {
+        snprintf(err, errlen, "%s: model directory path too long", dir);
+        return MOSAIC_EINVAL;
+    }
+    rc = mosaic_forest_load(path, f, err, errlen);
+    if (rc) return rc;
+    if (mosaic_forest_nfeatures(*f) != nf) {
+        snprintf(err, errlen, "%s: field learner.learner_model_param.num_feature: "
+                 "%d features, the predictor needs %d", path,
+                 mosaic_forest_nfeatures(*f), nf);
+        mosaic_forest_free(*f);
+        *f = NULL;
+        return MOSAIC_EINVAL;
+    }
+    return 0;
+}
+
+VIS int mosaic_predictor_open(const char *model_dir,
+                              const struct mosaic_gpu_desc *gpu,
+                              struct mosaic_predictor **out, char *err,
+                              size_t errlen)
+{
+    struct mosaic_forest *inter = NULL, *shared = NULL;
+    struct mosaic_coef c;
+    char path[4096];
+    int rc;
+
+    if (!out || !model_dir) {
+        snprintf(err, errlen, "mosaic_predictor_open: NULL argument");
+        return MOSAIC_EINVAL;
+    }
+    *out = NULL;
+    if (snprintf(path, sizeof path, "%s/analytic.json", model_dir) >= (int)sizeof path) {
+        snprintf(err, errlen, "%s: model directory path too long", model_dir);
+        return MOSAIC_EINVAL;
+    }
+    rc = mosaic_coef_load(path, &c, err, errlen);
+    if (rc) return rc;
+    rc = load_forest(model_dir, "inter.json", MOSAIC_NF_INTER, &inter, err, errlen);
+    if (rc) return rc;
+    rc = load_forest(model_dir, "shared.json", MOSAIC_NF_SHARED, &shared, err, errlen);
+    if (rc) {
+        mosaic_forest_free(inter);
+        return rc;
+    }
+    rc = mosaic_predictor_from_parts(gpu, inter, shared, &c, out);
+    if (rc) {
+        mosaic_forest_free(inter);
+        mosaic_forest_free(shared);
+        snprintf(err, errlen, "%s: out of memory", model_dir);
+    }
+    return rc;
+}
+
+VIS void mosaic_predictor_close(struct mosaic_predictor *p)
+{
+    if (!p) return;
+    mosaic_forest_free(p->inter);
+    mosaic_forest_free(p->shared);
+    free(p->cache);
+    free(p);
+}
+
+VIS int mosaic_predictor_set_cache(struct mosaic_predictor *p, size_t entries)
+{
+    size_t n = 1;
+    if (!p) return MOSAIC_EINVAL;
+    free(p->cache);
+    p->cache = NULL;
+    p->cache_mask = 0;
+    if (entries == 0) return 0;
+    if (entries > ((size_t)1 << 24)) return MOSAIC_EINVAL;
+    while (n < entries) n <<= 1;
+    p->cache = calloc(n, sizeof *p->cache);
+    if (!p->cache) return MOSAIC_ENOMEM;
+    p->cache_mask = n - 1;
+    return 0;
+}
+
+static double clampd(double v, double lo, double hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+static double inter_factor(const struct mosaic_predictor *p,
+                           const struct mosaic_pkernel *self, int ss,
+                           const struct mosaic_pkernel *other, int so)
+{
+    float x[MOSAIC_NF_INTER];
+    double y;
+    if (!p->inter) return 1;
+    mosaic_feat_inter(&p->gpu, self, ss, other, so, x);
+    y = mosaic_forest_predict(p->inter, x);
+    if (!isfinite(y)) return 1;
+    return exp(clampd(y, -0.5, 4));
+}
+
+static int check_query(const struct mosaic_predictor *p,
+                       const struct mosaic_pred_query *q, char *err,
+                       size_t errlen)
+{
+    if (!q->a || !q->b) {
+        snprintf(err, errlen, "query: kernel a or b is NULL");
+        return MOSAIC_EINVAL;
+    }
+    if (q->mode != MOSAIC_MODE_SHARED && q->mode != MOSAIC_MODE_PARTITIONED) {
+        snprintf(err, errlen, "query: field mode = %d is neither shared nor partitioned",
+                 q->mode);
+        return MOSAIC_EINVAL;
+    }
+    if (q->mode == MOSAIC_MODE_PARTITIONED &&
+        (q->sms_a <= 0 || q->sms_b <= 0 || q->sms_a + q->sms_b > p->gpu.sm_count)) {
+        snprintf(err, errlen,
+                 "query: fields sms_a/sms_b = %d/%d: each must be > 0 and together "
+                 "at most %d", q->sms_a, q->sms_b, p->gpu.sm_count);
+        return MOSAIC_EINVAL;
+    }
+    if (q->disable & ~MOSAIC_PC_ALL) {
+        snprintf(err, errlen, "query: field disable has unknown bits 0x%x",
+                 q->disable);
+        return MOSAIC_EINVAL;
+    }
+    if ((isfinite(q->iso_a_us) && (q->iso_a_us < 0 || q->iso_a_us > 1e9)) ||
+        (isfinite(q->iso_b_us) && (q->iso_b_us < 0 || q->iso_b_us > 1e9)) ||
+        isinf(q->iso_a_us) || isinf(q->iso_b_us)) {
+        snprintf(err, errlen, "query: field iso_a_us/iso_b_us out of range [0, 1e9]");
+        return MOSAIC_EINVAL;
+    }
+    return 0;
+}
+
+static int predict_core(struct mosaic_predictor *p, const struct mosaic_pred_query *q,
+                        struct mosaic_pred_result *res, float *xa_out, float *xb_out)
+{
+    unsigned comp = MOSAIC_PC_ALL & ~q->disable;
+    const struct mosaic_gpu_desc *g = &p->gpu;
+    int N = g->sm_count;
+    double iso_a, iso_b;
+    int sa = q->mode == MOSAIC_MODE_PARTITIONED ? q->sms_a : N;
+    int sb = q->mode == MOSAIC_MODE_PARTITIONED ? q->sms_b : N;
+
+    memset(res, 0, sizeof *res);
+    iso_a = (isfinite(q->iso_a_us) && q->iso_a_us > 0) ? q->iso_a_us
+                                                       : mosaic_place_iso_on(g, q->a, sa);
+    iso_b = (isfinite(q->iso_b_us) && q->iso_b_us > 0) ? q->iso_b_us
+                                                       : mosaic_place_iso_on(g, q->b, sb);
+    if (q->mode == MOSAIC_MODE_PARTITIONED) {
+        /* Both start at launch on their own SMs; each runs f times slower
+         * while the other runs (inter-SM model: the full-overlap factor),
+         * then alone at its isolated speed. */
+        double fa = (comp & MOSAIC_PC_INTER) ? inter_factor(p, q->a, sa, q->b, sb) : 1;
+        double fb = (comp & MOSAIC_PC_INTER) ? inter_factor(p, q->b, sb, q->a, sa) : 1;
+        double ta = iso_a * fa, tb = iso_b * fb, da, db;
+        if (ta <= tb) {
+            da = ta;
+            db = ta + (iso_b - ta / fb);
+        } else {
+            db = tb;
+            da = tb + (iso_a - tb / fa);
+        }
+        for (int i = 0; i < 2; i++) {
+            struct mosaic_pred_kernel *r = &res->k[i];
+            r->iso_us = i == 0 ? iso_a : iso_b;
+            r->waves = mosaic_place_waves(i == 0 ? q->a : q->b, i == 0 ? sa : sb);
+            r->placement = r->packing = r->intra_sm = 1;
+            r->duration_us = i == 0 ? da : db;
+            r->slowdown = r->duration_us / r->iso_us;
+            r->inter_sm = r->slowdown;
+        }
+        res->overlap_us = fmin(res->k[0].duration_us, res->k[1].duration_us);
+        return 0;
+    }
+    {
+        /* shared: the inter-SM factor of each at an even split, then the
+         * timeline, then the residual model */
+        double ia = 1, ib = 1;
+        float xa[MOSAIC_NF_SHARED], xb[MOSAIC_NF_SHARED];
+        if (comp & MOSAIC_PC_INTER) {
+            ia = inter_factor(p, q->a, 132, q->b, 132);
+            ib = inter_factor(p, q->b, 132, q->a, 132);
+        }
+        mosaic_timeline_shared(g, &p->coef, q->a, q->b, q->b_first, iso_a, iso_b,
+                               ia, ib, comp, res, xa, xb);
+        if (xa_out) memcpy(xa_out, xa, sizeof xa);
+        if (xb_out) memcpy(xb_out, xb, sizeof xb);
+        if ((comp & MOSAIC_PC_INTRA) && p->shared) {
+            for (int i = 0; i < 2; i++) {
+                double y = mosaic_forest_predict(p->shared, i == 0 ? xa : xb);
+                double f = isfinite(y) ? exp(clampd(y, -2, 3)) : 1;
+                struct mosaic_pred_kernel *r = &res->k[i];
+                r->intra_sm *= f;
+                r->duration_us *= f;
+                if (r->duration_us < r->iso_us * 0.5) r->duration_us = r->iso_us * 0.5;
+                r->slowdown = r->duration_us / r->iso_us;
+            }
+        }
+    }
+    return 0;
+}
+
+VIS int mosaic_predict_rows(struct mosaic_predictor *p,
+                            const struct mosaic_pred_query *q,
+                            struct mosaic_pred_result *res, float *xa, float *xb)
+{
+    return predict_core(p, q, res, xa, xb);
+}
+
+static uint64_t mix(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return h;
+}
+
+VIS int mosaic_predict(struct mosaic_predictor *p, const struct mosaic_pred_query *q,
+                       struct mosaic_pred_result *res, char *err, size_t errlen)
+{
+    int rc;
+    if (!res) {
+        snprintf(err, errlen, "mosaic_predict: NULL result");
+        return MOSAIC_EINVAL;
+    }
+    memset(res, 0, sizeof *res);
+    if (!p || !q) {
+        snprintf(err, errlen, "mosaic_predict: NULL argument");
+        return MOSAIC_EINVAL;
+    }
+    rc = check_query(p, q, err, errlen);
+    if (rc) return rc;
+    if (p->cache) {
+        unsigned comp = MOSAIC_PC_ALL & ~q->disable;
+        uint64_t cfg = (uint64_t)q->mode | (uint64_t)(q->b_first != 0) << 1 |
+                       (uint64_t)comp << 2 |
+                       (q->mode == MOSAIC_MODE_PARTITIONED
+                            ? ((uint64_t)(uint32_t)q->sms_a << 8 | (uint64_t)(uint32_t)q->sms_b << 32)
+                            : 0);
+        uint64_t ia, ib, h;
+        double isa = q->iso_a_us, isb = q->iso_b_us;
+        memcpy(&ia, &isa, 8);
+        memcpy(&ib, &isb, 8);
+        h = mix(q->a->hash ^ mix(q->b->hash + 0x9e3779b97f4a7c15ull) ^ mix(cfg ^ ia * 31 ^ ib));
+        {
+            /* 4-way probe; a miss takes the first free slot, else the home */
+            struct mosaic_cache_ent *e = NULL;
+            for (size_t w = 0; w < 4; w++) {
+                struct mosaic_cache_ent *c = &p->cache[(h + w) & p->cache_mask];
+                if (!c->used) {
+                    if (!e) e = c;
+                    break;
+                }
+                if (c->tag == h && c->ha == q->a->hash && c->hb == q->b->hash &&
+                    c->cfg == cfg && memcmp(&c->iso_a, &isa, 8) == 0 &&
+                    memcmp(&c->iso_b, &isb, 8) == 0) {
+                    *res = c->res;
+                    res->cached = 1;
+                    return 0;
+                }
+            }
+            if (!e) e = &p->cache[h & p->cache_mask];
+            rc = predict_core(p, q, res, NULL, NULL);
+            if (rc) return rc;
+            e->used = 1;
+            e->tag = h;
+            e->ha = q->a->hash;
+            e->hb = q->b->hash;
+            e->cfg = cfg;
+            e->iso_a = isa;
+            e->iso_b = isb;
+            e->res = *res;
+            return 0;
+        }
+    }
+    return predict_core(p, q, res, NULL, NULL);
+}

@@ -1,0 +1,481 @@
+/*
+ * Unit tests of the predictor (issue 4): occupancy against the CUDA
+ * occupancy API's answers recorded in the profiles, placement rules, the
+ * prediction API, the cache, and bad input (hostile profiles, model files,
+ * queries): a clear error naming the file and the field, never a crash.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "predictor_internal.h"
+
+static char tmpdir[256];
+
+static void write_file(const char *name, const char *text)
+{
+    char path[512];
+    FILE *f;
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static int setup_tmp(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/mosaic-predtest-XXXXXX");
+    assert_non_null(mkdtemp(tmpdir));
+    return 0;
+}
+
+static int teardown_tmp(void **state)
+{
+    char cmd[600];
+    (void)state;
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static struct mosaic_predictor *bare(void)
+{
+    struct mosaic_predictor *p;
+    assert_int_equal(mosaic_predictor_from_parts(NULL, NULL, NULL, NULL, &p), 0);
+    return p;
+}
+
+/* Blocks per SM from our occupancy against cuOccupancyMaxActiveBlocks... as
+ * recorded by the capture, for every kernel of both committed profiles. */
+static void test_occupancy_matches_cuda(void **state)
+{
+    static const char *files[] = {DATA "/zoo.profile.json", DATA "/resnet50_b8.profile.json"};
+    struct mosaic_gpu_desc g;
+    (void)state;
+    mosaic_gpu_desc_h200(&g);
+    for (int fi = 0; fi < 2; fi++) {
+        struct mosaic_profile prof;
+        char err[512];
+        int n = 0;
+        mosaic_profile_init(&prof);
+        assert_int_equal(mosaic_profile_read_file(files[fi], &prof, err, sizeof err), 0);
+        for (size_t i = 0; i < prof.n_kernels; i++) {
+            const struct mosaic_kernel *k = &prof.kernels[i];
+            int bps, cfg, sb, rb;
+            if (k->occ.blocks_per_sm == MOSAIC_NULL) continue;
+            mosaic_place_occupancy(&g, k, &bps, &cfg, &sb, &rb);
+            if (bps != k->occ.blocks_per_sm)
+                fail_msg("%s: %s: blocks/SM %d, CUDA says %lld", files[fi], k->key, bps,
+                         (long long)k->occ.blocks_per_sm);
+            n++;
+        }
+        assert_true(n > 50);
+        mosaic_profile_free(&prof);
+    }
+}
+
+static struct mosaic_kernel *mk(struct mosaic_profile *prof, int grid, int threads, int regs,
+                                int dsmem, int carveout)
+{
+    struct mosaic_kernel *k = mosaic_profile_add_kernel(prof);
+    int64_t gr[3] = {grid, 1, 1}, bl[3] = {threads, 1, 1};
+    assert_non_null(k);
+    k->name = strdup("k");
+    k->key = mosaic_kernel_key("k", gr, bl, dsmem);
+    memcpy(k->grid, gr, sizeof gr);
+    memcpy(k->block, bl, sizeof bl);
+    k->dyn_smem = dsmem;
+    k->static_smem = 0;
+    k->regs = regs;
+    k->carveout = carveout;
+    for (int i = 0; i < MOSAIC_N_METRICS; i++) k->metrics[i] = 1;
+    k->metrics[MOSAIC_M_duration_ns] = 100000;
+    k->metrics[MOSAIC_M_issue_active] = 0.5;
+    k->metrics[MOSAIC_M_sm_cycles_active_max] = 2;
+    return k;
+}
+
+static void test_placement_rules(void **state)
+{
+    struct mosaic_predictor *p = bare();
+    struct mosaic_profile prof;
+    struct mosaic_pkernel *a, *b, *c0, *c100, *big;
+    char err[512];
+    (void)state;
+    mosaic_profile_init(&prof);
+    mk(&prof, 132, 256, 32, 0, -1);
+    mk(&prof, 132, 256, 32, 0, -1);
+    mk(&prof, 132, 128, 32, 32768, 0);
+    mk(&prof, 132, 128, 32, 0, 100);
+    mk(&prof, 132, 1024, 64, 0, -1);
+    assert_int_equal(mosaic_pkernel_prepare(p, &prof.kernels[0], "t", &a, err, sizeof err), 0);
+    assert_int_equal(mosaic_pkernel_prepare(p, &prof.kernels[1], "t", &b, err, sizeof err), 0);
+    assert_int_equal(mosaic_pkernel_prepare(p, &prof.kernels[2], "t", &c0, err, sizeof err), 0);
+    assert_int_equal(mosaic_pkernel_prepare(p, &prof.kernels[3], "t", &c100, err, sizeof err), 0);
+    assert_int_equal(mosaic_pkernel_prepare(p, &prof.kernels[4], "t", &big, err, sizeof err), 0);
+    /* 256 threads, 32 regs: 8 per SM (threads); beside 4 of them, 4 more */
+    assert_int_equal(a->bps, 8);
+    assert_int_equal(mosaic_place_room(&p->gpu, a, 4, b), 4);
+    assert_int_equal(mosaic_place_room(&p->gpu, a, 8, b), 0);
+    /* 1024 threads x 64 regs: 1 per SM, and it takes the whole register
+     * file: nothing fits beside it although half the threads are free */
+    assert_int_equal(big->bps, 1);
+    assert_int_equal(mosaic_place_room(&p->gpu, big, 1, a), 0);
+    assert_int_equal(mosaic_place_room(&p->gpu, a, 1, big), 0);
+    /* carveout: an SM set for more shared memory does not take a block that
+     * prefers a larger L1; carveout 0 first, then a no-smem carveout 100 one
+     * does share (docs/placement.md) */
+    assert_int_equal(mosaic_place_room(&p->gpu, c100, 1, c0), 0);
+    assert_true(mosaic_place_room(&p->gpu, c0, 1, c100) > 0);
+    /* waves */
+    assert_true(fabs(mosaic_place_waves(a, 132) - 0.125) < 1e-9);
+    assert_true(fabs(mosaic_place_waves(a, 33) - 0.5) < 1e-9);
+    mosaic_pkernel_free(a);
+    mosaic_pkernel_free(b);
+    mosaic_pkernel_free(c0);
+    mosaic_pkernel_free(c100);
+    mosaic_pkernel_free(big);
+    mosaic_profile_free(&prof);
+    mosaic_predictor_close(p);
+}
+
+static void test_prepare_bad_kernels(void **state)
+{
+    struct mosaic_predictor *p = bare();
+    struct mosaic_profile prof;
+    struct mosaic_pkernel *pk = (void *)1;
+    char err[512];
+    struct mosaic_kernel *k;
+    (void)state;
+    mosaic_profile_init(&prof);
+    k = mk(&prof, 132, 256, 32, 0, -1);
+    k->metrics[MOSAIC_M_dram_read_bw] = NAN;
+    assert_int_equal(mosaic_pkernel_prepare(p, k, "a.json", &pk, err, sizeof err), MOSAIC_EINVAL);
+    assert_null(pk);
+    assert_non_null(strstr(err, "a.json"));
+    assert_non_null(strstr(err, "metrics.dram_read_bw"));
+    k->metrics[MOSAIC_M_dram_read_bw] = -5;
+    assert_int_equal(mosaic_pkernel_prepare(p, k, "a.json", &pk, err, sizeof err), MOSAIC_EINVAL);
+    assert_non_null(strstr(err, "out of range"));
+    k->metrics[MOSAIC_M_dram_read_bw] = 1;
+    k->regs = 300;
+    assert_int_equal(mosaic_pkernel_prepare(p, k, "a.json", &pk, err, sizeof err), MOSAIC_EINVAL);
+    assert_non_null(strstr(err, "regs"));
+    k->regs = 32;
+    k->block[0] = 4096;
+    assert_int_equal(mosaic_pkernel_prepare(p, k, "a.json", &pk, err, sizeof err), MOSAIC_EINVAL);
+    assert_non_null(strstr(err, "block"));
+    k->block[0] = 256;
+    k->grid[1] = 0;
+    assert_int_equal(mosaic_pkernel_prepare(p, k, "a.json", &pk, err, sizeof err), MOSAIC_EINVAL);
+    assert_non_null(strstr(err, "grid"));
+    k->grid[1] = 1;
+    k->dyn_smem = 1 << 20;
+    assert_int_equal(mosaic_pkernel_prepare(p, k, "a.json", &pk, err, sizeof err), MOSAIC_EINVAL);
+    assert_non_null(strstr(err, "smem"));
+    k->dyn_smem = 0;
+    k->metrics[MOSAIC_M_duration_ns] = 0;
+    assert_int_equal(mosaic_pkernel_prepare(p, k, "a.json", &pk, err, sizeof err), MOSAIC_EINVAL);
+    assert_non_null(strstr(err, "duration_ns"));
+    k->metrics[MOSAIC_M_duration_ns] = 1e5;
+    assert_int_equal(mosaic_pkernel_prepare(p, k, "a.json", &pk, err, sizeof err), 0);
+    mosaic_pkernel_free(pk);
+    mosaic_profile_free(&prof);
+    mosaic_predictor_close(p);
+}
+
+/* Hostile and truncated profile files: the reader refuses them with the
+ * file's name; nothing reaches the predictor. */
+static void test_bad_profile_files(void **state)
+{
+    static const char *bad[] = {
+        "", "{", "[]", "{\"schema\": \"mosaic-profile/1\", \"kernels\": [{\"key\": 1}]}",
+        "{\"schema\": \"other\"}", "\x01\x02\x03",
+        "{\"schema\": \"mosaic-profile/1\", \"kernels\": [{\"key\": \"k\", \"grid\": [1e300, 1, 1]",
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        struct mosaic_profile prof;
+        char err[512] = "", path[512];
+        write_file("bad.profile.json", bad[i]);
+        snprintf(path, sizeof path, "%s/bad.profile.json", tmpdir);
+        mosaic_profile_init(&prof);
+        assert_int_not_equal(mosaic_profile_read_file(path, &prof, err, sizeof err), 0);
+        assert_non_null(strstr(err, "bad.profile.json"));
+        mosaic_profile_free(&prof);
+    }
+}
+
+static void copy_models(const char *to)
+{
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s' && cp '%s'/inter.json '%s'/shared.json '%s'/analytic.json '%s'/",
+             to, MODELS, MODELS, MODELS, to);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void test_bad_model_files(void **state)
+{
+    struct {
+        const char *file, *text, *want;
+    } cases[] = {
+        {"analytic.json", "{\"schema\": \"mosaic-analytic/1\", \"pack\": 0.1}", "gap_us"},
+        {"analytic.json", "{\"schema\": \"mosaic-analytic/1\", \"pack\": -3, \"gap_us\": 1, \"intra_w\": 1}", "pack"},
+        {"analytic.json", "{\"schema\": \"x\"}", "schema"},
+        {"analytic.json", "{\"sch", "analytic.json"},
+        {"inter.json", "{\"learner\": {", "inter.json"},
+        {"inter.json", "", "inter.json"},
+        {"shared.json", "{\"learner\": {\"gradient_booster\": {\"name\": \"gblinear\"}}}", "shared.json"},
+        {"inter.json", "\x7f\x45\x4c\x46 not json", "inter.json"},
+    };
+    char dir[512];
+    (void)state;
+    snprintf(dir, sizeof dir, "%s/models", tmpdir);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        struct mosaic_predictor *p = (void *)1;
+        char err[1024] = "", path[600];
+        copy_models(dir);
+        snprintf(path, sizeof path, "%s/%s", dir, cases[i].file);
+        {
+            FILE *f = fopen(path, "w");
+            assert_non_null(f);
+            fputs(cases[i].text, f);
+            fclose(f);
+        }
+        assert_int_not_equal(mosaic_predictor_open(dir, NULL, &p, err, sizeof err), 0);
+        assert_null(p);
+        if (!strstr(err, cases[i].want) || !strstr(err, cases[i].file))
+            fail_msg("case %zu: message \"%s\" lacks \"%s\"", i, err, cases[i].want);
+    }
+    /* a truncated real model: every prefix length tried at a stride */
+    {
+        char src[600], *txt;
+        FILE *f;
+        long n;
+        snprintf(src, sizeof src, "%s/inter.json", MODELS);
+        f = fopen(src, "rb");
+        assert_non_null(f);
+        fseek(f, 0, SEEK_END);
+        n = ftell(f);
+        fseek(f, 0, SEEK_SET);
+        txt = malloc((size_t)n);
+        assert_int_equal(fread(txt, 1, (size_t)n, f), (size_t)n);
+        fclose(f);
+        for (long cut = 1; cut < n; cut += n / 37 + 1) {
+            struct mosaic_predictor *p;
+            char err[1024] = "", path[600];
+            copy_models(dir);
+            snprintf(path, sizeof path, "%s/inter.json", dir);
+            f = fopen(path, "wb");
+            fwrite(txt, 1, (size_t)cut, f);
+            fclose(f);
+            assert_int_not_equal(mosaic_predictor_open(dir, NULL, &p, err, sizeof err), 0);
+            assert_non_null(strstr(err, "inter.json"));
+        }
+        free(txt);
+    }
+    /* a model with the wrong feature count: shared.json given as inter.json */
+    {
+        struct mosaic_predictor *p;
+        char err[1024] = "", cmd[1400];
+        copy_models(dir);
+        snprintf(cmd, sizeof cmd, "cp '%s/shared.json' '%s/inter.json'", MODELS, dir);
+        assert_int_equal(system(cmd), 0);
+        assert_int_not_equal(mosaic_predictor_open(dir, NULL, &p, err, sizeof err), 0);
+        assert_non_null(strstr(err, "num_feature"));
+    }
+    {
+        struct mosaic_predictor *p;
+        char err[1024] = "";
+        assert_int_not_equal(mosaic_predictor_open("/nonexistent/models", NULL, &p, err, sizeof err), 0);
+        assert_non_null(strstr(err, "/nonexistent/models"));
+    }
+}
+
+static void load_zoo(struct mosaic_predictor *p, struct mosaic_profile *prof,
+                     struct mosaic_pkernel **pk, int n)
+{
+    char err[512];
+    mosaic_profile_init(prof);
+    assert_int_equal(mosaic_profile_read_file(DATA "/zoo.profile.json", prof, err, sizeof err), 0);
+    for (int i = 0; i < n; i++)
+        assert_int_equal(mosaic_pkernel_prepare(p, &prof->kernels[i + 1], "zoo", &pk[i], err,
+                                                sizeof err), 0);
+}
+
+static void test_predict_api_and_cache(void **state)
+{
+    struct mosaic_predictor *p;
+    struct mosaic_profile prof;
+    struct mosaic_pkernel *pk[6];
+    char err[1024];
+    (void)state;
+    assert_int_equal(mosaic_predictor_open(MODELS, NULL, &p, err, sizeof err), 0);
+    load_zoo(p, &prof, pk, 6);
+    for (int mode = 0; mode < 2; mode++)
+        for (int i = 0; i < 6; i++)
+            for (int j = 0; j < 6; j++) {
+                struct mosaic_pred_query q = {.a = pk[i], .b = pk[j], .mode = mode,
+                                              .sms_a = 64, .sms_b = 68, .b_first = (i + j) & 1};
+                struct mosaic_pred_result r, r2;
+                assert_int_equal(mosaic_predict(p, &q, &r, err, sizeof err), 0);
+                for (int k = 0; k < 2; k++) {
+                    assert_true(isfinite(r.k[k].duration_us) && r.k[k].duration_us > 0);
+                    assert_true(r.k[k].slowdown >= 0.5 && r.k[k].slowdown < 100);
+                    assert_true(fabs(r.k[k].duration_us - r.k[k].iso_us * r.k[k].slowdown) <
+                                1e-6 * r.k[k].duration_us);
+                }
+                q.disable = MOSAIC_PC_ALL;
+                assert_int_equal(mosaic_predict(p, &q, &r2, err, sizeof err), 0);
+                if (mode == MOSAIC_MODE_PARTITIONED)
+                    assert_true(fabs(r2.k[0].slowdown - 1) < 1e-12);
+            }
+    /* cache: same answer, marked */
+    assert_int_equal(mosaic_predictor_set_cache(p, 1000), 0);
+    {
+        struct mosaic_pred_query q = {.a = pk[0], .b = pk[3], .mode = MOSAIC_MODE_SHARED};
+        struct mosaic_pred_result r1, r2;
+        assert_int_equal(mosaic_predict(p, &q, &r1, err, sizeof err), 0);
+        assert_int_equal(r1.cached, 0);
+        assert_int_equal(mosaic_predict(p, &q, &r2, err, sizeof err), 0);
+        assert_int_equal(r2.cached, 1);
+        r2.cached = 0;
+        assert_memory_equal(&r1, &r2, sizeof r1);
+        q.b_first = 1;
+        assert_int_equal(mosaic_predict(p, &q, &r2, err, sizeof err), 0);
+        assert_int_equal(r2.cached, 0);
+    }
+    for (int i = 0; i < 6; i++) mosaic_pkernel_free(pk[i]);
+    mosaic_profile_free(&prof);
+    mosaic_predictor_close(p);
+}
+
+static void test_bad_queries(void **state)
+{
+    struct mosaic_predictor *p;
+    struct mosaic_profile prof;
+    struct mosaic_pkernel *pk[2];
+    char err[1024];
+    struct mosaic_pred_result r;
+    struct mosaic_pred_query q;
+    (void)state;
+    assert_int_equal(mosaic_predictor_open(MODELS, NULL, &p, err, sizeof err), 0);
+    load_zoo(p, &prof, pk, 2);
+#define BAD(field)                                                              \
+    do {                                                                        \
+        memset(&r, 0x5a, sizeof r);                                             \
+        assert_int_equal(mosaic_predict(p, &q, &r, err, sizeof err), MOSAIC_EINVAL); \
+        assert_non_null(strstr(err, field));                                    \
+        assert_true(r.k[0].duration_us == 0 && r.k[1].slowdown == 0);           \
+    } while (0)
+    q = (struct mosaic_pred_query){.a = pk[0], .b = NULL};
+    BAD("NULL");
+    q = (struct mosaic_pred_query){.a = pk[0], .b = pk[1], .mode = 7};
+    BAD("mode");
+    q = (struct mosaic_pred_query){.a = pk[0], .b = pk[1], .mode = 1, .sms_a = 100, .sms_b = 100};
+    BAD("sms_a");
+    q = (struct mosaic_pred_query){.a = pk[0], .b = pk[1], .mode = 1, .sms_a = 0, .sms_b = 10};
+    BAD("sms_a");
+    q = (struct mosaic_pred_query){.a = pk[0], .b = pk[1], .mode = 0, .iso_a_us = -4};
+    BAD("iso_a_us");
+    q = (struct mosaic_pred_query){.a = pk[0], .b = pk[1], .mode = 0, .iso_b_us = INFINITY};
+    BAD("iso");
+    q = (struct mosaic_pred_query){.a = pk[0], .b = pk[1], .mode = 0, .disable = 0x100};
+    BAD("disable");
+    assert_int_equal(mosaic_predict(p, NULL, &r, err, sizeof err), MOSAIC_EINVAL);
+    for (int i = 0; i < 2; i++) mosaic_pkernel_free(pk[i]);
+    mosaic_profile_free(&prof);
+    mosaic_predictor_close(p);
+}
+
+/* Byte mutations of the committed model files (a deterministic, brief
+ * fuzz): every open either fails naming the file, or gives a predictor
+ * whose predictions are finite. */
+static void test_mutated_models(void **state)
+{
+    static const char *files[] = {"analytic.json", "inter.json", "shared.json"};
+    char dir[512];
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    struct mosaic_predictor *good;
+    struct mosaic_profile prof;
+    struct mosaic_pkernel *pk[2];
+    char err[1024];
+    (void)state;
+    assert_int_equal(mosaic_predictor_open(MODELS, NULL, &good, err, sizeof err), 0);
+    load_zoo(good, &prof, pk, 2);
+    snprintf(dir, sizeof dir, "%s/mut", tmpdir);
+    for (int fi = 0; fi < 3; fi++) {
+        char src[600], path[700], *txt;
+        FILE *f;
+        long n;
+        snprintf(src, sizeof src, "%s/%s", MODELS, files[fi]);
+        f = fopen(src, "rb");
+        assert_non_null(f);
+        fseek(f, 0, SEEK_END);
+        n = ftell(f);
+        fseek(f, 0, SEEK_SET);
+        txt = malloc((size_t)n);
+        assert_int_equal(fread(txt, 1, (size_t)n, f), (size_t)n);
+        fclose(f);
+        for (int it = 0; it < 120; it++) {
+            struct mosaic_predictor *p = NULL;
+            char *m = malloc((size_t)n);
+            int nflip = 1 + it % 4;
+            memcpy(m, txt, (size_t)n);
+            for (int k = 0; k < nflip; k++) {
+                static const char subst[] = "{}[]\",:0123456789-eE.nul ";
+                x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+                m[x % (uint64_t)n] = subst[(x >> 32) % (sizeof subst - 1)];
+            }
+            copy_models(dir);
+            snprintf(path, sizeof path, "%s/%s", dir, files[fi]);
+            f = fopen(path, "wb");
+            fwrite(m, 1, (size_t)n, f);
+            fclose(f);
+            free(m);
+            if (mosaic_predictor_open(dir, NULL, &p, err, sizeof err) != 0) {
+                assert_null(p);
+                if (!strstr(err, files[fi]))
+                    fail_msg("mutation %d of %s: message lacks the file: %s", it, files[fi], err);
+                continue;
+            }
+            for (int mode = 0; mode < 2; mode++) {
+                struct mosaic_pred_query q = {.a = pk[0], .b = pk[1], .mode = mode,
+                                              .sms_a = 32, .sms_b = 100};
+                struct mosaic_pred_result r;
+                assert_int_equal(mosaic_predict(p, &q, &r, err, sizeof err), 0);
+                assert_true(isfinite(r.k[0].duration_us) && isfinite(r.k[1].duration_us));
+                assert_true(r.k[0].duration_us > 0 && r.k[1].duration_us > 0);
+            }
+            mosaic_predictor_close(p);
+        }
+        free(txt);
+    }
+    for (int i = 0; i < 2; i++) mosaic_pkernel_free(pk[i]);
+    mosaic_profile_free(&prof);
+    mosaic_predictor_close(good);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_occupancy_matches_cuda),
+        cmocka_unit_test(test_placement_rules),
+        cmocka_unit_test(test_prepare_bad_kernels),
+        cmocka_unit_test(test_bad_profile_files),
+        cmocka_unit_test(test_bad_model_files),
+        cmocka_unit_test(test_predict_api_and_cache),
+        cmocka_unit_test(test_bad_queries),
+        cmocka_unit_test(test_mutated_models),
+    };
+    return cmocka_run_group_tests(tests, setup_tmp, teardown_tmp);
+}

@@ -1,0 +1,177 @@
+/*
+ * mosaic-predict: predicted co-run durations and slowdowns of two kernels
+ * (issue 4), from their mosaic-profile files.
+ *
+ *   mosaic-predict A.json B.json --mode shared|partitioned [--sms N]
+ *                  [--models DIR] [--b-first] [--key-a KEY] [--key-b KEY]
+ *                  [--iso-a US] [--iso-b US]
+ *
+ * A and B are the first kernel of each file, or the kernel with that key.
+ * --sms N (partitioned): A gets N SMs, B the rest (default: half each).
+ * --iso-a/--iso-b: measured isolated durations on those SMs (otherwise the
+ * profile's duration, scaled by waves). Exit status: 0, or 1 with a message
+ * naming the file and field.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mosaic/predict.h"
+#include "predictor_internal.h"
+
+#ifndef MOSAIC_DEFAULT_MODELS
+#define MOSAIC_DEFAULT_MODELS "predictor/models/h200"
+#endif
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: mosaic-predict A.json B.json --mode shared|partitioned [--sms N]\n"
+            "       [--models DIR] [--b-first] [--key-a KEY] [--key-b KEY]\n"
+            "       [--iso-a US] [--iso-b US]\n");
+}
+
+static int pick(const char *path, const char *key, struct mosaic_profile *prof,
+                const struct mosaic_kernel **k)
+{
+    char err[1024];
+    if (mosaic_profile_read_file(path, prof, err, sizeof err) != 0) {
+        fprintf(stderr, "mosaic-predict: %s\n", err);
+        return -1;
+    }
+    if (prof->n_kernels == 0) {
+        fprintf(stderr, "mosaic-predict: %s: field kernels is empty\n", path);
+        return -1;
+    }
+    if (!key) {
+        *k = &prof->kernels[0];
+        return 0;
+    }
+    for (size_t i = 0; i < prof->n_kernels; i++)
+        if (prof->kernels[i].key && strcmp(prof->kernels[i].key, key) == 0) {
+            *k = &prof->kernels[i];
+            return 0;
+        }
+    fprintf(stderr, "mosaic-predict: %s: no kernel with key %s\n", path, key);
+    return -1;
+}
+
+static int num(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end || !(v >= lo && v <= hi)) return -1;
+    *out = v;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *files[2] = {NULL, NULL}, *keys[2] = {NULL, NULL}, *mode = NULL;
+    const char *models = getenv("MOSAIC_MODELS");
+    struct mosaic_pred_query q;
+    struct mosaic_pred_result r;
+    struct mosaic_predictor *p = NULL;
+    struct mosaic_profile prof[2];
+    const struct mosaic_kernel *k[2];
+    struct mosaic_pkernel *pk[2] = {NULL, NULL};
+    char err[1024];
+    int nf = 0, sms = -1, rc = 1;
+    double v;
+
+    memset(&q, 0, sizeof q);
+    if (!models) models = MOSAIC_DEFAULT_MODELS;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int more = i + 1 < argc;
+        if (!strcmp(a, "--mode") && more) mode = argv[++i];
+        else if (!strcmp(a, "--sms") && more) {
+            if (num(argv[++i], 1, 100000, &v)) {
+                fprintf(stderr, "mosaic-predict: --sms: not a positive SM count: %s\n", argv[i]);
+                return 1;
+            }
+            sms = (int)v;
+        } else if (!strcmp(a, "--models") && more) models = argv[++i];
+        else if (!strcmp(a, "--b-first")) q.b_first = 1;
+        else if (!strcmp(a, "--key-a") && more) keys[0] = argv[++i];
+        else if (!strcmp(a, "--key-b") && more) keys[1] = argv[++i];
+        else if ((!strcmp(a, "--iso-a") || !strcmp(a, "--iso-b")) && more) {
+            if (num(argv[++i], 1e-3, 1e9, &v)) {
+                fprintf(stderr, "mosaic-predict: %s: not a duration in us: %s\n", a, argv[i]);
+                return 1;
+            }
+            if (a[6] == 'a') q.iso_a_us = v;
+            else q.iso_b_us = v;
+        } else if (a[0] == '-' && a[1]) {
+            usage();
+            return 1;
+        } else if (nf < 2) files[nf++] = a;
+        else {
+            usage();
+            return 1;
+        }
+    }
+    if (nf != 2 || !mode) {
+        usage();
+        return 1;
+    }
+    if (!strcmp(mode, "shared")) q.mode = MOSAIC_MODE_SHARED;
+    else if (!strcmp(mode, "partitioned")) q.mode = MOSAIC_MODE_PARTITIONED;
+    else {
+        fprintf(stderr, "mosaic-predict: --mode: shared or partitioned, not %s\n", mode);
+        return 1;
+    }
+    mosaic_profile_init(&prof[0]);
+    mosaic_profile_init(&prof[1]);
+    if (mosaic_predictor_open(models, NULL, &p, err, sizeof err)) {
+        fprintf(stderr, "mosaic-predict: %s\n", err);
+        goto out;
+    }
+    for (int i = 0; i < 2; i++) {
+        if (pick(files[i], keys[i], &prof[i], &k[i])) goto out;
+        if (mosaic_pkernel_prepare(p, k[i], files[i], &pk[i], err, sizeof err)) {
+            fprintf(stderr, "mosaic-predict: %s\n", err);
+            goto out;
+        }
+    }
+    q.a = pk[0];
+    q.b = pk[1];
+    if (q.mode == MOSAIC_MODE_PARTITIONED) {
+        int n = p->gpu.sm_count;
+        if (sms < 0) sms = n / 2;
+        if (sms >= n) {
+            fprintf(stderr, "mosaic-predict: --sms %d: must be below %d (B gets the rest)\n",
+                    sms, n);
+            goto out;
+        }
+        q.sms_a = sms;
+        q.sms_b = n - sms;
+    }
+    if (mosaic_predict(p, &q, &r, err, sizeof err)) {
+        fprintf(stderr, "mosaic-predict: %s\n", err);
+        goto out;
+    }
+    printf("mode %s", mode);
+    if (q.mode == MOSAIC_MODE_PARTITIONED) printf(", SMs %d/%d", q.sms_a, q.sms_b);
+    else printf(", %s dispatched first", q.b_first ? "B" : "A");
+    printf(", models %s\n", models);
+    printf("%-4s %10s %10s %8s %8s %7s | %9s %8s %8s %8s\n", "", "iso_us", "corun_us",
+           "slowdown", "start_us", "waves", "placement", "packing", "inter_sm", "intra_sm");
+    for (int i = 0; i < 2; i++) {
+        const struct mosaic_pred_kernel *x = &r.k[i];
+        printf("%-4s %10.2f %10.2f %8.3f %8.2f %7.2f | %9.3f %8.3f %8.3f %8.3f\n",
+               i ? "B" : "A", x->iso_us, x->duration_us, x->slowdown, x->start_us, x->waves,
+               x->placement, x->packing, x->inter_sm, x->intra_sm);
+    }
+    printf("overlap %.2f us, co-resident fraction of the overlap %.2f\n", r.overlap_us,
+           r.coresident);
+    printf("A: %s\nB: %s\n", mosaic_pkernel_key(pk[0]), mosaic_pkernel_key(pk[1]));
+    rc = 0;
+out:
+    mosaic_pkernel_free(pk[0]);
+    mosaic_pkernel_free(pk[1]);
+    mosaic_profile_free(&prof[0]);
+    mosaic_profile_free(&prof[1]);
+    mosaic_predictor_close(p);
+    return rc;
+}
