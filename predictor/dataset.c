@@ -289,6 +289,22 @@ VIS int mosaic_dataset_load(const char *dir, const struct mosaic_predictor *pr,
         rc = mosaic_pkernel_prepare(pr, &ds->prof.kernels[ki], "zoo.profile.json",
                                     &ds->v[i].pk, err, errlen);
         if (rc) goto fail;
+        {
+            /* a dependent kernel of the same launch (split-K reduce) */
+            cJSON *k1 = cJSON_GetArrayItem(ks, 1);
+            if (cJSON_IsString(k1)) {
+                long k1i = mosaic_kindex_find(&ix, &ds->prof, k1->valuestring);
+                if (k1i < 0) {
+                    snprintf(err, errlen,
+                             "%s: variants.%s.kernels[1]: key not in zoo.profile.json",
+                             path, ds->v[i].name);
+                    goto fail;
+                }
+                if (mosaic_pkernel_set_follow(ds->v[i].pk, &ds->prof.kernels[k1i],
+                                              "zoo.profile.json", err, errlen))
+                    goto fail;
+            }
+        }
     }
     cJSON_Delete(map);
     map = NULL;

@@ -178,6 +178,27 @@ VIS const char *mosaic_pkernel_key(const struct mosaic_pkernel *k)
     return k ? k->key : "";
 }
 
+VIS int mosaic_pkernel_set_follow(struct mosaic_pkernel *k,
+                                  const struct mosaic_kernel *next, const char *what,
+                                  char *err, size_t errlen)
+{
+    double d;
+    if (!k || !next || !what) {
+        snprintf(err, errlen, "mosaic_pkernel_set_follow: NULL argument");
+        return MOSAIC_EINVAL;
+    }
+    d = next->metrics[MOSAIC_M_duration_ns];
+    if (!isfinite(d) || d <= 0 || d > 1e12) {
+        snprintf(err, errlen, "%s: kernel %s: metrics.duration_ns is missing or out of range",
+                 what, next->key ? next->key : "(no key)");
+        return MOSAIC_EINVAL;
+    }
+    k->follow_us = d * 1e-3;
+    /* a different prediction than the kernel alone: a different cache key */
+    k->hash = fnv(k->key) ^ (0x9e3779b97f4a7c15ull * (uint64_t)(d + 1));
+    return 0;
+}
+
 VIS void mosaic_pkernel_free(struct mosaic_pkernel *k)
 {
     if (!k) return;
@@ -307,6 +328,8 @@ VIS int mosaic_pkernel_prepare(const struct mosaic_predictor *p,
         pk->c2lsu = lsu > 0 ? (fma_ + alu + xu) / lsu : 1000;
         if (pk->c2lsu > 1000) pk->c2lsu = 1000;
         pk->spr = req > 0 ? sec / req : 0;
+        pk->lc2lsu = log1p(pk->c2lsu);
+        pk->lgrid = log2((double)pk->grid);
     }
     *out = pk;
     return 0;
@@ -327,7 +350,7 @@ static void kfeat(const struct mosaic_pkernel *k, int sms, int n, float *x)
     x[5] = (float)k->warps_elig;
     x[6] = (float)k->stall_lsb;
     x[7] = (float)(1 - k->issue);
-    x[8] = (float)log1p(k->c2lsu);
+    x[8] = (float)k->lc2lsu;
     x[9] = (float)k->spr;
 }
 
@@ -345,9 +368,24 @@ static double part_bw(const struct mosaic_gpu_desc *g, int n)
     return scale * 3918;
 }
 
+/* The DRAM bandwidth (GB/s) k pulls on its SMs: the bytes it moves per run
+ * (profile: bandwidth x duration on the full GPU) over its isolated
+ * duration there when known, else the profile's bandwidth scaled by the
+ * copy bandwidth those SMs reach. */
+static double dram_on(const struct mosaic_gpu_desc *g, const struct mosaic_pkernel *k,
+                      int sms, double iso)
+{
+    double d = k->dram_rd + k->dram_wr, r;
+    if (isfinite(iso) && iso > 0 && k->dur_us > 0) {
+        r = k->dur_us / iso;
+        return d * (r < 0.05 ? 0.05 : r > 1.5 ? 1.5 : r);
+    }
+    return d * part_bw(g, sms) / part_bw(g, g->sm_count);
+}
+
 void mosaic_feat_inter(const struct mosaic_gpu_desc *g,
-                       const struct mosaic_pkernel *self, int sms_self,
-                       const struct mosaic_pkernel *other, int sms_other,
+                       const struct mosaic_pkernel *self, int sms_self, double iso_self,
+                       const struct mosaic_pkernel *other, int sms_other, double iso_other,
                        float *x)
 {
     int n = g->sm_count;
@@ -361,16 +399,27 @@ void mosaic_feat_inter(const struct mosaic_gpu_desc *g,
     x[22] = (float)mosaic_place_waves(self, sms_self);
     x[23] = (float)mosaic_place_waves(other, sms_other);
     {
-        /* each side's DRAM demand, bounded by what its SMs can reach */
+        /* each side's DRAM demand on its SMs: the bytes per run over the
+         * isolated duration there (what its SMs actually reach) */
         double full = part_bw(g, n);
-        double ds = self->dram_rd + self->dram_wr, dth = other->dram_rd + other->dram_wr;
-        double bs = part_bw(g, sms_self), bo = part_bw(g, sms_other);
-        ds = ds * bs / full;
-        dth = dth * bo / full;
+        double ds = dram_on(g, self, sms_self, iso_self);
+        double dth = dram_on(g, other, sms_other, iso_other);
         x[24] = (float)(ds / full);
         x[25] = (float)(dth / full);
         x[26] = (float)((ds + dth) / full);
         x[27] = (float)(self->stall_lsb * (1 - self->issue));
+        /* latency-bound kernels: the co-runner's DRAM stream evicts what
+         * self found in L2 (its hits turn into DRAM misses), and its L2
+         * traffic queues ahead of self's requests; both hurt in proportion
+         * to how much self waits on memory (long-scoreboard stalls per
+         * issue slot left idle) */
+        {
+            double h = self->l2_hit > 1 ? 1 : self->l2_hit < 0 ? 0 : self->l2_hit;
+            double lat = self->stall_lsb * (1 - self->issue);
+            x[28] = (float)h;
+            x[29] = (float)(h * lat * dth / full);
+            x[30] = (float)(lat * (other->l2_rd + other->l2_wr) * sms_other / n / 1000);
+        }
     }
 }
 
@@ -455,13 +504,38 @@ static double release_spread(const struct mosaic_pkernel *k, int N)
     return sp < 0 ? 0 : sp > 0.9 ? 0.9 : sp;
 }
 
+/* The fraction of its isolated residency (blocks per SM) a multi-wave
+ * kernel needs to keep its isolated speed (Little's law: throughput grows
+ * with the warps in flight until the bottleneck saturates). A kernel that
+ * moves s of the DRAM bandwidth its SMs can reach has 1/s more requests in
+ * flight than an unsaturated one would need, so it keeps its speed down to
+ * a residency of about 1 - s; one that is not DRAM-bound (a latency- or
+ * issue-bound kernel) slows in proportion to its residency. */
+static double resid_need(const struct mosaic_gpu_desc *g, const struct mosaic_pkernel *k)
+{
+    double s = (k->dram_rd + k->dram_wr) / part_bw(g, g->sm_count), m;
+    if (s > 1) s = 1;
+    m = 1 - s;
+    /* issue: more than one eligible warp per cycle is a queue of ready
+     * warps, so 1/eligible of them keep the scheduler as busy */
+    if (k->warps_elig > 1 && 1 / k->warps_elig < m) m = 1 / k->warps_elig;
+    return m < 0.1 ? 0.1 : m;
+}
+
 #define TL_RAMP 8
 #define TL_MAXB 24
+
+/* What the timeline needs of F and S that does not depend on the
+ * components: computed by its first run, reused by the others. */
+struct tl_pre {
+    int done, room1, roomL;
+    double satS, sp;
+};
 
 static void timeline(const struct mosaic_gpu_desc *g, const struct mosaic_coef *c,
                      const struct mosaic_pkernel *F, const struct mosaic_pkernel *S,
                      double TF, double TS, double interF, double interS,
-                     unsigned comp, struct tl_out *o)
+                     unsigned comp, struct tl_pre *pre, struct tl_out *o)
 {
     const int N = g->sm_count;
     double wF = mosaic_place_waves(F, N);
@@ -478,6 +552,7 @@ static void timeline(const struct mosaic_gpu_desc *g, const struct mosaic_coef *
     double bixs[TL_MAXB], bixf[TL_MAXB]; /* intra factors of S and of F's new blocks */
     int nb = 0;
     double rem = (double)S->grid, taken_idle = 0, taken_beside = 0;
+    double satS; /* the residency fraction S needs for its isolated speed */
 
     if (nwF < 1) nwF = 1;
     lastfrac = wF - (nwF - 1);
@@ -491,8 +566,16 @@ static void timeline(const struct mosaic_gpu_desc *g, const struct mosaic_coef *
     nFl = (int)ceil(lastfrac * F->bps / ulast);
     if (nFl < 1) nFl = 1;
     if (nFl > F->bps) nFl = F->bps;
-    room1 = mosaic_place_room(g, F, nF1, S);
-    roomL = mosaic_place_room(g, F, nFl, S);
+    if (!pre->done) {
+        pre->room1 = mosaic_place_room(g, F, nF1, S);
+        pre->roomL = mosaic_place_room(g, F, nFl, S);
+        pre->satS = resid_need(g, S);
+        pre->sp = release_spread(F, N);
+        pre->done = 1;
+    }
+    room1 = pre->room1;
+    roomL = pre->roomL;
+    satS = pre->satS;
     domS = busiest(S) / dens0(S, N) > busiest(F) / dens0(F, N);
     if (comp & MOSAIC_PC_INTRA) {
         /* Issue and pipe contention on an SM holding both (eq. 3-4): the
@@ -510,7 +593,7 @@ static void timeline(const struct mosaic_gpu_desc *g, const struct mosaic_coef *
             ixsL = 1 + c->intra_w * (starve(usl, ufl) - 1);
         }
     }
-    sp = release_spread(F, N);
+    sp = pre->sp;
     plast = (nwF - 1) / nwF;
     {
         /* F's progress breakpoints; bu[i]: its SM-active fraction before bp[i] */
@@ -533,6 +616,10 @@ static void timeline(const struct mosaic_gpu_desc *g, const struct mosaic_coef *
     {
         int seg = 0, iter = 0;
         double endF = -1, endS = -1, coacc = 0;
+        /* when each has dispatched its last block (F: its last wave
+         * starts; S: its last wave, or its last batch) */
+        double tdF = nwF > 1 ? -1 : 0, tdS = -1;
+        double wS = mosaic_place_waves(S, N), thS = wS > 1 ? 1 - 1 / ceil(wS) : 0;
         while ((endF < 0 || endS < 0) && iter++ < 400) {
             double u, rF, dt = 1e300, slots, roomX, ix, ixF, fF = 1, fSi = 1, actS = 0, coF = 0;
             double ixFb = 1;
@@ -581,6 +668,7 @@ static void timeline(const struct mosaic_gpu_desc *g, const struct mosaic_coef *
                     bpack[nb] = pack_factor(S, N, d, wpack);
                     nb++;
                     rem -= b;
+                    if (rem < 0.5 && tdS < 0) tdS = t;
                     if (o->start_s < 0) o->start_s = t;
                 }
                 for (int i = 0; i < nb; i++)
@@ -596,6 +684,9 @@ static void timeline(const struct mosaic_gpu_desc *g, const struct mosaic_coef *
                 if (actS > 1) actS = 1;
             } else if (started && endS < 0) {
                 actS = needS > 0 ? slots / needS : 1;
+                /* the slack only once F has no blocks left to dispatch:
+                 * before that F's own blocks take every slot it frees */
+                if (!fl || nwF <= 1 || pF >= plast) actS /= satS;
                 if (actS > 1) actS = 1;
                 if (fl && roomX > 0 && u > 0) coF = 1;
                 if (actS > 0 && o->start_s < 0) o->start_s = t;
@@ -652,20 +743,30 @@ static void timeline(const struct mosaic_gpu_desc *g, const struct mosaic_coef *
                 if (alldone && nb > 0 && endS < 0) endS = t;
             } else {
                 if (actS > 0 && endS < 0) {
-                    double coS = slots > 0 ? u * N * roomX / slots : 0, f = fSi;
+                    double coS = slots > 0 ? u * N * roomX / slots : 0, f = fSi, p0 = pS;
                     if (fl && (comp & MOSAIC_PC_INTRA)) f *= 1 + (ix - 1) * coS;
                     pS += dt * actS / (TS * f);
+                    if (tdS < 0 && pS >= thS)
+                        tdS = pS > p0 ? t + dt * (thS - p0) / (pS - p0) : t;
                 }
                 t += dt;
                 if (endS < 0 && pS >= 1 - 1e-9) endS = t;
             }
             if (fl) {
+                double p0 = pF;
                 pF += dt * rF / TF;
+                if (tdF < 0 && pF >= plast)
+                    tdF = pF > p0 ? t - dt + dt * (plast - p0) / (pF - p0) : t;
                 if (pF >= 1 - 1e-9) endF = t;
             }
         }
         if (endF < 0) endF = t > TF ? t : TF;
         if (endS < 0) endS = t + TS * (1 - pS);
+        /* A dependent kernel launched after the main one on the same stream
+         * (a split-K reduce) is dispatched behind the other kernel's pending
+         * blocks: it starts once the other has dispatched its last one. */
+        if (F->follow_us > 0 && tdS > endF) endF = tdS + F->follow_us;
+        if (S->follow_us > 0 && tdF > endS) endS = tdF + S->follow_us;
         o->end_f = endF;
         o->end_s = endS;
         o->co = o->overlap > 0 ? coacc / o->overlap : 0;
@@ -686,13 +787,14 @@ void mosaic_timeline_shared(const struct mosaic_gpu_desc *g,
     double TF = b_first ? iso_b : iso_a, TS = b_first ? iso_a : iso_b;
     double iF = b_first ? inter_b : inter_a, iS = b_first ? inter_a : inter_b;
     struct tl_out o0, o1, o2, o3;
+    struct tl_pre pre = {0};
     double d[4][2];
     int fi = b_first ? 1 : 0, si = 1 - fi;
 
-    timeline(g, c, F, S, TF, TS, iF, iS, 0, &o0);
-    timeline(g, c, F, S, TF, TS, iF, iS, comp & MOSAIC_PC_PACKING, &o1);
-    timeline(g, c, F, S, TF, TS, iF, iS, comp & (MOSAIC_PC_PACKING | MOSAIC_PC_INTER), &o2);
-    timeline(g, c, F, S, TF, TS, iF, iS, comp, &o3);
+    timeline(g, c, F, S, TF, TS, iF, iS, 0, &pre, &o0);
+    timeline(g, c, F, S, TF, TS, iF, iS, comp & MOSAIC_PC_PACKING, &pre, &o1);
+    timeline(g, c, F, S, TF, TS, iF, iS, comp & (MOSAIC_PC_PACKING | MOSAIC_PC_INTER), &pre, &o2);
+    timeline(g, c, F, S, TF, TS, iF, iS, comp, &pre, &o3);
     d[0][fi] = o0.end_f; d[0][si] = o0.end_s;
     d[1][fi] = o1.end_f; d[1][si] = o1.end_s;
     d[2][fi] = o2.end_f; d[2][si] = o2.end_s;
@@ -714,15 +816,20 @@ void mosaic_timeline_shared(const struct mosaic_gpu_desc *g,
     res->coresident = o3.co;
     if (xa || xb) {
         int n = g->sm_count;
+        /* room for a beside b's full occupancy, and for b beside a's */
+        int room_ab = mosaic_place_room(g, b, b->bps, a);
+        double lsl[2] = {log(res->k[0].slowdown), log(res->k[1].slowdown)};
+        double liso[2] = {log(iso_a), log(iso_b)};
+        int room_ba = mosaic_place_room(g, a, a->bps, b);
         for (int i = 0; i < 2; i++) {
             float *x = i == 0 ? xa : xb;
             const struct mosaic_pkernel *me = i == 0 ? a : b, *ot = i == 0 ? b : a;
             double iso_me = i == 0 ? iso_a : iso_b, iso_ot = i == 0 ? iso_b : iso_a;
             int me_first = (i == fi);
-            int room_me = mosaic_place_room(g, ot, ot->bps, me);
-            int room_ot = mosaic_place_room(g, me, me->bps, ot);
+            int room_me = i == 0 ? room_ab : room_ba;
+            int room_ot = i == 0 ? room_ba : room_ab;
             if (!x) continue;
-            mosaic_feat_inter(g, me, n, ot, n, x);
+            mosaic_feat_inter(g, me, n, iso_me, ot, n, iso_ot, x);
             x[20] = (float)me_first;
             x[21] = (float)mosaic_place_waves(me, n);
             x[22] = (float)mosaic_place_waves(ot, n);
@@ -730,23 +837,35 @@ void mosaic_timeline_shared(const struct mosaic_gpu_desc *g,
             x[24] = (float)ot->bps;
             x[25] = (float)room_me;
             x[26] = (float)room_ot;
-            x[27] = (float)log(res->k[i].slowdown);
-            x[28] = (float)log(res->k[1 - i].slowdown);
+            x[27] = (float)lsl[i];
+            x[28] = (float)lsl[1 - i];
             x[29] = (float)log(res->k[i].placement);
             x[30] = (float)res->coresident;
             x[31] = (float)(res->overlap_us / iso_me);
             x[32] = (float)intra_term(me, me->bps, ot, room_ot);
             x[33] = (float)(me->issue + ot->issue);
-            x[34] = (float)log(iso_me);
-            x[35] = (float)log(iso_ot);
+            x[34] = (float)liso[i];
+            x[35] = (float)liso[1 - i];
             x[36] = (float)log(iso_ot / iso_me);
             x[37] = (float)((double)me->grid / ((double)me->bps * n));
             x[38] = (float)(me->smem_cfg == ot->smem_cfg);
             x[39] = (float)log(res->k[i].inter_sm);
             x[40] = (float)log(res->k[1 - i].duration_us / res->k[i].duration_us);
-            x[41] = (float)log2((double)ot->grid);
+            x[41] = (float)ot->lgrid;
             x[42] = (float)busiest(ot);
             x[43] = (float)busiest(me);
+            {
+                /* warp-scheduler share on an SM holding both: each ready
+                 * warp gets about an equal turn, so a kernel with few
+                 * warps beside one with many gets a small share of issue;
+                 * its slowdown when issue-bound is its demand over that
+                 * share (both at their isolated densities) */
+                double wm = dens0(me, n) * me->warps, wo = dens0(ot, n) * ot->warps;
+                double share = wm / (wm + wo);
+                x[44] = (float)wm;
+                x[45] = (float)wo;
+                x[46] = (float)(busiest(me) / share);
+            }
         }
     }
 }
@@ -862,13 +981,13 @@ static double clampd(double v, double lo, double hi)
 }
 
 static double inter_factor(const struct mosaic_predictor *p,
-                           const struct mosaic_pkernel *self, int ss,
-                           const struct mosaic_pkernel *other, int so)
+                           const struct mosaic_pkernel *self, int ss, double iso_s,
+                           const struct mosaic_pkernel *other, int so, double iso_o)
 {
     float x[MOSAIC_NF_INTER];
     double y;
     if (!p->inter) return 1;
-    mosaic_feat_inter(&p->gpu, self, ss, other, so, x);
+    mosaic_feat_inter(&p->gpu, self, ss, iso_s, other, so, iso_o, x);
     y = mosaic_forest_predict(p->inter, x);
     if (!isfinite(y)) return 1;
     return exp(clampd(y, -0.5, 4));
@@ -927,8 +1046,8 @@ static int predict_core(struct mosaic_predictor *p, const struct mosaic_pred_que
         /* Both start at launch on their own SMs; each runs f times slower
          * while the other runs (inter-SM model: the full-overlap factor),
          * then alone at its isolated speed. */
-        double fa = (comp & MOSAIC_PC_INTER) ? inter_factor(p, q->a, sa, q->b, sb) : 1;
-        double fb = (comp & MOSAIC_PC_INTER) ? inter_factor(p, q->b, sb, q->a, sa) : 1;
+        double fa = (comp & MOSAIC_PC_INTER) ? inter_factor(p, q->a, sa, iso_a, q->b, sb, iso_b) : 1;
+        double fb = (comp & MOSAIC_PC_INTER) ? inter_factor(p, q->b, sb, iso_b, q->a, sa, iso_a) : 1;
         double ta = iso_a * fa, tb = iso_b * fb, da, db;
         if (ta <= tb) {
             da = ta;
@@ -955,8 +1074,8 @@ static int predict_core(struct mosaic_predictor *p, const struct mosaic_pred_que
         double ia = 1, ib = 1;
         float xa[MOSAIC_NF_SHARED], xb[MOSAIC_NF_SHARED];
         if (comp & MOSAIC_PC_INTER) {
-            ia = inter_factor(p, q->a, 132, q->b, 132);
-            ib = inter_factor(p, q->b, 132, q->a, 132);
+            ia = inter_factor(p, q->a, N, iso_a, q->b, N, iso_b);
+            ib = inter_factor(p, q->b, N, iso_b, q->a, N, iso_a);
         }
         mosaic_timeline_shared(g, &p->coef, q->a, q->b, q->b_first, iso_a, iso_b,
                                ia, ib, comp, res, xa, xb);

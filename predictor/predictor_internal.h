@@ -36,6 +36,8 @@ struct mosaic_pkernel {
     double pipe[7];   /* fma alu xu lsu hmma gmma fp64, fractions */
     double c2lsu, spr, l1_hit, l2_hit, occ;
     double cyc_min, cyc_avg, cyc_max;
+    double follow_us; /* a dependent kernel after it on its stream, us; 0: none */
+    double lc2lsu, lgrid; /* log1p(c2lsu), log2(grid): precomputed features */
 };
 
 /* ---- placement (placement.c) -------------------------------------------- */
@@ -57,11 +59,11 @@ double mosaic_place_iso_on(const struct mosaic_gpu_desc *g,
 
 /* ---- model features ------------------------------------------------------ */
 
-#define MOSAIC_NF_INTER 28
-#define MOSAIC_NF_SHARED 44
+#define MOSAIC_NF_INTER 31
+#define MOSAIC_NF_SHARED 47
 void mosaic_feat_inter(const struct mosaic_gpu_desc *g,
-                       const struct mosaic_pkernel *self, int sms_self,
-                       const struct mosaic_pkernel *other, int sms_other,
+                       const struct mosaic_pkernel *self, int sms_self, double iso_self,
+                       const struct mosaic_pkernel *other, int sms_other, double iso_other,
                        float *x);
 
 /* Analytic coefficients (analytic.json). */

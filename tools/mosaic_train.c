@@ -158,9 +158,9 @@ static void inter_rows(const struct mosaic_dataset *ds, int fam, struct rows *r,
         const struct mosaic_ds_point *p = &ds->pt[i];
         const struct mosaic_pkernel *a = ds->v[p->va].pk, *b = ds->v[p->vb].pk;
         if (p->mode != MOSAIC_MODE_PARTITIONED || involves(ds, p, fam)) continue;
-        mosaic_feat_inter(g, a, p->sms_a, b, p->sms_b, x);
+        mosaic_feat_inter(g, a, p->sms_a, p->iso_a, b, p->sms_b, p->iso_b, x);
         rows_push(r, x, (float)log(overlap_factor(p->meas_a, p->meas_b, p->iso_a)));
-        mosaic_feat_inter(g, b, p->sms_b, a, p->sms_a, x);
+        mosaic_feat_inter(g, b, p->sms_b, p->iso_b, a, p->sms_a, p->iso_a, x);
         rows_push(r, x, (float)log(overlap_factor(p->meas_b, p->meas_a, p->iso_b)));
     }
 }
@@ -265,7 +265,7 @@ static struct mosaic_predictor *train_mosaic(const struct mosaic_gpu_desc *g,
     inter_rows(ds, fam, &r, g);
     snprintf(path, sizeof path, "%s/inter.json", dir);
     /* more traffic from the co-runner never speeds a kernel up */
-    g_mono = g_use_mono ? "(0,0,0,0,0,0,0,0,0,0,0,1,1,1,1,0,0,0,0,0,1,1,0,0,0,1,1,0)" : NULL;
+    g_mono = g_use_mono ? "(0,0,0,0,0,0,0,0,0,0,0,1,1,1,1,0,0,0,0,0,1,1,0,0,0,1,1,0,0,1,1)" : NULL;
     xgb_train(&r, path, g_trees, g_depth);
     g_mono = NULL;
     rows_free(&r);

@@ -98,6 +98,14 @@ int mosaic_pkernel_prepare(const struct mosaic_predictor *p,
                            struct mosaic_pkernel **out, char *err,
                            size_t errlen);
 void mosaic_pkernel_free(struct mosaic_pkernel *k);
+
+/* Declares that k's launch also runs next, a dependent kernel enqueued
+ * right after it on the same stream (e.g. cuBLAS's split-K reduce): in
+ * shared mode it is dispatched behind the co-runner's pending blocks.
+ * next's profiled duration is used; call before sharing k. */
+int mosaic_pkernel_set_follow(struct mosaic_pkernel *k,
+                              const struct mosaic_kernel *next, const char *what,
+                              char *err, size_t errlen);
 const char *mosaic_pkernel_key(const struct mosaic_pkernel *k);
 
 /* Predicts; res is fully written on success, zeroed on error. */

@@ -188,6 +188,14 @@ static void test_prepare_bad_kernels(void **state)
     assert_non_null(strstr(err, "duration_ns"));
     k->metrics[MOSAIC_M_duration_ns] = 1e5;
     assert_int_equal(mosaic_pkernel_prepare(p, k, "a.json", &pk, err, sizeof err), 0);
+    /* a dependent kernel (split-K reduce): its duration must be there */
+    k->metrics[MOSAIC_M_duration_ns] = NAN;
+    assert_int_equal(mosaic_pkernel_set_follow(pk, k, "b.json", err, sizeof err), MOSAIC_EINVAL);
+    assert_non_null(strstr(err, "b.json"));
+    assert_non_null(strstr(err, "duration_ns"));
+    assert_int_equal(mosaic_pkernel_set_follow(NULL, k, "b.json", err, sizeof err), MOSAIC_EINVAL);
+    k->metrics[MOSAIC_M_duration_ns] = 3e3;
+    assert_int_equal(mosaic_pkernel_set_follow(pk, k, "b.json", err, sizeof err), 0);
     mosaic_pkernel_free(pk);
     mosaic_profile_free(&prof);
     mosaic_predictor_close(p);
