@@ -4,6 +4,7 @@
  *
  *   mosaic-predict A.json B.json --mode shared|partitioned [--sms N]
  *                  [--models DIR] [--b-first] [--key-a KEY] [--key-b KEY]
+ *                  [--follow-a KEY] [--follow-b KEY]
  *                  [--iso-a US] [--iso-b US]
  *
  * A and B are the first kernel of each file, or the kernel with that key.
@@ -28,7 +29,21 @@ static void usage(void)
     fprintf(stderr,
             "usage: mosaic-predict A.json B.json --mode shared|partitioned [--sms N]\n"
             "       [--models DIR] [--b-first] [--key-a KEY] [--key-b KEY]\n"
+            "       [--follow-a KEY] [--follow-b KEY]  (a dependent kernel of the same\n"
+            "       file enqueued right after, e.g. cuBLAS's split-K reduce)\n"
             "       [--iso-a US] [--iso-b US]\n");
+}
+
+static int find_key(const char *path, const struct mosaic_profile *prof,
+                    const char *key, const struct mosaic_kernel **k)
+{
+    for (size_t i = 0; i < prof->n_kernels; i++)
+        if (prof->kernels[i].key && strcmp(prof->kernels[i].key, key) == 0) {
+            *k = &prof->kernels[i];
+            return 0;
+        }
+    fprintf(stderr, "mosaic-predict: %s: no kernel with key %s\n", path, key);
+    return -1;
 }
 
 static int pick(const char *path, const char *key, struct mosaic_profile *prof,
@@ -47,13 +62,7 @@ static int pick(const char *path, const char *key, struct mosaic_profile *prof,
         *k = &prof->kernels[0];
         return 0;
     }
-    for (size_t i = 0; i < prof->n_kernels; i++)
-        if (prof->kernels[i].key && strcmp(prof->kernels[i].key, key) == 0) {
-            *k = &prof->kernels[i];
-            return 0;
-        }
-    fprintf(stderr, "mosaic-predict: %s: no kernel with key %s\n", path, key);
-    return -1;
+    return find_key(path, prof, key, k);
 }
 
 static int num(const char *s, double lo, double hi, double *out)
@@ -68,6 +77,7 @@ static int num(const char *s, double lo, double hi, double *out)
 int main(int argc, char **argv)
 {
     const char *files[2] = {NULL, NULL}, *keys[2] = {NULL, NULL}, *mode = NULL;
+    const char *follow[2] = {NULL, NULL};
     const char *models = getenv("MOSAIC_MODELS");
     struct mosaic_pred_query q;
     struct mosaic_pred_result r;
@@ -95,6 +105,8 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--b-first")) q.b_first = 1;
         else if (!strcmp(a, "--key-a") && more) keys[0] = argv[++i];
         else if (!strcmp(a, "--key-b") && more) keys[1] = argv[++i];
+        else if (!strcmp(a, "--follow-a") && more) follow[0] = argv[++i];
+        else if (!strcmp(a, "--follow-b") && more) follow[1] = argv[++i];
         else if ((!strcmp(a, "--iso-a") || !strcmp(a, "--iso-b")) && more) {
             if (num(argv[++i], 1e-3, 1e9, &v)) {
                 fprintf(stderr, "mosaic-predict: %s: not a duration in us: %s\n", a, argv[i]);
@@ -132,6 +144,14 @@ int main(int argc, char **argv)
         if (mosaic_pkernel_prepare(p, k[i], files[i], &pk[i], err, sizeof err)) {
             fprintf(stderr, "mosaic-predict: %s\n", err);
             goto out;
+        }
+        if (follow[i]) {
+            const struct mosaic_kernel *next;
+            if (find_key(files[i], &prof[i], follow[i], &next)) goto out;
+            if (mosaic_pkernel_set_follow(pk[i], next, files[i], err, sizeof err)) {
+                fprintf(stderr, "mosaic-predict: %s\n", err);
+                goto out;
+            }
         }
     }
     q.a = pk[0];
