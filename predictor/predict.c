@@ -447,9 +447,11 @@ static double intra_term(const struct mosaic_pkernel *f, int nf,
 
 /* Block packing (Mosaic eq. 1-2): the time of a wave whose blocks sit d per
  * SM, relative to the kernel's isolated density d0 = clamp(grid/N, 1, bps):
- * each block uses U/d0 of the SM's busiest pipe or issue slot (U from the
- * profile), so a wave at density d takes max(1, U d / d0) / max(1, U) times
- * as long; c->pack weights the term (fitted per GPU). */
+ * the busiest pipe or issue slot (U from the profile) is loaded in
+ * proportion to the warps on the busiest of the SM's 4 warp schedulers,
+ * l(d) = max(1, d warps / 4), so a wave at density d takes
+ * max(1, U l(d) / l(d0)) / max(1, U) times as long; c->pack weights the
+ * term (fitted per GPU). */
 static double pack_factor(const struct mosaic_pkernel *k, int N, double d, double w)
 {
     double d0 = (double)k->grid / N, u = k->issue, ub, p;
@@ -458,8 +460,16 @@ static double pack_factor(const struct mosaic_pkernel *k, int N, double d, doubl
     for (int i = 0; i < 7; i++)
         if (k->pipe[i] > u) u = k->pipe[i];
     if (u > 1) u = 1;
-    ub = u / d0;
-    p = (ub * d > 1 ? ub * d : 1) / (u > 1 ? u : 1);
+    {
+        /* the issue load of the busiest of the SM's 4 warp schedulers, in
+         * warps: a block of fewer than 4 warps keeps some schedulers idle
+         * at its isolated density, so packing fills those first */
+        double l0 = d0 * k->warps / 4, l = d * k->warps / 4;
+        if (l0 < 1) l0 = 1;
+        if (l < 1) l = 1;
+        ub = u * l / l0;
+    }
+    p = (ub > 1 ? ub : 1) / (u > 1 ? u : 1);
     return 1 + w * (p - 1);
 }
 
