@@ -5,10 +5,13 @@
  * launch entry point it was handed is the shim's wrapper.
  *
  * usage: shim_child N [fork M]
+ * With MTEST_REPORT_RESOURCES set it also prints its open descriptors and
+ * threads, so a test can compare them with and without the shim.
  */
 #define _GNU_SOURCE 1
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
+#include <dirent.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +26,21 @@ typedef CUresult (*getproc_fn)(const char *, void **, int, cuuint64_t,
 typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned,
                               unsigned, unsigned, unsigned, unsigned, CUstream,
                               void **, void **);
+
+/* Entries of a /proc/self directory (open descriptors, threads). */
+static int count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+
+    if (!d)
+        return -1;
+    while ((e = readdir(d)) != NULL)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n - (strcmp(dir, "/proc/self/fd") == 0); /* the DIR's own fd */
+}
 
 static void launch(launch_fn lk, CUfunction f, int n)
 {
@@ -63,5 +81,8 @@ int main(int argc, char **argv)
     ((fake_tally_fn)dlsym(cuda, "fake_tally"))(&t);
     printf("executed %llu wrapped %d\n", (unsigned long long)t.direct_executed,
            wrapped);
+    if (getenv("MTEST_REPORT_RESOURCES"))
+        printf("fds %d threads %d\n", count_entries("/proc/self/fd"),
+               count_entries("/proc/self/task"));
     return 0;
 }

@@ -215,6 +215,29 @@ static void fork_gives_the_child_its_own_counters(void **state)
     assert_true(found_child);
 }
 
+/* The shim starts no thread and keeps no descriptor open in its host. */
+static void no_threads_or_descriptors_added(void **state)
+{
+    struct result with, without;
+    char *argv[] = {child_path(), "50", NULL};
+    const char *extra[] = {"MTEST_REPORT_RESOURCES=1", "MOSAIC_LOG=debug", stats_env, NULL};
+    const char *bare[] = {"MTEST_REPORT_RESOURCES=1", "LD_PRELOAD=", NULL};
+    const char *a, *b;
+
+    (void)state;
+    run(&with, argv, extra);
+    run(&without, argv, bare);
+    assert_true(WIFEXITED(with.status) && WEXITSTATUS(with.status) == 0);
+    assert_true(WIFEXITED(without.status) && WEXITSTATUS(without.status) == 0);
+    assert_non_null(strstr(with.out, "wrapped 1"));
+    assert_non_null(strstr(without.out, "wrapped 0"));
+    a = strstr(with.out, "fds ");
+    b = strstr(without.out, "fds ");
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_string_equal(a, b);
+}
+
 static void logging_when_asked(void **state)
 {
     struct result r;
@@ -254,6 +277,7 @@ int main(void)
         cmocka_unit_test(passthrough_mode_hands_out_the_driver),
         cmocka_unit_test(unwritable_stats_path_is_reported_not_fatal),
         cmocka_unit_test(fork_gives_the_child_its_own_counters),
+        cmocka_unit_test(no_threads_or_descriptors_added),
         cmocka_unit_test(logging_when_asked),
         cmocka_unit_test(programs_without_cuda_are_untouched),
     };
