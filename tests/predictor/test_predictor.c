@@ -20,6 +20,26 @@
 
 static char tmpdir[256];
 
+
+/* The committed model file name (path in src), read whole; *n its size. */
+static char *read_model(const char *name, char *src, size_t srclen, long *n)
+{
+    FILE *f;
+    char *txt;
+
+    snprintf(src, srclen, "%s/%s", MODELS, name);
+    f = fopen(src, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    *n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    txt = malloc((size_t)*n);
+    assert_non_null(txt);
+    assert_int_equal(fread(txt, 1, (size_t)*n, f), (size_t)*n);
+    fclose(f);
+    return txt;
+}
+
 static void write_file(const char *name, const char *text)
 {
     char path[512];
@@ -266,24 +286,15 @@ static void test_bad_model_files(void **state)
     }
     /* a truncated real model: every prefix length tried at a stride */
     {
-        char src[600], *txt;
-        FILE *f;
+        char src[600];
         long n;
-        snprintf(src, sizeof src, "%s/inter.json", MODELS);
-        f = fopen(src, "rb");
-        assert_non_null(f);
-        fseek(f, 0, SEEK_END);
-        n = ftell(f);
-        fseek(f, 0, SEEK_SET);
-        txt = malloc((size_t)n);
-        assert_int_equal(fread(txt, 1, (size_t)n, f), (size_t)n);
-        fclose(f);
+        char *txt = read_model("inter.json", src, sizeof src, &n);
         for (long cut = 1; cut < n; cut += n / 37 + 1) {
             struct mosaic_predictor *p;
             char err[1024] = "", path[600];
             copy_models(dir);
             snprintf(path, sizeof path, "%s/inter.json", dir);
-            f = fopen(path, "wb");
+            FILE *f = fopen(path, "wb");
             fwrite(txt, 1, (size_t)cut, f);
             fclose(f);
             assert_int_not_equal(mosaic_predictor_open(dir, NULL, &p, err, sizeof err), 0);
@@ -422,18 +433,9 @@ static void test_mutated_models(void **state)
     load_zoo(good, &prof, pk, 2);
     snprintf(dir, sizeof dir, "%s/mut", tmpdir);
     for (int fi = 0; fi < 3; fi++) {
-        char src[600], path[700], *txt;
-        FILE *f;
+        char src[600], path[700];
         long n;
-        snprintf(src, sizeof src, "%s/%s", MODELS, files[fi]);
-        f = fopen(src, "rb");
-        assert_non_null(f);
-        fseek(f, 0, SEEK_END);
-        n = ftell(f);
-        fseek(f, 0, SEEK_SET);
-        txt = malloc((size_t)n);
-        assert_int_equal(fread(txt, 1, (size_t)n, f), (size_t)n);
-        fclose(f);
+        char *txt = read_model(files[fi], src, sizeof src, &n);
         for (int it = 0; it < 120; it++) {
             struct mosaic_predictor *p = NULL;
             char *m = malloc((size_t)n);
@@ -446,7 +448,7 @@ static void test_mutated_models(void **state)
             }
             copy_models(dir);
             snprintf(path, sizeof path, "%s/%s", dir, files[fi]);
-            f = fopen(path, "wb");
+            FILE *f = fopen(path, "wb");
             fwrite(m, 1, (size_t)n, f);
             fclose(f);
             free(m);
