@@ -83,7 +83,10 @@ enum {
     ZOO_EXIT_FATAL = 4
 };
 
-enum zoo_cmd { CMD_NONE, CMD_LIST, CMD_ONCE, CMD_TIME, CMD_CORUN, CMD_PLACEMENT, CMD_MPS };
+enum zoo_cmd {
+    CMD_NONE, CMD_LIST, CMD_ONCE, CMD_TIME, CMD_CORUN, CMD_PLACEMENT, CMD_MPS,
+    CMD_BEHIND
+};
 
 struct zoo_opts {
     enum zoo_cmd cmd;
@@ -109,6 +112,7 @@ struct zoo_opts {
     double spin_us;
     double interval_ms;
     double sync_timeout_s;
+    const char *probes;           /* behind: GxT[+SMEM],... */
 };
 
 struct devinfo {
@@ -2442,6 +2446,183 @@ static int cmd_placement(void)
 
 /* Sleeps to 2 ms before t, then spins: a plain sleep wakes 100+ us late,
  * which would skew the two processes' launches against each other. */
+/* ---- behind: where a second kernel's blocks land behind a real one ------- */
+
+/*
+ * The first kernel is a zoo variant, launched on its own; the second is the
+ * placement probe in a given shape (grid x threads [+ dynamic shared
+ * memory]), launched on another stream right after it, so that it arrives
+ * while the variant's blocks hold the SMs (the host's launch gap, a few us).
+ * Stamp kernels before and after the variant on its stream bound its run on
+ * the probe's clock (%globaltimer). Per run: the probe's blocks per SM, how
+ * many started before the variant ended, and each block's start relative to
+ * the variant's end.
+ */
+struct bprobe {
+    int grid, threads, smem;
+};
+
+#define ZOO_MAX_BPROBES 16
+
+static int parse_bprobes(const char *s, struct bprobe *out, int max)
+{
+    char buf[512];
+    char *tok, *save = NULL;
+    int n = 0;
+
+    snprintf(buf, sizeof(buf), "%s", s ? s : "");
+    for (tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        struct bprobe b = {0, 0, 0};
+        char tail = 0;
+        int k = sscanf(tok, "%dx%d+%d%c", &b.grid, &b.threads, &b.smem, &tail);
+
+        if (n >= max || k < 2 || k > 3 || b.grid <= 0 ||
+            b.grid > ZOO_PROBE_CAP || b.threads <= 0 || b.threads > 1024 ||
+            b.smem < 0 || b.smem > 227 * 1024)
+            return -1;
+        out[n++] = b;
+    }
+    return n;
+}
+
+static int behind_run(struct zoo_inst *in, const struct bprobe *p, int rep,
+                      cudaStream_t sf, cudaStream_t ss,
+                      unsigned long long *d_stamp, double spin_us)
+{
+    unsigned long long st[2] = {0, 0};
+    const struct probe_rec *r = g_hprobe[1];
+    int per_sm[ZOO_MAX_SMID];
+    long long rel[ZOO_PROBE_CAP];
+    int rc = 0, i, n_smid = 0, before = 0, used = 0, maxb = 0;
+
+    clear_err();
+    CK(cudaMemsetAsync(g_dprobe[1], 0, (size_t)p->grid * sizeof(*r), ss));
+    CKZ(wait_stream(ss));
+    zoo_stamp_kernel<<<1, 1, 0, sf>>>(d_stamp);
+    CK(cudaGetLastError());
+    CKZ(launch_one(in, sf));
+    zoo_probe_k2<<<p->grid, p->threads, p->smem, ss>>>(
+        g_dprobe[1], (unsigned long long)(spin_us * 1e3));
+    CK(cudaGetLastError());
+    zoo_stamp_kernel<<<1, 1, 0, sf>>>(d_stamp + 1);
+    CK(cudaGetLastError());
+    CKZ(probe_fetch(1, p->grid, ss));
+    CKZ(wait_stream(sf));
+    CK(cudaMemcpy(st, d_stamp, sizeof(st), cudaMemcpyDeviceToHost));
+    memset(per_sm, 0, sizeof(per_sm));
+    for (i = 0; i < p->grid; i++) {
+        if (r[i].t0 == 0 || r[i].smid >= ZOO_MAX_SMID ||
+            r[i].block != (unsigned int)i) {
+            seterr("probe block %d wrote no record", i);
+            rc = -1;
+            goto out;
+        }
+        if (!per_sm[r[i].smid]++)
+            used++;
+        if ((int)r[i].smid + 1 > n_smid)
+            n_smid = (int)r[i].smid + 1;
+        rel[i] = (long long)(r[i].t0 - st[1]);
+        before += r[i].t0 < st[1];
+    }
+    for (i = 0; i < n_smid; i++)
+        maxb = per_sm[i] > maxb ? per_sm[i] : maxb;
+out:
+    j_begin("behind");
+    j_result(rc == 0);
+    j_str("first", in->v->name);
+    j_int("rep", rep);
+    j_int("probe_grid", p->grid);
+    j_int("probe_threads", p->threads);
+    j_int("probe_smem_bytes", p->smem);
+    j_num("probe_spin_us", spin_us);
+    if (rc == 0) {
+        int hist[33];
+
+        memset(hist, 0, sizeof(hist));
+        for (i = 0; i < n_smid; i++)
+            hist[per_sm[i] > 32 ? 32 : per_sm[i]]++;
+        j_int("first_run_ns", (long long)(st[1] - st[0]));
+        j_int("sms_used", used);
+        j_int("max_blocks_per_sm", maxb);
+        j_int("max_resident_per_sm", max_resident(1, p->grid));
+        j_int("started_before_first_end", before);
+        j_ints("sms_with_n_blocks", hist, maxb + 1);
+        j_ints("blocks_per_smid", per_sm, n_smid);
+        {
+            /* start of each block relative to the first kernel's end, in
+             * ns, in block order */
+            char key[] = "start_minus_first_end_ns";
+            j_key(key);
+            j_raw("[", 1);
+            for (i = 0; i < p->grid; i++)
+                j_fmt("%s%lld", i ? "," : "", rel[i]);
+            j_raw("]", 1);
+        }
+    } else {
+        j_str("error", g_err);
+    }
+    j_end();
+    if (rc)
+        recover();
+    return rc;
+}
+
+static int cmd_behind(void)
+{
+    struct bprobe pr[ZOO_MAX_BPROBES];
+    unsigned char *sel = (unsigned char *)calloc((size_t)zoo_n_variants + 1, 1);
+    unsigned long long *d_stamp = NULL;
+    cudaStream_t sf = NULL, ss = NULL;
+    int np = parse_bprobes(O.probes, pr, ZOO_MAX_BPROBES);
+    int reps = O.repeats ? O.repeats : 3, i, p, r;
+
+    if (np <= 0 || !sel || probe_alloc() ||
+        cudaStreamCreateWithFlags(&sf, cudaStreamNonBlocking) != cudaSuccess ||
+        cudaStreamCreateWithFlags(&ss, cudaStreamNonBlocking) != cudaSuccess ||
+        cudaMalloc((void **)&d_stamp, 2 * sizeof(*d_stamp)) != cudaSuccess) {
+        error_record(np <= 0 ? "behind: bad --probes (GxT[+SMEM],...)"
+                             : "behind: cannot allocate streams or buffers");
+        goto done;
+    }
+    select_variants(O.variants, sel);
+    for (i = 0; i < zoo_n_variants && !should_stop(); i++) {
+        struct zoo_inst in;
+        double setup_s = 0;
+
+        if (!sel[i])
+            continue;
+        clear_err();
+        if (inst_setup(&in, &zoo_variants[i], &setup_s) ||
+            launch_one(&in, sf) || wait_stream(sf)) {
+            error_record(g_err);
+            inst_teardown(&in);
+            recover();
+            continue;
+        }
+        for (p = 0; p < np && !should_stop(); p++) {
+            if (probe_attrs(zoo_probe_k2, pr[p].smem, -1)) {
+                error_record(g_err);
+                recover();
+                continue;
+            }
+            for (r = 0; r < reps && !should_stop(); r++)
+                behind_run(&in, &pr[p], r, sf, ss, d_stamp, O.spin_us);
+        }
+        inst_teardown(&in);
+    }
+    probe_attrs(zoo_probe_k2, 0, -1);
+done:
+    if (d_stamp)
+        cudaFree(d_stamp);
+    if (sf)
+        cudaStreamDestroy(sf);
+    if (ss)
+        cudaStreamDestroy(ss);
+    free(sel);
+    return 0;
+}
+
 static void sleep_until_ns(long long t)
 {
     struct timespec ts;
@@ -2804,6 +2985,9 @@ static void usage(FILE *f)
 "        [--interval-ms MS] [--sms N]\n"
 "                                 timed launches for a two-process MPS check\n"
 "                                 (R = 7, 50 ms apart, CLOCK_REALTIME)\n"
+"  behind --variants L --probes GxT[+SMEM],... [--repeats R] [--spin-us US]\n"
+"                                 where a probe kernel's blocks land when it\n"
+"                                 arrives behind each variant (R = 3)\n"
 "common: --device N  -o FILE  --seed S  --time-budget SECONDS\n"
 "        --sync-timeout SECONDS (default 300)\n"
 "exit: 0 ok, 1 a measurement or check failed, 2 usage, 3 time budget spent,\n"
@@ -2863,6 +3047,7 @@ static int parse_cmd(const char *s)
         {"list", CMD_LIST}, {"once", CMD_ONCE}, {"time", CMD_TIME},
         {"corun", CMD_CORUN},
         {"placement", CMD_PLACEMENT}, {"mps-corun", CMD_MPS},
+        {"behind", CMD_BEHIND},
     };
     size_t i;
 
@@ -2879,7 +3064,7 @@ enum {
     OPT_VARIANTS = 256, OPT_SMS, OPT_PAIRS, OPT_ALL_PAIRS, OPT_MODE,
     OPT_SPLIT, OPT_REPEATS, OPT_ORDER, OPT_VARIANT, OPT_START_AT,
     OPT_DEVICE, OPT_SEED, OPT_BUDGET, OPT_REPLAYS, OPT_GATE_US, OPT_SPIN_US,
-    OPT_INTERVAL, OPT_SYNC_TIMEOUT
+    OPT_INTERVAL, OPT_SYNC_TIMEOUT, OPT_PROBES
 };
 
 static int bad(const char *what, const char *val)
@@ -2954,6 +3139,9 @@ static int parse_opt(int c, const char *a)
     case OPT_INTERVAL:
         return parse_double(a, &O.interval_ms) || O.interval_ms <= 0
                    ? bad("--interval-ms", a) : 0;
+    case OPT_PROBES:
+        O.probes = a;
+        return 0;
     case OPT_SYNC_TIMEOUT:
         if (parse_double(a, &d) || d <= 0)
             return bad("--sync-timeout", a);
@@ -2985,6 +3173,7 @@ static int parse_args(int argc, char **argv)
         {"spin-us", required_argument, NULL, OPT_SPIN_US},
         {"interval-ms", required_argument, NULL, OPT_INTERVAL},
         {"sync-timeout", required_argument, NULL, OPT_SYNC_TIMEOUT},
+        {"probes", required_argument, NULL, OPT_PROBES},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -3017,6 +3206,10 @@ static int parse_args(int argc, char **argv)
     if (O.cmd == CMD_CORUN && !O.pairs_path == !O.all_pairs) {
         fprintf(stderr, "mosaic-zoo: corun needs --pairs FILE or "
                 "--all-pairs\n");
+        return -1;
+    }
+    if (O.cmd == CMD_BEHIND && (!O.variants || !O.probes)) {
+        fprintf(stderr, "mosaic-zoo: behind needs --variants and --probes\n");
         return -1;
     }
     if (O.cmd == CMD_MPS && (!O.variant || !O.start_at_set)) {
@@ -3073,6 +3266,9 @@ int main(int argc, char **argv)
             break;
         case CMD_MPS:
             cmd_mps();
+            break;
+        case CMD_BEHIND:
+            cmd_behind();
             break;
         default:
             break;
