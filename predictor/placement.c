@@ -69,10 +69,20 @@ int mosaic_place_room(const struct mosaic_gpu_desc *g,
 {
     int room, r;
 
-    /* An SM configured for more shared memory than s prefers does not take
-     * it; nor one configured with less than the SM's blocks need. */
-    if (f->smem_cfg > s->smem_cfg)
+    if (f->carveout < 0 && s->carveout < 0) {
+        /* Default carveouts: the driver sizes each kernel's shared-memory
+         * configuration from its own full-occupancy need, and an SM running
+         * f takes blocks of s only if s needs at most 4x what f does (2x
+         * when s's blocks use shared memory of their own): the probes of
+         * `mosaic-zoo behind` behind 24 zoo kernels (docs/placement.md). */
+        int own = s->smem > g->reserved_smem_per_block;
+        if ((double)s->smem_need > (own ? 2.0 : 4.0) * f->smem_need)
+            return 0;
+    } else if (f->smem_cfg > s->smem_cfg) {
+        /* An SM configured for more shared memory than s prefers does not
+         * take it; nor one configured with less than the SM's blocks need. */
         return 0;
+    }
     room = (g->max_threads_per_sm - nf * f->threads) / (s->threads > 0 ? s->threads : 1);
     r = g->max_blocks_per_sm - nf;
     if (r < room) room = r;

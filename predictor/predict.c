@@ -293,6 +293,7 @@ VIS int mosaic_pkernel_prepare(const struct mosaic_predictor *p,
             goto bad;
         }
         pk->smem = smem_block;
+        pk->smem_need = pk->bps * smem_block;
     }
     NEED(duration_ns, 1, 1e12, pk->dur_us, 1e-3);
     NEED(dram_read_bw, 0, 1e14, pk->dram_rd, 1e-9);
@@ -325,6 +326,19 @@ VIS int mosaic_pkernel_prepare(const struct mosaic_predictor *p,
         NEED(inst_lsu, 0, 1e18, lsu, 1);
         NEED(gld_sectors, 0, 1e18, sec, 1);
         NEED(gld_requests, 0, 1e18, req, 1);
+        {
+            /* The L1/shared data pipe: one wavefront per LSU instruction,
+             * one more per shared-memory bank conflict, and a global load
+             * takes one per 128-byte line it touches (4 sectors when
+             * coalesced, up to 16 sectors a request; beyond that the
+             * sectors are scattered, one line each). Per SM cycle. */
+            double conf, wf, spr = req > 0 ? sec / req : 0, cyc = pk->cyc_avg * p->gpu.sm_count;
+            NEED(smem_bank_conflicts, 0, 1e18, conf, 1);
+            wf = sec * (spr > 16 ? 1 : 0.25) - req;
+            wf = lsu + conf + (wf > 0 ? wf : 0);
+            pk->pipe[7] = cyc > 0 ? wf / cyc : 0;
+            if (pk->pipe[7] > 1) pk->pipe[7] = 1;
+        }
         pk->c2lsu = lsu > 0 ? (fma_ + alu + xu) / lsu : 1000;
         if (pk->c2lsu > 1000) pk->c2lsu = 1000;
         pk->spr = req > 0 ? sec / req : 0;
@@ -438,7 +452,7 @@ static double intra_term(const struct mosaic_pkernel *f, int nf,
     double ff = f->bps > 0 ? (double)nf / f->bps : 0;
     double fs = s->bps > 0 ? (double)ns / s->bps : 0;
     double m = f->issue * ff + s->issue * fs;
-    for (int i = 0; i < 7; i++) {
+    for (int i = 0; i < 8; i++) {
         double u = f->pipe[i] * ff + s->pipe[i] * fs;
         if (u > m) m = u;
     }
@@ -457,7 +471,7 @@ static double pack_factor(const struct mosaic_pkernel *k, int N, double d, doubl
     double d0 = (double)k->grid / N, u = k->issue, ub, p;
     if (d0 > k->bps) d0 = k->bps;
     if (d0 < 1) d0 = 1;
-    for (int i = 0; i < 7; i++)
+    for (int i = 0; i < 8; i++)
         if (k->pipe[i] > u) u = k->pipe[i];
     if (u > 1) u = 1;
     {
@@ -477,7 +491,7 @@ static double pack_factor(const struct mosaic_pkernel *k, int N, double d, doubl
 static double busiest(const struct mosaic_pkernel *k)
 {
     double u = k->issue;
-    for (int i = 0; i < 7; i++)
+    for (int i = 0; i < 8; i++)
         if (k->pipe[i] > u) u = k->pipe[i];
     return u > 1 ? 1 : u;
 }

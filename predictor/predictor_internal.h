@@ -27,13 +27,14 @@ struct mosaic_pkernel {
     int smem;         /* static + dynamic + reserve, 128-B units, bytes */
     int carveout;     /* % or -1 */
     int smem_cfg;     /* the SM shared-memory configuration it runs with, bytes */
+    int smem_need;    /* shared memory of a full SM of its blocks (bps x smem), bytes */
     int bps;          /* blocks per SM (occupancy) */
     int regs_block;   /* registers per block (allocation granularity) */
     /* features (units: us, GB/s, fractions) */
     double dur_us;
     double dram_rd, dram_wr, l2_rd, l2_wr; /* GB/s */
     double warps_elig, stall_lsb, stall_mio, issue, ipc;
-    double pipe[7];   /* fma alu xu lsu hmma gmma fp64, fractions */
+    double pipe[8];   /* fma alu xu lsu hmma gmma fp64, l1 (wavefronts), fractions */
     double c2lsu, spr, l1_hit, l2_hit, occ;
     double cyc_min, cyc_avg, cyc_max;
     double follow_us; /* a dependent kernel after it on its stream, us; 0: none */
