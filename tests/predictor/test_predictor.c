@@ -168,6 +168,83 @@ static void test_placement_rules(void **state)
     mosaic_predictor_close(p);
 }
 
+/* Default carveouts (docs/placement.md, `mosaic-zoo behind` on the H200):
+ * an SM running f takes blocks of s only if s's full-occupancy shared-memory
+ * need is at most 4x f's, 2x when s's blocks have shared memory of their
+ * own. */
+static void test_default_carveout_mixing(void **state)
+{
+    struct mosaic_predictor *p = bare();
+    struct mosaic_profile prof;
+    struct mosaic_pkernel *k[8];
+    char err[512];
+    (void)state;
+    mosaic_profile_init(&prof);
+    mk(&prof, 132, 1024, 32, 0, -1);   /* 0: copy_512M_w1-like, needs 2 KiB */
+    mk(&prof, 264, 512, 30, 0, -1);    /* 1: triad_512M_w2-like, 4 KiB */
+    mk(&prof, 132, 64, 16, 0, -1);     /* 2: 64-thread probe, 32 KiB */
+    mk(&prof, 132, 128, 16, 0, -1);    /* 3: 128-thread probe, 16 KiB */
+    mk(&prof, 132, 256, 16, 0, -1);    /* 4: 256-thread probe, 8 KiB */
+    mk(&prof, 264, 256, 32, 8192, -1); /* 5: histogram-like, 72 KiB */
+    mk(&prof, 512, 256, 18, 4224, -1); /* 6: tiled-transpose-like, 41 KiB */
+    mk(&prof, 128, 256, 128, 16384, -1); /* 7: 2 per SM by registers, 34 KiB */
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(mosaic_pkernel_prepare(p, &prof.kernels[i], "t", &k[i], err, sizeof err), 0);
+    assert_int_equal(k[0]->smem_need, 2 * 1024);
+    assert_int_equal(k[5]->smem_need, 8 * 9 * 1024);
+    assert_int_equal(k[7]->smem_need, 2 * 17 * 1024);
+    /* behind a 2 KiB kernel only the 8 KiB probe joins its SMs */
+    assert_int_equal(mosaic_place_room(&p->gpu, k[0], 1, k[2]), 0);
+    assert_int_equal(mosaic_place_room(&p->gpu, k[0], 1, k[3]), 0);
+    assert_int_equal(mosaic_place_room(&p->gpu, k[0], 1, k[4]), 4);
+    /* behind a 4 KiB kernel the 16 KiB one joins too, the 32 KiB one not */
+    assert_int_equal(mosaic_place_room(&p->gpu, k[1], 2, k[3]), 8);
+    assert_int_equal(mosaic_place_room(&p->gpu, k[1], 2, k[2]), 0);
+    /* a kernel with shared memory of its own: within 2x only */
+    assert_true(mosaic_place_room(&p->gpu, k[6], 4, k[5]) > 0);
+    assert_int_equal(mosaic_place_room(&p->gpu, k[7], 1, k[5]), 0);
+    assert_int_equal(mosaic_place_room(&p->gpu, k[4], 1, k[5]), 0);
+    for (int i = 0; i < 8; i++) mosaic_pkernel_free(k[i]);
+    mosaic_profile_free(&prof);
+    mosaic_predictor_close(p);
+}
+
+/* The L1/shared data pipe from the profile: wavefronts per SM cycle. */
+static void test_l1_pipe(void **state)
+{
+    struct mosaic_predictor *p = bare();
+    struct mosaic_profile prof;
+    struct mosaic_pkernel *co, *sc;
+    struct mosaic_kernel *k;
+    char err[512];
+    double cyc = 1000.0 * p->gpu.sm_count;
+    (void)state;
+    mosaic_profile_init(&prof);
+    /* coalesced float4 loads: 16 sectors a request = 4 lines, so 3 more
+     * wavefronts than instructions; plus shared bank conflicts */
+    k = mk(&prof, 132, 256, 32, 0, -1);
+    k->metrics[MOSAIC_M_sm_cycles_active_avg] = 1000;
+    k->metrics[MOSAIC_M_inst_lsu] = 0.2 * cyc;
+    k->metrics[MOSAIC_M_smem_bank_conflicts] = 0.1 * cyc;
+    k->metrics[MOSAIC_M_gld_requests] = 0.05 * cyc;
+    k->metrics[MOSAIC_M_gld_sectors] = 16 * 0.05 * cyc;
+    /* scattered 4-byte loads: 32 sectors a request, each its own line */
+    k = mk(&prof, 132, 256, 32, 0, -1);
+    k->metrics[MOSAIC_M_sm_cycles_active_avg] = 1000;
+    k->metrics[MOSAIC_M_inst_lsu] = 0.01 * cyc;
+    k->metrics[MOSAIC_M_smem_bank_conflicts] = 0;
+    k->metrics[MOSAIC_M_gld_requests] = 0.01 * cyc;
+    k->metrics[MOSAIC_M_gld_sectors] = 32 * 0.01 * cyc;
+    assert_int_equal(mosaic_pkernel_prepare(p, &prof.kernels[0], "t", &co, err, sizeof err), 0);
+    assert_int_equal(mosaic_pkernel_prepare(p, &prof.kernels[1], "t", &sc, err, sizeof err), 0);
+    assert_true(fabs(co->pipe[7] - (0.2 + 0.1 + 0.15)) < 1e-9);
+    assert_true(fabs(sc->pipe[7] - 0.32) < 1e-9);
+    mosaic_pkernel_free(co);
+    mosaic_pkernel_free(sc);
+    mosaic_profile_free(&prof);
+    mosaic_predictor_close(p);
+}
+
 static void test_prepare_bad_kernels(void **state)
 {
     struct mosaic_predictor *p = bare();
@@ -480,6 +557,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_occupancy_matches_cuda),
         cmocka_unit_test(test_placement_rules),
+        cmocka_unit_test(test_default_carveout_mixing),
+        cmocka_unit_test(test_l1_pipe),
         cmocka_unit_test(test_prepare_bad_kernels),
         cmocka_unit_test(test_bad_profile_files),
         cmocka_unit_test(test_bad_model_files),
