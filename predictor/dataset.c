@@ -31,6 +31,63 @@ VIS void mosaic_dataset_free(struct mosaic_dataset *ds)
     memset(ds, 0, sizeof *ds);
 }
 
+/* Prepares a variant's main kernel (key k0) and its dependent kernel (k1,
+ * a split-K reduce; may be NULL) from profile prof. */
+static int prepare_keys(const struct mosaic_predictor *pr, const struct mosaic_profile *prof,
+                        const struct mosaic_kindex *ix, const char *path, const char *pname,
+                        struct mosaic_ds_variant *v, const cJSON *k0, const cJSON *k1,
+                        char *err, size_t errlen)
+{
+    long ki = mosaic_kindex_find(ix, prof, k0->valuestring), k1i;
+    if (ki < 0) {
+        snprintf(err, errlen, "%s: variants.%s.kernels[0]: key not in %s", path, v->name,
+                 pname);
+        return MOSAIC_EINVAL;
+    }
+    if (mosaic_pkernel_prepare(pr, &prof->kernels[ki], pname, &v->pk, err, errlen))
+        return MOSAIC_EINVAL;
+    if (!cJSON_IsString(k1)) return 0;
+    k1i = mosaic_kindex_find(ix, prof, k1->valuestring);
+    if (k1i < 0) {
+        snprintf(err, errlen, "%s: variants.%s.kernels[1]: key not in %s", path, v->name,
+                 pname);
+        return MOSAIC_EINVAL;
+    }
+    return mosaic_pkernel_set_follow(v->pk, &prof->kernels[k1i], pname, err, errlen);
+}
+
+/* A variant whose kernels come from their own profile file (field
+ * "profile", relative to the dataset directory, no ".."). */
+static int load_separate(const struct mosaic_predictor *pr, const char *dir, const char *path,
+                         struct mosaic_ds_variant *v, const cJSON *pf, const cJSON *k0,
+                         const cJSON *k1, char *err, size_t errlen)
+{
+    struct mosaic_profile prof;
+    struct mosaic_kindex ix = {0};
+    char file[4096];
+    int rc = MOSAIC_EINVAL;
+    if (!cJSON_IsString(pf) || !pf->valuestring[0] || pf->valuestring[0] == '/' ||
+        strstr(pf->valuestring, "..")) {
+        snprintf(err, errlen, "%s: variants.%s.profile: want a path inside the dataset "
+                 "directory", path, v->name);
+        return MOSAIC_EINVAL;
+    }
+    snprintf(file, sizeof file, "%s/%s", dir, pf->valuestring);
+    mosaic_profile_init(&prof);
+    if (mosaic_profile_read_file(file, &prof, err, errlen) != 0) goto out;
+    for (size_t i = 0; i < prof.n_kernels; i++)
+        if (mosaic_kindex_add(&ix, &prof, i)) {
+            snprintf(err, errlen, "%s: out of memory", file);
+            rc = MOSAIC_ENOMEM;
+            goto out;
+        }
+    rc = prepare_keys(pr, &prof, &ix, path, pf->valuestring, v, k0, k1, err, errlen);
+out:
+    mosaic_kindex_free(&ix);
+    mosaic_profile_free(&prof);
+    return rc;
+}
+
 static int find_variant(const struct mosaic_dataset *ds, const char *name)
 {
     for (size_t i = 0; i < ds->nv; i++)
@@ -272,39 +329,23 @@ VIS int mosaic_dataset_load(const char *dir, const struct mosaic_predictor *pr,
         cJSON *e = cJSON_GetObjectItemCaseSensitive(mv, ds->v[i].name);
         cJSON *ks = e ? cJSON_GetObjectItemCaseSensitive(e, "kernels") : NULL;
         cJSON *k0 = cJSON_IsArray(ks) ? cJSON_GetArrayItem(ks, 0) : NULL;
-        long ki;
-        int rc;
+        cJSON *k1 = cJSON_IsArray(ks) ? cJSON_GetArrayItem(ks, 1) : NULL;
+        cJSON *pf = e ? cJSON_GetObjectItemCaseSensitive(e, "profile") : NULL;
         if (!cJSON_IsString(k0)) {
             snprintf(err, errlen, "%s: field variants.%s.kernels[0] missing", path,
                      ds->v[i].name);
             goto fail;
         }
-        ki = mosaic_kindex_find(&ix, &ds->prof, k0->valuestring);
-        if (ki < 0) {
-            snprintf(err, errlen, "%s: variants.%s.kernels[0]: key not in zoo.profile.json",
-                     path, ds->v[i].name);
+        if (pf) {
+            /* a variant captured on its own (its launch configuration equals
+             * another variant's, so the shared capture has only one of them) */
+            if (load_separate(pr, dir, path, &ds->v[i], pf, k0, k1, err, errlen)) goto fail;
+            continue;
+        }
+        if (prepare_keys(pr, &ds->prof, &ix, path, "zoo.profile.json", &ds->v[i], k0, k1,
+                         err, errlen))
             goto fail;
-        }
-        ds->v[i].kernel = ki;
-        rc = mosaic_pkernel_prepare(pr, &ds->prof.kernels[ki], "zoo.profile.json",
-                                    &ds->v[i].pk, err, errlen);
-        if (rc) goto fail;
-        {
-            /* a dependent kernel of the same launch (split-K reduce) */
-            cJSON *k1 = cJSON_GetArrayItem(ks, 1);
-            if (cJSON_IsString(k1)) {
-                long k1i = mosaic_kindex_find(&ix, &ds->prof, k1->valuestring);
-                if (k1i < 0) {
-                    snprintf(err, errlen,
-                             "%s: variants.%s.kernels[1]: key not in zoo.profile.json",
-                             path, ds->v[i].name);
-                    goto fail;
-                }
-                if (mosaic_pkernel_set_follow(ds->v[i].pk, &ds->prof.kernels[k1i],
-                                              "zoo.profile.json", err, errlen))
-                    goto fail;
-            }
-        }
+        ds->v[i].kernel = mosaic_kindex_find(&ix, &ds->prof, k0->valuestring);
     }
     cJSON_Delete(map);
     map = NULL;

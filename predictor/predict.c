@@ -516,6 +516,18 @@ static double starve(double u_new, double u_old)
     return r < 1 ? 1 : r > 20 ? 20 : r;
 }
 
+/* Slowdown of a's warps (fa: its blocks on the SM over its isolated
+ * density) beside b's (fb), unit by unit: issue and each pipe is shared
+ * only with the other kernel's demand on the same unit. */
+static double starve_on(const struct mosaic_pkernel *a, double fa,
+                        const struct mosaic_pkernel *b, double fb)
+{
+    double r = starve(a->issue * fa, b->issue * fb), x;
+    for (int i = 0; i < 8; i++)
+        if ((x = starve(a->pipe[i] * fa, b->pipe[i] * fb)) > r) r = x;
+    return r;
+}
+
 /* Release spread of k: the fraction of its run over which its SMs finish
  * (sm__cycles_active min/avg/max over the SMs it used). */
 static double release_spread(const struct mosaic_pkernel *k, int N)
@@ -608,13 +620,13 @@ static void timeline(const struct mosaic_gpu_desc *g, const struct mosaic_coef *
          * scheduling keeps issuing from a warp while it is ready). Per-block
          * demand: the profiled busiest-unit utilisation over the
          * kernel's isolated density. */
-        double uf1 = busiest(F) * nF1 / dens0(F, N), ufl = busiest(F) * nFl / dens0(F, N);
-        double us1 = busiest(S) * room1 / dens0(S, N), usl = busiest(S) * roomL / dens0(S, N);
+        double ff1 = nF1 / dens0(F, N), ffl = nFl / dens0(F, N);
+        double fs1 = room1 / dens0(S, N), fsl = roomL / dens0(S, N);
         if (domS) {
-            ixf1 = 1 + c->intra_w * (starve(uf1, us1) - 1);
+            ixf1 = 1 + c->intra_w * (starve_on(F, ff1, S, fs1) - 1);
         } else {
-            ixs1 = 1 + c->intra_w * (starve(us1, uf1) - 1);
-            ixsL = 1 + c->intra_w * (starve(usl, ufl) - 1);
+            ixs1 = 1 + c->intra_w * (starve_on(S, fs1, F, ff1) - 1);
+            ixsL = 1 + c->intra_w * (starve_on(S, fsl, F, ffl) - 1);
         }
     }
     sp = pre->sp;
@@ -679,10 +691,10 @@ static void timeline(const struct mosaic_gpu_desc *g, const struct mosaic_coef *
                              * beside F (not the room: fewer may land) */
                             double nfh = (nwF <= 1 || pF >= plast) ? nFl : nF1;
                             double db = besd > 0 ? (b - on_idle) / besd : 0;
-                            double uf = busiest(F) * nfh / dens0(F, N);
-                            double us = busiest(S) * (db < 1 && db > 0 ? 1 : db) / dens0(S, N);
-                            bixs[nb] = domS ? 1 : 1 + c->intra_w * (starve(us, uf) - 1);
-                            bixf[nb] = domS ? 1 + c->intra_w * (starve(uf, us) - 1) : 1;
+                            double ff = nfh / dens0(F, N);
+                            double fs = (db < 1 && db > 0 ? 1 : db) / dens0(S, N);
+                            bixs[nb] = domS ? 1 : 1 + c->intra_w * (starve_on(S, fs, F, ff) - 1);
+                            bixf[nb] = domS ? 1 + c->intra_w * (starve_on(F, ff, S, fs) - 1) : 1;
                         }
                         taken_idle += on_idle / d;
                         taken_beside += (b - on_idle) / d;

@@ -15,6 +15,10 @@ Rule (deterministic):
  3. A variant whose launch configuration is identical to an earlier variant
     of its family launches no new key (SAME_AS): it gets that variant's keys
     and the cursor does not move.
+ 3a. If such a variant was also captured on its own (DATA_DIR/separate/
+    NAME.profile.json, scripts/gpu/issue4_probes.sh), its main key is the
+    family's kernel in that file, and the variant records the file under
+    "profile".
  4. Kernels that follow the main key and match EXTRA (cuBLAS split-K reduce)
     belong to the same launch and are appended after the main key.
  5. Helper kernels between the previous variant's keys and this one's main
@@ -24,6 +28,7 @@ Check: every main/extra key's `launches` equals 2 x the variants that use it.
 Usage: variant_kernels.py DATA_DIR [--check]   (writes DATA_DIR/variant_kernels.json)
 """
 import json
+import os
 import re
 import sys
 
@@ -53,14 +58,26 @@ def main():
     kernels = prof["kernels"]
     variants = [json.loads(l) for l in open(f"{d}/variants.jsonl")]
     variants = [v for v in variants if v.get("record") == "variant"]
-    out, setup, fam = {}, {}, {}
+    out, setup, fam, own = {}, {}, {}, {}
+    bad = 0
     cur = 0
     for v in variants:
         name, f = v["name"], v["family"]
         fam[name] = f
         if name in SAME_AS:
-            out[name] = list(out[SAME_AS[name]])
+            sep = f"separate/{name}.profile.json"
             setup[name] = []
+            if os.path.exists(f"{d}/{sep}"):
+                ks = [k for k in json.load(open(f"{d}/{sep}"))["kernels"]
+                      if re.search(FAMILY_MAIN[f], k["name"]) and not re.search(HELPERS, k["name"])]
+                if len(ks) != 1 or ks[0]["launches"] != 2:
+                    print(f"{sep}: want one {f} kernel launched twice", file=sys.stderr)
+                    bad += 1
+                if ks:
+                    out[name] = [ks[0]["key"]]
+                    own[name] = sep
+                    continue
+            out[name] = list(out[SAME_AS[name]])
             continue
         pat = re.compile(FAMILY_MAIN[f])
         helpers = []
@@ -84,10 +101,11 @@ def main():
         setup[name] = helpers
     # check the launch counts
     uses = {}
-    for ks in out.values():
-        for k in ks:
+    for n, ks in out.items():
+        # a variant captured on its own also ran in the shared capture,
+        # under its sibling's key
+        for k in (out[SAME_AS[n]] if n in own else ks):
             uses[k] = uses.get(k, 0) + 1
-    bad = 0
     for k in kernels:
         if k["key"] in uses and k["launches"] != 2 * uses[k["key"]]:
             print(f"launch count mismatch: {k['key']}: launches {k['launches']}, "
@@ -102,7 +120,8 @@ def main():
            "profile": "zoo.profile.json",
            "rule": "scripts/variant_kernels.py: family pattern in launch order, "
                    "identical configurations share a key, split-K reduce appended",
-           "variants": {n: {"family": fam[n], "kernels": out[n], "setup": setup[n]}
+           "variants": {n: dict({"family": fam[n], "kernels": out[n], "setup": setup[n]},
+                                **({"profile": own[n]} if n in own else {}))
                         for n in out}}
     text = json.dumps(doc, indent=1) + "\n"
     path = f"{d}/variant_kernels.json"

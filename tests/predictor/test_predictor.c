@@ -245,6 +245,94 @@ static void test_l1_pipe(void **state)
     mosaic_predictor_close(p);
 }
 
+/* A dataset directory in /tmp: links to the committed files, and a
+ * variant_kernels.json whose pointer_chase_256M entry names profile pf. */
+static void mini_dataset(char *dir, const char *pf)
+{
+    static const char *files[] = {"zoo.profile.json", "variants.jsonl", "corun.jsonl",
+                                  "separate"};
+    char src[4096], dst[4096];
+    FILE *f;
+    strcpy(dir, "/tmp/mosaic-ds-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(src, sizeof src, "%s/%s", DATA, files[i]);
+        snprintf(dst, sizeof dst, "%s/%s", dir, files[i]);
+        assert_int_equal(symlink(src, dst), 0);
+    }
+    {
+        /* the committed mapping with one entry's profile replaced */
+        FILE *in = fopen(DATA "/variant_kernels.json", "r");
+        char *txt = calloc(1, 1 << 20), *at;
+        size_t n;
+        assert_non_null(in);
+        n = fread(txt, 1, (1 << 20) - 1, in);
+        fclose(in);
+        assert_true(n > 0);
+        at = strstr(txt, "\"separate/pointer_chase_256M.profile.json\"");
+        assert_non_null(at);
+        snprintf(dst, sizeof dst, "%s/variant_kernels.json", dir);
+        f = fopen(dst, "w");
+        assert_non_null(f);
+        fprintf(f, "%.*s\"%s\"%s", (int)(at - txt), txt, pf,
+                at + strlen("\"separate/pointer_chase_256M.profile.json\""));
+        fclose(f);
+        free(txt);
+    }
+}
+
+static void rm_mini_dataset(const char *dir)
+{
+    static const char *files[] = {"zoo.profile.json", "variants.jsonl", "corun.jsonl",
+                                  "separate", "variant_kernels.json"};
+    char p[4096];
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, files[i]);
+        unlink(p);
+    }
+    rmdir(dir);
+}
+
+/* Variants captured on their own (variant_kernels.json "profile"): the
+ * committed dataset loads them from there, and a bad path is an error that
+ * names the field. */
+static void test_dataset_separate_profiles(void **state)
+{
+    struct mosaic_predictor *p = bare();
+    struct mosaic_dataset ds;
+    char err[512], dir[64];
+    int chase1m = -1, chase256 = -1;
+    (void)state;
+    assert_int_equal(mosaic_dataset_load(DATA, p, &ds, err, sizeof err), 0);
+    for (size_t i = 0; i < ds.nv; i++) {
+        if (strcmp(ds.v[i].name, "pointer_chase_1M") == 0) chase1m = (int)i;
+        if (strcmp(ds.v[i].name, "pointer_chase_256M") == 0) chase256 = (int)i;
+    }
+    assert_true(chase1m >= 0 && chase256 >= 0);
+    /* same launch configuration, different kernels: 256M runs from DRAM */
+    assert_string_equal(ds.v[chase1m].pk->key, ds.v[chase256].pk->key);
+    assert_true(ds.v[chase256].pk->dram_rd > 100 * ds.v[chase1m].pk->dram_rd);
+    assert_true(ds.v[chase256].pk->dur_us > 1.3 * ds.v[chase1m].pk->dur_us);
+    mosaic_dataset_free(&ds);
+
+    mini_dataset(dir, "../zoo.profile.json");
+    assert_int_not_equal(mosaic_dataset_load(dir, p, &ds, err, sizeof err), 0);
+    assert_non_null(strstr(err, "variants.pointer_chase_256M.profile"));
+    rm_mini_dataset(dir);
+
+    mini_dataset(dir, "separate/missing.profile.json");
+    assert_int_not_equal(mosaic_dataset_load(dir, p, &ds, err, sizeof err), 0);
+    assert_non_null(strstr(err, "missing.profile.json"));
+    rm_mini_dataset(dir);
+
+    /* a file without the variant's key */
+    mini_dataset(dir, "separate/histogram_256_skewed.profile.json");
+    assert_int_not_equal(mosaic_dataset_load(dir, p, &ds, err, sizeof err), 0);
+    assert_non_null(strstr(err, "kernels[0]: key not in separate/histogram_256_skewed"));
+    rm_mini_dataset(dir);
+    mosaic_predictor_close(p);
+}
+
 static void test_prepare_bad_kernels(void **state)
 {
     struct mosaic_predictor *p = bare();
@@ -559,6 +647,7 @@ int main(void)
         cmocka_unit_test(test_placement_rules),
         cmocka_unit_test(test_default_carveout_mixing),
         cmocka_unit_test(test_l1_pipe),
+        cmocka_unit_test(test_dataset_separate_profiles),
         cmocka_unit_test(test_prepare_bad_kernels),
         cmocka_unit_test(test_bad_profile_files),
         cmocka_unit_test(test_bad_model_files),
