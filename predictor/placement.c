@@ -69,6 +69,8 @@ int mosaic_place_room(const struct mosaic_gpu_desc *g,
 {
     int room, r;
 
+    if (nf <= 0)
+        return s->bps; /* an empty SM takes s's configuration */
     if (f->carveout < 0 && s->carveout < 0) {
         /* Default carveouts: the driver sizes each kernel's shared-memory
          * configuration from its own full-occupancy need, and an SM running

@@ -434,6 +434,18 @@ void mosaic_feat_inter(const struct mosaic_gpu_desc *g,
             x[29] = (float)(h * lat * dth / full);
             x[30] = (float)(lat * (other->l2_rd + other->l2_wr) * sms_other / n / 1000);
         }
+        {
+            /* Under contention DRAM serves the requests in flight, so each
+             * side's share follows its outstanding sectors (resident warps
+             * x sectors per request, on its SMs): a latency-bound chain
+             * with a few warps gives way to a stream however much it
+             * moves alone */
+            double ms = self->occ * 64 * self->spr * sms_self;
+            double mo = other->occ * 64 * other->spr * sms_other;
+            double sh = ms + mo > 0 ? mo / (ms + mo) : 0;
+            x[31] = (float)sh;
+            x[32] = (float)(sh * dth / full);
+        }
     }
 }
 
@@ -566,7 +578,57 @@ static double resid_need(const struct mosaic_gpu_desc *g, const struct mosaic_pk
 struct tl_pre {
     int done, room1, roomL;
     double satS, sp;
+    double chunk; /* S blocks one retiring block of F makes room for */
+    double land_b, land_d; /* the last land_max query and its answer */
 };
+
+/* Dispatched batches of a single-wave S: blocks, progress, packing
+ * factor, fraction beside F's blocks, intra-SM factors of S and of F. */
+struct tl_batches {
+    int n;
+    double b[TL_MAXB], prog[TL_MAXB], pack[TL_MAXB], co[TL_MAXB];
+    double ixs[TL_MAXB], ixf[TL_MAXB];
+};
+
+/* A batch of b blocks of S packed d per SM, a fraction co of them beside
+ * F's blocks at db per SM (F holding nfh per SM there). */
+static void add_batch(struct tl_batches *bt, const struct mosaic_coef *c,
+                      const struct mosaic_pkernel *F, const struct mosaic_pkernel *S, int N,
+                      double b, double d, double co, double db, double nfh, int domS,
+                      double wpack, int intra)
+{
+    int i = bt->n;
+    double ff = nfh / dens0(F, N), fs = (db < 1 && db > 0 ? 1 : db) / dens0(S, N);
+    if (i >= TL_MAXB || !(b > 0)) return;
+    if (d < 1) d = 1;
+    if (d > S->bps) d = S->bps;
+    bt->b[i] = b;
+    bt->prog[i] = 0;
+    bt->pack[i] = pack_factor(S, N, d, wpack);
+    bt->co[i] = co;
+    bt->ixs[i] = bt->ixf[i] = 1;
+    if (intra && domS) bt->ixf[i] = 1 + c->intra_w * (starve_on(F, ff, S, fs) - 1);
+    if (intra && !domS) bt->ixs[i] = 1 + c->intra_w * (starve_on(S, fs, F, ff) - 1);
+    bt->n++;
+}
+
+/* The most blocks one SM ends up with when b blocks land `chunk` at a time
+ * in slots that free up on n SMs in random order: the median of the
+ * largest of n Poisson(k/n) counts, k = b/chunk groups, times chunk; at
+ * most cap (the behind probes: 132 blocks one at a time on 132 SMs give
+ * 4-5 on the densest). */
+static double land_max(double b, int n, double chunk, int cap)
+{
+    double k = ceil(b / chunk), lam = k / n, p = exp(-lam), cdf = p, d;
+    int m = 0;
+    while (n * (1 - cdf) > 0.5 && m < 64) {
+        m++;
+        p *= lam / m;
+        cdf += p;
+    }
+    d = (m < 1 ? 1 : m) * chunk;
+    return d > cap ? cap : d;
+}
 
 static void timeline(const struct mosaic_gpu_desc *g, const struct mosaic_coef *c,
                      const struct mosaic_pkernel *F, const struct mosaic_pkernel *S,
@@ -583,13 +645,12 @@ static void timeline(const struct mosaic_gpu_desc *g, const struct mosaic_coef *
     int single = (double)S->grid <= capS;
     double t = 0, pF = 0, pS = 0, gap = c->gap_us, plast;
     double ixs1 = 1, ixsL = 1, ixf1 = 1, wpack = (comp & MOSAIC_PC_PACKING) ? c->pack : 0;
-    /* dispatched batches of a single-wave S */
-    double bb[TL_MAXB], bprog[TL_MAXB], bpack[TL_MAXB], bco[TL_MAXB];
-    double bixs[TL_MAXB], bixf[TL_MAXB]; /* intra factors of S and of F's new blocks */
-    int nb = 0;
+    int intra = (comp & MOSAIC_PC_INTRA) != 0;
+    struct tl_batches bt;
     double rem = (double)S->grid, taken_idle = 0, taken_beside = 0;
     double satS; /* the residency fraction S needs for its isolated speed */
 
+    bt.n = 0;
     if (nwF < 1) nwF = 1;
     lastfrac = wF - (nwF - 1);
     if (lastfrac <= 0) lastfrac = 1;
@@ -607,6 +668,9 @@ static void timeline(const struct mosaic_gpu_desc *g, const struct mosaic_coef *
         pre->roomL = mosaic_place_room(g, F, nFl, S);
         pre->satS = resid_need(g, S);
         pre->sp = release_spread(F, N);
+        pre->chunk = mosaic_place_room(g, F, F->bps - 1, S) - mosaic_place_room(g, F, F->bps, S);
+        if (pre->chunk < 1)
+            pre->chunk = mosaic_place_room(g, F, 1, S) > 0 ? 1 : S->bps;
         pre->done = 1;
     }
     room1 = pre->room1;
@@ -669,50 +733,71 @@ static void timeline(const struct mosaic_gpu_desc *g, const struct mosaic_coef *
             if (fl && (comp & MOSAIC_PC_INTER)) fSi = 1 + (interS - 1) * u;
             if (single) {
                 double running = 0;
-                for (int i = 0; i < nb; i++)
-                    if (bprog[i] < 1) running += bb[i];
-                if (started && rem > 0.5 && slots - running >= 1 && nb < TL_MAXB) {
-                    /* a batch: the newly available SMs, idle ones first */
+                for (int i = 0; i < bt.n; i++)
+                    if (bt.prog[i] < 1) running += bt.b[i];
+                if (started && rem > 0.5 && slots - running >= 1 && bt.n < TL_MAXB - 1) {
+                    /* a batch: the newly available SMs */
                     double b = slots - running < rem ? floor(slots - running) : rem;
-                    double idle = (1 - u) * N - taken_idle, besd = 0, nsm, d;
+                    double idle = (1 - u) * N - taken_idle, besd = 0;
+                    double nfh = (nwF <= 1 || pF >= plast) ? nFl : nF1;
                     if (idle < 0) idle = 0;
                     if (fl && roomX > 0) besd = u * N - taken_beside;
                     if (besd < 0) besd = 0;
-                    nsm = idle + besd;
-                    if (nsm * S->bps + 1e-9 < b) nsm = b / S->bps;
-                    d = nsm > 0 ? b / nsm : S->bps;
-                    if (d < 1) d = 1;
-                    if (d > S->bps) d = S->bps;
-                    {
-                        double on_idle = idle * d < b ? idle * d : b;
-                        bco[nb] = b > 0 ? (b - on_idle) / b : 0;
-                        {
-                            /* intra-SM demand at the density this batch has
-                             * beside F (not the room: fewer may land) */
-                            double nfh = (nwF <= 1 || pF >= plast) ? nFl : nF1;
-                            double db = besd > 0 ? (b - on_idle) / besd : 0;
-                            double ff = nfh / dens0(F, N);
-                            double fs = (db < 1 && db > 0 ? 1 : db) / dens0(S, N);
-                            bixs[nb] = domS ? 1 : 1 + c->intra_w * (starve_on(S, fs, F, ff) - 1);
-                            bixf[nb] = domS ? 1 + c->intra_w * (starve_on(F, ff, S, fs) - 1) : 1;
+                    if (fl && nwF > 1) {
+                        /* F's blocks hold every SM: S's blocks take the
+                         * slots F's retiring blocks free, a group at a
+                         * time on whichever SM retires first; the
+                         * densest SM sets the batch's end */
+                        double nsm = idle + besd, on_idle;
+                        if (nsm * S->bps + 1e-9 < b) nsm = b / S->bps;
+                        on_idle = nsm > 0 ? b * idle / nsm : b;
+                        if (b != pre->land_b) {
+                            pre->land_b = b;
+                            pre->land_d = land_max(b, N, pre->chunk, S->bps);
                         }
+                        add_batch(&bt, c, F, S, N, b, pre->land_d,
+                                  b > 0 ? (b - on_idle) / b : 0,
+                                  besd > 0 ? (b - on_idle) / besd : 0, nfh, domS, wpack, intra);
+                        taken_idle += idle;
+                        taken_beside += besd;
+                    } else if (idle >= 1 && besd > 0 && roomX < S->bps) {
+                        /* most room first: idle SMs take blocks until they
+                         * have no more room than the SMs beside F, then
+                         * the rest spread over both */
+                        double x1 = idle * (S->bps - roomX), e;
+                        if (x1 > b) x1 = b;
+                        e = (b - x1) / (idle + besd);
+                        if (e > roomX) e = roomX;
+                        add_batch(&bt, c, F, S, N, x1 + e * idle, x1 / idle + e, 0, 0, nfh,
+                                  domS, wpack, intra);
+                        if (e * besd >= 0.5)
+                            add_batch(&bt, c, F, S, N, e * besd, e, 1, e, nfh, domS, wpack, intra);
+                        b = x1 + e * (idle + besd);
+                        taken_idle += idle;
+                        taken_beside += e > 0 ? besd : 0;
+                    } else {
+                        /* spread over the available SMs, idle ones first */
+                        double nsm = idle + besd, d, on_idle;
+                        if (nsm * S->bps + 1e-9 < b) nsm = b / S->bps;
+                        d = nsm > 0 ? b / nsm : S->bps;
+                        if (d < 1) d = 1;
+                        if (d > S->bps) d = S->bps;
+                        on_idle = idle * d < b ? idle * d : b;
+                        add_batch(&bt, c, F, S, N, b, d, b > 0 ? (b - on_idle) / b : 0,
+                                  besd > 0 ? (b - on_idle) / besd : 0, nfh, domS, wpack, intra);
                         taken_idle += on_idle / d;
                         taken_beside += (b - on_idle) / d;
                     }
-                    bb[nb] = b;
-                    bprog[nb] = 0;
-                    bpack[nb] = pack_factor(S, N, d, wpack);
-                    nb++;
                     rem -= b;
                     if (rem < 0.5 && tdS < 0) tdS = t;
                     if (o->start_s < 0) o->start_s = t;
                 }
-                for (int i = 0; i < nb; i++)
-                    if (bprog[i] < 1) {
-                        actS += bb[i];
-                        if (fl && bco[i] > 0) {
-                            double fx = 1 + (bixf[i] - 1) * bco[i];
-                            coF = coF > bco[i] ? coF : bco[i];
+                for (int i = 0; i < bt.n; i++)
+                    if (bt.prog[i] < 1) {
+                        actS += bt.b[i];
+                        if (fl && bt.co[i] > 0) {
+                            double fx = 1 + (bt.ixf[i] - 1) * bt.co[i];
+                            coF = coF > bt.co[i] ? coF : bt.co[i];
                             ixFb = ixFb > fx ? ixFb : fx;
                         }
                     }
@@ -745,11 +830,11 @@ static void timeline(const struct mosaic_gpu_desc *g, const struct mosaic_coef *
             }
             if (fl && seg >= nbp) dt = 0;
             if (single) {
-                for (int i = 0; i < nb; i++)
-                    if (bprog[i] < 1) {
-                        double f = bpack[i] * fSi;
-                        if (fl && (comp & MOSAIC_PC_INTRA)) f *= 1 + (bixs[i] - 1) * bco[i];
-                        double d = (1 - bprog[i]) * TS * f;
+                for (int i = 0; i < bt.n; i++)
+                    if (bt.prog[i] < 1) {
+                        double f = bt.pack[i] * fSi;
+                        if (fl && (comp & MOSAIC_PC_INTRA)) f *= 1 + (bt.ixs[i] - 1) * bt.co[i];
+                        double d = (1 - bt.prog[i]) * TS * f;
                         if (d < dt) dt = d;
                     }
             } else if (actS > 0 && endS < 0) {
@@ -767,16 +852,16 @@ static void timeline(const struct mosaic_gpu_desc *g, const struct mosaic_coef *
             /* advance */
             if (single) {
                 int alldone = rem < 0.5;
-                for (int i = 0; i < nb; i++)
-                    if (bprog[i] < 1) {
-                        double f = bpack[i] * fSi;
-                        if (fl && (comp & MOSAIC_PC_INTRA)) f *= 1 + (bixs[i] - 1) * bco[i];
-                        bprog[i] += dt / (TS * f);
-                        if (bprog[i] >= 1 - 1e-9) bprog[i] = 1;
+                for (int i = 0; i < bt.n; i++)
+                    if (bt.prog[i] < 1) {
+                        double f = bt.pack[i] * fSi;
+                        if (fl && (comp & MOSAIC_PC_INTRA)) f *= 1 + (bt.ixs[i] - 1) * bt.co[i];
+                        bt.prog[i] += dt / (TS * f);
+                        if (bt.prog[i] >= 1 - 1e-9) bt.prog[i] = 1;
                         else alldone = 0;
                     }
                 t += dt;
-                if (alldone && nb > 0 && endS < 0) endS = t;
+                if (alldone && bt.n > 0 && endS < 0) endS = t;
             } else {
                 if (actS > 0 && endS < 0) {
                     double coS = slots > 0 ? u * N * roomX / slots : 0, f = fSi, p0 = pS;

@@ -60,7 +60,7 @@ double mosaic_place_iso_on(const struct mosaic_gpu_desc *g,
 
 /* ---- model features ------------------------------------------------------ */
 
-#define MOSAIC_NF_INTER 31
+#define MOSAIC_NF_INTER 33
 #define MOSAIC_NF_SHARED 47
 void mosaic_feat_inter(const struct mosaic_gpu_desc *g,
                        const struct mosaic_pkernel *self, int sms_self, double iso_self,

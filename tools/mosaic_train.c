@@ -265,7 +265,7 @@ static struct mosaic_predictor *train_mosaic(const struct mosaic_gpu_desc *g,
     inter_rows(ds, fam, &r, g);
     snprintf(path, sizeof path, "%s/inter.json", dir);
     /* more traffic from the co-runner never speeds a kernel up */
-    g_mono = g_use_mono ? "(0,0,0,0,0,0,0,0,0,0,0,1,1,1,1,0,0,0,0,0,1,1,0,0,0,1,1,0,0,1,1)" : NULL;
+    g_mono = g_use_mono ? "(0,0,0,0,0,0,0,0,0,0,0,1,1,1,1,0,0,0,0,0,1,1,0,0,0,1,1,0,0,1,1,1,1)" : NULL;
     xgb_train(&r, path, g_trees, g_depth);
     g_mono = NULL;
     rows_free(&r);
