@@ -226,7 +226,7 @@ static int get_tree_arrays(struct ld *l, const cJSON *tree, const char *path,
     tp = cJSON_GetObjectItemCaseSensitive(tree, "tree_param");
     if (tp) {
         char tpath[256];
-        long v;
+        long v = 0;
         int present;
         snprintf(tpath, sizeof(tpath), "%s.tree_param", path);
         if (!cJSON_IsObject(tp))
@@ -326,9 +326,9 @@ static int copy_tree(struct ld *l, const struct tree_json *t, const char *path,
     int rc;
 
     for (int i = 0; i < t->n; i++) {
-        long left, right, feat;
+        long left = 0, right = 0, feat = 0;
         int dleft = 0;
-        float value, weight;
+        float value = 0, weight = 0;
         struct raw_node *nd = &raw[i];
 
         if ((rc = element_int(l, el, path, "left_children", i, -1, t->n - 1, &left)) ||
@@ -425,7 +425,7 @@ static int load_learner_params(struct ld *l, const cJSON *learner,
                                double *base_score, int *nfeatures)
 {
     const cJSON *obj, *name, *mp, *gb;
-    long v;
+    long v = 0;
     int present, rc;
 
     if ((rc = get_object(l, learner, "learner", "objective", &obj)) ||
@@ -491,7 +491,7 @@ static int find_trees(struct ld *l, const cJSON *learner, const cJSON **trees,
 
     mp = cJSON_GetObjectItemCaseSensitive(model, "gbtree_model_param");
     if (mp) {
-        long v;
+        long v = 0;
         int present;
         const char *mpath = "learner.gradient_booster.model.gbtree_model_param";
         if (!cJSON_IsObject(mp))
