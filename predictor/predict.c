@@ -476,24 +476,29 @@ static double intra_term(const struct mosaic_pkernel *f, int nf,
  * the busiest pipe or issue slot (U from the profile) is loaded in
  * proportion to the warps on the busiest of the SM's 4 warp schedulers,
  * l(d) = max(1, d warps / 4), so a wave at density d takes
- * max(1, U l(d) / l(d0)) / max(1, U) times as long; c->pack weights the
- * term (fitted per GPU). */
+ * max(1, U l(d) / l(d0)) / max(1, U) times as long; the L1/shared data
+ * pipe, one per SM, is loaded in proportion to the blocks, d / d0; c->pack
+ * weights the term (fitted per GPU). */
 static double pack_factor(const struct mosaic_pkernel *k, int N, double d, double w)
 {
-    double d0 = (double)k->grid / N, u = k->issue, ub, p;
+    double d0 = (double)k->grid / N, u = k->issue, ul1 = k->pipe[7], ub, p;
     if (d0 > k->bps) d0 = k->bps;
     if (d0 < 1) d0 = 1;
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < 7; i++)
         if (k->pipe[i] > u) u = k->pipe[i];
     if (u > 1) u = 1;
+    if (ul1 > 1) ul1 = 1;
     {
         /* the issue load of the busiest of the SM's 4 warp schedulers, in
          * warps: a block of fewer than 4 warps keeps some schedulers idle
-         * at its isolated density, so packing fills those first */
-        double l0 = d0 * k->warps / 4, l = d * k->warps / 4;
+         * at its isolated density, so packing fills those first; the
+         * L1/shared data pipe is one per SM, loaded by every block */
+        double l0 = d0 * k->warps / 4, l = d * k->warps / 4, b1 = ul1 * d / d0;
         if (l0 < 1) l0 = 1;
         if (l < 1) l = 1;
         ub = u * l / l0;
+        if (b1 > ub) ub = b1;
+        if (ul1 > u) u = ul1;
     }
     p = (ub > 1 ? ub : 1) / (u > 1 ? u : 1);
     return 1 + w * (p - 1);
@@ -743,10 +748,11 @@ static void timeline(const struct mosaic_gpu_desc *g, const struct mosaic_coef *
                     if (idle < 0) idle = 0;
                     if (fl && roomX > 0) besd = u * N - taken_beside;
                     if (besd < 0) besd = 0;
-                    if (fl && nwF > 1) {
-                        /* F's blocks hold every SM: S's blocks take the
-                         * slots F's retiring blocks free, a group at a
-                         * time on whichever SM retires first; the
+                    if (fl && (nwF > 1 || u < uF0 - 1e-9)) {
+                        /* F's blocks hold every SM (multi-wave F), or
+                         * these SMs are ones F is releasing: S's blocks
+                         * take the slots F's retiring blocks free, a group
+                         * at a time on whichever SM retires first; the
                          * densest SM sets the batch's end */
                         double nsm = idle + besd, on_idle;
                         if (nsm * S->bps + 1e-9 < b) nsm = b / S->bps;
