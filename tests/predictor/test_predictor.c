@@ -333,6 +333,79 @@ static void test_dataset_separate_profiles(void **state)
     mosaic_predictor_close(p);
 }
 
+/* Shared-mode timeline, packing only (no inter/intra factors), on kernels
+ * shaped like the behind probes' cases (docs/placement.md): where a
+ * single-wave second kernel lands sets how slow it runs. */
+static double second_slowdown(struct mosaic_predictor *p, struct mosaic_profile *prof,
+                              int fi, int si, double iso_f, double iso_s, double *first)
+{
+    struct mosaic_pkernel *f, *s;
+    struct mosaic_pred_result r;
+    struct mosaic_coef c = {.pack = 1, .gap_us = 3, .intra_w = 1};
+    char err[512];
+    assert_int_equal(mosaic_pkernel_prepare(p, &prof->kernels[fi], "t", &f, err, sizeof err), 0);
+    assert_int_equal(mosaic_pkernel_prepare(p, &prof->kernels[si], "t", &s, err, sizeof err), 0);
+    mosaic_timeline_shared(&p->gpu, &c, f, s, 0, iso_f, iso_s, 1, 1, MOSAIC_PC_PACKING, &r,
+                           NULL, NULL);
+    *first = r.k[0].slowdown;
+    mosaic_pkernel_free(f);
+    mosaic_pkernel_free(s);
+    return r.k[1].slowdown;
+}
+
+static void test_second_kernel_landing(void **state)
+{
+    struct mosaic_predictor *p = bare();
+    struct mosaic_profile prof;
+    struct mosaic_kernel *k;
+    double sd, fd;
+    (void)state;
+    mosaic_profile_init(&prof);
+    /* 0: fma_w1_b256_c8-like: one 8-warp block per SM, issue-bound */
+    k = mk(&prof, 132, 256, 25, 0, -1);
+    k->metrics[MOSAIC_M_issue_active] = 0.999;
+    k->metrics[MOSAIC_M_pipe_fma_pct] = 91;
+    /* 1: copy_128M-like: 7.8 waves of 256-thread blocks, memory-bound */
+    k = mk(&prof, 8192, 256, 32, 0, -1);
+    k->metrics[MOSAIC_M_issue_active] = 0.07;
+    /* 2: gemm_cublas_f32_2048-like: 128 blocks, registers nearly full,
+     * 4 SMs idle, room for one 8-warp block beside each */
+    k = mk(&prof, 128, 256, 202, 49152, -1);
+    k->metrics[MOSAIC_M_issue_active] = 0.6;
+    /* 3: copy_512M_w1-like: one 1024-thread block per SM, 2 KiB need */
+    k = mk(&prof, 132, 1024, 32, 0, -1);
+    k->metrics[MOSAIC_M_issue_active] = 0.05;
+    /* 4: pointer_chase_1M-like: 2-warp blocks, L1 pipe 0.18 (scattered
+     * loads), 32 KiB need: does not join kernel 3's SMs */
+    k = mk(&prof, 132, 64, 18, 0, -1);
+    k->metrics[MOSAIC_M_issue_active] = 0.008;
+    k->metrics[MOSAIC_M_sm_cycles_active_avg] = 1000;
+    k->metrics[MOSAIC_M_inst_lsu] = 0.005 * 1000 * p->gpu.sm_count;
+    k->metrics[MOSAIC_M_smem_bank_conflicts] = 0;
+    k->metrics[MOSAIC_M_gld_requests] = 0.005 * 1000 * p->gpu.sm_count;
+    k->metrics[MOSAIC_M_gld_sectors] = 32 * 0.005 * 1000 * p->gpu.sm_count;
+
+    /* behind a multi-wave kernel: 132 blocks one at a time into random
+     * retiring slots, 4 on the densest SM (measured fma_w1 behind copy_128M:
+     * 4.2-6.2x) */
+    sd = second_slowdown(p, &prof, 1, 0, 68, 221, &fd);
+    assert_true(sd > 3.5 && sd < 5.5);
+    /* beside a single-wave kernel with 4 idle SMs and room for 1: the idle
+     * SMs fill to 7-8 first (measured fma_w1 beside gemm_cublas_f32_2048:
+     * 7.0x) */
+    sd = second_slowdown(p, &prof, 2, 0, 348, 221, &fd);
+    assert_true(sd > 6 && sd < 9);
+    /* carveouts that do not mix: the chase waits for SMs to drain and
+     * fills them 32 at a time: 32 x 0.18 (measured 6.1x) */
+    sd = second_slowdown(p, &prof, 3, 4, 274, 394, &fd);
+    assert_true(sd > 4.5 && sd < 8);
+    /* the 8 KiB kernel does join kernel 3's SMs: one beside each */
+    sd = second_slowdown(p, &prof, 3, 0, 274, 221, &fd);
+    assert_true(sd < 1.5);
+    mosaic_profile_free(&prof);
+    mosaic_predictor_close(p);
+}
+
 static void test_prepare_bad_kernels(void **state)
 {
     struct mosaic_predictor *p = bare();
@@ -648,6 +721,7 @@ int main(void)
         cmocka_unit_test(test_default_carveout_mixing),
         cmocka_unit_test(test_l1_pipe),
         cmocka_unit_test(test_dataset_separate_profiles),
+        cmocka_unit_test(test_second_kernel_landing),
         cmocka_unit_test(test_prepare_bad_kernels),
         cmocka_unit_test(test_bad_profile_files),
         cmocka_unit_test(test_bad_model_files),
