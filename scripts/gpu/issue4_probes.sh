@@ -46,14 +46,17 @@ FIRST+=,copy_128M,triad_128M,copy_1G,conv_n8_c64_h112_t32,conv_n32_c64_h56_t16
 FIRST+=,softmax_block_2048x65536,batchnorm_64x128x112x112,batchnorm_256x512x14x14
 FIRST+=,transpose_tiled_8192,scan_64M_b256_i8,gemm_cublas_f32_4096,fma_8448_b128_c8
 FIRST+=,rmsnorm_16384x4096,silu_and_mul_bf16_4096x11008,stencil3d_320,transpose_naive_8192
-# Probe shapes: fma_w1_b256_c8, fma_66_b64_c32, histogram_256_*, pointer_chase_1M,
-# pointer_chase_32M, pointer_chase_1G.
-PROBES=132x256,66x64,264x256+8192,132x64,132x128,66x256
+# Probe shapes (default): fma_w1_b256_c8, fma_66_b64_c32, histogram_256_*,
+# pointer_chase_1M, pointer_chase_32M, pointer_chase_1G. PROBES and
+# BEHIND_OUT override them (an out-of-sample check of the carveout rule uses
+# other shapes).
+PROBES=${PROBES:-132x256,66x64,264x256+8192,132x64,132x128,66x256}
+BEHIND_OUT=${BEHIND_OUT:-behind.jsonl}
 
 if has behind; then
     log "behind: probe shapes behind $(tr ',' '\n' <<<"$FIRST" | wc -l) first kernels"
     "$ZOO" behind --variants "$FIRST" --probes "$PROBES" --repeats 3 --spin-us 150 \
-        --time-budget 240 -o "$DS/behind.jsonl" 2>"$OUT/behind.err"
+        --time-budget 240 -o "$DS/$BEHIND_OUT" 2>"$OUT/behind.err"
     log "behind rc=$?"
 fi
 if has profile; then
@@ -72,7 +75,7 @@ ds = sys.argv[1]
 rows = collections.defaultdict(list)
 bad = 0
 try:
-    for l in open(f"{ds}/behind.jsonl"):
+    for l in open(glob.glob(f"{ds}/behind*.jsonl")[0]):
         r = json.loads(l)
         if r.get("record") != "behind":
             continue
@@ -81,8 +84,8 @@ try:
             continue
         shape = f'{r["probe_grid"]}x{r["probe_threads"]}+{r["probe_smem_bytes"]}'
         rows[(r["first"], shape)].append((r["max_blocks_per_sm"], r["sms_used"], r["started_before_first_end"]))
-except FileNotFoundError:
-    print("no behind.jsonl")
+except (FileNotFoundError, IndexError):
+    print("no behind*.jsonl")
 print(f"{'first kernel':34s} {'probe':14s} max/SM (runs)  SMs used  started before end")
 for (f, s), v in sorted(rows.items()):
     print(f"{f:34s} {s:14s} {str([x[0] for x in v]):14s} {str([x[1] for x in v]):14s} {[x[2] for x in v]}")
