@@ -329,9 +329,10 @@ static void finish_problems(void)
     }
     if (pending)
         problem("%zu kernel(s) were never profiled: every launch of them was "
-                "under stream capture, or the profiler was unavailable for "
-                "their context; they have launch data but no counters",
-                pending);
+                "under stream capture, the profiler was unavailable for "
+                "their context, or the context failed before their counters "
+                "were read (a kernel fault); they have launch data but no "
+                "counters", pending);
     if (failed)
         problem("%zu kernel(s) could not be profiled (see the earlier "
                 "problems); they have launch data but no counters", failed);
