@@ -15,28 +15,8 @@
 # Results: $OUT/issue4.tgz (ds/, table.txt, script.log).
 # Never touches clocks, power, MIG; never resets the GPU; no MPS.
 set -uo pipefail
-: "${OUT:?set OUT to a results directory}"
-REPO=$(pwd)
-BUILD=${BUILD:-build-gpu}
 PHASES=${PHASES:-"behind profile"}
-DS=$OUT/ds
-mkdir -p "$DS"
-T0=$SECONDS
-CUPTI_DIR=/usr/local/cuda-13.0/targets/x86_64-linux/lib
-export LD_LIBRARY_PATH=$REPO/$BUILD/lib:$CUPTI_DIR:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-export MOSAIC_GIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-log() { printf '[+%4ds] %s\n' $((SECONDS - T0)) "$*" | tee -a "$OUT/script.log" >&2; }
-has() { [[ " $PHASES " == *" $1 "* ]]; }
-
-if [[ ! -x $BUILD/bin/mosaic-zoo ]]; then
-    log "building into $BUILD"
-    cmake -S . -B "$BUILD" -DMOSAIC_BUILD_TESTS=OFF -DMOSAIC_BUILD_CUDA=ON >"$OUT/build.log" 2>&1 &&
-        cmake --build "$BUILD" -j 16 >>"$OUT/build.log" 2>&1 || { log "build failed"; tail -30 "$OUT/build.log"; }
-fi
-ZOO=$REPO/$BUILD/bin/mosaic-zoo
-PROF=$REPO/$BUILD/bin/mosaic-profile
-{ date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw,temperature.gpu,compute_mode --format=csv;
-  nvcc --version | tail -2; } >"$DS/env.txt" 2>&1
+source "$(dirname "$0")/lib.sh"
 
 # First kernels: single-wave ones that leave room beside their blocks, and
 # multi-wave ones whose last wave the second kernel meets.
