@@ -616,6 +616,53 @@ static void test_predict_api_and_cache(void **state)
     mosaic_predictor_close(p);
 }
 
+/* Kernels the models never saw: every ResNet-50 inference kernel (cuDNN,
+ * cuBLAS, PyTorch) against a few zoo kernels, both orders, both modes: a
+ * finite prediction with the components multiplying up to it. */
+static void test_predict_unseen_real_kernels(void **state)
+{
+    struct mosaic_predictor *p;
+    struct mosaic_profile res, zoo;
+    struct mosaic_pkernel *zk[4];
+    char err[1024];
+    size_t n = 0;
+    (void)state;
+    assert_int_equal(mosaic_predictor_open(MODELS, NULL, &p, err, sizeof err), 0);
+    load_zoo(p, &zoo, zk, 4);
+    mosaic_profile_init(&res);
+    assert_int_equal(mosaic_profile_read_file(DATA "/resnet50_b8.profile.json", &res, err,
+                                              sizeof err), 0);
+    for (size_t i = 0; i < res.n_kernels; i++) {
+        struct mosaic_pkernel *rk;
+        if (mosaic_pkernel_prepare(p, &res.kernels[i], "resnet", &rk, err, sizeof err) != 0)
+            fail_msg("%s", err);
+        for (int j = 0; j < 4; j++)
+            for (int mode = 0; mode < 2; mode++)
+                for (int bf = 0; bf < 2; bf++) {
+                    struct mosaic_pred_query q = {.a = rk, .b = zk[j], .mode = mode,
+                                                  .sms_a = 96, .sms_b = 36, .b_first = bf};
+                    struct mosaic_pred_result r;
+                    assert_int_equal(mosaic_predict(p, &q, &r, err, sizeof err), 0);
+                    for (int k = 0; k < 2; k++) {
+                        const struct mosaic_pred_kernel *x = &r.k[k];
+                        double prod = x->placement * x->packing * x->inter_sm * x->intra_sm;
+                        /* a short kernel behind a long one can wait for
+                         * all of it: bounded by both isolated times */
+                        assert_true(isfinite(x->duration_us) && x->slowdown >= 0.5 &&
+                                    x->duration_us < 100 * (r.k[0].iso_us + r.k[1].iso_us));
+                        assert_true(fabs(prod - x->slowdown) < 1e-6 * x->slowdown);
+                    }
+                    n++;
+                }
+        mosaic_pkernel_free(rk);
+    }
+    assert_true(n >= 163 * 16);
+    for (int j = 0; j < 4; j++) mosaic_pkernel_free(zk[j]);
+    mosaic_profile_free(&zoo);
+    mosaic_profile_free(&res);
+    mosaic_predictor_close(p);
+}
+
 static void test_bad_queries(void **state)
 {
     struct mosaic_predictor *p;
@@ -726,6 +773,7 @@ int main(void)
         cmocka_unit_test(test_bad_profile_files),
         cmocka_unit_test(test_bad_model_files),
         cmocka_unit_test(test_predict_api_and_cache),
+        cmocka_unit_test(test_predict_unseen_real_kernels),
         cmocka_unit_test(test_bad_queries),
         cmocka_unit_test(test_mutated_models),
     };
