@@ -85,7 +85,7 @@ enum {
 
 enum zoo_cmd {
     CMD_NONE, CMD_LIST, CMD_ONCE, CMD_TIME, CMD_CORUN, CMD_PLACEMENT, CMD_MPS,
-    CMD_BEHIND
+    CMD_BEHIND, CMD_RESIDENCY
 };
 
 struct zoo_opts {
@@ -113,6 +113,8 @@ struct zoo_opts {
     double interval_ms;
     double sync_timeout_s;
     const char *probes;           /* behind: GxT[+SMEM],... */
+    int free_threads[ZOO_MAX_LIST]; /* residency: threads left free per SM */
+    int n_free;
 };
 
 struct devinfo {
@@ -631,6 +633,31 @@ __global__ void zoo_probe_k2(struct probe_rec *out, unsigned long long spin_ns)
 __global__ void zoo_stamp_kernel(unsigned long long *dst)
 {
     *dst = gtimer();
+}
+
+/* Blockers for `residency`: hold part of every SM for spin_ns. The sleep
+ * one waits in __nanosleep (it issues almost nothing); the issue one runs
+ * dependent FMAs between clock reads. */
+__global__ void zoo_block_sleep(unsigned long long spin_ns, float *sink)
+{
+    unsigned long long t0 = gtimer();
+
+    (void)sink;
+    while (gtimer() - t0 < spin_ns)
+        __nanosleep(2000);
+}
+
+__global__ void zoo_block_issue(unsigned long long spin_ns, float *sink)
+{
+    unsigned long long t0 = gtimer();
+    float a = (float)threadIdx.x, b = 1.0001f;
+    int i;
+
+    while (gtimer() - t0 < spin_ns)
+        for (i = 0; i < 64; i++)
+            a = a * b + 0.5f;
+    if (a == 0.123f)
+        *sink = a;
 }
 
 /* The smallest step of %globaltimer seen in a short loop: the resolution of
@@ -2623,6 +2650,139 @@ done:
     return 0;
 }
 
+/* ---- residency: a kernel's speed with part of every SM held ------------- */
+
+/*
+ * A blocker (two blocks per SM, each with 16 KiB of dynamic shared memory so
+ * that default-carveout kernels mix with it) holds all but F threads of
+ * every SM while the variant runs beside it; the variant's time against its
+ * time alone (both single event-bracketed launches) gives its speed at the
+ * residency F threads allow. Two blockers: one that sleeps (the variant's
+ * own residency limit) and one that keeps the issue slots busy.
+ */
+static int residency_once(struct zoo_inst *in, cudaStream_t sb, cudaStream_t ss,
+                          int free_thr, int kind, double spin_us, float *sink,
+                          double *us, int *expired)
+{
+    int thr = (D.max_threads_per_sm - free_thr) / 2;
+    unsigned long long ns = (unsigned long long)(spin_us * 1e3);
+    float ms = 0;
+    int rc = 0;
+
+    *expired = 0;
+    if (thr > 0) {
+        if (kind == 0)
+            zoo_block_sleep<<<2 * D.sm_count, thr, 16 * 1024, sb>>>(ns, sink);
+        else
+            zoo_block_issue<<<2 * D.sm_count, thr, 16 * 1024, sb>>>(ns, sink);
+        CK(cudaGetLastError());
+        CK(cudaEventRecord(g_ev[4], sb));
+        usleep(200); /* the blocker's blocks are resident before the variant */
+    }
+    CKZ(enqueue_timed(in, ss, g_ev[0], g_ev[1]));
+    CKZ(wait_stream(ss));
+    CK(cudaEventElapsedTime(&ms, g_ev[0], g_ev[1]));
+    *us = 1e3 * ms;
+    if (thr > 0) {
+        *expired = cudaEventQuery(g_ev[4]) == cudaSuccess;
+        CKZ(wait_stream(sb));
+    }
+out:
+    return rc;
+}
+
+static int cmd_residency(void)
+{
+    static const int def_free[] = {256, 512, 1024};
+    static const char *kinds[2] = {"sleep", "issue"};
+    unsigned char *sel = (unsigned char *)calloc((size_t)zoo_n_variants + 1, 1);
+    cudaStream_t sb = NULL, ss = NULL;
+    float *sink = NULL;
+    int nf = O.n_free ? O.n_free : 3, reps = O.repeats ? O.repeats : 3, i, f, k, r;
+    const int *frees = O.n_free ? O.free_threads : def_free;
+
+    if (!sel || cudaStreamCreateWithFlags(&sb, cudaStreamNonBlocking) != cudaSuccess ||
+        cudaStreamCreateWithFlags(&ss, cudaStreamNonBlocking) != cudaSuccess ||
+        cudaMalloc((void **)&sink, sizeof(float)) != cudaSuccess ||
+        cudaFuncSetAttribute(zoo_block_sleep, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             16 * 1024) != cudaSuccess ||
+        cudaFuncSetAttribute(zoo_block_issue, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             16 * 1024) != cudaSuccess) {
+        error_record("residency: cannot allocate streams or buffers");
+        goto done;
+    }
+    select_variants(O.variants, sel);
+    for (i = 0; i < zoo_n_variants && !should_stop(); i++) {
+        struct zoo_inst in;
+        double setup_s = 0, alone[16], iso = 0;
+        int exp_ = 0;
+
+        if (!sel[i])
+            continue;
+        clear_err();
+        if (inst_setup(&in, &zoo_variants[i], &setup_s) || launch_one(&in, ss) ||
+            wait_stream(ss)) {
+            error_record(g_err);
+            inst_teardown(&in);
+            recover();
+            continue;
+        }
+        for (r = 0; r < reps && r < 16; r++)
+            if (residency_once(&in, sb, ss, D.max_threads_per_sm, 0, 0, sink, &alone[r],
+                               &exp_))
+                break;
+        if (r < reps && r < 16) {
+            error_record(g_err);
+            inst_teardown(&in);
+            recover();
+            continue;
+        }
+        iso = median_of(alone, r);
+        for (f = 0; f < nf; f++)
+            for (k = 0; k < 2; k++) {
+                double t[16];
+                int n_exp = 0, n = 0, e = 0;
+                /* long enough for a slow run at low residency */
+                double spin = 30 * iso + 500;
+
+                if (spin > 200000)
+                    spin = 200000;
+                for (r = 0; r < reps && r < 16 && !should_stop(); r++) {
+                    if (residency_once(&in, sb, ss, frees[f], k, spin, sink, &t[n], &e)) {
+                        recover();
+                        break;
+                    }
+                    n_exp += e;
+                    n++;
+                }
+                j_begin("residency");
+                j_result(n > 0);
+                j_str("variant", zoo_variants[i].name);
+                j_int("free_threads", frees[f]);
+                j_str("blocker", kinds[k]);
+                j_num("alone_us", iso);
+                j_nums("alone_samples_us", alone, reps < 16 ? reps : 16);
+                j_nums("samples_us", t, n);
+                if (n) {
+                    j_num("median_us", median_of(t, n));
+                    j_num("slowdown", median_of(t, n) / iso);
+                }
+                j_int("blocker_ended_first", n_exp);
+                j_end();
+            }
+        inst_teardown(&in);
+    }
+done:
+    if (sink)
+        cudaFree(sink);
+    if (sb)
+        cudaStreamDestroy(sb);
+    if (ss)
+        cudaStreamDestroy(ss);
+    free(sel);
+    return 0;
+}
+
 static void sleep_until_ns(long long t)
 {
     struct timespec ts;
@@ -2988,6 +3148,10 @@ static void usage(FILE *f)
 "  behind --variants L --probes GxT[+SMEM],... [--repeats R] [--spin-us US]\n"
 "                                 where a probe kernel's blocks land when it\n"
 "                                 arrives behind each variant (R = 3)\n"
+"  residency --variants L [--free-threads N,...] [--repeats R]\n"
+"                                 each variant beside a blocker that leaves N\n"
+"                                 threads of every SM free (sleeping and\n"
+"                                 issue-bound blockers; N = 256,512,1024)\n"
 "common: --device N  -o FILE  --seed S  --time-budget SECONDS\n"
 "        --sync-timeout SECONDS (default 300)\n"
 "exit: 0 ok, 1 a measurement or check failed, 2 usage, 3 time budget spent,\n"
@@ -3047,7 +3211,7 @@ static int parse_cmd(const char *s)
         {"list", CMD_LIST}, {"once", CMD_ONCE}, {"time", CMD_TIME},
         {"corun", CMD_CORUN},
         {"placement", CMD_PLACEMENT}, {"mps-corun", CMD_MPS},
-        {"behind", CMD_BEHIND},
+        {"behind", CMD_BEHIND}, {"residency", CMD_RESIDENCY},
     };
     size_t i;
 
@@ -3064,7 +3228,7 @@ enum {
     OPT_VARIANTS = 256, OPT_SMS, OPT_PAIRS, OPT_ALL_PAIRS, OPT_MODE,
     OPT_SPLIT, OPT_REPEATS, OPT_ORDER, OPT_VARIANT, OPT_START_AT,
     OPT_DEVICE, OPT_SEED, OPT_BUDGET, OPT_REPLAYS, OPT_GATE_US, OPT_SPIN_US,
-    OPT_INTERVAL, OPT_SYNC_TIMEOUT, OPT_PROBES
+    OPT_INTERVAL, OPT_SYNC_TIMEOUT, OPT_PROBES, OPT_FREE_THREADS
 };
 
 static int bad(const char *what, const char *val)
@@ -3142,6 +3306,9 @@ static int parse_opt(int c, const char *a)
     case OPT_PROBES:
         O.probes = a;
         return 0;
+    case OPT_FREE_THREADS:
+        O.n_free = parse_int_list(a, O.free_threads, ZOO_MAX_LIST);
+        return O.n_free > 0 ? 0 : bad("--free-threads", a);
     case OPT_SYNC_TIMEOUT:
         if (parse_double(a, &d) || d <= 0)
             return bad("--sync-timeout", a);
@@ -3174,6 +3341,7 @@ static int parse_args(int argc, char **argv)
         {"interval-ms", required_argument, NULL, OPT_INTERVAL},
         {"sync-timeout", required_argument, NULL, OPT_SYNC_TIMEOUT},
         {"probes", required_argument, NULL, OPT_PROBES},
+        {"free-threads", required_argument, NULL, OPT_FREE_THREADS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -3206,6 +3374,10 @@ static int parse_args(int argc, char **argv)
     if (O.cmd == CMD_CORUN && !O.pairs_path == !O.all_pairs) {
         fprintf(stderr, "mosaic-zoo: corun needs --pairs FILE or "
                 "--all-pairs\n");
+        return -1;
+    }
+    if (O.cmd == CMD_RESIDENCY && !O.variants) {
+        fprintf(stderr, "mosaic-zoo: residency needs --variants\n");
         return -1;
     }
     if (O.cmd == CMD_BEHIND && (!O.variants || !O.probes)) {
@@ -3269,6 +3441,9 @@ int main(int argc, char **argv)
             break;
         case CMD_BEHIND:
             cmd_behind();
+            break;
+        case CMD_RESIDENCY:
+            cmd_residency();
             break;
         default:
             break;

@@ -8,6 +8,8 @@
 #          while a real zoo kernel holds the SMs (`mosaic-zoo behind`: the
 #          placement probe in the shapes of the tail's second kernels, behind
 #          single- and multi-wave first kernels; blocks per SM per run).
+# residency: (PHASES=residency) multi-wave kernels beside a blocker that
+#          leaves part of every SM free: their speed at low residency.
 # profile: a separate capture for each variant whose launch configuration
 #          equals another variant's (the first-launch-per-key capture of
 #          issue 3 gave them the other's profile).
@@ -38,6 +40,17 @@ if has behind; then
     "$ZOO" behind --variants "$FIRST" --probes "$PROBES" --repeats 3 --spin-us 150 \
         --time-budget 240 -o "$DS/$BEHIND_OUT" 2>"$OUT/behind.err"
     log "behind rc=$?"
+fi
+# residency: multi-wave kernels of the shared tail beside a blocker that
+# leaves 256/512/1024 threads of every SM free (sleeping and issue-bound).
+RES_VARIANTS=copy_128M,triad_128M,copy_1G,scan_128M_b128_i4,softmax_warp_262144x256
+RES_VARIANTS+=,silu_and_mul_bf16_4096x11008,reduce_128M_b64_i8,batchnorm_64x256x56x56
+RES_VARIANTS+=,gemv_cublas_f32_16384x16384,fma_8448_b128_c8,transpose_naive_8192,rmsnorm_16384x4096
+if has residency; then
+    log "residency: $(tr ',' '\n' <<<"$RES_VARIANTS" | wc -l) variants"
+    "$ZOO" residency --variants "$RES_VARIANTS" --free-threads 256,512,1024 --repeats 3 \
+        --time-budget 240 -o "$DS/residency.jsonl" 2>"$OUT/residency.err"
+    log "residency rc=$?"
 fi
 if has profile; then
     for v in histogram_256_skewed transpose_tiled_nopad_8192 pointer_chase_256M; do
@@ -70,6 +83,13 @@ print(f"{'first kernel':34s} {'probe':14s} max/SM (runs)  SMs used  started befo
 for (f, s), v in sorted(rows.items()):
     print(f"{f:34s} {s:14s} {str([x[0] for x in v]):14s} {str([x[1] for x in v]):14s} {[x[2] for x in v]}")
 print("failed runs:", bad)
+for p in glob.glob(f"{ds}/residency.jsonl"):
+    print(f"{'variant':32s} {'free':>5s} {'blocker':7s} {'alone us':>9s} {'slowdown':>8s} ended-first")
+    for l in open(p):
+        r = json.loads(l)
+        if r.get("record") == "residency":
+            print(f"{r['variant']:32s} {r['free_threads']:5d} {r['blocker']:7s} "
+                  f"{r['alone_us']:9.1f} {r.get('slowdown', float('nan')):8.2f} {r['blocker_ended_first']}")
 for p in sorted(glob.glob(f"{ds}/*.profile.json")):
     try:
         d = json.load(open(p))
