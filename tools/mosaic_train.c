@@ -4,6 +4,12 @@
  *
  *   mosaic-train [--data DIR] [--out DIR] [--doc FILE] [--no-eval]
  *                [--trees N] [--depth N] [--dump CSV] [--clip Y] [--no-monotone]
+ *   mosaic-train --eval-only MODELS [--data DIR] [--max-p95 SHARED,PARTITIONED]
+ *
+ * --eval-only scores trained models (e.g. the committed ones) on every
+ * measurement of another dataset (a hold-out set of kernels they never
+ * saw) and prints p50/p95 per mode; nothing is trained or written; with
+ * --max-p95 it exits 1 when the models' p95 exceeds either limit.
  *
  * Writes OUT/inter.json, OUT/shared.json (XGBoost JSON, XGBoosterSaveModel),
  * OUT/analytic.json, OUT/accuracy.json, OUT/lofo/<family>/ (the fold models
@@ -25,6 +31,52 @@
 #include "predictor_internal.h"
 
 static int g_trees = 80, g_depth = 4, g_use_mono = 1;
+
+/* --eval-only: the models in dir on every point of ds, full and with the
+ * placement timeline only. */
+static int eval_only(const char *dir, const struct mosaic_dataset *ds, double max95_shared,
+                     double max95_part)
+{
+    int bad = 0;
+    static const struct { const char *name; unsigned disable; } cfg[2] = {
+        {"Mosaic (these models)", 0},
+        {"placement only", MOSAIC_PC_PACKING | MOSAIC_PC_INTER | MOSAIC_PC_INTRA}};
+    struct mosaic_predictor *p;
+    char err[1024];
+    if (mosaic_predictor_open(dir, NULL, &p, err, sizeof err)) {
+        fprintf(stderr, "mosaic-train: %s\n", err);
+        return 1;
+    }
+    printf("%-24s %-12s %7s %8s %8s %10s\n", "models", "mode", "points", "p50", "p95",
+           "above");
+    for (int c = 0; c < 2; c++) {
+        struct mosaic_errs e[2];
+        memset(e, 0, sizeof e);
+        if (mosaic_eval_points(p, ds, -1, cfg[c].disable, e, err, sizeof err)) {
+            fprintf(stderr, "mosaic-train: %s\n", err);
+            mosaic_predictor_close(p);
+            return 1;
+        }
+        for (int mode = 0; mode < 2; mode++) {
+            /* the p95 bounds: 40% shared, 20% partitioned */
+            double lim = mode == MOSAIC_MODE_SHARED ? 40 : 20, p50, p95;
+            size_t above = 0;
+            for (size_t i = 0; i < e[mode].n; i++) above += e[mode].e[i] > lim;
+            mosaic_eval_pcts(e[mode].e, e[mode].n, &p50, &p95);
+            printf("%-24s %-12s %7zu %7.2f%% %7.2f%% %4zu > %2.0f%%\n", cfg[c].name,
+                   mode == MOSAIC_MODE_SHARED ? "shared" : "partitioned", e[mode].n, p50, p95,
+                   above, lim);
+            if (c == 0 && !(p95 <= (mode == MOSAIC_MODE_SHARED ? max95_shared : max95_part))) {
+                fprintf(stderr, "mosaic-train: %s p95 %.2f%% is above the limit given\n",
+                        mode == MOSAIC_MODE_SHARED ? "shared" : "partitioned", p95);
+                bad = 1;
+            }
+            mosaic_errs_free(&e[mode]);
+        }
+    }
+    mosaic_predictor_close(p);
+    return bad;
+}
 
 #define XG(call)                                                             \
     do {                                                                     \
@@ -404,6 +456,8 @@ int main(int argc, char **argv)
     const char *data = "profiler/data/h200", *out = "predictor/models/h200",
                *doc = "docs/predictor-eval.md";
     int do_eval = 1;
+    const char *eval_models = NULL;
+    double max95[2] = {INFINITY, INFINITY}; /* shared, partitioned */
     FILE *dump = NULL;
     struct mosaic_gpu_desc g;
     struct mosaic_dataset ds;
@@ -420,6 +474,13 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
         else if (!strcmp(argv[i], "--doc") && i + 1 < argc) doc = argv[++i];
         else if (!strcmp(argv[i], "--no-eval")) do_eval = 0;
+        else if (!strcmp(argv[i], "--eval-only") && i + 1 < argc) eval_models = argv[++i];
+        else if (!strcmp(argv[i], "--max-p95") && i + 1 < argc) {
+            if (sscanf(argv[++i], "%lf,%lf", &max95[0], &max95[1]) != 2) {
+                fprintf(stderr, "mosaic-train: --max-p95 SHARED,PARTITIONED (percent)\n");
+                return 1;
+            }
+        }
         else if (!strcmp(argv[i], "--no-monotone")) g_use_mono = 0;
         else if (!strcmp(argv[i], "--clip") && i + 1 < argc) g_clip = atof(argv[++i]);
         else if (!strcmp(argv[i], "--dump") && i + 1 < argc) {
@@ -436,7 +497,8 @@ int main(int argc, char **argv)
         else {
             fprintf(stderr,
                     "usage: mosaic-train [--data DIR] [--out DIR] [--doc FILE] [--no-eval] "
-                    "[--trees N] [--depth N] [--dump CSV] [--clip Y] [--no-monotone]\n");
+                    "[--trees N] [--depth N] [--dump CSV] [--clip Y] [--no-monotone]\n"
+                    "       mosaic-train --eval-only MODELS [--data DIR] [--max-p95 S,P]\n");
             return 1;
         }
     }
@@ -454,6 +516,12 @@ int main(int argc, char **argv)
     fprintf(stderr, "mosaic-train: %zu records, %zu points (shared %zu, partitioned %zu), "
                     "%zu variants, %zu families\n",
             ds.n_records, ds.npt, npts[0], npts[1], ds.nv, ds.nfam);
+    if (eval_models) {
+        int rc = eval_only(eval_models, &ds, max95[0], max95[1]);
+        mosaic_dataset_free(&ds);
+        mosaic_predictor_close(p0);
+        return rc;
+    }
 
     /* the committed models: all data */
     {

@@ -2730,6 +2730,23 @@ extern "C" const struct zoo_variant zoo_variants[] = {
     ZV(reduce, "reduce_64M_b256_i4", ZOO_SMEM, 64 * MiB, 256, 4, 0),    /* 256 MiB, 65536 blocks: tree-bound, ~80-120 us; H200: 115 us */
     ZV(reduce, "reduce_128M_b64_i8", ZOO_SMEM, 128 * MiB, 64, 8, 0),    /* 512 MiB, 262144 blocks of 64, ~130-200 us; H200: 163 us */
     ZV(reduce, "reduce_256M_b1024_i16", ZOO_SMEM, 256 * MiB, 1024, 16, 0), /* 1 GiB, 16384 blocks, ~250 us; H200: 312 us */
+
+    /* ---- HOLDOUT ----
+     * Added in the second session, after the predictor was trained: other
+     * sizes and launch shapes of existing families, measured on their own
+     * (profiler/data/h200/holdout/) to check the shipped models on kernels
+     * they never saw. Not part of the issue 3 dataset. */
+    ZV(copy, "copy_64M", ZOO_MEMORY, 64 * MiB, 0, 256, 0),
+    ZV(triad, "triad_64M_b128", ZOO_MEMORY, 64 * MiB, 0, 128, 0),
+    ZV(rmsnorm, "rmsnorm_2048x16384", ZOO_MEMORY, 2048, 16384, 512, 0),
+    ZV(softmax, "softmax_warp_131072x512", ZOO_MEMORY, 131072, 512, 0, 256),
+    ZV(fma, "fma_2112_b256_c8", ZOO_COMPUTE, 2112, 256, 2048, 8),
+    ZV(gemm_cublas, "gemm_cublas_bf16_3072", ZOO_COMPUTE, 3072, 3072, 3072, 1),
+    ZV(attention, "attention_bh16_s1024_q128_k64", ZOO_COMPUTE, 16, 1024, 128, 64),
+    ZV(conv, "conv_n16_c64_h56_t16", ZOO_COMPUTE, 16, 64, 56, 16),
+    ZV(pointer_chase, "pointer_chase_8M", ZOO_LATENCY, 8 * MiB, 132, 64, 2048),
+    ZV(histogram, "histogram_1024_uniform", ZOO_SMEM, 32 * MiB, 1024, PK(4, 0), PK(264, 256)),
+    ZV(reduce, "reduce_64M_b512_i8", ZOO_SMEM, 64 * MiB, 512, 8, 0),
 };
 
 extern "C" const int zoo_n_variants = (int)(sizeof zoo_variants / sizeof zoo_variants[0]);
