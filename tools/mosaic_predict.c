@@ -7,7 +7,8 @@
  *                  [--follow-a KEY] [--follow-b KEY]
  *                  [--iso-a US] [--iso-b US]
  *
- * A and B are the first kernel of each file, or the kernel with that key.
+ * A and B are the first kernel of each file, or the kernel with that key, or
+ * the one kernel whose key contains the text given (a name, "grid=...").
  * --sms N (partitioned): A gets N SMs, B the rest (default: half each).
  * --iso-a/--iso-b: measured isolated durations on those SMs (otherwise the
  * profile's duration, scaled by waves). Exit status: 0, or 1 with a message
@@ -34,15 +35,35 @@ static void usage(void)
             "       [--iso-a US] [--iso-b US]\n");
 }
 
+/* The kernel whose key is KEY, or else the one kernel whose key contains
+ * KEY (a name or part of one, e.g. "k_copy" or "grid=8192"). */
 static int find_key(const char *path, const struct mosaic_profile *prof,
                     const char *key, const struct mosaic_kernel **k)
 {
+    size_t n = 0;
     for (size_t i = 0; i < prof->n_kernels; i++)
         if (prof->kernels[i].key && strcmp(prof->kernels[i].key, key) == 0) {
             *k = &prof->kernels[i];
             return 0;
         }
-    fprintf(stderr, "mosaic-predict: %s: no kernel with key %s\n", path, key);
+    for (size_t i = 0; i < prof->n_kernels; i++)
+        if (prof->kernels[i].key && strstr(prof->kernels[i].key, key)) {
+            *k = &prof->kernels[i];
+            n++;
+        }
+    if (n == 1) return 0;
+    if (n == 0) {
+        fprintf(stderr, "mosaic-predict: %s: no kernel key contains '%s' "
+                "(mosaic-profile show %s lists them)\n", path, key, path);
+        return -1;
+    }
+    fprintf(stderr, "mosaic-predict: %s: %zu kernel keys contain '%s'; give more of the key:\n",
+            path, n, key);
+    for (size_t i = 0, shown = 0; i < prof->n_kernels && shown < 8; i++)
+        if (prof->kernels[i].key && strstr(prof->kernels[i].key, key)) {
+            fprintf(stderr, "  %s\n", prof->kernels[i].key);
+            shown++;
+        }
     return -1;
 }
 
