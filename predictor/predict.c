@@ -684,7 +684,11 @@ static void timeline(const struct mosaic_gpu_desc *g, const struct mosaic_coef *
     room1 = pre->room1;
     roomL = pre->roomL;
     satS = pre->satS;
-    domS = busiest(S) / dens0(S, N) > busiest(F) / dens0(F, N);
+    /* the readier kernel keeps the issue slots, but an older one that keeps
+     * them busy (issue >= 0.8) is not displaced: greedy-then-oldest picks
+     * its ready warps first (the residency probes' issue-bound blocker
+     * starved every memory-bound kernel beside it) */
+    domS = busiest(S) / dens0(S, N) > busiest(F) / dens0(F, N) && F->issue < 0.8;
     if (comp & MOSAIC_PC_INTRA) {
         /* Issue and pipe contention on an SM holding both (eq. 3-4): the
          * kernel whose warps are readier (higher per-block demand) keeps
