@@ -32,7 +32,8 @@ VIS void mosaic_dataset_free(struct mosaic_dataset *ds)
 }
 
 /* Prepares a variant's main kernel (key k0) and its dependent kernel (k1,
- * a split-K reduce; may be NULL) from profile prof. */
+ * a split-K reduce; may be NULL) from profile prof; v->kernel is the main
+ * kernel's index there. */
 static int prepare_keys(const struct mosaic_predictor *pr, const struct mosaic_profile *prof,
                         const struct mosaic_kindex *ix, const char *path, const char *pname,
                         struct mosaic_ds_variant *v, const cJSON *k0, const cJSON *k1,
@@ -44,6 +45,7 @@ static int prepare_keys(const struct mosaic_predictor *pr, const struct mosaic_p
                  pname);
         return MOSAIC_EINVAL;
     }
+    v->kernel = ki;
     if (mosaic_pkernel_prepare(pr, &prof->kernels[ki], pname, &v->pk, err, errlen))
         return MOSAIC_EINVAL;
     if (!cJSON_IsString(k1)) return 0;
@@ -338,14 +340,15 @@ VIS int mosaic_dataset_load(const char *dir, const struct mosaic_predictor *pr,
         }
         if (pf) {
             /* a variant captured on its own (its launch configuration equals
-             * another variant's, so the shared capture has only one of them) */
+             * another variant's, so the shared capture has only one of them);
+             * its kernel index is in that file, not in ds->prof */
             if (load_separate(pr, dir, path, &ds->v[i], pf, k0, k1, err, errlen)) goto fail;
+            ds->v[i].kernel = -1;
             continue;
         }
         if (prepare_keys(pr, &ds->prof, &ix, path, "zoo.profile.json", &ds->v[i], k0, k1,
                          err, errlen))
             goto fail;
-        ds->v[i].kernel = mosaic_kindex_find(&ix, &ds->prof, k0->valuestring);
     }
     cJSON_Delete(map);
     map = NULL;
