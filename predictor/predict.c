@@ -598,25 +598,33 @@ struct tl_batches {
     double ixs[TL_MAXB], ixf[TL_MAXB];
 };
 
+/* What placing a single-wave S's batches needs of one timeline run. */
+struct tl_ctx {
+    const struct mosaic_coef *c;
+    const struct mosaic_pkernel *F, *S;
+    struct tl_pre *pre;
+    int N, domS, intra;
+    double wpack;
+};
+
 /* A batch of b blocks of S packed d per SM, a fraction co of them beside
  * F's blocks at db per SM (F holding nfh per SM there). */
-static void add_batch(struct tl_batches *bt, const struct mosaic_coef *c,
-                      const struct mosaic_pkernel *F, const struct mosaic_pkernel *S, int N,
-                      double b, double d, double co, double db, double nfh, int domS,
-                      double wpack, int intra)
+static void add_batch(struct tl_batches *bt, const struct tl_ctx *x, double b, double d,
+                      double co, double db, double nfh)
 {
+    const struct mosaic_pkernel *F = x->F, *S = x->S;
     int i = bt->n;
-    double ff = nfh / dens0(F, N), fs = (db < 1 && db > 0 ? 1 : db) / dens0(S, N);
+    double ff = nfh / dens0(F, x->N), fs = (db < 1 && db > 0 ? 1 : db) / dens0(S, x->N);
     if (i >= TL_MAXB || !(b > 0)) return;
     if (d < 1) d = 1;
     if (d > S->bps) d = S->bps;
     bt->b[i] = b;
     bt->prog[i] = 0;
-    bt->pack[i] = pack_factor(S, N, d, wpack);
+    bt->pack[i] = pack_factor(S, x->N, d, x->wpack);
     bt->co[i] = co;
     bt->ixs[i] = bt->ixf[i] = 1;
-    if (intra && domS) bt->ixf[i] = 1 + c->intra_w * (starve_on(F, ff, S, fs) - 1);
-    if (intra && !domS) bt->ixs[i] = 1 + c->intra_w * (starve_on(S, fs, F, ff) - 1);
+    if (x->intra && x->domS) bt->ixf[i] = 1 + x->c->intra_w * (starve_on(F, ff, S, fs) - 1);
+    if (x->intra && !x->domS) bt->ixs[i] = 1 + x->c->intra_w * (starve_on(S, fs, F, ff) - 1);
     bt->n++;
 }
 
@@ -638,6 +646,59 @@ static double land_max(double b, int n, double chunk, int cap)
     return d > cap ? cap : d;
 }
 
+/* Where a batch of up to b blocks of S lands, given idle SMs and SMs beside
+ * F (with room for roomX blocks each) not yet taken; released: F is
+ * running and its blocks hold every SM or it is releasing them. Adds the
+ * batch's parts to bt, updates the SMs taken, returns the blocks placed. */
+static double place_batch(struct tl_batches *bt, const struct tl_ctx *x, double b, double idle,
+                          double besd, double roomX, double nfh, int released,
+                          double *taken_idle, double *taken_beside)
+{
+    const struct mosaic_pkernel *S = x->S;
+    if (released) {
+        /* S's blocks take the slots F's retiring blocks free, a group at a
+         * time on whichever SM retires first; the densest SM sets the
+         * batch's end */
+        struct tl_pre *pre = x->pre;
+        double nsm = idle + besd, on_idle;
+        if (nsm * S->bps + 1e-9 < b) nsm = b / S->bps;
+        on_idle = nsm > 0 ? b * idle / nsm : b;
+        if (b != pre->land_b) {
+            pre->land_b = b;
+            pre->land_d = land_max(b, x->N, pre->chunk, S->bps);
+        }
+        add_batch(bt, x, b, pre->land_d, b > 0 ? (b - on_idle) / b : 0,
+                  besd > 0 ? (b - on_idle) / besd : 0, nfh);
+        *taken_idle += idle;
+        *taken_beside += besd;
+    } else if (idle >= 1 && besd > 0 && roomX < S->bps) {
+        /* most room first: idle SMs take blocks until they have no more
+         * room than the SMs beside F, then the rest spread over both */
+        double x1 = idle * (S->bps - roomX), e;
+        if (x1 > b) x1 = b;
+        e = (b - x1) / (idle + besd);
+        if (e > roomX) e = roomX;
+        add_batch(bt, x, x1 + e * idle, x1 / idle + e, 0, 0, nfh);
+        if (e * besd >= 0.5) add_batch(bt, x, e * besd, e, 1, e, nfh);
+        b = x1 + e * (idle + besd);
+        *taken_idle += idle;
+        *taken_beside += e > 0 ? besd : 0;
+    } else {
+        /* spread over the available SMs, idle ones first */
+        double nsm = idle + besd, d, on_idle;
+        if (nsm * S->bps + 1e-9 < b) nsm = b / S->bps;
+        d = nsm > 0 ? b / nsm : S->bps;
+        if (d < 1) d = 1;
+        if (d > S->bps) d = S->bps;
+        on_idle = idle * d < b ? idle * d : b;
+        add_batch(bt, x, b, d, b > 0 ? (b - on_idle) / b : 0,
+                  besd > 0 ? (b - on_idle) / besd : 0, nfh);
+        *taken_idle += on_idle / d;
+        *taken_beside += (b - on_idle) / d;
+    }
+    return b;
+}
+
 static void timeline(const struct mosaic_gpu_desc *g, const struct mosaic_coef *c,
                      const struct mosaic_pkernel *F, const struct mosaic_pkernel *S,
                      double TF, double TS, double interF, double interS,
@@ -655,6 +716,8 @@ static void timeline(const struct mosaic_gpu_desc *g, const struct mosaic_coef *
     double ixs1 = 1, ixsL = 1, ixf1 = 1, wpack = (comp & MOSAIC_PC_PACKING) ? c->pack : 0;
     int intra = (comp & MOSAIC_PC_INTRA) != 0;
     struct tl_batches bt;
+    struct tl_ctx x = {.c = c, .F = F, .S = S, .pre = pre, .N = N, .intra = intra,
+                       .wpack = wpack};
     double rem = (double)S->grid, taken_idle = 0, taken_beside = 0;
     double satS; /* the residency fraction S needs for its isolated speed */
 
@@ -689,6 +752,7 @@ static void timeline(const struct mosaic_gpu_desc *g, const struct mosaic_coef *
      * its ready warps first (the residency probes' issue-bound blocker
      * starved every memory-bound kernel beside it) */
     domS = busiest(S) / dens0(S, N) > busiest(F) / dens0(F, N) && F->issue < 0.8;
+    x.domS = domS;
     if (comp & MOSAIC_PC_INTRA) {
         /* Issue and pipe contention on an SM holding both (eq. 3-4): the
          * kernel whose warps are readier (higher per-block demand) keeps
@@ -755,52 +819,9 @@ static void timeline(const struct mosaic_gpu_desc *g, const struct mosaic_coef *
                     if (idle < 0) idle = 0;
                     if (fl && roomX > 0) besd = u * N - taken_beside;
                     if (besd < 0) besd = 0;
-                    if (fl && (nwF > 1 || u < uF0 - 1e-9)) {
-                        /* F's blocks hold every SM (multi-wave F), or
-                         * these SMs are ones F is releasing: S's blocks
-                         * take the slots F's retiring blocks free, a group
-                         * at a time on whichever SM retires first; the
-                         * densest SM sets the batch's end */
-                        double nsm = idle + besd, on_idle;
-                        if (nsm * S->bps + 1e-9 < b) nsm = b / S->bps;
-                        on_idle = nsm > 0 ? b * idle / nsm : b;
-                        if (b != pre->land_b) {
-                            pre->land_b = b;
-                            pre->land_d = land_max(b, N, pre->chunk, S->bps);
-                        }
-                        add_batch(&bt, c, F, S, N, b, pre->land_d,
-                                  b > 0 ? (b - on_idle) / b : 0,
-                                  besd > 0 ? (b - on_idle) / besd : 0, nfh, domS, wpack, intra);
-                        taken_idle += idle;
-                        taken_beside += besd;
-                    } else if (idle >= 1 && besd > 0 && roomX < S->bps) {
-                        /* most room first: idle SMs take blocks until they
-                         * have no more room than the SMs beside F, then
-                         * the rest spread over both */
-                        double x1 = idle * (S->bps - roomX), e;
-                        if (x1 > b) x1 = b;
-                        e = (b - x1) / (idle + besd);
-                        if (e > roomX) e = roomX;
-                        add_batch(&bt, c, F, S, N, x1 + e * idle, x1 / idle + e, 0, 0, nfh,
-                                  domS, wpack, intra);
-                        if (e * besd >= 0.5)
-                            add_batch(&bt, c, F, S, N, e * besd, e, 1, e, nfh, domS, wpack, intra);
-                        b = x1 + e * (idle + besd);
-                        taken_idle += idle;
-                        taken_beside += e > 0 ? besd : 0;
-                    } else {
-                        /* spread over the available SMs, idle ones first */
-                        double nsm = idle + besd, d, on_idle;
-                        if (nsm * S->bps + 1e-9 < b) nsm = b / S->bps;
-                        d = nsm > 0 ? b / nsm : S->bps;
-                        if (d < 1) d = 1;
-                        if (d > S->bps) d = S->bps;
-                        on_idle = idle * d < b ? idle * d : b;
-                        add_batch(&bt, c, F, S, N, b, d, b > 0 ? (b - on_idle) / b : 0,
-                                  besd > 0 ? (b - on_idle) / besd : 0, nfh, domS, wpack, intra);
-                        taken_idle += on_idle / d;
-                        taken_beside += (b - on_idle) / d;
-                    }
+                    b = place_batch(&bt, &x, b, idle, besd, roomX, nfh,
+                                    fl && (nwF > 1 || u < uF0 - 1e-9), &taken_idle,
+                                    &taken_beside);
                     rem -= b;
                     if (rem < 0.5 && tdS < 0) tdS = t;
                     if (o->start_s < 0) o->start_s = t;
