@@ -68,9 +68,11 @@ VIS int mosaic_eval_points(struct mosaic_predictor *p, const struct mosaic_datas
         q.sms_a = pt->sms_a;
         q.sms_b = pt->sms_b;
         q.b_first = pt->b_first;
-        q.disable = disable;
-        q.iso_a_us = pt->iso_a;
-        q.iso_b_us = pt->iso_b;
+        q.disable = disable & MOSAIC_PC_ALL;
+        if (!(disable & MOSAIC_EVAL_EST_ISO)) {
+            q.iso_a_us = pt->iso_a;
+            q.iso_b_us = pt->iso_b;
+        }
         rc = mosaic_predict(p, &q, &r, err, errlen);
         if (rc) return rc;
         if (mosaic_errs_push(&errs[pt->mode], 100 * fabs(r.k[0].duration_us - pt->meas_a) / pt->meas_a) ||

@@ -99,13 +99,3 @@ int mosaic_place_room(const struct mosaic_gpu_desc *g,
     if (room > s->bps) room = s->bps;
     return room > 0 ? room : 0;
 }
-
-double mosaic_place_iso_on(const struct mosaic_gpu_desc *g,
-                           const struct mosaic_pkernel *k, int n)
-{
-    double wf = ceil(mosaic_place_waves(k, g->sm_count));
-    double wn = ceil(mosaic_place_waves(k, n));
-    if (wf < 1) wf = 1;
-    if (wn < 1) wn = 1;
-    return k->dur_us * wn / wf;
-}

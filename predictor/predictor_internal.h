@@ -54,7 +54,9 @@ double mosaic_place_waves(const struct mosaic_pkernel *k, int n);
 int mosaic_place_room(const struct mosaic_gpu_desc *g,
                       const struct mosaic_pkernel *f, int nf,
                       const struct mosaic_pkernel *s);
-/* Isolated duration estimate on n SMs from the full-GPU profile. */
+/* Isolated duration estimate on n SMs from the full-GPU profile (predict.c:
+ * DRAM-bound part by the bandwidth n SMs reach, the rest by waves, or for a
+ * kernel of less than one wave by rounds and block packing). */
 double mosaic_place_iso_on(const struct mosaic_gpu_desc *g,
                            const struct mosaic_pkernel *k, int n);
 
@@ -173,6 +175,10 @@ struct mosaic_errs {
     double *e;
     size_t n, cap;
 };
+/* An evaluation flag beside the MOSAIC_PC_* bits of mosaic_eval_points'
+ * comp: leave the isolated durations out of the queries, so that the
+ * predictor estimates them from the profiles (mosaic_place_iso_on). */
+#define MOSAIC_EVAL_EST_ISO 0x100u
 MOSAIC_VIS int mosaic_eval_points(struct mosaic_predictor *p,
                                   const struct mosaic_dataset *ds, int fam,
                                   unsigned comp, struct mosaic_errs errs[2],

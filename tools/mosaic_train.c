@@ -8,7 +8,9 @@
  *
  * --eval-only scores trained models (e.g. the committed ones) on every
  * measurement of another dataset (a hold-out set of kernels they never
- * saw) and prints p50/p95 per mode; nothing is trained or written; with
+ * saw) and prints p50/p95 per mode, also with the kernels' isolated
+ * durations left for the predictor to estimate; nothing is trained or
+ * written; with
  * --max-p95 it exits 1 when the models' p95 exceeds either limit.
  *
  * Writes OUT/inter.json, OUT/shared.json (XGBoost JSON, XGBoosterSaveModel),
@@ -38,9 +40,10 @@ static int eval_only(const char *dir, const struct mosaic_dataset *ds, double ma
                      double max95_part)
 {
     int bad = 0;
-    static const struct { const char *name; unsigned disable; } cfg[2] = {
+    static const struct { const char *name; unsigned disable; } cfg[3] = {
         {"Mosaic (these models)", 0},
-        {"placement only", MOSAIC_PC_PACKING | MOSAIC_PC_INTER | MOSAIC_PC_INTRA}};
+        {"placement only", MOSAIC_PC_PACKING | MOSAIC_PC_INTER | MOSAIC_PC_INTRA},
+        {"Mosaic, iso estimated", MOSAIC_EVAL_EST_ISO}};
     struct mosaic_predictor *p;
     char err[1024];
     if (mosaic_predictor_open(dir, NULL, &p, err, sizeof err)) {
@@ -49,7 +52,7 @@ static int eval_only(const char *dir, const struct mosaic_dataset *ds, double ma
     }
     printf("%-24s %-12s %7s %8s %8s %10s\n", "models", "mode", "points", "p50", "p95",
            "above");
-    for (int c = 0; c < 2; c++) {
+    for (int c = 0; c < 3; c++) {
         struct mosaic_errs e[2];
         memset(e, 0, sizeof e);
         if (mosaic_eval_points(p, ds, -1, cfg[c].disable, e, err, sizeof err)) {

@@ -406,6 +406,54 @@ static void test_second_kernel_landing(void **state)
     mosaic_predictor_close(p);
 }
 
+/* The isolated duration on fewer SMs when none was measured: a DRAM-bound
+ * kernel stretches by the bandwidth the SMs reach, a compute-bound one by
+ * its waves, a one-wave kernel by rounds of blocks per SM. */
+static void test_iso_on_fewer_sms(void **state)
+{
+    struct mosaic_predictor *p = bare();
+    struct mosaic_profile prof;
+    struct mosaic_pkernel *mem, *fma, *one;
+    struct mosaic_kernel *k;
+    char err[512];
+    double t;
+    (void)state;
+    mosaic_profile_init(&prof);
+    /* 8192 x 256, moving 4 TB/s for 68 us: DRAM-bound */
+    k = mk(&prof, 8192, 256, 32, 0, -1);
+    k->metrics[MOSAIC_M_duration_ns] = 68000;
+    k->metrics[MOSAIC_M_dram_read_bw] = 2.0e12;
+    k->metrics[MOSAIC_M_dram_write_bw] = 2.0e12;
+    /* 8448 x 128, 4 waves, no DRAM traffic: compute-bound */
+    k = mk(&prof, 8448, 128, 25, 0, -1);
+    k->metrics[MOSAIC_M_duration_ns] = 300000;
+    k->metrics[MOSAIC_M_dram_read_bw] = 0;
+    k->metrics[MOSAIC_M_dram_write_bw] = 0;
+    k->metrics[MOSAIC_M_issue_active] = 0.3;
+    /* 128 blocks of 256 threads, 2 per SM by registers: one block per SM on
+     * the full GPU, 128 / 36 = 3.6 per SM on 36, i.e. 2 rounds of 2 */
+    k = mk(&prof, 128, 256, 128, 0, -1);
+    k->metrics[MOSAIC_M_duration_ns] = 188000;
+    k->metrics[MOSAIC_M_dram_read_bw] = 0;
+    k->metrics[MOSAIC_M_dram_write_bw] = 0;
+    k->metrics[MOSAIC_M_issue_active] = 0.3;
+    assert_int_equal(mosaic_pkernel_prepare(p, &prof.kernels[0], "t", &mem, err, sizeof err), 0);
+    assert_int_equal(mosaic_pkernel_prepare(p, &prof.kernels[1], "t", &fma, err, sizeof err), 0);
+    assert_int_equal(mosaic_pkernel_prepare(p, &prof.kernels[2], "t", &one, err, sizeof err), 0);
+    assert_true(fabs(mosaic_place_iso_on(&p->gpu, mem, 132) - 68) < 1e-9);
+    t = mosaic_place_iso_on(&p->gpu, mem, 32) / 68; /* measured copy_128M: 1.32 */
+    assert_true(t > 1.2 && t < 1.5);
+    t = mosaic_place_iso_on(&p->gpu, fma, 33) / 300; /* 4x the waves */
+    assert_true(fabs(t - 4) < 1e-6);
+    t = mosaic_place_iso_on(&p->gpu, one, 36) / 188; /* measured attention: 2.25 */
+    assert_true(t >= 2 && t < 2.6);
+    mosaic_pkernel_free(mem);
+    mosaic_pkernel_free(fma);
+    mosaic_pkernel_free(one);
+    mosaic_profile_free(&prof);
+    mosaic_predictor_close(p);
+}
+
 static void test_prepare_bad_kernels(void **state)
 {
     struct mosaic_predictor *p = bare();
@@ -769,6 +817,7 @@ int main(void)
         cmocka_unit_test(test_l1_pipe),
         cmocka_unit_test(test_dataset_separate_profiles),
         cmocka_unit_test(test_second_kernel_landing),
+        cmocka_unit_test(test_iso_on_fewer_sms),
         cmocka_unit_test(test_prepare_bad_kernels),
         cmocka_unit_test(test_bad_profile_files),
         cmocka_unit_test(test_bad_model_files),
