@@ -562,7 +562,7 @@ static double release_spread(const struct mosaic_pkernel *k, int N)
  * (Little's law: throughput follows the warps in flight until a bottleneck
  * saturates). Until the second session this was 1 - s for a kernel moving s
  * of the DRAM bandwidth; the residency probes replaced it (below). */
-static double resid_need(const struct mosaic_gpu_desc *g, const struct mosaic_pkernel *k)
+static double resid_need(const struct mosaic_pkernel *k)
 {
     /* A warp's cycles per instruction at full residency (resident warps per
      * scheduler over issue rate) are mostly waiting; with fewer warps the
@@ -571,7 +571,6 @@ static double resid_need(const struct mosaic_gpu_desc *g, const struct mosaic_pk
      * min(1, a K) with K ~ 1.5 (CPI / 20)^0.66 (copy 6.3, silu 2.7, reduce
      * 1.5); an issue-bound kernel keeps its speed down to 1 / eligible. */
     double cpi = k->occ * 16 / (k->issue > 1e-3 ? k->issue : 1e-3), kk, m;
-    (void)g;
     kk = 1.5 * pow(cpi / 20, 0.66);
     if (k->warps_elig > kk) kk = k->warps_elig;
     m = 1 / kk;
@@ -737,7 +736,7 @@ static void timeline(const struct mosaic_gpu_desc *g, const struct mosaic_coef *
     if (!pre->done) {
         pre->room1 = mosaic_place_room(g, F, nF1, S);
         pre->roomL = mosaic_place_room(g, F, nFl, S);
-        pre->satS = resid_need(g, S);
+        pre->satS = resid_need(S);
         pre->sp = release_spread(F, N);
         pre->chunk = mosaic_place_room(g, F, F->bps - 1, S) - mosaic_place_room(g, F, F->bps, S);
         if (pre->chunk < 1)

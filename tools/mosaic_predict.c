@@ -10,8 +10,9 @@
  * A and B are the first kernel of each file, or the kernel with that key, or
  * the one kernel whose key contains the text given (a name, "grid=...").
  * --sms N (partitioned): A gets N SMs, B the rest (default: half each).
- * --iso-a/--iso-b: measured isolated durations on those SMs (otherwise the
- * profile's duration, scaled by waves). Exit status: 0, or 1 with a message
+ * --iso-a/--iso-b: measured isolated durations on those SMs (otherwise
+ * estimated from the profile: DRAM share and waves, docs/predictor.md).
+ * Exit status: 0, or 1 with a message
  * naming the file and field.
  */
 #include <stdio.h>

@@ -2473,6 +2473,29 @@ static int cmd_placement(void)
 
 /* Sleeps to 2 ms before t, then spins: a plain sleep wakes 100+ us late,
  * which would skew the two processes' launches against each other. */
+/* A variant given up on: its error recorded, its buffers freed, the
+ * context checked. */
+static void inst_abandon(struct zoo_inst *in)
+{
+    error_record(g_err);
+    inst_teardown(in);
+    recover();
+}
+
+/* Sets up variant i and runs it once on s (a warm-up); on failure abandons
+ * it and returns -1. */
+static int inst_ready(struct zoo_inst *in, int i, cudaStream_t s)
+{
+    double setup_s = 0;
+
+    clear_err();
+    if (inst_setup(in, &zoo_variants[i], &setup_s) || launch_one(in, s) || wait_stream(s)) {
+        inst_abandon(in);
+        return -1;
+    }
+    return 0;
+}
+
 /* ---- behind: where a second kernel's blocks land behind a real one ------- */
 
 /*
@@ -2615,18 +2638,9 @@ static int cmd_behind(void)
     select_variants(O.variants, sel);
     for (i = 0; i < zoo_n_variants && !should_stop(); i++) {
         struct zoo_inst in;
-        double setup_s = 0;
 
-        if (!sel[i])
+        if (!sel[i] || inst_ready(&in, i, sf))
             continue;
-        clear_err();
-        if (inst_setup(&in, &zoo_variants[i], &setup_s) ||
-            launch_one(&in, sf) || wait_stream(sf)) {
-            error_record(g_err);
-            inst_teardown(&in);
-            recover();
-            continue;
-        }
         for (p = 0; p < np && !should_stop(); p++) {
             if (probe_attrs(zoo_probe_k2, pr[p].smem, -1)) {
                 error_record(g_err);
@@ -2714,27 +2728,17 @@ static int cmd_residency(void)
     select_variants(O.variants, sel);
     for (i = 0; i < zoo_n_variants && !should_stop(); i++) {
         struct zoo_inst in;
-        double setup_s = 0, alone[16], iso = 0;
+        double alone[16], iso = 0;
         int exp_ = 0;
 
-        if (!sel[i])
+        if (!sel[i] || inst_ready(&in, i, ss))
             continue;
-        clear_err();
-        if (inst_setup(&in, &zoo_variants[i], &setup_s) || launch_one(&in, ss) ||
-            wait_stream(ss)) {
-            error_record(g_err);
-            inst_teardown(&in);
-            recover();
-            continue;
-        }
         for (r = 0; r < reps && r < 16; r++)
             if (residency_once(&in, sb, ss, D.max_threads_per_sm, 0, 0, sink, &alone[r],
                                &exp_))
                 break;
         if (r < reps && r < 16) {
-            error_record(g_err);
-            inst_teardown(&in);
-            recover();
+            inst_abandon(&in);
             continue;
         }
         iso = median_of(alone, r);

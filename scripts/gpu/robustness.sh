@@ -17,18 +17,15 @@
 #                    (HAMi-core hangs here): completes, program checks pass
 #   capture_under_ncu  mosaic-profile capture run under ncu (two CUPTI
 #                    users): a clear error, no hang
-# Binaries come from $BUILD (default build-gpu, carried). Never touches
-# clocks, power or MIG; never resets the GPU.
+# Binaries come from $BUILD (default build-gpu, carried; scripts/gpu/lib.sh
+# builds it if missing). Never touches clocks, power or MIG; never resets
+# the GPU.
 set -uo pipefail
-: "${OUT:?set OUT to a results directory}"
-REPO=$(pwd)
-BUILD=${BUILD:-build-gpu}
+PHASES=robustness
+source "$(dirname "$0")/lib.sh"
 W=$OUT/work
 mkdir -p "$W"
-CUPTI_DIR=/usr/local/cuda-13.0/targets/x86_64-linux/lib
-export LD_LIBRARY_PATH=$REPO/$BUILD/lib:$CUPTI_DIR:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 SHIM=$REPO/$BUILD/lib/libmosaic.so
-PROF=$REPO/$BUILD/bin/mosaic-profile
 T=120
 declare -a ROWS
 row() { ROWS+=("$(printf '%-18s rc=%-4s %6ss  %s' "$1" "$2" "$3" "$4")"); echo "${ROWS[-1]}"; }
