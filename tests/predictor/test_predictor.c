@@ -531,9 +531,11 @@ static void test_bad_profile_files(void **state)
 
 static void copy_models(const char *to)
 {
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s' && cp '%s'/inter.json '%s'/shared.json '%s'/analytic.json '%s'/",
-             to, MODELS, MODELS, MODELS, to);
+    char cmd[4096];
+    int n = snprintf(cmd, sizeof cmd,
+                     "mkdir -p '%s' && cp '%s'/inter.json '%s'/shared.json '%s'/analytic.json '%s'/",
+                     to, MODELS, MODELS, MODELS, to);
+    assert_true(n > 0 && (size_t)n < sizeof cmd);
     assert_int_equal(system(cmd), 0);
 }
 
