@@ -1181,29 +1181,45 @@ static int check_query(const struct mosaic_predictor *p,
     return 0;
 }
 
-/* A kernel's isolated duration on n SMs, from its full-GPU profile: the
- * fraction s of its time that DRAM bandwidth bounds (bytes over what all
- * SMs reach) stretches by the bandwidth n SMs reach; the rest by its waves
- * (a kernel of less than one wave: by rounds of blocks per SM and their
- * packing). On the dataset's 393 partition baselines: median error 11%,
- * p95 49% (waves alone: 28%, 146%). */
+/* A kernel's isolated duration on n SMs, from its full-GPU profile.
+ * A kernel of at least one wave: each SM has waves(n) / waves(N) times the
+ * work, done faster by the gain in per-SM speed that fewer SMs give. The
+ * copy curve gives that gain for a kernel that only waits on memory
+ * (G = per-SM copy bandwidth on n SMs over that on all: loads return
+ * sooner when fewer SMs queue at DRAM); a kernel waiting a share m of its
+ * time (long-scoreboard stalls per cycle, at least its DRAM share) gains
+ * 1 / (1 - m + m / G), and never more than its busiest unit (issue, a
+ * pipe) leaves room for. Nor can it move its bytes faster than n SMs
+ * reach. A kernel of less than one wave: rounds of blocks per SM and
+ * their packing. On the dataset's 393 partition baselines: median error
+ * 10%, p95 36% (the DRAM share and waves mixed linearly: 11%, 47%). */
 double mosaic_place_iso_on(const struct mosaic_gpu_desc *g, const struct mosaic_pkernel *k,
                            int n)
 {
     int N = g->sm_count;
-    double wf = mosaic_place_waves(k, N), wn = mosaic_place_waves(k, n), wr, s, t;
+    double wf = mosaic_place_waves(k, N), wn = mosaic_place_waves(k, n), t;
+    double bw_n = part_bw(g, n), bw_N = part_bw(g, N), dram = k->dram_rd + k->dram_wr;
     if (n >= N || n < 1) return k->dur_us;
     if (wf >= 1) {
-        wr = wn / wf;
+        double cpi = k->occ * 16 / (k->issue > 1e-3 ? k->issue : 1e-3);
+        double m = cpi > 0 ? k->stall_lsb / cpi : 1, s = dram / bw_N, gc, gk, u = k->issue;
+        if (m < s) m = s;
+        if (m > 1) m = 1;
+        gc = (bw_n / n) / (bw_N / N);
+        gk = 1 / (1 - m + m / gc);
+        for (int i = 0; i < 8; i++)
+            if (k->pipe[i] > u) u = k->pipe[i];
+        if (u * gk > 1) gk = 1 / u > 1 ? 1 / u : 1;
+        t = wn / wf / gk;
+        if (t < (s < 1 ? s : 1) * bw_N / bw_n) t = (s < 1 ? s : 1) * bw_N / bw_n;
     } else {
         double d = (double)k->grid / n;
-        double rounds = ceil(d / (k->bps > 0 ? k->bps : 1));
+        double rounds = ceil(d / (k->bps > 0 ? k->bps : 1)), s;
         if (d > k->bps) d = k->bps;
-        wr = rounds * pack_factor(k, N, d, 1);
+        s = dram / bw_N;
+        if (s > 1) s = 1;
+        t = s * bw_N / bw_n + (1 - s) * rounds * pack_factor(k, N, d, 1);
     }
-    s = (k->dram_rd + k->dram_wr) / part_bw(g, N);
-    if (s > 1) s = 1;
-    t = s * part_bw(g, N) / part_bw(g, n) + (1 - s) * wr;
     return k->dur_us * (t > 1 ? t : 1);
 }
 

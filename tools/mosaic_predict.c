@@ -11,7 +11,8 @@
  * the one kernel whose key contains the text given (a name, "grid=...").
  * --sms N (partitioned): A gets N SMs, B the rest (default: half each).
  * --iso-a/--iso-b: measured isolated durations on those SMs (otherwise
- * estimated from the profile: DRAM share and waves, docs/predictor.md).
+ * estimated from the profile: waves, per-SM speed-up, DRAM share;
+ * docs/predictor.md).
  * Exit status: 0, or 1 with a message
  * naming the file and field.
  */

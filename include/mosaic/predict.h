@@ -60,7 +60,8 @@ struct mosaic_pred_query {
     int b_first;       /* shared: B's blocks are dispatched first */
     unsigned disable;  /* MOSAIC_PC_* bits to leave out; 0: use all */
     /* Isolated durations on the given SM counts (us), as measured; 0 or
-     * NaN: estimated from the profile (duration scaled by waves). */
+     * NaN: estimated from the profile (waves, the per-SM speed-up fewer
+     * SMs give, DRAM share; docs/predictor.md). */
     double iso_a_us, iso_b_us;
 };
 

@@ -413,7 +413,7 @@ static void test_iso_on_fewer_sms(void **state)
 {
     struct mosaic_predictor *p = bare();
     struct mosaic_profile prof;
-    struct mosaic_pkernel *mem, *fma, *one;
+    struct mosaic_pkernel *mem, *busy, *fma, *one;
     struct mosaic_kernel *k;
     char err[512];
     double t;
@@ -424,12 +424,21 @@ static void test_iso_on_fewer_sms(void **state)
     k->metrics[MOSAIC_M_duration_ns] = 68000;
     k->metrics[MOSAIC_M_dram_read_bw] = 2.0e12;
     k->metrics[MOSAIC_M_dram_write_bw] = 2.0e12;
+    k->metrics[MOSAIC_M_issue_active] = 0.07; /* as copy_128M's */
+    /* the same traffic from a kernel whose issue slots are 78% busy (as
+     * scan_128M_b128_i4's): fewer SMs cannot speed each SM up past 1/0.78 */
+    k = mk(&prof, 8192, 256, 32, 0, -1);
+    k->metrics[MOSAIC_M_duration_ns] = 68000;
+    k->metrics[MOSAIC_M_dram_read_bw] = 2.0e12;
+    k->metrics[MOSAIC_M_dram_write_bw] = 2.0e12;
+    k->metrics[MOSAIC_M_issue_active] = 0.78;
     /* 8448 x 128, 4 waves, no DRAM traffic: compute-bound */
     k = mk(&prof, 8448, 128, 25, 0, -1);
     k->metrics[MOSAIC_M_duration_ns] = 300000;
     k->metrics[MOSAIC_M_dram_read_bw] = 0;
     k->metrics[MOSAIC_M_dram_write_bw] = 0;
     k->metrics[MOSAIC_M_issue_active] = 0.3;
+    k->metrics[MOSAIC_M_stall_long_scoreboard] = 0;
     /* 128 blocks of 256 threads, 2 per SM by registers: one block per SM on
      * the full GPU, 128 / 36 = 3.6 per SM on 36, i.e. 2 rounds of 2 */
     k = mk(&prof, 128, 256, 128, 0, -1);
@@ -438,16 +447,20 @@ static void test_iso_on_fewer_sms(void **state)
     k->metrics[MOSAIC_M_dram_write_bw] = 0;
     k->metrics[MOSAIC_M_issue_active] = 0.3;
     assert_int_equal(mosaic_pkernel_prepare(p, &prof.kernels[0], "t", &mem, err, sizeof err), 0);
-    assert_int_equal(mosaic_pkernel_prepare(p, &prof.kernels[1], "t", &fma, err, sizeof err), 0);
-    assert_int_equal(mosaic_pkernel_prepare(p, &prof.kernels[2], "t", &one, err, sizeof err), 0);
+    assert_int_equal(mosaic_pkernel_prepare(p, &prof.kernels[1], "t", &busy, err, sizeof err), 0);
+    assert_int_equal(mosaic_pkernel_prepare(p, &prof.kernels[2], "t", &fma, err, sizeof err), 0);
+    assert_int_equal(mosaic_pkernel_prepare(p, &prof.kernels[3], "t", &one, err, sizeof err), 0);
     assert_true(fabs(mosaic_place_iso_on(&p->gpu, mem, 132) - 68) < 1e-9);
     t = mosaic_place_iso_on(&p->gpu, mem, 32) / 68; /* measured copy_128M: 1.32 */
     assert_true(t > 1.2 && t < 1.5);
+    t = mosaic_place_iso_on(&p->gpu, busy, 32) / 68; /* measured scan_128M: 3.48 */
+    assert_true(t > 3 && t < 3.5);
     t = mosaic_place_iso_on(&p->gpu, fma, 33) / 300; /* 4x the waves */
     assert_true(fabs(t - 4) < 1e-6);
     t = mosaic_place_iso_on(&p->gpu, one, 36) / 188; /* measured attention: 2.25 */
     assert_true(t >= 2 && t < 2.6);
     mosaic_pkernel_free(mem);
+    mosaic_pkernel_free(busy);
     mosaic_pkernel_free(fma);
     mosaic_pkernel_free(one);
     mosaic_profile_free(&prof);
