@@ -1213,7 +1213,8 @@ double mosaic_place_iso_on(const struct mosaic_gpu_desc *g, const struct mosaic_
         t = wn / wf / gk;
         if (t < (s < 1 ? s : 1) * bw_N / bw_n) t = (s < 1 ? s : 1) * bw_N / bw_n;
     } else {
-        double d = (double)k->grid / n;
+        /* the busiest SM sets the time: ceil(grid / n) blocks */
+        double d = ceil((double)k->grid / n);
         double rounds = ceil(d / (k->bps > 0 ? k->bps : 1)), s;
         if (d > k->bps) d = k->bps;
         s = dram / bw_N;
