@@ -413,7 +413,7 @@ static void test_iso_on_fewer_sms(void **state)
 {
     struct mosaic_predictor *p = bare();
     struct mosaic_profile prof;
-    struct mosaic_pkernel *mem, *busy, *fma, *one;
+    struct mosaic_pkernel *mem, *busy, *fma, *one, *sub;
     struct mosaic_kernel *k;
     char err[512];
     double t;
@@ -446,10 +446,20 @@ static void test_iso_on_fewer_sms(void **state)
     k->metrics[MOSAIC_M_dram_read_bw] = 0;
     k->metrics[MOSAIC_M_dram_write_bw] = 0;
     k->metrics[MOSAIC_M_issue_active] = 0.3;
+    /* 132 issue-bound blocks of 8 warps, one per SM on the full GPU: on
+     * 100 SMs 32 of them hold two, which take twice as long (measured
+     * fma_w1_b256_c8: 1.99x) */
+    k = mk(&prof, 132, 256, 32, 0, -1);
+    k->metrics[MOSAIC_M_duration_ns] = 220000;
+    k->metrics[MOSAIC_M_dram_read_bw] = 0;
+    k->metrics[MOSAIC_M_dram_write_bw] = 0;
+    k->metrics[MOSAIC_M_issue_active] = 1;
+    k->metrics[MOSAIC_M_stall_long_scoreboard] = 0;
     assert_int_equal(mosaic_pkernel_prepare(p, &prof.kernels[0], "t", &mem, err, sizeof err), 0);
     assert_int_equal(mosaic_pkernel_prepare(p, &prof.kernels[1], "t", &busy, err, sizeof err), 0);
     assert_int_equal(mosaic_pkernel_prepare(p, &prof.kernels[2], "t", &fma, err, sizeof err), 0);
     assert_int_equal(mosaic_pkernel_prepare(p, &prof.kernels[3], "t", &one, err, sizeof err), 0);
+    assert_int_equal(mosaic_pkernel_prepare(p, &prof.kernels[4], "t", &sub, err, sizeof err), 0);
     assert_true(fabs(mosaic_place_iso_on(&p->gpu, mem, 132) - 68) < 1e-9);
     t = mosaic_place_iso_on(&p->gpu, mem, 32) / 68; /* measured copy_128M: 1.32 */
     assert_true(t > 1.2 && t < 1.5);
@@ -459,10 +469,13 @@ static void test_iso_on_fewer_sms(void **state)
     assert_true(fabs(t - 4) < 1e-6);
     t = mosaic_place_iso_on(&p->gpu, one, 36) / 188; /* measured attention: 2.25 */
     assert_true(t >= 2 && t < 2.6);
+    t = mosaic_place_iso_on(&p->gpu, sub, 100) / 220;
+    assert_true(t > 1.9 && t < 2.1);
     mosaic_pkernel_free(mem);
     mosaic_pkernel_free(busy);
     mosaic_pkernel_free(fma);
     mosaic_pkernel_free(one);
+    mosaic_pkernel_free(sub);
     mosaic_profile_free(&prof);
     mosaic_predictor_close(p);
 }
