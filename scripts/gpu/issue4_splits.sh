@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Out-of-sample checks of the shipped predictor at SM splits the dataset
+# never measured (it has 32/100, 64/68, 96/36), on the H200:
+#   time   every zoo variant alone on 16, 48, 80, 112 SMs and the full GPU
+#          (CUDA graph, 100 replays): the isolated-duration estimate
+#          (mosaic_place_iso_on) against measurement
+#   corun  40 seeded random pairs of dataset variants, SM-partitioned
+#          16/116 and 48/84, both orders, 7 repeats: co-run error with
+#          measured and with estimated isolated durations
+#   chase  pointer_chase_1M and _32M on 32 SMs beside six kernels on the
+#          other 100, one invocation per pair, SM/memory clocks sampled
+#          every 10 ms (nvidia-smi) to see whether a co-runner on other SMs
+#          changes the clocks a latency-bound chain runs at
+# Results go to $OUT/splits.tgz (a dataset directory for `mosaic-train
+# --eval-only`, time.jsonl, chase/).
+#
+#   OUT=/tmp/r bash scripts/gpu/issue4_splits.sh [time corun chase]
+#
+# Never touches clocks, power, MIG; never resets the GPU; no MPS.
+set -uo pipefail
+PHASES=${*:-time corun chase}
+source "$(dirname "$0")/lib.sh"
+S=$DS/splits
+mkdir -p "$S"
+"$ZOO" list -o "$S/all_variants.jsonl" 2>>"$OUT/script.log"
+
+if has time; then
+    log "time: all variants on 16,48,80,112,132 SMs"
+    "$ZOO" time --variants all --sms 16,48,80,112,132 --time-budget 200 \
+        -o "$S/time.jsonl" 2>"$OUT/time.err"
+    log "time rc=$?"
+fi
+
+if has corun; then
+    python3 - "$S" profiler/data/h200/variants.jsonl <<'PY'
+import json, random, sys
+s, vf = sys.argv[1], sys.argv[2]
+names = [json.loads(l)["name"] for l in open(vf) if json.loads(l).get("record") == "variant"]
+rng = random.Random(20261130)
+pairs = set()
+while len(pairs) < 40:
+    a, b = rng.sample(names, 2)
+    pairs.add((a, b))
+open(f"{s}/pairs.txt", "w").write("".join(f"{a} {b}\n" for a, b in sorted(pairs)))
+PY
+    for split in 16 48; do
+        log "corun partitioned $split/$((132 - split))"
+        "$ZOO" corun --pairs "$S/pairs.txt" --mode partitioned --split $split --order both \
+            --repeats 7 --time-budget 150 -o "$S/corun_part$split.jsonl" 2>"$OUT/corun_$split.err"
+        log "corun $split rc=$?"
+    done
+    cat "$S"/corun_part*.jsonl >"$S/corun.jsonl" 2>/dev/null
+fi
+
+if has chase; then
+    C=$S/chase
+    mkdir -p "$C"
+    nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw --format=csv,noheader \
+        -lms 10 >"$C/clocks.csv" 2>/dev/null &
+    SMI=$!
+    sleep 1
+    for a in pointer_chase_1M pointer_chase_32M; do
+        echo "$(date -u +%FT%T.%N) alone $a" >>"$C/marks.txt"
+        "$ZOO" time --variants $a --sms 32 --replays 400 -o "$C/alone_$a.jsonl" 2>>"$C/err.txt"
+        for b in fma_66_b64_c32 fma_8448_b128_c8 attention_bh8_s4096_q256_k64 copy_1G \
+                 transpose_naive_8192 gemm_cublas_bf16_4096; do
+            echo "$(date -u +%FT%T.%N) begin $a $b" >>"$C/marks.txt"
+            echo "$a $b" >"$C/pair.txt"
+            "$ZOO" corun --pairs "$C/pair.txt" --mode partitioned --split 32 --order ab \
+                --repeats 15 -o "$C/corun_${a}_$b.jsonl" 2>>"$C/err.txt"
+            echo "$(date -u +%FT%T.%N) end $a $b" >>"$C/marks.txt"
+        done
+    done
+    sleep 1
+    kill $SMI 2>/dev/null
+    wait $SMI 2>/dev/null
+fi
+
+cp "$DS/env.txt" "$S/env.txt"
+tar -C "$DS" -czf "$OUT/splits.tgz" splits
+python3 - "$S" <<'PY' | tee "$OUT/table.txt"
+import json, os, sys
+s = sys.argv[1]
+def rows(f):
+    return [json.loads(l) for l in open(f)] if os.path.exists(f) else []
+t = [r for r in rows(f"{s}/time.jsonl") if r.get("record") == "time"]
+print(f"time: {len(t)} records, {sum(1 for r in t if r.get('ok'))} ok")
+for sp in (16, 48):
+    c = [r for r in rows(f"{s}/corun_part{sp}.jsonl") if r.get("record") == "corun"]
+    print(f"corun {sp}: {len(c)} records, {sum(1 for r in c if r.get('ok'))} ok")
+for f in sorted(os.listdir(f"{s}/chase")) if os.path.isdir(f"{s}/chase") else []:
+    for r in rows(f"{s}/chase/{f}"):
+        if r.get("record") == "corun" and r.get("ok"):
+            print(f"chase {r['a']:>18} beside {r['b']:<30} {r['slowdown_gated_a'] if 'slowdown_gated_a' in r else r['corun_a_us'] / r['iso_gated_a_us']:.3f}")
+PY
