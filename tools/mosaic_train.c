@@ -5,13 +5,17 @@
  *   mosaic-train [--data DIR] [--out DIR] [--doc FILE] [--no-eval]
  *                [--trees N] [--depth N] [--dump CSV] [--clip Y] [--no-monotone]
  *   mosaic-train --eval-only MODELS [--data DIR] [--max-p95 SHARED,PARTITIONED]
+ *                [--max-iso-p95 P]
  *
  * --eval-only scores trained models (e.g. the committed ones) on every
  * measurement of another dataset (a hold-out set of kernels they never
  * saw) and prints p50/p95 per mode, also with the kernels' isolated
  * durations left for the predictor to estimate; nothing is trained or
  * written; with
- * --max-p95 it exits 1 when the models' p95 exceeds either limit.
+ * --max-p95 it exits 1 when the models' p95 exceeds either limit. When DIR
+ * has a time.jsonl (`mosaic-zoo time --sms ...`), it also scores the
+ * isolated-duration estimate on fewer SMs against it; with --max-iso-p95
+ * it exits 1 when that p95 exceeds P.
  *
  * Writes OUT/inter.json, OUT/shared.json (XGBoost JSON, XGBoosterSaveModel),
  * OUT/analytic.json, OUT/accuracy.json, OUT/lofo/<family>/ (the fold models
@@ -27,6 +31,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include <cjson/cJSON.h>
 #include <xgboost/c_api.h>
 
 #include "linreg.h"
@@ -34,10 +39,108 @@
 
 static int g_trees = 80, g_depth = 4, g_use_mono = 1;
 
+/* --eval-only, when DATA/time.jsonl exists (`mosaic-zoo time --sms ...`):
+ * the isolated-duration estimate on fewer SMs (mosaic_place_iso_on)
+ * against the measured slow-down from the full GPU to n SMs, per n. */
+static int eval_iso_on(const char *data, const struct mosaic_predictor *p,
+                       const struct mosaic_dataset *ds, double max95)
+{
+    int bad = 0;
+    enum { MAXN = 16 };
+    struct {
+        const char *v;
+        int sms;
+        double us;
+    } *t = NULL;
+    size_t nt = 0, cap = 0;
+    char path[4096], *line = NULL;
+    size_t lcap = 0;
+    int ns[MAXN], nn = 0, N = p->gpu.sm_count;
+    struct mosaic_errs e[MAXN + 1];
+    FILE *f;
+
+    snprintf(path, sizeof path, "%s/time.jsonl", data);
+    if (!(f = fopen(path, "r"))) return 0;
+    while (getline(&line, &lcap, f) > 0) {
+        cJSON *r = cJSON_Parse(line), *rec, *ok, *v, *sms, *med;
+        if (!r) continue;
+        rec = cJSON_GetObjectItemCaseSensitive(r, "record");
+        ok = cJSON_GetObjectItemCaseSensitive(r, "ok");
+        v = cJSON_GetObjectItemCaseSensitive(r, "variant");
+        sms = cJSON_GetObjectItemCaseSensitive(r, "sms");
+        med = cJSON_GetObjectItemCaseSensitive(r, "median_us");
+        if (cJSON_IsString(rec) && !strcmp(rec->valuestring, "time") && cJSON_IsTrue(ok) &&
+            cJSON_IsString(v) && cJSON_IsNumber(sms) && cJSON_IsNumber(med) &&
+            med->valuedouble > 0) {
+            if (nt == cap) {
+                cap = cap ? 2 * cap : 256;
+                t = realloc(t, cap * sizeof *t);
+                if (!t) {
+                    fprintf(stderr, "mosaic-train: out of memory\n");
+                    exit(1);
+                }
+            }
+            for (size_t i = 0; i < ds->nv; i++)
+                if (!strcmp(ds->v[i].name, v->valuestring)) t[nt].v = ds->v[i].name;
+            t[nt].sms = sms->valueint >= N ? N : sms->valueint;
+            t[nt].us = med->valuedouble;
+            if (t[nt].v) nt++;
+        }
+        cJSON_Delete(r);
+    }
+    free(line);
+    fclose(f);
+    memset(e, 0, sizeof e);
+    for (size_t i = 0; i < nt; i++) {
+        const struct mosaic_pkernel *k = NULL;
+        double full = 0, meas, est;
+        int j;
+        if (t[i].sms >= N) continue;
+        for (size_t m = 0; m < nt; m++)
+            if (t[m].v == t[i].v && t[m].sms == N) full = t[m].us;
+        for (size_t m = 0; m < ds->nv; m++)
+            if (ds->v[m].name == t[i].v) k = ds->v[m].pk;
+        if (!(full > 0) || !k) continue;
+        for (j = 0; j < nn && ns[j] != t[i].sms; j++) {}
+        if (j == nn) {
+            if (nn == MAXN) continue;
+            ns[nn++] = t[i].sms;
+        }
+        meas = t[i].us / full;
+        est = mosaic_place_iso_on(&p->gpu, k, t[i].sms) / k->dur_us;
+        if (mosaic_errs_push(&e[j], fabs(est - meas) / meas * 100) ||
+            mosaic_errs_push(&e[MAXN], fabs(est - meas) / meas * 100)) {
+            fprintf(stderr, "mosaic-train: out of memory\n");
+            exit(1);
+        }
+    }
+    free(t);
+    printf("\nisolated duration on n SMs, estimated from the profile against %s\n", path);
+    printf("%-24s %7s %8s %8s %8s\n", "SMs", "points", "p50", "p95", "worst");
+    for (int j = 0; j <= nn; j++) {
+        struct mosaic_errs *x = &e[j == nn ? MAXN : j];
+        double p50, p95, w = 0;
+        char lab[32];
+        if (!x->n) continue;
+        for (size_t i = 0; i < x->n; i++) w = x->e[i] > w ? x->e[i] : w;
+        mosaic_eval_pcts(x->e, x->n, &p50, &p95);
+        if (j == nn) snprintf(lab, sizeof lab, "all");
+        else snprintf(lab, sizeof lab, "%d", ns[j]);
+        printf("%-24s %7zu %7.2f%% %7.2f%% %7.2f%%\n", lab, x->n, p50, p95, w);
+        mosaic_errs_free(x);
+        if (j == nn && !(p95 <= max95)) {
+            fprintf(stderr, "mosaic-train: isolated-duration estimate p95 %.2f%% is above "
+                            "the limit given\n", p95);
+            bad = 1;
+        }
+    }
+    return bad;
+}
+
 /* --eval-only: the models in dir on every point of ds, full and with the
  * placement timeline only. */
-static int eval_only(const char *dir, const struct mosaic_dataset *ds, double max95_shared,
-                     double max95_part)
+static int eval_only(const char *dir, const char *data, const struct mosaic_dataset *ds,
+                     double max95_shared, double max95_part, double max95_iso)
 {
     int bad = 0;
     static const struct { const char *name; unsigned disable; } cfg[3] = {
@@ -64,6 +167,10 @@ static int eval_only(const char *dir, const struct mosaic_dataset *ds, double ma
             /* the p95 bounds: 40% shared, 20% partitioned */
             double lim = mode == MOSAIC_MODE_SHARED ? 40 : 20, p50, p95;
             size_t above = 0;
+            if (!e[mode].n) { /* no measurements in this mode */
+                mosaic_errs_free(&e[mode]);
+                continue;
+            }
             for (size_t i = 0; i < e[mode].n; i++) above += e[mode].e[i] > lim;
             mosaic_eval_pcts(e[mode].e, e[mode].n, &p50, &p95);
             printf("%-24s %-12s %7zu %7.2f%% %7.2f%% %4zu > %2.0f%%\n", cfg[c].name,
@@ -77,6 +184,7 @@ static int eval_only(const char *dir, const struct mosaic_dataset *ds, double ma
             mosaic_errs_free(&e[mode]);
         }
     }
+    bad |= eval_iso_on(data, p, ds, max95_iso);
     mosaic_predictor_close(p);
     return bad;
 }
@@ -461,6 +569,7 @@ int main(int argc, char **argv)
     int do_eval = 1;
     const char *eval_models = NULL;
     double max95[2] = {INFINITY, INFINITY}; /* shared, partitioned */
+    double max95_iso = INFINITY;
     FILE *dump = NULL;
     struct mosaic_gpu_desc g;
     struct mosaic_dataset ds;
@@ -478,7 +587,14 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--doc") && i + 1 < argc) doc = argv[++i];
         else if (!strcmp(argv[i], "--no-eval")) do_eval = 0;
         else if (!strcmp(argv[i], "--eval-only") && i + 1 < argc) eval_models = argv[++i];
-        else if (!strcmp(argv[i], "--max-p95") && i + 1 < argc) {
+        else if (!strcmp(argv[i], "--max-iso-p95") && i + 1 < argc) {
+            char *end;
+            max95_iso = strtod(argv[++i], &end);
+            if (*end || !(max95_iso > 0)) {
+                fprintf(stderr, "mosaic-train: --max-iso-p95 PERCENT\n");
+                return 1;
+            }
+        } else if (!strcmp(argv[i], "--max-p95") && i + 1 < argc) {
             if (sscanf(argv[++i], "%lf,%lf", &max95[0], &max95[1]) != 2) {
                 fprintf(stderr, "mosaic-train: --max-p95 SHARED,PARTITIONED (percent)\n");
                 return 1;
@@ -501,7 +617,7 @@ int main(int argc, char **argv)
             fprintf(stderr,
                     "usage: mosaic-train [--data DIR] [--out DIR] [--doc FILE] [--no-eval] "
                     "[--trees N] [--depth N] [--dump CSV] [--clip Y] [--no-monotone]\n"
-                    "       mosaic-train --eval-only MODELS [--data DIR] [--max-p95 S,P]\n");
+                    "       mosaic-train --eval-only MODELS [--data DIR] [--max-p95 S,P] [--max-iso-p95 P]\n");
             return 1;
         }
     }
@@ -520,7 +636,7 @@ int main(int argc, char **argv)
                     "%zu variants, %zu families\n",
             ds.n_records, ds.npt, npts[0], npts[1], ds.nv, ds.nfam);
     if (eval_models) {
-        int rc = eval_only(eval_models, &ds, max95[0], max95[1]);
+        int rc = eval_only(eval_models, data, &ds, max95[0], max95[1], max95_iso);
         mosaic_dataset_free(&ds);
         mosaic_predictor_close(p0);
         return rc;
