@@ -1213,13 +1213,14 @@ double mosaic_place_iso_on(const struct mosaic_gpu_desc *g, const struct mosaic_
         t = wn / wf / gk;
         if (t < (s < 1 ? s : 1) * bw_N / bw_n) t = (s < 1 ? s : 1) * bw_N / bw_n;
     } else {
-        /* the busiest SM sets the time: ceil(grid / n) blocks */
-        double d = ceil((double)k->grid / n);
-        double rounds = ceil(d / (k->bps > 0 ? k->bps : 1)), s;
-        if (d > k->bps) d = k->bps;
-        s = dram / bw_N;
+        /* the busiest SM sets the time: ceil(grid / n) blocks, in full
+         * rounds of bps blocks and a last round of the rest */
+        int bps = k->bps > 0 ? k->bps : 1;
+        double d = ceil((double)k->grid / n), full = floor(d / bps), rest = d - full * bps;
+        double s = dram / bw_N;
         if (s > 1) s = 1;
-        t = s * bw_N / bw_n + (1 - s) * rounds * pack_factor(k, N, d, 1);
+        t = full * pack_factor(k, N, bps, 1) + (rest > 0 ? pack_factor(k, N, rest, 1) : 0);
+        t = s * bw_N / bw_n + (1 - s) * t;
     }
     return k->dur_us * (t > 1 ? t : 1);
 }

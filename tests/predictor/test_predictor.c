@@ -471,6 +471,10 @@ static void test_iso_on_fewer_sms(void **state)
     assert_true(t >= 2 && t < 2.6);
     t = mosaic_place_iso_on(&p->gpu, sub, 100) / 220;
     assert_true(t > 1.9 && t < 2.1);
+    /* on 16 SMs 9 blocks each: a full round of 8 (8x), then one alone
+     * (1x); measured 8.95x */
+    t = mosaic_place_iso_on(&p->gpu, sub, 16) / 220;
+    assert_true(t > 8.5 && t < 9.5);
     mosaic_pkernel_free(mem);
     mosaic_pkernel_free(busy);
     mosaic_pkernel_free(fma);
