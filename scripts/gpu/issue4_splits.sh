@@ -11,39 +11,47 @@
 #          other 100, one invocation per pair, SM/memory clocks sampled
 #          every 10 ms (nvidia-smi) to see whether a co-runner on other SMs
 #          changes the clocks a latency-bound chain runs at
-# Results go to $OUT/splits.tgz (a dataset directory for `mosaic-train
+# Results go to $OUT/$NAME.tgz (a dataset directory for `mosaic-train
 # --eval-only`, time.jsonl, chase/).
 #
 #   OUT=/tmp/r bash scripts/gpu/issue4_splits.sh [time corun chase]
+#
+# Overrides (defaults: the first run, profiler/data/h200/splits): NAME
+# (splits), TIME_SMS (16,48,80,112), SPLITS ("16 48"), VARIANTS (the
+# variants.jsonl the pairs are drawn from), NPAIRS (40), SEED (20261130).
 #
 # Never touches clocks, power, MIG; never resets the GPU; no MPS.
 set -uo pipefail
 PHASES=${*:-time corun chase}
 source "$(dirname "$0")/lib.sh"
-S=$DS/splits
+NAME=${NAME:-splits}
+TIME_SMS=${TIME_SMS:-16,48,80,112}
+SPLITS=${SPLITS:-16 48}
+VARIANTS=${VARIANTS:-profiler/data/h200/variants.jsonl}
+S=$DS/$NAME
 mkdir -p "$S"
 "$ZOO" list -o "$S/all_variants.jsonl" 2>>"$OUT/script.log"
 
 if has time; then
-    log "time: all variants on 16,48,80,112,132 SMs"
-    "$ZOO" time --variants all --sms 16,48,80,112,132 --time-budget 200 \
+    log "time: all variants on $TIME_SMS,132 SMs"
+    "$ZOO" time --variants all --sms $TIME_SMS,132 --time-budget 200 \
         -o "$S/time.jsonl" 2>"$OUT/time.err"
     log "time rc=$?"
 fi
 
 if has corun; then
-    python3 - "$S" profiler/data/h200/variants.jsonl <<'PY'
+    python3 - "$S" "$VARIANTS" "${NPAIRS:-40}" "${SEED:-20261130}" <<'PY'
 import json, random, sys
-s, vf = sys.argv[1], sys.argv[2]
+s, vf, npairs, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 names = [json.loads(l)["name"] for l in open(vf) if json.loads(l).get("record") == "variant"]
-rng = random.Random(20261130)
+rng = random.Random(seed)
 pairs = set()
-while len(pairs) < 40:
+while len(pairs) < npairs:
     a, b = rng.sample(names, 2)
     pairs.add((a, b))
 open(f"{s}/pairs.txt", "w").write("".join(f"{a} {b}\n" for a, b in sorted(pairs)))
 PY
-    for split in 16 48; do
+    for split in $SPLITS; do
         log "corun partitioned $split/$((132 - split))"
         "$ZOO" corun --pairs "$S/pairs.txt" --mode partitioned --split $split --order both \
             --repeats 7 --time-budget 150 -o "$S/corun_part$split.jsonl" 2>"$OUT/corun_$split.err"
@@ -77,7 +85,7 @@ if has chase; then
 fi
 
 cp "$DS/env.txt" "$S/env.txt"
-tar -C "$DS" -czf "$OUT/splits.tgz" splits
+tar -C "$DS" -czf "$OUT/$NAME.tgz" "$NAME"
 python3 - "$S" <<'PY' | tee "$OUT/table.txt"
 import json, os, sys
 s = sys.argv[1]
@@ -85,10 +93,13 @@ def rows(f):
     return [json.loads(l) for l in open(f)] if os.path.exists(f) else []
 t = [r for r in rows(f"{s}/time.jsonl") if r.get("record") == "time"]
 print(f"time: {len(t)} records, {sum(1 for r in t if r.get('ok'))} ok")
-for sp in (16, 48):
-    c = [r for r in rows(f"{s}/corun_part{sp}.jsonl") if r.get("record") == "corun"]
-    print(f"corun {sp}: {len(c)} records, {sum(1 for r in c if r.get('ok'))} ok")
+for f in sorted(os.listdir(s)):
+    if f.startswith("corun_part"):
+        c = [r for r in rows(f"{s}/{f}") if r.get("record") == "corun"]
+        print(f"{f}: {len(c)} records, {sum(1 for r in c if r.get('ok'))} ok")
 for f in sorted(os.listdir(f"{s}/chase")) if os.path.isdir(f"{s}/chase") else []:
+    if not f.startswith("corun_"):
+        continue
     for r in rows(f"{s}/chase/{f}"):
         if r.get("record") == "corun" and r.get("ok"):
             print(f"chase {r['a']:>18} beside {r['b']:<30} {r['slowdown_gated_a'] if 'slowdown_gated_a' in r else r['corun_a_us'] / r['iso_gated_a_us']:.3f}")
