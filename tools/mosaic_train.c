@@ -5,14 +5,16 @@
  *   mosaic-train [--data DIR] [--out DIR] [--doc FILE] [--no-eval]
  *                [--trees N] [--depth N] [--dump CSV] [--clip Y] [--no-monotone]
  *   mosaic-train --eval-only MODELS [--data DIR] [--max-p95 SHARED,PARTITIONED]
- *                [--max-iso-p95 P]
+ *                [--max-iso-p95 P] [--dump CSV]
  *
  * --eval-only scores trained models (e.g. the committed ones) on every
  * measurement of another dataset (a hold-out set of kernels they never
  * saw) and prints p50/p95 per mode, also with the kernels' isolated
  * durations left for the predictor to estimate; nothing is trained or
  * written; with
- * --max-p95 it exits 1 when the models' p95 exceeds either limit. When DIR
+ * --max-p95 it exits 1 when the models' p95 exceeds either limit; --dump
+ * writes each measurement's predictions (measured and estimated isolated
+ * durations). When DIR
  * has a time.jsonl (`mosaic-zoo time --sms ...`), it also scores the
  * isolated-duration estimate on fewer SMs against it; with --max-iso-p95
  * it exits 1 when that p95 exceeds P.
@@ -139,8 +141,39 @@ static int eval_iso_on(const char *data, const struct mosaic_predictor *p,
 
 /* --eval-only: the models in dir on every point of ds, full and with the
  * placement timeline only. */
+/* --eval-only --dump: each measurement's predicted durations, with the
+ * isolated durations measured and estimated. */
+static int eval_dump(struct mosaic_predictor *p, const struct mosaic_dataset *ds, FILE *f,
+                     char *err, size_t errlen)
+{
+    fprintf(f, "mode,a,b,sms_a,sms_b,b_first,iso_a,iso_b,meas_a,meas_b,pred_a,pred_b,"
+               "est_iso_a,est_iso_b,pred_est_a,pred_est_b\n");
+    for (size_t i = 0; i < ds->npt; i++) {
+        const struct mosaic_ds_point *pt = &ds->pt[i];
+        struct mosaic_pred_query q;
+        struct mosaic_pred_result r, re;
+        memset(&q, 0, sizeof q);
+        q.a = ds->v[pt->va].pk;
+        q.b = ds->v[pt->vb].pk;
+        q.mode = pt->mode;
+        q.sms_a = pt->sms_a;
+        q.sms_b = pt->sms_b;
+        q.b_first = pt->b_first;
+        if (mosaic_predict(p, &q, &re, err, errlen)) return 1;
+        q.iso_a_us = pt->iso_a;
+        q.iso_b_us = pt->iso_b;
+        if (mosaic_predict(p, &q, &r, err, errlen)) return 1;
+        fprintf(f, "%s,%s,%s,%d,%d,%d,%g,%g,%g,%g,%g,%g,%g,%g,%g,%g\n",
+                pt->mode == MOSAIC_MODE_SHARED ? "shared" : "partitioned", ds->v[pt->va].name,
+                ds->v[pt->vb].name, pt->sms_a, pt->sms_b, pt->b_first, pt->iso_a, pt->iso_b,
+                pt->meas_a, pt->meas_b, r.k[0].duration_us, r.k[1].duration_us,
+                re.k[0].iso_us, re.k[1].iso_us, re.k[0].duration_us, re.k[1].duration_us);
+    }
+    return 0;
+}
+
 static int eval_only(const char *dir, const char *data, const struct mosaic_dataset *ds,
-                     double max95_shared, double max95_part, double max95_iso)
+                     double max95_shared, double max95_part, double max95_iso, FILE *dump)
 {
     int bad = 0;
     static const struct { const char *name; unsigned disable; } cfg[3] = {
@@ -185,6 +218,10 @@ static int eval_only(const char *dir, const char *data, const struct mosaic_data
         }
     }
     bad |= eval_iso_on(data, p, ds, max95_iso);
+    if (dump && eval_dump(p, ds, dump, err, sizeof err)) {
+        fprintf(stderr, "mosaic-train: %s\n", err);
+        bad = 1;
+    }
     mosaic_predictor_close(p);
     return bad;
 }
@@ -608,8 +645,6 @@ int main(int argc, char **argv)
                 fprintf(stderr, "mosaic-train: %s: %s\n", argv[i], strerror(errno));
                 return 1;
             }
-            fprintf(dump, "fold,mode,a,b,sms_a,sms_b,b_first,iso_a,iso_b,meas_a,meas_b,"
-                          "pred_a,pred_b,place_a,place_b,inter_a,inter_b,ana_a,ana_b\n");
         }
         else if (!strcmp(argv[i], "--trees") && i + 1 < argc) g_trees = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--depth") && i + 1 < argc) g_depth = atoi(argv[++i]);
@@ -617,7 +652,8 @@ int main(int argc, char **argv)
             fprintf(stderr,
                     "usage: mosaic-train [--data DIR] [--out DIR] [--doc FILE] [--no-eval] "
                     "[--trees N] [--depth N] [--dump CSV] [--clip Y] [--no-monotone]\n"
-                    "       mosaic-train --eval-only MODELS [--data DIR] [--max-p95 S,P] [--max-iso-p95 P]\n");
+                    "       mosaic-train --eval-only MODELS [--data DIR] [--max-p95 S,P] [--max-iso-p95 P]\n"
+                    "                    [--dump CSV]\n");
             return 1;
         }
     }
@@ -636,12 +672,16 @@ int main(int argc, char **argv)
                     "%zu variants, %zu families\n",
             ds.n_records, ds.npt, npts[0], npts[1], ds.nv, ds.nfam);
     if (eval_models) {
-        int rc = eval_only(eval_models, data, &ds, max95[0], max95[1], max95_iso);
+        int rc = eval_only(eval_models, data, &ds, max95[0], max95[1], max95_iso, dump);
+        if (dump) fclose(dump);
         mosaic_dataset_free(&ds);
         mosaic_predictor_close(p0);
         return rc;
     }
 
+    if (dump)
+        fprintf(dump, "fold,mode,a,b,sms_a,sms_b,b_first,iso_a,iso_b,meas_a,meas_b,"
+                      "pred_a,pred_b,place_a,place_b,inter_a,inter_b,ana_a,ana_b\n");
     /* the committed models: all data */
     {
         struct mosaic_predictor *p = train_mosaic(&g, &ds, -1, out);
