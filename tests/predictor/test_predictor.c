@@ -409,52 +409,43 @@ static void test_second_kernel_landing(void **state)
 /* The isolated duration on fewer SMs when none was measured: a DRAM-bound
  * kernel stretches by the bandwidth the SMs reach, a compute-bound one by
  * its waves, a one-wave kernel by rounds of blocks per SM. */
+/* A kernel for the isolated-duration estimate: launch shape, duration (us),
+ * DRAM bandwidth (B/s, half read, half written), issue activity and
+ * long-scoreboard stall. */
+static void iso_kernel(struct mosaic_profile *prof, int grid, int threads, int regs,
+                       double dur_us, double dram_bw, double issue, double lsb)
+{
+    struct mosaic_kernel *k = mk(prof, grid, threads, regs, 0, -1);
+    k->metrics[MOSAIC_M_duration_ns] = dur_us * 1000;
+    k->metrics[MOSAIC_M_dram_read_bw] = dram_bw / 2;
+    k->metrics[MOSAIC_M_dram_write_bw] = dram_bw / 2;
+    k->metrics[MOSAIC_M_issue_active] = issue;
+    k->metrics[MOSAIC_M_stall_long_scoreboard] = lsb;
+}
+
 static void test_iso_on_fewer_sms(void **state)
 {
     struct mosaic_predictor *p = bare();
     struct mosaic_profile prof;
     struct mosaic_pkernel *mem, *busy, *fma, *one, *sub;
-    struct mosaic_kernel *k;
     char err[512];
     double t;
     (void)state;
     mosaic_profile_init(&prof);
     /* 8192 x 256, moving 4 TB/s for 68 us: DRAM-bound */
-    k = mk(&prof, 8192, 256, 32, 0, -1);
-    k->metrics[MOSAIC_M_duration_ns] = 68000;
-    k->metrics[MOSAIC_M_dram_read_bw] = 2.0e12;
-    k->metrics[MOSAIC_M_dram_write_bw] = 2.0e12;
-    k->metrics[MOSAIC_M_issue_active] = 0.07; /* as copy_128M's */
+    iso_kernel(&prof, 8192, 256, 32, 68, 4e12, 0.07 /* as copy_128M's */, 1);
     /* the same traffic from a kernel whose issue slots are 78% busy (as
      * scan_128M_b128_i4's): fewer SMs cannot speed each SM up past 1/0.78 */
-    k = mk(&prof, 8192, 256, 32, 0, -1);
-    k->metrics[MOSAIC_M_duration_ns] = 68000;
-    k->metrics[MOSAIC_M_dram_read_bw] = 2.0e12;
-    k->metrics[MOSAIC_M_dram_write_bw] = 2.0e12;
-    k->metrics[MOSAIC_M_issue_active] = 0.78;
+    iso_kernel(&prof, 8192, 256, 32, 68, 4e12, 0.78, 1);
     /* 8448 x 128, 4 waves, no DRAM traffic: compute-bound */
-    k = mk(&prof, 8448, 128, 25, 0, -1);
-    k->metrics[MOSAIC_M_duration_ns] = 300000;
-    k->metrics[MOSAIC_M_dram_read_bw] = 0;
-    k->metrics[MOSAIC_M_dram_write_bw] = 0;
-    k->metrics[MOSAIC_M_issue_active] = 0.3;
-    k->metrics[MOSAIC_M_stall_long_scoreboard] = 0;
+    iso_kernel(&prof, 8448, 128, 25, 300, 0, 0.3, 0);
     /* 128 blocks of 256 threads, 2 per SM by registers: one block per SM on
      * the full GPU, 128 / 36 = 3.6 per SM on 36, i.e. 2 rounds of 2 */
-    k = mk(&prof, 128, 256, 128, 0, -1);
-    k->metrics[MOSAIC_M_duration_ns] = 188000;
-    k->metrics[MOSAIC_M_dram_read_bw] = 0;
-    k->metrics[MOSAIC_M_dram_write_bw] = 0;
-    k->metrics[MOSAIC_M_issue_active] = 0.3;
+    iso_kernel(&prof, 128, 256, 128, 188, 0, 0.3, 1);
     /* 132 issue-bound blocks of 8 warps, one per SM on the full GPU: on
      * 100 SMs 32 of them hold two, which take twice as long (measured
      * fma_w1_b256_c8: 1.99x) */
-    k = mk(&prof, 132, 256, 32, 0, -1);
-    k->metrics[MOSAIC_M_duration_ns] = 220000;
-    k->metrics[MOSAIC_M_dram_read_bw] = 0;
-    k->metrics[MOSAIC_M_dram_write_bw] = 0;
-    k->metrics[MOSAIC_M_issue_active] = 1;
-    k->metrics[MOSAIC_M_stall_long_scoreboard] = 0;
+    iso_kernel(&prof, 132, 256, 32, 220, 0, 1, 0);
     assert_int_equal(mosaic_pkernel_prepare(p, &prof.kernels[0], "t", &mem, err, sizeof err), 0);
     assert_int_equal(mosaic_pkernel_prepare(p, &prof.kernels[1], "t", &busy, err, sizeof err), 0);
     assert_int_equal(mosaic_pkernel_prepare(p, &prof.kernels[2], "t", &fma, err, sizeof err), 0);
