@@ -1183,43 +1183,39 @@ static int check_query(const struct mosaic_predictor *p,
 
 /* A kernel's isolated duration on n SMs, from its full-GPU profile.
  * A kernel of at least one wave: each SM has waves(n) / waves(N) times the
- * work, done faster by the gain in per-SM speed that fewer SMs give. The
- * copy curve gives that gain for a kernel that only waits on memory
- * (G = per-SM copy bandwidth on n SMs over that on all: loads return
- * sooner when fewer SMs queue at DRAM); a kernel waiting a share m of its
- * time (long-scoreboard stalls per cycle, at least its DRAM share of the
- * cycles it does not issue) gains
- * 1 / (1 - m + m / G), and never more than its busiest unit (issue, a
- * pipe) leaves room for. Nor can it move its bytes faster than n SMs
- * reach. A kernel of less than one wave: rounds of blocks per SM and
- * their packing. On the dataset's 393 partition baselines: median error
- * 7.5%, p95 31% (the DRAM share and waves mixed linearly: 11%, 47%). */
+ * work, done faster by the gain in per-SM speed that fewer SMs give. For a
+ * kernel that only waits on memory the copy curve gives it, G = per-SM
+ * copy bandwidth on n SMs over that on all (loads return sooner when fewer
+ * SMs queue at DRAM); a kernel waiting a share m of its time
+ * (long-scoreboard stalls per cycle, at least its DRAM share of the cycles
+ * it does not issue) gains 1 / (1 - m + m / G), never more than its
+ * busiest unit (issue, a pipe) leaves room for, and it cannot move its
+ * bytes faster than n SMs reach. A kernel of less than one wave: the
+ * blocks of the busiest SM, ceil(grid / n), in full rounds of bps blocks
+ * and a last round of the rest, each as long as its packing makes it.
+ * On the dataset's 393 partition baselines: median error 7.5%, p95 31%
+ * (the DRAM share and waves mixed linearly: 11%, 47%). */
 double mosaic_place_iso_on(const struct mosaic_gpu_desc *g, const struct mosaic_pkernel *k,
                            int n)
 {
     int N = g->sm_count;
-    double wf = mosaic_place_waves(k, N), wn = mosaic_place_waves(k, n), t;
-    double bw_n = part_bw(g, n), bw_N = part_bw(g, N), dram = k->dram_rd + k->dram_wr;
+    double bw_n = part_bw(g, n), bw_N = part_bw(g, N);
+    double dram = (k->dram_rd + k->dram_wr) / bw_N, s = dram < 1 ? dram : 1, t;
     if (n >= N || n < 1) return k->dur_us;
-    if (wf >= 1) {
+    if (mosaic_place_waves(k, N) >= 1) {
         double cpi = k->occ * 16 / (k->issue > 1e-3 ? k->issue : 1e-3);
-        double m = cpi > 0 ? k->stall_lsb / cpi : 1, s = dram / bw_N, gc, gk, u = k->issue;
-        if (m < s * (1 - k->issue)) m = s * (1 - k->issue);
+        double m = cpi > 0 ? k->stall_lsb / cpi : 1, gain, u = k->issue;
+        if (m < dram * (1 - k->issue)) m = dram * (1 - k->issue);
         if (m > 1) m = 1;
-        gc = (bw_n / n) / (bw_N / N);
-        gk = 1 / (1 - m + m / gc);
+        gain = 1 / (1 - m + m * (bw_N / N) / (bw_n / n));
         for (int i = 0; i < 8; i++)
             if (k->pipe[i] > u) u = k->pipe[i];
-        if (u * gk > 1) gk = 1 / u > 1 ? 1 / u : 1;
-        t = wn / wf / gk;
-        if (t < (s < 1 ? s : 1) * bw_N / bw_n) t = (s < 1 ? s : 1) * bw_N / bw_n;
+        if (u * gain > 1) gain = u < 1 ? 1 / u : 1;
+        t = mosaic_place_waves(k, n) / mosaic_place_waves(k, N) / gain;
+        if (t < s * bw_N / bw_n) t = s * bw_N / bw_n;
     } else {
-        /* the busiest SM sets the time: ceil(grid / n) blocks, in full
-         * rounds of bps blocks and a last round of the rest */
         int bps = k->bps > 0 ? k->bps : 1;
         double d = ceil((double)k->grid / n), full = floor(d / bps), rest = d - full * bps;
-        double s = dram / bw_N;
-        if (s > 1) s = 1;
         t = full * pack_factor(k, N, bps, 1) + (rest > 0 ? pack_factor(k, N, rest, 1) : 0);
         t = s * bw_N / bw_n + (1 - s) * t;
     }
