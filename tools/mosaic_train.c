@@ -50,7 +50,7 @@ static int eval_iso_on(const char *data, const struct mosaic_predictor *p,
     int bad = 0;
     enum { MAXN = 16 };
     struct {
-        const char *v;
+        const struct mosaic_pkernel *k; /* the variant's kernel */
         int sms;
         double us;
     } *t = NULL;
@@ -82,11 +82,12 @@ static int eval_iso_on(const char *data, const struct mosaic_predictor *p,
                     exit(1);
                 }
             }
+            t[nt].k = NULL;
             for (size_t i = 0; i < ds->nv; i++)
-                if (!strcmp(ds->v[i].name, v->valuestring)) t[nt].v = ds->v[i].name;
+                if (!strcmp(ds->v[i].name, v->valuestring)) t[nt].k = ds->v[i].pk;
             t[nt].sms = sms->valueint >= N ? N : sms->valueint;
             t[nt].us = med->valuedouble;
-            if (t[nt].v) nt++;
+            if (t[nt].k) nt++;
         }
         cJSON_Delete(r);
     }
@@ -94,15 +95,13 @@ static int eval_iso_on(const char *data, const struct mosaic_predictor *p,
     fclose(f);
     memset(e, 0, sizeof e);
     for (size_t i = 0; i < nt; i++) {
-        const struct mosaic_pkernel *k = NULL;
+        const struct mosaic_pkernel *k = t[i].k;
         double full = 0, meas, est;
         int j;
         if (t[i].sms >= N) continue;
         for (size_t m = 0; m < nt; m++)
-            if (t[m].v == t[i].v && t[m].sms == N) full = t[m].us;
-        for (size_t m = 0; m < ds->nv; m++)
-            if (ds->v[m].name == t[i].v) k = ds->v[m].pk;
-        if (!(full > 0) || !k) continue;
+            if (t[m].k == k && t[m].sms == N) full = t[m].us;
+        if (!(full > 0)) continue;
         for (j = 0; j < nn && ns[j] != t[i].sms; j++) {}
         if (j == nn) {
             if (nn == MAXN) continue;
