@@ -1240,9 +1240,14 @@ static int predict_core(struct mosaic_predictor *p, const struct mosaic_pred_que
     if (q->mode == MOSAIC_MODE_PARTITIONED) {
         /* Both start at launch on their own SMs; each runs f times slower
          * while the other runs (inter-SM model: the full-overlap factor),
-         * then alone at its isolated speed. */
+         * then alone at its isolated speed. A co-runner on other SMs only
+         * takes memory bandwidth away: f >= 1 (the forest, fitted to noisy
+         * labels, dips below 1 where it extrapolates, e.g. a split of
+         * 128/4 SMs). */
         double fa = (comp & MOSAIC_PC_INTER) ? inter_factor(p, q->a, sa, iso_a, q->b, sb, iso_b) : 1;
         double fb = (comp & MOSAIC_PC_INTER) ? inter_factor(p, q->b, sb, iso_b, q->a, sa, iso_a) : 1;
+        if (fa < 1) fa = 1;
+        if (fb < 1) fb = 1;
         double ta = iso_a * fa, tb = iso_b * fb, da, db;
         if (ta <= tb) {
             da = ta;

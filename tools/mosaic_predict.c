@@ -5,7 +5,7 @@
  *   mosaic-predict A.json B.json --mode shared|partitioned [--sms N]
  *                  [--models DIR] [--b-first] [--key-a KEY] [--key-b KEY]
  *                  [--follow-a KEY] [--follow-b KEY]
- *                  [--iso-a US] [--iso-b US]
+ *                  [--iso-a US] [--iso-b US] [--sweep STEP]
  *
  * A and B are the first kernel of each file, or the kernel with that key, or
  * the one kernel whose key contains the text given (a name, "grid=...").
@@ -13,6 +13,10 @@
  * --iso-a/--iso-b: measured isolated durations on those SMs (otherwise
  * estimated from the profile: waves, per-SM speed-up, DRAM share;
  * docs/predictor.md).
+ * --sweep STEP (partitioned): a table over A's SM count, STEP, 2 STEP, ...,
+ * with each kernel's predicted duration on its partition beside the other
+ * and that over its duration alone on the whole GPU (what a split costs
+ * each side); durations on the partitions are estimated.
  * Exit status: 0, or 1 with a message
  * naming the file and field.
  */
@@ -34,7 +38,7 @@ static void usage(void)
             "       [--models DIR] [--b-first] [--key-a KEY] [--key-b KEY]\n"
             "       [--follow-a KEY] [--follow-b KEY]  (a dependent kernel of the same\n"
             "       file enqueued right after, e.g. cuBLAS's split-K reduce)\n"
-            "       [--iso-a US] [--iso-b US]\n");
+            "       [--iso-a US] [--iso-b US] [--sweep STEP]\n");
 }
 
 /* The kernel whose key is KEY, or else the one kernel whose key contains
@@ -97,6 +101,32 @@ static int num(const char *s, double lo, double hi, double *out)
     return 0;
 }
 
+/* --sweep: every split of the GPU in steps of step SMs. */
+static int print_sweep(struct mosaic_predictor *p, struct mosaic_pred_query *q, int step,
+                       const char *models)
+{
+    int n = p->gpu.sm_count;
+    char err[1024];
+    printf("mode partitioned, sweep of A's SMs, models %s\n", models);
+    printf("%5s %5s | %10s %10s %8s | %10s %10s %8s\n", "A SMs", "B SMs", "A us",
+           "A corun", "A/full", "B us", "B corun", "B/full");
+    for (int s = step; s < n; s += step) {
+        struct mosaic_pred_result r;
+        q->sms_a = s;
+        q->sms_b = n - s;
+        if (mosaic_predict(p, q, &r, err, sizeof err)) {
+            fprintf(stderr, "mosaic-predict: %s\n", err);
+            return -1;
+        }
+        printf("%5d %5d | %10.2f %10.2f %8.2f | %10.2f %10.2f %8.2f\n", s, n - s,
+               r.k[0].iso_us, r.k[0].duration_us, r.k[0].duration_us / q->a->dur_us,
+               r.k[1].iso_us, r.k[1].duration_us, r.k[1].duration_us / q->b->dur_us);
+    }
+    printf("(A us, B us: alone on the partition, estimated; A/full, B/full: the co-run "
+           "duration over the kernel's alone on all %d SMs)\n", n);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *files[2] = {NULL, NULL}, *keys[2] = {NULL, NULL}, *mode = NULL;
@@ -109,7 +139,7 @@ int main(int argc, char **argv)
     const struct mosaic_kernel *k[2];
     struct mosaic_pkernel *pk[2] = {NULL, NULL};
     char err[1024];
-    int nf = 0, sms = -1, rc = 1;
+    int nf = 0, sms = -1, sweep = 0, rc = 1;
     double v;
 
     memset(&q, 0, sizeof q);
@@ -124,6 +154,12 @@ int main(int argc, char **argv)
                 return 1;
             }
             sms = (int)v;
+        } else if (!strcmp(a, "--sweep") && more) {
+            if (num(argv[++i], 1, 1000, &v)) {
+                fprintf(stderr, "mosaic-predict: --sweep: not a positive SM step: %s\n", argv[i]);
+                return 1;
+            }
+            sweep = (int)v;
         } else if (!strcmp(a, "--models") && more) models = argv[++i];
         else if (!strcmp(a, "--b-first")) q.b_first = 1;
         else if (!strcmp(a, "--key-a") && more) keys[0] = argv[++i];
@@ -156,6 +192,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "mosaic-predict: --mode: shared or partitioned, not %s\n", mode);
         return 1;
     }
+    if (sweep && (q.mode != MOSAIC_MODE_PARTITIONED || sms >= 0 || q.iso_a_us > 0 ||
+                  q.iso_b_us > 0)) {
+        fprintf(stderr, "mosaic-predict: --sweep goes with --mode partitioned and without "
+                        "--sms, --iso-a, --iso-b (it tries every split)\n");
+        return 1;
+    }
     mosaic_profile_init(&prof[0]);
     mosaic_profile_init(&prof[1]);
     if (mosaic_predictor_open(models, NULL, &p, err, sizeof err)) {
@@ -179,6 +221,11 @@ int main(int argc, char **argv)
     }
     q.a = pk[0];
     q.b = pk[1];
+    if (sweep) {
+        rc = print_sweep(p, &q, sweep, models) ? 1 : 0;
+        if (!rc) printf("A: %s\nB: %s\n", mosaic_pkernel_key(pk[0]), mosaic_pkernel_key(pk[1]));
+        goto out;
+    }
     if (q.mode == MOSAIC_MODE_PARTITIONED) {
         int n = p->gpu.sm_count;
         if (sms < 0) sms = n / 2;
