@@ -35,4 +35,7 @@ for pair in "attention_bh16_s2048_q64_k128 triad_512M_w2" "gemm_cublas_bf16_8192
       --key-a "$(key "$1")" --key-b "$(key "$2")" --mode $mode | sed -n '1,4p'
   done
 done
+echo "== mosaic-predict --sweep: gemm_cublas_bf16_8192 (A) with copy_1G (B), every split of 16 SMs =="
+build/bin/mosaic-predict "$D/zoo.profile.json" "$D/zoo.profile.json" --mode partitioned --sweep 16 \
+  --key-a "$(key gemm_cublas_bf16_8192)" --key-b "$(key copy_1G)" | sed -n '2,11p'
 echo "(accuracy on unseen kernel families: docs/predictor-eval.md)"
