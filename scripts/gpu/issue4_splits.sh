@@ -18,7 +18,8 @@
 #
 # Overrides (defaults: the first run, profiler/data/h200/splits): NAME
 # (splits), TIME_SMS (16,48,80,112), SPLITS ("16 48"), VARIANTS (the
-# variants.jsonl the pairs are drawn from), NPAIRS (40), SEED (20261130).
+# variants.jsonl the pairs are drawn from), NPAIRS (40), SEED (20261130);
+# for chase: CHASE_A and CHASE_B (variant lists), CHASE_SPLIT (A's SMs).
 #
 # Never touches clocks, power, MIG; never resets the GPU; no MPS.
 set -uo pipefail
@@ -28,6 +29,9 @@ NAME=${NAME:-splits}
 TIME_SMS=${TIME_SMS:-16,48,80,112}
 SPLITS=${SPLITS:-16 48}
 VARIANTS=${VARIANTS:-profiler/data/h200/variants.jsonl}
+CHASE_A=${CHASE_A:-pointer_chase_1M pointer_chase_32M}
+CHASE_B=${CHASE_B:-fma_66_b64_c32 fma_8448_b128_c8 attention_bh8_s4096_q256_k64 copy_1G transpose_naive_8192 gemm_cublas_bf16_4096}
+CHASE_SPLIT=${CHASE_SPLIT:-32}
 S=$DS/$NAME
 mkdir -p "$S"
 "$ZOO" list -o "$S/all_variants.jsonl" 2>>"$OUT/script.log"
@@ -67,14 +71,13 @@ if has chase; then
         -lms 10 >"$C/clocks.csv" 2>/dev/null &
     SMI=$!
     sleep 1
-    for a in pointer_chase_1M pointer_chase_32M; do
+    for a in $CHASE_A; do
         echo "$(date -u +%FT%T.%N) alone $a" >>"$C/marks.txt"
-        "$ZOO" time --variants $a --sms 32 --replays 400 -o "$C/alone_$a.jsonl" 2>>"$C/err.txt"
-        for b in fma_66_b64_c32 fma_8448_b128_c8 attention_bh8_s4096_q256_k64 copy_1G \
-                 transpose_naive_8192 gemm_cublas_bf16_4096; do
+        "$ZOO" time --variants $a --sms $CHASE_SPLIT --replays 400 -o "$C/alone_$a.jsonl" 2>>"$C/err.txt"
+        for b in $CHASE_B; do
             echo "$(date -u +%FT%T.%N) begin $a $b" >>"$C/marks.txt"
             echo "$a $b" >"$C/pair.txt"
-            "$ZOO" corun --pairs "$C/pair.txt" --mode partitioned --split 32 --order ab \
+            "$ZOO" corun --pairs "$C/pair.txt" --mode partitioned --split $CHASE_SPLIT --order ab \
                 --repeats 15 -o "$C/corun_${a}_$b.jsonl" 2>>"$C/err.txt"
             echo "$(date -u +%FT%T.%N) end $a $b" >>"$C/marks.txt"
         done
