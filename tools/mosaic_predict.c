@@ -107,6 +107,11 @@ static int print_sweep(struct mosaic_predictor *p, struct mosaic_pred_query *q, 
 {
     int n = p->gpu.sm_count;
     char err[1024];
+    if (step >= n) {
+        fprintf(stderr, "mosaic-predict: --sweep %d: the step must be below the GPU's %d SMs\n",
+                step, n);
+        return -1;
+    }
     printf("mode partitioned, sweep of A's SMs, models %s\n", models);
     printf("%5s %5s | %10s %10s %8s | %10s %10s %8s\n", "A SMs", "B SMs", "A us",
            "A corun", "A/full", "B us", "B corun", "B/full");
