@@ -54,7 +54,7 @@ static int eval_iso_on(const char *data, const struct mosaic_predictor *p,
         int sms;
         double us;
     } *t = NULL;
-    size_t nt = 0, cap = 0;
+    size_t nt = 0, cap = 0, nbad = 0;
     char path[4096], *line = NULL;
     size_t lcap = 0;
     int ns[MAXN], nn = 0, N = p->gpu.sm_count;
@@ -65,7 +65,10 @@ static int eval_iso_on(const char *data, const struct mosaic_predictor *p,
     if (!(f = fopen(path, "r"))) return 0;
     while (getline(&line, &lcap, f) > 0) {
         cJSON *r = cJSON_Parse(line), *rec, *ok, *v, *sms, *med;
-        if (!r) continue;
+        if (!r) {
+            nbad++;
+            continue;
+        }
         rec = cJSON_GetObjectItemCaseSensitive(r, "record");
         ok = cJSON_GetObjectItemCaseSensitive(r, "ok");
         v = cJSON_GetObjectItemCaseSensitive(r, "variant");
@@ -93,6 +96,8 @@ static int eval_iso_on(const char *data, const struct mosaic_predictor *p,
     }
     free(line);
     fclose(f);
+    if (nbad)
+        fprintf(stderr, "mosaic-train: %s: %zu lines are not JSON (skipped)\n", path, nbad);
     memset(e, 0, sizeof e);
     for (size_t i = 0; i < nt; i++) {
         const struct mosaic_pkernel *k = t[i].k;
