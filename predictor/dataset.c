@@ -98,33 +98,6 @@ static int find_variant(const struct mosaic_dataset *ds, const char *name)
     return -1;
 }
 
-static char *read_all(const char *path, char *err, size_t errlen)
-{
-    FILE *f = fopen(path, "rb");
-    long n;
-    char *b;
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0 ||
-        n > (1L << 30)) {
-        snprintf(err, errlen, "%s: cannot size the file", path);
-        fclose(f);
-        return NULL;
-    }
-    b = malloc((size_t)n + 1);
-    if (!b || fread(b, 1, (size_t)n, f) != (size_t)n) {
-        snprintf(err, errlen, "%s: cannot read", path);
-        free(b);
-        fclose(f);
-        return NULL;
-    }
-    b[n] = 0;
-    fclose(f);
-    return b;
-}
-
 static int add_family(struct mosaic_dataset *ds, const char *fam)
 {
     char **nf;
@@ -278,7 +251,7 @@ VIS int mosaic_dataset_load(const char *dir, const struct mosaic_predictor *pr,
 
     /* variants */
     snprintf(path, sizeof path, "%s/variants.jsonl", dir);
-    if (!(txt = read_all(path, err, errlen))) goto fail;
+    if (mosaic_read_text(path, 1L << 30, &txt, err, errlen)) goto fail;
     for (line = strtok_r(txt, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         cJSON *r = cJSON_Parse(line);
         const char *rec, *name, *fam;
@@ -318,7 +291,7 @@ VIS int mosaic_dataset_load(const char *dir, const struct mosaic_predictor *pr,
 
     /* mapping */
     snprintf(path, sizeof path, "%s/variant_kernels.json", dir);
-    if (!(txt = read_all(path, err, errlen))) goto fail;
+    if (mosaic_read_text(path, 1L << 30, &txt, err, errlen)) goto fail;
     map = cJSON_Parse(txt);
     free(txt);
     txt = NULL;

@@ -64,60 +64,6 @@ VIS int mosaic_coef_save(const char *path, const struct mosaic_coef *c,
     return 0;
 }
 
-static char *slurp(const char *path, size_t max, char *err, size_t errlen)
-{
-    FILE *f = fopen(path, "rb");
-    char *buf;
-    size_t n = 0, cap = 4096;
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    buf = malloc(cap);
-    while (buf) {
-        size_t r;
-        if (n + 1 >= cap) {
-            char *nb;
-            if (cap >= max) {
-                snprintf(err, errlen, "%s: larger than %zu bytes", path, max);
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        r = fread(buf + n, 1, cap - 1 - n, f);
-        n += r;
-        if (r == 0) {
-            if (ferror(f)) {
-                snprintf(err, errlen, "%s: read error", path);
-                free(buf);
-                buf = NULL;
-            }
-            break;
-        }
-    }
-    fclose(f);
-    if (buf) {
-        if (memchr(buf, 0, n)) {
-            snprintf(err, errlen, "%s: contains a NUL byte", path);
-            free(buf);
-            return NULL;
-        }
-        buf[n] = 0;
-    } else if (!err[0]) {
-        snprintf(err, errlen, "%s: out of memory", path);
-    }
-    return buf;
-}
-
 static int coef_num(cJSON *root, const char *path, const char *key, double lo,
                     double hi, double *out, char *err, size_t errlen)
 {
@@ -140,9 +86,8 @@ VIS int mosaic_coef_load(const char *path, struct mosaic_coef *c, char *err,
     int rc;
 
     err[0] = 0;
-    txt = slurp(path, 1 << 20, err, errlen);
-    if (!txt)
-        return errno == ENOMEM ? MOSAIC_ENOMEM : MOSAIC_EIO;
+    rc = mosaic_read_text(path, 1L << 20, &txt, err, errlen);
+    if (rc) return rc;
     root = cJSON_Parse(txt);
     free(txt);
     if (!root || !cJSON_IsObject(root)) {

@@ -661,42 +661,41 @@ int mosaic_forest_load_string(const char *json, const char *what,
     return 0;
 }
 
-/* The whole file as a NUL-terminated string (malloc'd), or NULL with a
- * message in l. */
-static char *read_file(struct ld *l, const char *path, int *rc)
+int mosaic_read_text(const char *path, long max, char **out, char *err, size_t errlen)
 {
+    struct ld l = {path, err, errlen};
     FILE *fp = fopen(path, "rb");
     char *buf = NULL;
     long size;
+    int rc = 0;
 
-    if (!fp) {
-        *rc = fail(l, MOSAIC_EIO, "", "cannot open: %s", strerror(errno));
-        return NULL;
-    }
+    *out = NULL;
+    if (!fp)
+        return fail(&l, MOSAIC_EIO, "", "cannot open: %s", strerror(errno));
     if (fseek(fp, 0, SEEK_END) != 0 || (size = ftell(fp)) < 0 ||
         fseek(fp, 0, SEEK_SET) != 0) {
-        *rc = fail(l, MOSAIC_EIO, "", "cannot read: %s", strerror(errno));
-    } else if (size > MAX_MODEL_BYTES) {
-        *rc = fail(l, MOSAIC_EINVAL, "", "the file is larger than %ld bytes",
-                   MAX_MODEL_BYTES);
+        rc = fail(&l, MOSAIC_EIO, "", "cannot read: %s", strerror(errno));
+    } else if (size > max) {
+        rc = fail(&l, MOSAIC_EINVAL, "", "the file is larger than %ld bytes", max);
     } else if (!(buf = malloc((size_t)size + 1))) {
-        *rc = fail(l, MOSAIC_ENOMEM, "", "out of memory");
+        rc = fail(&l, MOSAIC_ENOMEM, "", "out of memory");
     } else if (fread(buf, 1, (size_t)size, fp) != (size_t)size) {
-        *rc = fail(l, MOSAIC_EIO, "", "cannot read: %s",
-                   ferror(fp) ? strerror(errno) : "the file shrank while it was read");
+        rc = fail(&l, MOSAIC_EIO, "", "cannot read: %s",
+                  ferror(fp) ? strerror(errno) : "the file shrank while it was read");
         free(buf);
         buf = NULL;
     } else {
         buf[size] = '\0';
-        /* A NUL inside the file would silently cut the JSON text short. */
+        /* A NUL inside the file would silently cut the text short. */
         if (memchr(buf, '\0', (size_t)size)) {
-            *rc = fail(l, MOSAIC_EINVAL, "", "the file contains a NUL byte");
+            rc = fail(&l, MOSAIC_EINVAL, "", "the file contains a NUL byte");
             free(buf);
             buf = NULL;
         }
     }
     fclose(fp);
-    return buf;
+    *out = buf;
+    return rc;
 }
 
 int mosaic_forest_load(const char *path, struct mosaic_forest **out, char *err,
@@ -710,8 +709,8 @@ int mosaic_forest_load(const char *path, struct mosaic_forest **out, char *err,
         *out = NULL;
     if (!path || !out)
         return fail(&l, MOSAIC_EINVAL, "", "no path or no output pointer");
-    json = read_file(&l, path, &rc);
-    if (!json)
+    rc = mosaic_read_text(path, MAX_MODEL_BYTES, &json, err, errlen);
+    if (rc)
         return rc;
     rc = mosaic_forest_load_string(json, path, out, err, errlen);
     free(json);

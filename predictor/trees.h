@@ -19,6 +19,13 @@
 
 struct mosaic_forest;
 
+/* The whole file at path as a NUL-terminated string (malloc'd) in *out:
+ * 0, or a negative MOSAIC_E* code with a message naming the file (cannot
+ * open or read: MOSAIC_EIO; larger than max bytes or holding a NUL byte:
+ * MOSAIC_EINVAL; MOSAIC_ENOMEM). The model, coefficient and dataset
+ * readers all use it. */
+int mosaic_read_text(const char *path, long max, char **out, char *err, size_t errlen);
+
 /* Reads an XGBoost JSON model file. Returns 0 and sets *out, or a negative
  * MOSAIC_E* code (MOSAIC_EIO: the file cannot be read; MOSAIC_EINVAL: the
  * model is malformed or unsupported; MOSAIC_ENOMEM) with a message naming
