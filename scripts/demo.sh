@@ -5,13 +5,7 @@
 # the launch-coverage results recorded on the H200.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  if ! pkg-config --exists cmocka libcjson 2>/dev/null || [ ! -f /usr/include/csv.h ]; then
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-      cmake make gcc libc6-dev pkg-config libcmocka-dev libcjson-dev libcsv-dev libxgboost-dev >/dev/null
-  fi
-fi
+. scripts/deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc 2>/dev/null || echo 2)" >/dev/null
 stats=$(mktemp -d)/stats.json

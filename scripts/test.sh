@@ -6,6 +6,7 @@
 # This is the README's test command and what CI (.ci/run) runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/deps.sh
 jobs=$(nproc 2>/dev/null || echo 2)
 run() {
   local dir=$1; shift
