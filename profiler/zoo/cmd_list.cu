@@ -4,22 +4,11 @@
  * It needs no GPU.
  */
 #include <cuda_runtime.h>
-#include <errno.h>
-#include <limits.h>
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "zoo.h"
 #include "zoo_cmds.h"
 #include "zoo_harness.h"
 #include "zoo_jsonl.h"
-#include "zoo_probes.h"
-#include "zoo_streams.h"
-#include "zoo_timing.h"
 
 int cmd_list(void)
 {

@@ -7,8 +7,6 @@
  */
 #include <cuda_runtime.h>
 #include <errno.h>
-#include <limits.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -14,14 +14,9 @@
  * kernel of a pair 5/3 of it (default 30 us, so 30 and 50 us).
  */
 #include <cuda_runtime.h>
-#include <errno.h>
 #include <limits.h>
-#include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "zoo.h"
 #include "zoo_cmds.h"

@@ -6,13 +6,7 @@
  * profiler/data/h200/residency.jsonl.
  */
 #include <cuda_runtime.h>
-#include <errno.h>
-#include <limits.h>
-#include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "zoo.h"
@@ -20,7 +14,6 @@
 #include "zoo_harness.h"
 #include "zoo_jsonl.h"
 #include "zoo_probes.h"
-#include "zoo_streams.h"
 #include "zoo_timing.h"
 
 /* Blockers for `residency`: hold part of every SM for spin_ns. The sleep

@@ -7,8 +7,6 @@
  * records that open and close every output.
  */
 #include <cuda_runtime.h>
-#include <errno.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

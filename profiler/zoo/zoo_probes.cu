@@ -6,7 +6,6 @@
  * (zoo_streams.cu), `placement` and `behind` use them.
  */
 #include <cuda_runtime.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
