@@ -22,6 +22,9 @@
 
 /* ---- limits and defaults ------------------------------------------------ */
 
+/* The timing method's constants (docs/dataset.md, "How the zoo times a
+ * kernel"), chosen and checked on an H200 (driver 580.159.04, CUDA 13.0);
+ * every run's "meta" record repeats them. */
 #define ZOO_WARMUP            10
 #define ZOO_TARGET_REPLAY_US  1000.0
 #define ZOO_MAX_N_REPEAT      1000
