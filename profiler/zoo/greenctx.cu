@@ -5,8 +5,9 @@
  * count, make a descriptor per resulting resource, make a green context per
  * descriptor, and create streams in it. Runtime kernels launched on such a
  * stream (cast to cudaStream_t) run only on the context's SMs; that was
- * measured with %smid on the H200 (CUDA 13.0), and the harness checks it
- * again at every run (the "stream_check" record).
+ * measured with %smid on the H200 (driver 580.159.04, CUDA 13.0), and the
+ * harness checks it again at every run (the "stream_check" records of
+ * profiler/data/h200/, zoo_streams.cu).
  */
 #include "greenctx.h"
 

@@ -5,7 +5,10 @@
  * Written against CUDA 13.0's cuda.h for an H200 (sm_90, 132 SMs, driver
  * 580.159.04), where minSmPartitionSize and smCoscheduledAlignment are 8 and
  * a request for 66 SMs yields 72. Green contexts need driver and toolkit
- * 12.4 or later; cuGreenCtxStreamCreate needs 12.5 or later.
+ * 12.4 or later; cuGreenCtxStreamCreate needs 12.5 or later. The data: the
+ * "meta" record of every run in profiler/data/h200/ (green_min_partition,
+ * green_alignment) and its "stream_check" records (SMs provisioned and
+ * reached, e.g. splits/time.jsonl); docs/dataset.md describes the files.
  */
 #ifndef MOSAIC_ZOO_GREENCTX_H
 #define MOSAIC_ZOO_GREENCTX_H

@@ -4,10 +4,12 @@
  * for sm_90 on the GPU machine.
  *
  * A variant is one family at one size or launch shape. The harness
- * (zoo_main.cu) owns timing, streams, green contexts and output; a family
- * (zoo_kernels.cu) owns its buffers and kernels. One launch of a variant
- * enqueues the variant's work on a given stream (one kernel for our own
- * families; a library call may issue more than one).
+ * (zoo_main.cu and the zoo_*.cu, cmd_*.cu files it lists) owns timing,
+ * streams, green contexts and output; a family (kernels_*.cu, by category;
+ * the registry of variants is zoo_variants.cu) owns its buffers and
+ * kernels. One launch of a variant enqueues the variant's work on a given
+ * stream (one kernel for our own families; a library call may issue more
+ * than one).
  */
 #ifndef MOSAIC_ZOO_H
 #define MOSAIC_ZOO_H

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A hold-out check of the shipped predictor on the H200: eleven zoo variants
 # added after the models were trained (the HOLDOUT section of
-# profiler/zoo/zoo_kernels.cu) are profiled and co-run against sixteen
+# profiler/zoo/zoo_variants.cu) are profiled and co-run against sixteen
 # variants of the issue 3 dataset, shared (both orders) and SM-partitioned
 # 64/68 (both orders), 7 repeats each. The result is a dataset directory of
 # the same layout as profiler/data/h200 (zoo.profile.json, variants.jsonl,
