@@ -17,7 +17,7 @@ static int smem_step(const struct mosaic_gpu_desc *g, int64_t want)
     return g->smem_per_sm;
 }
 
-int mosaic_place_occupancy(const struct mosaic_gpu_desc *g,
+int mosaic__place_occupancy(const struct mosaic_gpu_desc *g,
                            const struct mosaic_kernel *k, int *bps,
                            int *smem_cfg, int *smem_block, int *regs_block)
 {
@@ -57,13 +57,13 @@ int mosaic_place_occupancy(const struct mosaic_gpu_desc *g,
     return m > 0 ? 0 : -1;
 }
 
-double mosaic_place_waves(const struct mosaic_pkernel *k, int n)
+double mosaic__place_waves(const struct mosaic_pkernel *k, int n)
 {
     double cap = (double)k->bps * (n > 0 ? n : 1);
     return cap > 0 ? (double)k->grid / cap : 0;
 }
 
-int mosaic_place_room(const struct mosaic_gpu_desc *g,
+int mosaic__place_room(const struct mosaic_gpu_desc *g,
                       const struct mosaic_pkernel *f, int nf,
                       const struct mosaic_pkernel *s)
 {

@@ -12,9 +12,7 @@
 
 #include "predictor_internal.h"
 
-#define VIS __attribute__((visibility("default")))
-
-VIS void mosaic_gpu_desc_h200(struct mosaic_gpu_desc *g)
+MOSAIC__API void mosaic_gpu_desc_h200(struct mosaic_gpu_desc *g)
 {
     static const int steps[] = {0, 8, 16, 32, 64, 100, 132, 164, 196, 228};
     memset(g, 0, sizeof *g);
@@ -38,14 +36,14 @@ VIS void mosaic_gpu_desc_h200(struct mosaic_gpu_desc *g)
 
 /* ---- analytic coefficients --------------------------------------------- */
 
-VIS void mosaic_coef_default(struct mosaic_coef *c)
+void mosaic__coef_default(struct mosaic__coef *c)
 {
     c->pack = 0;
     c->gap_us = 1.6;
     c->intra_w = 1;
 }
 
-VIS int mosaic_coef_save(const char *path, const struct mosaic_coef *c,
+int mosaic__coef_save(const char *path, const struct mosaic__coef *c,
                          char *err, size_t errlen)
 {
     FILE *f = fopen(path, "w");
@@ -78,7 +76,7 @@ static int coef_num(cJSON *root, const char *path, const char *key, double lo,
     return 0;
 }
 
-VIS int mosaic_coef_load(const char *path, struct mosaic_coef *c, char *err,
+int mosaic__coef_load(const char *path, struct mosaic__coef *c, char *err,
                          size_t errlen)
 {
     char *txt;
@@ -118,12 +116,12 @@ static uint64_t fnv(const char *s)
     return h;
 }
 
-VIS const char *mosaic_pkernel_key(const struct mosaic_pkernel *k)
+MOSAIC__API const char *mosaic_pkernel_key(const struct mosaic_pkernel *k)
 {
     return k ? k->key : "";
 }
 
-VIS int mosaic_pkernel_set_follow(struct mosaic_pkernel *k,
+MOSAIC__API int mosaic_pkernel_set_follow(struct mosaic_pkernel *k,
                                   const struct mosaic_kernel *next, const char *what,
                                   char *err, size_t errlen)
 {
@@ -144,7 +142,7 @@ VIS int mosaic_pkernel_set_follow(struct mosaic_pkernel *k,
     return 0;
 }
 
-VIS void mosaic_pkernel_free(struct mosaic_pkernel *k)
+MOSAIC__API void mosaic_pkernel_free(struct mosaic_pkernel *k)
 {
     if (!k) return;
     free(k->key);
@@ -168,7 +166,7 @@ VIS void mosaic_pkernel_free(struct mosaic_pkernel *k)
         (dst) = v_ * (scale);                                                   \
     } while (0)
 
-VIS int mosaic_pkernel_prepare(const struct mosaic_predictor *p,
+MOSAIC__API int mosaic_pkernel_prepare(const struct mosaic_predictor *p,
                                const struct mosaic_kernel *k, const char *what,
                                struct mosaic_pkernel **out, char *err,
                                size_t errlen)
@@ -230,7 +228,7 @@ VIS int mosaic_pkernel_prepare(const struct mosaic_predictor *p,
     {
         struct mosaic_kernel kk = *k;
         kk.carveout = pk->carveout;
-        if (mosaic_place_occupancy(&p->gpu, &kk, &pk->bps, &pk->smem_cfg,
+        if (mosaic__place_occupancy(&p->gpu, &kk, &pk->bps, &pk->smem_cfg,
                                    &smem_block, &pk->regs_block) != 0) {
             snprintf(err, errlen,
                      "%s: kernel %s: no block fits on an SM (fields block, regs, "
@@ -342,7 +340,7 @@ static double dram_on(const struct mosaic_gpu_desc *g, const struct mosaic_pkern
     return d * part_bw(g, sms) / part_bw(g, g->sm_count);
 }
 
-void mosaic_feat_inter(const struct mosaic_gpu_desc *g,
+void mosaic__feat_inter(const struct mosaic_gpu_desc *g,
                        const struct mosaic_pkernel *self, int sms_self, double iso_self,
                        const struct mosaic_pkernel *other, int sms_other, double iso_other,
                        float *x)
@@ -355,8 +353,8 @@ void mosaic_feat_inter(const struct mosaic_gpu_desc *g,
                     (other->dram_rd + other->dram_wr) * sms_other / n);
     x[21] = (float)((self->l2_rd + self->l2_wr) * sms_self / n +
                     (other->l2_rd + other->l2_wr) * sms_other / n);
-    x[22] = (float)mosaic_place_waves(self, sms_self);
-    x[23] = (float)mosaic_place_waves(other, sms_other);
+    x[22] = (float)mosaic__place_waves(self, sms_self);
+    x[23] = (float)mosaic__place_waves(other, sms_other);
     {
         /* each side's DRAM demand on its SMs: the bytes per run over the
          * isolated duration there (what its SMs actually reach) */
@@ -544,7 +542,7 @@ struct tl_batches {
 
 /* What placing a single-wave S's batches needs of one timeline run. */
 struct tl_ctx {
-    const struct mosaic_coef *c;
+    const struct mosaic__coef *c;
     const struct mosaic_pkernel *F, *S;
     struct tl_pre *pre;
     int N, domS, intra;
@@ -643,13 +641,13 @@ static double place_batch(struct tl_batches *bt, const struct tl_ctx *x, double 
     return b;
 }
 
-static void timeline(const struct mosaic_gpu_desc *g, const struct mosaic_coef *c,
+static void timeline(const struct mosaic_gpu_desc *g, const struct mosaic__coef *c,
                      const struct mosaic_pkernel *F, const struct mosaic_pkernel *S,
                      double TF, double TS, double interF, double interS,
                      unsigned comp, struct tl_pre *pre, struct tl_out *o)
 {
     const int N = g->sm_count;
-    double wF = mosaic_place_waves(F, N);
+    double wF = mosaic__place_waves(F, N);
     double nwF = ceil(wF);
     double lastfrac, uF0, ulast, sp, bp[TL_RAMP + 4], bu[TL_RAMP + 4];
     int nbp = 0, nF1, nFl, room1, roomL, domS;
@@ -679,13 +677,13 @@ static void timeline(const struct mosaic_gpu_desc *g, const struct mosaic_coef *
     if (nFl < 1) nFl = 1;
     if (nFl > F->bps) nFl = F->bps;
     if (!pre->done) {
-        pre->room1 = mosaic_place_room(g, F, nF1, S);
-        pre->roomL = mosaic_place_room(g, F, nFl, S);
+        pre->room1 = mosaic__place_room(g, F, nF1, S);
+        pre->roomL = mosaic__place_room(g, F, nFl, S);
         pre->satS = resid_need(S);
         pre->sp = release_spread(F, N);
-        pre->chunk = mosaic_place_room(g, F, F->bps - 1, S) - mosaic_place_room(g, F, F->bps, S);
+        pre->chunk = mosaic__place_room(g, F, F->bps - 1, S) - mosaic__place_room(g, F, F->bps, S);
         if (pre->chunk < 1)
-            pre->chunk = mosaic_place_room(g, F, 1, S) > 0 ? 1 : S->bps;
+            pre->chunk = mosaic__place_room(g, F, 1, S) > 0 ? 1 : S->bps;
         pre->done = 1;
     }
     room1 = pre->room1;
@@ -739,7 +737,7 @@ static void timeline(const struct mosaic_gpu_desc *g, const struct mosaic_coef *
         /* when each has dispatched its last block (F: its last wave
          * starts; S: its last wave, or its last batch) */
         double tdF = nwF > 1 ? -1 : 0, tdS = -1;
-        double wS = mosaic_place_waves(S, N), thS = wS > 1 ? 1 - 1 / ceil(wS) : 0;
+        double wS = mosaic__place_waves(S, N), thS = wS > 1 ? 1 - 1 / ceil(wS) : 0;
         while ((endF < 0 || endS < 0) && iter++ < 400) {
             double u, rF, dt = 1e300, slots, roomX, ix, ixF, fF = 1, fSi = 1, actS = 0, coF = 0;
             double ixFb = 1;
@@ -873,8 +871,8 @@ static void timeline(const struct mosaic_gpu_desc *g, const struct mosaic_coef *
     }
 }
 
-void mosaic_timeline_shared(const struct mosaic_gpu_desc *g,
-                            const struct mosaic_coef *c,
+void mosaic__timeline_shared(const struct mosaic_gpu_desc *g,
+                            const struct mosaic__coef *c,
                             const struct mosaic_pkernel *a,
                             const struct mosaic_pkernel *b, int b_first,
                             double iso_a, double iso_b, double inter_a,
@@ -908,7 +906,7 @@ void mosaic_timeline_shared(const struct mosaic_gpu_desc *g,
         r->packing = d[1][i] / d[0][i];
         r->inter_sm = d[2][i] / d[1][i];
         r->intra_sm = d[3][i] / d[2][i];
-        r->waves = mosaic_place_waves(i == 0 ? a : b, g->sm_count);
+        r->waves = mosaic__place_waves(i == 0 ? a : b, g->sm_count);
         r->start_us = i == fi ? 0 : o3.start_s;
     }
     res->overlap_us = o3.overlap;
@@ -916,10 +914,10 @@ void mosaic_timeline_shared(const struct mosaic_gpu_desc *g,
     if (xa || xb) {
         int n = g->sm_count;
         /* room for a beside b's full occupancy, and for b beside a's */
-        int room_ab = mosaic_place_room(g, b, b->bps, a);
+        int room_ab = mosaic__place_room(g, b, b->bps, a);
         double lsl[2] = {log(res->k[0].slowdown), log(res->k[1].slowdown)};
         double liso[2] = {log(iso_a), log(iso_b)};
-        int room_ba = mosaic_place_room(g, a, a->bps, b);
+        int room_ba = mosaic__place_room(g, a, a->bps, b);
         for (int i = 0; i < 2; i++) {
             float *x = i == 0 ? xa : xb;
             const struct mosaic_pkernel *me = i == 0 ? a : b, *ot = i == 0 ? b : a;
@@ -928,10 +926,10 @@ void mosaic_timeline_shared(const struct mosaic_gpu_desc *g,
             int room_me = i == 0 ? room_ab : room_ba;
             int room_ot = i == 0 ? room_ba : room_ab;
             if (!x) continue;
-            mosaic_feat_inter(g, me, n, iso_me, ot, n, iso_ot, x);
+            mosaic__feat_inter(g, me, n, iso_me, ot, n, iso_ot, x);
             x[20] = (float)me_first;
-            x[21] = (float)mosaic_place_waves(me, n);
-            x[22] = (float)mosaic_place_waves(ot, n);
+            x[21] = (float)mosaic__place_waves(me, n);
+            x[22] = (float)mosaic__place_waves(ot, n);
             x[23] = (float)me->bps;
             x[24] = (float)ot->bps;
             x[25] = (float)room_me;
@@ -971,10 +969,10 @@ void mosaic_timeline_shared(const struct mosaic_gpu_desc *g,
 
 /* ---- predictor ------------------------------------------------------------ */
 
-VIS int mosaic_predictor_from_parts(const struct mosaic_gpu_desc *g,
-                                    struct mosaic_forest *inter,
-                                    struct mosaic_forest *shared,
-                                    const struct mosaic_coef *c,
+int mosaic__predictor_from_parts(const struct mosaic_gpu_desc *g,
+                                    struct mosaic__forest *inter,
+                                    struct mosaic__forest *shared,
+                                    const struct mosaic__coef *c,
                                     struct mosaic_predictor **out)
 {
     struct mosaic_predictor *p = calloc(1, sizeof *p);
@@ -985,13 +983,13 @@ VIS int mosaic_predictor_from_parts(const struct mosaic_gpu_desc *g,
     p->inter = inter;
     p->shared = shared;
     if (c) p->coef = *c;
-    else mosaic_coef_default(&p->coef);
+    else mosaic__coef_default(&p->coef);
     *out = p;
     return 0;
 }
 
 static int load_forest(const char *dir, const char *name, int nf,
-                       struct mosaic_forest **f, char *err, size_t errlen)
+                       struct mosaic__forest **f, char *err, size_t errlen)
 {
     char path[4096];
     int rc;
@@ -999,26 +997,26 @@ static int load_forest(const char *dir, const char *name, int nf,
         snprintf(err, errlen, "%s: model directory path too long", dir);
         return MOSAIC_EINVAL;
     }
-    rc = mosaic_forest_load(path, f, err, errlen);
+    rc = mosaic__forest_load(path, f, err, errlen);
     if (rc) return rc;
-    if (mosaic_forest_nfeatures(*f) != nf) {
+    if (mosaic__forest_nfeatures(*f) != nf) {
         snprintf(err, errlen, "%s: field learner.learner_model_param.num_feature: "
                  "%d features, the predictor needs %d", path,
-                 mosaic_forest_nfeatures(*f), nf);
-        mosaic_forest_free(*f);
+                 mosaic__forest_nfeatures(*f), nf);
+        mosaic__forest_free(*f);
         *f = NULL;
         return MOSAIC_EINVAL;
     }
     return 0;
 }
 
-VIS int mosaic_predictor_open(const char *model_dir,
+MOSAIC__API int mosaic_predictor_open(const char *model_dir,
                               const struct mosaic_gpu_desc *gpu,
                               struct mosaic_predictor **out, char *err,
                               size_t errlen)
 {
-    struct mosaic_forest *inter = NULL, *shared = NULL;
-    struct mosaic_coef c;
+    struct mosaic__forest *inter = NULL, *shared = NULL;
+    struct mosaic__coef c;
     char path[4096];
     int rc;
 
@@ -1031,34 +1029,34 @@ VIS int mosaic_predictor_open(const char *model_dir,
         snprintf(err, errlen, "%s: model directory path too long", model_dir);
         return MOSAIC_EINVAL;
     }
-    rc = mosaic_coef_load(path, &c, err, errlen);
+    rc = mosaic__coef_load(path, &c, err, errlen);
     if (rc) return rc;
-    rc = load_forest(model_dir, "inter.json", MOSAIC_NF_INTER, &inter, err, errlen);
+    rc = load_forest(model_dir, "inter.json", MOSAIC__NF_INTER, &inter, err, errlen);
     if (rc) return rc;
-    rc = load_forest(model_dir, "shared.json", MOSAIC_NF_SHARED, &shared, err, errlen);
+    rc = load_forest(model_dir, "shared.json", MOSAIC__NF_SHARED, &shared, err, errlen);
     if (rc) {
-        mosaic_forest_free(inter);
+        mosaic__forest_free(inter);
         return rc;
     }
-    rc = mosaic_predictor_from_parts(gpu, inter, shared, &c, out);
+    rc = mosaic__predictor_from_parts(gpu, inter, shared, &c, out);
     if (rc) {
-        mosaic_forest_free(inter);
-        mosaic_forest_free(shared);
+        mosaic__forest_free(inter);
+        mosaic__forest_free(shared);
         snprintf(err, errlen, "%s: out of memory", model_dir);
     }
     return rc;
 }
 
-VIS void mosaic_predictor_close(struct mosaic_predictor *p)
+MOSAIC__API void mosaic_predictor_close(struct mosaic_predictor *p)
 {
     if (!p) return;
-    mosaic_forest_free(p->inter);
-    mosaic_forest_free(p->shared);
+    mosaic__forest_free(p->inter);
+    mosaic__forest_free(p->shared);
     free(p->cache);
     free(p);
 }
 
-VIS int mosaic_predictor_set_cache(struct mosaic_predictor *p, size_t entries)
+MOSAIC__API int mosaic_predictor_set_cache(struct mosaic_predictor *p, size_t entries)
 {
     size_t n = 1;
     if (!p) return MOSAIC_EINVAL;
@@ -1083,11 +1081,11 @@ static double inter_factor(const struct mosaic_predictor *p,
                            const struct mosaic_pkernel *self, int ss, double iso_s,
                            const struct mosaic_pkernel *other, int so, double iso_o)
 {
-    float x[MOSAIC_NF_INTER];
+    float x[MOSAIC__NF_INTER];
     double y;
     if (!p->inter) return 1;
-    mosaic_feat_inter(&p->gpu, self, ss, iso_s, other, so, iso_o, x);
-    y = mosaic_forest_predict(p->inter, x);
+    mosaic__feat_inter(&p->gpu, self, ss, iso_s, other, so, iso_o, x);
+    y = mosaic__forest_predict(p->inter, x);
     if (!isfinite(y)) return 1;
     return exp(clampd(y, -0.5, 4));
 }
@@ -1140,14 +1138,14 @@ static int check_query(const struct mosaic_predictor *p,
  * and a last round of the rest, each as long as its packing makes it.
  * On the dataset's 393 partition baselines: median error 7.5%, p95 31%
  * (the DRAM share and waves mixed linearly: 11%, 47%). */
-double mosaic_place_iso_on(const struct mosaic_gpu_desc *g, const struct mosaic_pkernel *k,
+double mosaic__place_iso_on(const struct mosaic_gpu_desc *g, const struct mosaic_pkernel *k,
                            int n)
 {
     int N = g->sm_count;
     double bw_n = part_bw(g, n), bw_N = part_bw(g, N);
     double dram = (k->dram_rd + k->dram_wr) / bw_N, s = dram < 1 ? dram : 1, t;
     if (n >= N || n < 1) return k->dur_us;
-    if (mosaic_place_waves(k, N) >= 1) {
+    if (mosaic__place_waves(k, N) >= 1) {
         double cpi = k->occ * 16 / (k->issue > 1e-3 ? k->issue : 1e-3);
         double m = cpi > 0 ? k->stall_lsb / cpi : 1, gain, u = k->issue;
         if (m < dram * (1 - k->issue)) m = dram * (1 - k->issue);
@@ -1156,7 +1154,7 @@ double mosaic_place_iso_on(const struct mosaic_gpu_desc *g, const struct mosaic_
         for (int i = 0; i < 8; i++)
             if (k->pipe[i] > u) u = k->pipe[i];
         if (u * gain > 1) gain = u < 1 ? 1 / u : 1;
-        t = mosaic_place_waves(k, n) / mosaic_place_waves(k, N) / gain;
+        t = mosaic__place_waves(k, n) / mosaic__place_waves(k, N) / gain;
         if (t < s * bw_N / bw_n) t = s * bw_N / bw_n;
     } else {
         int bps = k->bps > 0 ? k->bps : 1;
@@ -1179,9 +1177,9 @@ static int predict_core(struct mosaic_predictor *p, const struct mosaic_pred_que
 
     memset(res, 0, sizeof *res);
     iso_a = (isfinite(q->iso_a_us) && q->iso_a_us > 0) ? q->iso_a_us
-                                                       : mosaic_place_iso_on(g, q->a, sa);
+                                                       : mosaic__place_iso_on(g, q->a, sa);
     iso_b = (isfinite(q->iso_b_us) && q->iso_b_us > 0) ? q->iso_b_us
-                                                       : mosaic_place_iso_on(g, q->b, sb);
+                                                       : mosaic__place_iso_on(g, q->b, sb);
     if (q->mode == MOSAIC_MODE_PARTITIONED) {
         /* Both start at launch on their own SMs; each runs f times slower
          * while the other runs (inter-SM model: the full-overlap factor),
@@ -1204,7 +1202,7 @@ static int predict_core(struct mosaic_predictor *p, const struct mosaic_pred_que
         for (int i = 0; i < 2; i++) {
             struct mosaic_pred_kernel *r = &res->k[i];
             r->iso_us = i == 0 ? iso_a : iso_b;
-            r->waves = mosaic_place_waves(i == 0 ? q->a : q->b, i == 0 ? sa : sb);
+            r->waves = mosaic__place_waves(i == 0 ? q->a : q->b, i == 0 ? sa : sb);
             r->placement = r->packing = r->intra_sm = 1;
             r->duration_us = i == 0 ? da : db;
             r->slowdown = r->duration_us / r->iso_us;
@@ -1217,18 +1215,18 @@ static int predict_core(struct mosaic_predictor *p, const struct mosaic_pred_que
         /* shared: the inter-SM factor of each at an even split, then the
          * timeline, then the residual model */
         double ia = 1, ib = 1;
-        float xa[MOSAIC_NF_SHARED], xb[MOSAIC_NF_SHARED];
+        float xa[MOSAIC__NF_SHARED], xb[MOSAIC__NF_SHARED];
         if (comp & MOSAIC_PC_INTER) {
             ia = inter_factor(p, q->a, N, iso_a, q->b, N, iso_b);
             ib = inter_factor(p, q->b, N, iso_b, q->a, N, iso_a);
         }
-        mosaic_timeline_shared(g, &p->coef, q->a, q->b, q->b_first, iso_a, iso_b,
+        mosaic__timeline_shared(g, &p->coef, q->a, q->b, q->b_first, iso_a, iso_b,
                                ia, ib, comp, res, xa, xb);
         if (xa_out) memcpy(xa_out, xa, sizeof xa);
         if (xb_out) memcpy(xb_out, xb, sizeof xb);
         if ((comp & MOSAIC_PC_INTRA) && p->shared) {
             for (int i = 0; i < 2; i++) {
-                double y = mosaic_forest_predict(p->shared, i == 0 ? xa : xb);
+                double y = mosaic__forest_predict(p->shared, i == 0 ? xa : xb);
                 double f = isfinite(y) ? exp(clampd(y, -2, 3)) : 1;
                 struct mosaic_pred_kernel *r = &res->k[i];
                 r->intra_sm *= f;
@@ -1241,7 +1239,7 @@ static int predict_core(struct mosaic_predictor *p, const struct mosaic_pred_que
     return 0;
 }
 
-VIS int mosaic_predict_rows(struct mosaic_predictor *p,
+int mosaic__predict_rows(struct mosaic_predictor *p,
                             const struct mosaic_pred_query *q,
                             struct mosaic_pred_result *res, float *xa, float *xb)
 {
@@ -1256,7 +1254,7 @@ static uint64_t mix(uint64_t h)
     return h;
 }
 
-VIS int mosaic_predict(struct mosaic_predictor *p, const struct mosaic_pred_query *q,
+MOSAIC__API int mosaic_predict(struct mosaic_predictor *p, const struct mosaic_pred_query *q,
                        struct mosaic_pred_result *res, char *err, size_t errlen)
 {
     int rc;
@@ -1285,9 +1283,9 @@ VIS int mosaic_predict(struct mosaic_predictor *p, const struct mosaic_pred_quer
         h = mix(q->a->hash ^ mix(q->b->hash + 0x9e3779b97f4a7c15ull) ^ mix(cfg ^ ia * 31 ^ ib));
         {
             /* 4-way probe; a miss takes the first free slot, else the home */
-            struct mosaic_cache_ent *e = NULL;
+            struct mosaic__cache_ent *e = NULL;
             for (size_t w = 0; w < 4; w++) {
-                struct mosaic_cache_ent *c = &p->cache[(h + w) & p->cache_mask];
+                struct mosaic__cache_ent *c = &p->cache[(h + w) & p->cache_mask];
                 if (!c->used) {
                     if (!e) e = c;
                     break;

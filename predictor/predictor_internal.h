@@ -12,7 +12,10 @@
 #include "profile.h"
 #include "trees.h"
 
-#define MOSAIC_VIS __attribute__((visibility("default")))
+/* The predictor's public functions (include/mosaic/predict.h) are exported
+ * when the library is linked into a shared object built with hidden
+ * visibility; the internals below are not. */
+#define MOSAIC__API __attribute__((visibility("default")))
 
 /* ---- prepared kernel ---------------------------------------------------- */
 
@@ -44,42 +47,42 @@ struct mosaic_pkernel {
 /* ---- placement (placement.c) -------------------------------------------- */
 
 /* Occupancy from the GPU's limits (exact, cuda_occupancy.h rules). */
-int mosaic_place_occupancy(const struct mosaic_gpu_desc *g,
+int mosaic__place_occupancy(const struct mosaic_gpu_desc *g,
                            const struct mosaic_kernel *k, int *bps,
                            int *smem_cfg, int *smem_block, int *regs_block);
 /* Waves of a grid on n SMs (real: full waves + last-wave fraction). */
-double mosaic_place_waves(const struct mosaic_pkernel *k, int n);
+double mosaic__place_waves(const struct mosaic_pkernel *k, int n);
 /* Blocks of s that fit on an SM holding nf blocks of f (0: none; the
  * carveout rule of docs/placement.md). */
-int mosaic_place_room(const struct mosaic_gpu_desc *g,
+int mosaic__place_room(const struct mosaic_gpu_desc *g,
                       const struct mosaic_pkernel *f, int nf,
                       const struct mosaic_pkernel *s);
 /* Isolated duration estimate on n SMs from the full-GPU profile (predict.c:
  * DRAM-bound part by the bandwidth n SMs reach, the rest by waves, or for a
  * kernel of less than one wave by rounds and block packing). */
-double mosaic_place_iso_on(const struct mosaic_gpu_desc *g,
+double mosaic__place_iso_on(const struct mosaic_gpu_desc *g,
                            const struct mosaic_pkernel *k, int n);
 
 /* ---- model features ------------------------------------------------------ */
 
-#define MOSAIC_NF_INTER 33
-#define MOSAIC_NF_SHARED 47
-void mosaic_feat_inter(const struct mosaic_gpu_desc *g,
+#define MOSAIC__NF_INTER 33
+#define MOSAIC__NF_SHARED 47
+void mosaic__feat_inter(const struct mosaic_gpu_desc *g,
                        const struct mosaic_pkernel *self, int sms_self, double iso_self,
                        const struct mosaic_pkernel *other, int sms_other, double iso_other,
                        float *x);
 
 /* Analytic coefficients (analytic.json). */
-struct mosaic_coef {
+struct mosaic__coef {
     double pack;      /* weight of the block-packing term (eq. 1-2) */
     double gap_us;    /* dispatch gap of the second kernel, us */
     double intra_w;   /* weight of the analytic intra-SM contention term */
 };
 
 /* The shared-mode timeline; fills res and the residual feature row x
- * (MOSAIC_NF_SHARED floats, may be NULL). inter_a/b: inter-SM factors. */
-void mosaic_timeline_shared(const struct mosaic_gpu_desc *g,
-                            const struct mosaic_coef *c,
+ * (MOSAIC__NF_SHARED floats, may be NULL). inter_a/b: inter-SM factors. */
+void mosaic__timeline_shared(const struct mosaic_gpu_desc *g,
+                            const struct mosaic__coef *c,
                             const struct mosaic_pkernel *a,
                             const struct mosaic_pkernel *b, int b_first,
                             double iso_a, double iso_b, double inter_a,
@@ -90,14 +93,14 @@ void mosaic_timeline_shared(const struct mosaic_gpu_desc *g,
 /* Predictor internals used by the training tool. */
 struct mosaic_predictor {
     struct mosaic_gpu_desc gpu;
-    struct mosaic_forest *inter;  /* log slowdown, partitioned-trained */
-    struct mosaic_forest *shared; /* log residual of the shared timeline */
-    struct mosaic_coef coef;
+    struct mosaic__forest *inter;  /* log slowdown, partitioned-trained */
+    struct mosaic__forest *shared; /* log residual of the shared timeline */
+    struct mosaic__coef coef;
     /* cache */
-    struct mosaic_cache_ent *cache;
+    struct mosaic__cache_ent *cache;
     size_t cache_mask;
 };
-struct mosaic_cache_ent {
+struct mosaic__cache_ent {
     uint64_t tag, ha, hb;
     uint64_t cfg; /* mode, sms, order, comp */
     double iso_a, iso_b;
@@ -106,25 +109,25 @@ struct mosaic_cache_ent {
 };
 
 /* Opens with already-loaded parts (either forest may be NULL: factor 1). */
-MOSAIC_VIS int mosaic_predictor_from_parts(const struct mosaic_gpu_desc *g,
-                                           struct mosaic_forest *inter,
-                                           struct mosaic_forest *shared,
-                                           const struct mosaic_coef *c,
+int mosaic__predictor_from_parts(const struct mosaic_gpu_desc *g,
+                                           struct mosaic__forest *inter,
+                                           struct mosaic__forest *shared,
+                                           const struct mosaic__coef *c,
                                            struct mosaic_predictor **out);
-MOSAIC_VIS int mosaic_coef_load(const char *path, struct mosaic_coef *c,
+int mosaic__coef_load(const char *path, struct mosaic__coef *c,
                                 char *err, size_t errlen);
-MOSAIC_VIS int mosaic_coef_save(const char *path, const struct mosaic_coef *c,
+int mosaic__coef_save(const char *path, const struct mosaic__coef *c,
                                 char *err, size_t errlen);
-MOSAIC_VIS void mosaic_coef_default(struct mosaic_coef *c);
+void mosaic__coef_default(struct mosaic__coef *c);
 /* The predictor's shared-mode residual rows (for training). */
-MOSAIC_VIS int mosaic_predict_rows(struct mosaic_predictor *p,
+int mosaic__predict_rows(struct mosaic_predictor *p,
                                    const struct mosaic_pred_query *q,
                                    struct mosaic_pred_result *res, float *xa,
                                    float *xb);
 
 /* ---- dataset (dataset.c) ------------------------------------------------- */
 
-struct mosaic_ds_variant {
+struct mosaic__ds_variant {
     char *name;
     char *family;
     int fam;             /* family index */
@@ -134,7 +137,7 @@ struct mosaic_ds_variant {
 
 /* One test/training point: a measurement (shared: one observed dispatch
  * order of it). */
-struct mosaic_ds_point {
+struct mosaic__ds_point {
     int mode;
     int sms_a, sms_b;
     int b_first;
@@ -144,46 +147,46 @@ struct mosaic_ds_point {
     int nsamples;
 };
 
-struct mosaic_dataset {
+struct mosaic__dataset {
     struct mosaic_profile prof;
-    struct mosaic_ds_variant *v;
+    struct mosaic__ds_variant *v;
     size_t nv;
     char **families;
     size_t nfam;
-    struct mosaic_ds_point *pt;
+    struct mosaic__ds_point *pt;
     size_t npt, cappt;
     size_t n_records;
 };
 
 /* Reads dir/zoo.profile.json, variants.jsonl, variant_kernels.json and
  * corun.jsonl; prepares the kernels with p's GPU. */
-MOSAIC_VIS int mosaic_dataset_load(const char *dir,
+int mosaic__dataset_load(const char *dir,
                                    const struct mosaic_predictor *p,
-                                   struct mosaic_dataset *ds, char *err,
+                                   struct mosaic__dataset *ds, char *err,
                                    size_t errlen);
-MOSAIC_VIS void mosaic_dataset_free(struct mosaic_dataset *ds);
+void mosaic__dataset_free(struct mosaic__dataset *ds);
 
 /* ---- evaluation (eval.c) ------------------------------------------------- */
 
 /* p50/p95 of the absolute percentage errors. */
-MOSAIC_VIS void mosaic_eval_pcts(double *e, size_t n, double *p50,
+void mosaic__eval_pcts(double *e, size_t n, double *p50,
                                  double *p95);
 /* Predicts every point of the dataset that involves family fam (-1: all)
  * with predictor p and components comp; appends the abs. % errors of both
  * kernels' co-run durations to errs[mode] (grown with realloc). */
-struct mosaic_errs {
+struct mosaic__errs {
     double *e;
     size_t n, cap;
 };
-/* An evaluation flag beside the MOSAIC_PC_* bits of mosaic_eval_points'
+/* An evaluation flag beside the MOSAIC_PC_* bits of mosaic__eval_points'
  * comp: leave the isolated durations out of the queries, so that the
- * predictor estimates them from the profiles (mosaic_place_iso_on). */
-#define MOSAIC_EVAL_EST_ISO 0x100u
-MOSAIC_VIS int mosaic_eval_points(struct mosaic_predictor *p,
-                                  const struct mosaic_dataset *ds, int fam,
-                                  unsigned comp, struct mosaic_errs errs[2],
+ * predictor estimates them from the profiles (mosaic__place_iso_on). */
+#define MOSAIC__EVAL_EST_ISO 0x100u
+int mosaic__eval_points(struct mosaic_predictor *p,
+                                  const struct mosaic__dataset *ds, int fam,
+                                  unsigned comp, struct mosaic__errs errs[2],
                                   char *err, size_t errlen);
-MOSAIC_VIS int mosaic_errs_push(struct mosaic_errs *e, double v);
-MOSAIC_VIS void mosaic_errs_free(struct mosaic_errs *e);
+int mosaic__errs_push(struct mosaic__errs *e, double v);
+void mosaic__errs_free(struct mosaic__errs *e);
 
 #endif

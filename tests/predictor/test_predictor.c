@@ -70,7 +70,7 @@ static int teardown_tmp(void **state)
 static struct mosaic_predictor *bare(void)
 {
     struct mosaic_predictor *p;
-    assert_int_equal(mosaic_predictor_from_parts(NULL, NULL, NULL, NULL, &p), 0);
+    assert_int_equal(mosaic__predictor_from_parts(NULL, NULL, NULL, NULL, &p), 0);
     return p;
 }
 
@@ -92,7 +92,7 @@ static void test_occupancy_matches_cuda(void **state)
             const struct mosaic_kernel *k = &prof.kernels[i];
             int bps, cfg, sb, rb;
             if (k->occ.blocks_per_sm == MOSAIC_NULL) continue;
-            mosaic_place_occupancy(&g, k, &bps, &cfg, &sb, &rb);
+            mosaic__place_occupancy(&g, k, &bps, &cfg, &sb, &rb);
             if (bps != k->occ.blocks_per_sm)
                 fail_msg("%s: %s: blocks/SM %d, CUDA says %lld", files[fi], k->key, bps,
                          (long long)k->occ.blocks_per_sm);
@@ -144,21 +144,21 @@ static void test_placement_rules(void **state)
     assert_int_equal(mosaic_pkernel_prepare(p, &prof.kernels[4], "t", &big, err, sizeof err), 0);
     /* 256 threads, 32 regs: 8 per SM (threads); beside 4 of them, 4 more */
     assert_int_equal(a->bps, 8);
-    assert_int_equal(mosaic_place_room(&p->gpu, a, 4, b), 4);
-    assert_int_equal(mosaic_place_room(&p->gpu, a, 8, b), 0);
+    assert_int_equal(mosaic__place_room(&p->gpu, a, 4, b), 4);
+    assert_int_equal(mosaic__place_room(&p->gpu, a, 8, b), 0);
     /* 1024 threads x 64 regs: 1 per SM, and it takes the whole register
      * file: nothing fits beside it although half the threads are free */
     assert_int_equal(big->bps, 1);
-    assert_int_equal(mosaic_place_room(&p->gpu, big, 1, a), 0);
-    assert_int_equal(mosaic_place_room(&p->gpu, a, 1, big), 0);
+    assert_int_equal(mosaic__place_room(&p->gpu, big, 1, a), 0);
+    assert_int_equal(mosaic__place_room(&p->gpu, a, 1, big), 0);
     /* carveout: an SM set for more shared memory does not take a block that
      * prefers a larger L1; carveout 0 first, then a no-smem carveout 100 one
      * does share (docs/placement.md) */
-    assert_int_equal(mosaic_place_room(&p->gpu, c100, 1, c0), 0);
-    assert_true(mosaic_place_room(&p->gpu, c0, 1, c100) > 0);
+    assert_int_equal(mosaic__place_room(&p->gpu, c100, 1, c0), 0);
+    assert_true(mosaic__place_room(&p->gpu, c0, 1, c100) > 0);
     /* waves */
-    assert_true(fabs(mosaic_place_waves(a, 132) - 0.125) < 1e-9);
-    assert_true(fabs(mosaic_place_waves(a, 33) - 0.5) < 1e-9);
+    assert_true(fabs(mosaic__place_waves(a, 132) - 0.125) < 1e-9);
+    assert_true(fabs(mosaic__place_waves(a, 33) - 0.5) < 1e-9);
     mosaic_pkernel_free(a);
     mosaic_pkernel_free(b);
     mosaic_pkernel_free(c0);
@@ -194,16 +194,16 @@ static void test_default_carveout_mixing(void **state)
     assert_int_equal(k[5]->smem_need, 8 * 9 * 1024);
     assert_int_equal(k[7]->smem_need, 2 * 17 * 1024);
     /* behind a 2 KiB kernel only the 8 KiB probe joins its SMs */
-    assert_int_equal(mosaic_place_room(&p->gpu, k[0], 1, k[2]), 0);
-    assert_int_equal(mosaic_place_room(&p->gpu, k[0], 1, k[3]), 0);
-    assert_int_equal(mosaic_place_room(&p->gpu, k[0], 1, k[4]), 4);
+    assert_int_equal(mosaic__place_room(&p->gpu, k[0], 1, k[2]), 0);
+    assert_int_equal(mosaic__place_room(&p->gpu, k[0], 1, k[3]), 0);
+    assert_int_equal(mosaic__place_room(&p->gpu, k[0], 1, k[4]), 4);
     /* behind a 4 KiB kernel the 16 KiB one joins too, the 32 KiB one not */
-    assert_int_equal(mosaic_place_room(&p->gpu, k[1], 2, k[3]), 8);
-    assert_int_equal(mosaic_place_room(&p->gpu, k[1], 2, k[2]), 0);
+    assert_int_equal(mosaic__place_room(&p->gpu, k[1], 2, k[3]), 8);
+    assert_int_equal(mosaic__place_room(&p->gpu, k[1], 2, k[2]), 0);
     /* a kernel with shared memory of its own: within 2x only */
-    assert_true(mosaic_place_room(&p->gpu, k[6], 4, k[5]) > 0);
-    assert_int_equal(mosaic_place_room(&p->gpu, k[7], 1, k[5]), 0);
-    assert_int_equal(mosaic_place_room(&p->gpu, k[4], 1, k[5]), 0);
+    assert_true(mosaic__place_room(&p->gpu, k[6], 4, k[5]) > 0);
+    assert_int_equal(mosaic__place_room(&p->gpu, k[7], 1, k[5]), 0);
+    assert_int_equal(mosaic__place_room(&p->gpu, k[4], 1, k[5]), 0);
     for (int i = 0; i < 8; i++) mosaic_pkernel_free(k[i]);
     mosaic_profile_free(&prof);
     mosaic_predictor_close(p);
@@ -299,11 +299,11 @@ static void rm_mini_dataset(const char *dir)
 static void test_dataset_separate_profiles(void **state)
 {
     struct mosaic_predictor *p = bare();
-    struct mosaic_dataset ds;
+    struct mosaic__dataset ds;
     char err[512], dir[64];
     int chase1m = -1, chase256 = -1;
     (void)state;
-    assert_int_equal(mosaic_dataset_load(DATA, p, &ds, err, sizeof err), 0);
+    assert_int_equal(mosaic__dataset_load(DATA, p, &ds, err, sizeof err), 0);
     for (size_t i = 0; i < ds.nv; i++) {
         if (strcmp(ds.v[i].name, "pointer_chase_1M") == 0) chase1m = (int)i;
         if (strcmp(ds.v[i].name, "pointer_chase_256M") == 0) chase256 = (int)i;
@@ -313,21 +313,21 @@ static void test_dataset_separate_profiles(void **state)
     assert_string_equal(ds.v[chase1m].pk->key, ds.v[chase256].pk->key);
     assert_true(ds.v[chase256].pk->dram_rd > 100 * ds.v[chase1m].pk->dram_rd);
     assert_true(ds.v[chase256].pk->dur_us > 1.3 * ds.v[chase1m].pk->dur_us);
-    mosaic_dataset_free(&ds);
+    mosaic__dataset_free(&ds);
 
     mini_dataset(dir, "../zoo.profile.json");
-    assert_int_not_equal(mosaic_dataset_load(dir, p, &ds, err, sizeof err), 0);
+    assert_int_not_equal(mosaic__dataset_load(dir, p, &ds, err, sizeof err), 0);
     assert_non_null(strstr(err, "variants.pointer_chase_256M.profile"));
     rm_mini_dataset(dir);
 
     mini_dataset(dir, "separate/missing.profile.json");
-    assert_int_not_equal(mosaic_dataset_load(dir, p, &ds, err, sizeof err), 0);
+    assert_int_not_equal(mosaic__dataset_load(dir, p, &ds, err, sizeof err), 0);
     assert_non_null(strstr(err, "missing.profile.json"));
     rm_mini_dataset(dir);
 
     /* a file without the variant's key */
     mini_dataset(dir, "separate/histogram_256_skewed.profile.json");
-    assert_int_not_equal(mosaic_dataset_load(dir, p, &ds, err, sizeof err), 0);
+    assert_int_not_equal(mosaic__dataset_load(dir, p, &ds, err, sizeof err), 0);
     assert_non_null(strstr(err, "kernels[0]: key not in separate/histogram_256_skewed"));
     rm_mini_dataset(dir);
     mosaic_predictor_close(p);
@@ -341,11 +341,11 @@ static double second_slowdown(struct mosaic_predictor *p, struct mosaic_profile 
 {
     struct mosaic_pkernel *f, *s;
     struct mosaic_pred_result r;
-    struct mosaic_coef c = {.pack = 1, .gap_us = 3, .intra_w = 1};
+    struct mosaic__coef c = {.pack = 1, .gap_us = 3, .intra_w = 1};
     char err[512];
     assert_int_equal(mosaic_pkernel_prepare(p, &prof->kernels[fi], "t", &f, err, sizeof err), 0);
     assert_int_equal(mosaic_pkernel_prepare(p, &prof->kernels[si], "t", &s, err, sizeof err), 0);
-    mosaic_timeline_shared(&p->gpu, &c, f, s, 0, iso_f, iso_s, 1, 1, MOSAIC_PC_PACKING, &r,
+    mosaic__timeline_shared(&p->gpu, &c, f, s, 0, iso_f, iso_s, 1, 1, MOSAIC_PC_PACKING, &r,
                            NULL, NULL);
     *first = r.k[0].slowdown;
     mosaic_pkernel_free(f);
@@ -451,20 +451,20 @@ static void test_iso_on_fewer_sms(void **state)
     assert_int_equal(mosaic_pkernel_prepare(p, &prof.kernels[2], "t", &fma, err, sizeof err), 0);
     assert_int_equal(mosaic_pkernel_prepare(p, &prof.kernels[3], "t", &one, err, sizeof err), 0);
     assert_int_equal(mosaic_pkernel_prepare(p, &prof.kernels[4], "t", &sub, err, sizeof err), 0);
-    assert_true(fabs(mosaic_place_iso_on(&p->gpu, mem, 132) - 68) < 1e-9);
-    t = mosaic_place_iso_on(&p->gpu, mem, 32) / 68; /* measured copy_128M: 1.32 */
+    assert_true(fabs(mosaic__place_iso_on(&p->gpu, mem, 132) - 68) < 1e-9);
+    t = mosaic__place_iso_on(&p->gpu, mem, 32) / 68; /* measured copy_128M: 1.32 */
     assert_true(t > 1.2 && t < 1.5);
-    t = mosaic_place_iso_on(&p->gpu, busy, 32) / 68; /* measured scan_128M: 3.48 */
+    t = mosaic__place_iso_on(&p->gpu, busy, 32) / 68; /* measured scan_128M: 3.48 */
     assert_true(t > 3 && t < 3.5);
-    t = mosaic_place_iso_on(&p->gpu, fma, 33) / 300; /* 4x the waves */
+    t = mosaic__place_iso_on(&p->gpu, fma, 33) / 300; /* 4x the waves */
     assert_true(fabs(t - 4) < 1e-6);
-    t = mosaic_place_iso_on(&p->gpu, one, 36) / 188; /* measured attention: 2.25 */
+    t = mosaic__place_iso_on(&p->gpu, one, 36) / 188; /* measured attention: 2.25 */
     assert_true(t >= 2 && t < 2.6);
-    t = mosaic_place_iso_on(&p->gpu, sub, 100) / 220;
+    t = mosaic__place_iso_on(&p->gpu, sub, 100) / 220;
     assert_true(t > 1.9 && t < 2.1);
     /* on 16 SMs 9 blocks each: a full round of 8 (8x), then one alone
      * (1x); measured 8.95x */
-    t = mosaic_place_iso_on(&p->gpu, sub, 16) / 220;
+    t = mosaic__place_iso_on(&p->gpu, sub, 16) / 220;
     assert_true(t > 8.5 && t < 9.5);
     mosaic_pkernel_free(mem);
     mosaic_pkernel_free(busy);
