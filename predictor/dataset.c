@@ -11,7 +11,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "predictor_internal.h"
+#include "train_internal.h"
 
 void mosaic__dataset_free(struct mosaic__dataset *ds)
 {
@@ -227,7 +227,7 @@ nomem:
 }
 
 int mosaic__dataset_load(const char *dir, const struct mosaic_predictor *pr,
-                            struct mosaic__dataset *ds, char *err, size_t errlen)
+                         struct mosaic__dataset *ds, char *err, size_t errlen)
 {
     char path[4096];
     char *txt = NULL, *line, *save = NULL;

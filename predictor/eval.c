@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "predictor_internal.h"
+#include "train_internal.h"
 
 int mosaic__errs_push(struct mosaic__errs *e, double v)
 {
@@ -48,8 +48,8 @@ void mosaic__eval_pcts(double *e, size_t n, double *p50, double *p95)
 }
 
 int mosaic__eval_points(struct mosaic_predictor *p, const struct mosaic__dataset *ds,
-                           int fam, unsigned disable, struct mosaic__errs errs[2],
-                           char *err, size_t errlen)
+                        int fam, unsigned disable, struct mosaic__errs errs[2],
+                        char *err, size_t errlen)
 {
     for (size_t i = 0; i < ds->npt; i++) {
         const struct mosaic__ds_point *pt = &ds->pt[i];

@@ -164,7 +164,7 @@ static int fit_checked(const double *X, const double *y, size_t n, size_t d,
 }
 
 int mosaic__linreg_fit(const double *X, const double *y, size_t n, size_t d,
-                      double ridge, double *coef)
+                       double ridge, double *coef)
 {
     int rc;
 

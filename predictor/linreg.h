@@ -23,7 +23,7 @@
  * rows than coefficients with ridge == 0); MOSAIC_ENOMEM. On error every
  * coef is NaN, so a failed fit cannot be used by mistake. */
 int mosaic__linreg_fit(const double *X, const double *y, size_t n, size_t d,
-                      double ridge, double *coef);
+                       double ridge, double *coef);
 
 /* coef[d] + sum_j coef[j] * x[j]. */
 double mosaic__linreg_predict(const double *coef, size_t d, const double *x);

@@ -626,7 +626,7 @@ static int load_json(struct ld *l, const cJSON *root, struct mosaic__forest *f)
 }
 
 int mosaic__forest_load_string(const char *json, const char *what,
-                              struct mosaic__forest **out, char *err, size_t errlen)
+                               struct mosaic__forest **out, char *err, size_t errlen)
 {
     struct ld l = {what ? what : "(model)", err, errlen};
     struct mosaic__forest *f;
@@ -699,7 +699,7 @@ int mosaic_read_text(const char *path, long max, char **out, char *err, size_t e
 }
 
 int mosaic__forest_load(const char *path, struct mosaic__forest **out, char *err,
-                       size_t errlen)
+                        size_t errlen)
 {
     struct ld l = {path ? path : "(null)", err, errlen};
     char *json;

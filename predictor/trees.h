@@ -31,12 +31,12 @@ int mosaic_read_text(const char *path, long max, char **out, char *err, size_t e
  * model is malformed or unsupported; MOSAIC_ENOMEM) with a message naming
  * the file and the field in err. */
 int mosaic__forest_load(const char *path, struct mosaic__forest **out,
-                       char *err, size_t errlen);
+                        char *err, size_t errlen);
 
 /* The same from a NUL-terminated JSON text; what names it in messages. */
 int mosaic__forest_load_string(const char *json, const char *what,
-                              struct mosaic__forest **out, char *err,
-                              size_t errlen);
+                               struct mosaic__forest **out, char *err,
+                               size_t errlen);
 
 /* The model's prediction for one row x of mosaic__forest_nfeatures(f)
  * features: the sum of the trees' leaf values plus base_score. A NaN feature

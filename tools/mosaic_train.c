@@ -37,7 +37,7 @@
 #include <xgboost/c_api.h>
 
 #include "linreg.h"
-#include "predictor_internal.h"
+#include "train_internal.h"
 
 static int g_trees = 80, g_depth = 4, g_use_mono = 1;
 

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "predictor_internal.h"
+#include "train_internal.h"
 
 static double now_ns(void)
 {

@@ -15,7 +15,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "predictor_internal.h"
+#include "train_internal.h"
 
 static double get(cJSON *root, const char *mode, const char *q)
 {

@@ -16,7 +16,8 @@
 
 #include <cmocka.h>
 
-#include "predictor_internal.h"
+#include "timeline.h"
+#include "train_internal.h"
 
 static char tmpdir[256];
 
@@ -345,8 +346,7 @@ static double second_slowdown(struct mosaic_predictor *p, struct mosaic_profile 
     char err[512];
     assert_int_equal(mosaic_pkernel_prepare(p, &prof->kernels[fi], "t", &f, err, sizeof err), 0);
     assert_int_equal(mosaic_pkernel_prepare(p, &prof->kernels[si], "t", &s, err, sizeof err), 0);
-    mosaic__timeline_shared(&p->gpu, &c, f, s, 0, iso_f, iso_s, 1, 1, MOSAIC_PC_PACKING, &r,
-                           NULL, NULL);
+    mosaic__timeline_shared(&p->gpu, &c, f, s, 0, iso_f, iso_s, 1, 1, MOSAIC_PC_PACKING, &r);
     *first = r.k[0].slowdown;
     mosaic_pkernel_free(f);
     mosaic_pkernel_free(s);
