@@ -32,26 +32,39 @@ int mosaic__predictor_from_parts(const struct mosaic_gpu_desc *g,
     return 0;
 }
 
+/* The largest model file read: mosaic__forest_load's limit (a forest of 80
+ * depth-4 trees is 160 KB). */
+#define MODEL_MAX_BYTES (512L * 1024 * 1024)
+
+/* Loads dir/name as a forest of nf features trained with feature list
+ * list: its num_feature first, then its "features" array, must match. */
 static int load_forest(const char *dir, const char *name, int nf,
-                       struct mosaic__forest **f, char *err, size_t errlen)
+                       const struct mosaic__feature *list, struct mosaic__forest **f,
+                       char *err, size_t errlen)
 {
-    char path[4096];
+    char path[4096], *json;
     int rc;
+    *f = NULL;
     if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) {
         snprintf(err, errlen, "%s: model directory path too long", dir);
         return MOSAIC_EINVAL;
     }
-    rc = mosaic__forest_load(path, f, err, errlen);
+    rc = mosaic_read_text(path, MODEL_MAX_BYTES, &json, err, errlen);
     if (rc) return rc;
-    if (mosaic__forest_nfeatures(*f) != nf) {
+    rc = mosaic__forest_load_string(json, path, f, err, errlen);
+    if (!rc && mosaic__forest_nfeatures(*f) != nf) {
         snprintf(err, errlen, "%s: field learner.learner_model_param.num_feature: "
                  "%d features, the predictor needs %d", path,
                  mosaic__forest_nfeatures(*f), nf);
+        rc = MOSAIC_EINVAL;
+    }
+    if (!rc) rc = mosaic__features_check(json, path, list, nf, err, errlen);
+    free(json);
+    if (rc) {
         mosaic__forest_free(*f);
         *f = NULL;
-        return MOSAIC_EINVAL;
     }
-    return 0;
+    return rc;
 }
 
 MOSAIC__API int mosaic_predictor_open(const char *model_dir,
@@ -75,9 +88,11 @@ MOSAIC__API int mosaic_predictor_open(const char *model_dir,
     }
     rc = mosaic__coef_load(path, &c, err, errlen);
     if (rc) return rc;
-    rc = load_forest(model_dir, "inter.json", MOSAIC__NF_INTER, &inter, err, errlen);
+    rc = load_forest(model_dir, "inter.json", MOSAIC__NF_INTER, mosaic__features_inter,
+                     &inter, err, errlen);
     if (rc) return rc;
-    rc = load_forest(model_dir, "shared.json", MOSAIC__NF_SHARED, &shared, err, errlen);
+    rc = load_forest(model_dir, "shared.json", MOSAIC__NF_SHARED, mosaic__features_shared,
+                     &shared, err, errlen);
     if (rc) {
         mosaic__forest_free(inter);
         return rc;

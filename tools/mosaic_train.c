@@ -455,6 +455,28 @@ static void shared_rows(struct mosaic_predictor *p, const struct mosaic__dataset
     }
 }
 
+/* XGBoost's monotone_constraints, "(c0,c1,...)", from a feature list. */
+static const char *monotone_of(const struct mosaic__feature *list, int n, char *buf)
+{
+    char *w = buf;
+    *w++ = '(';
+    for (int i = 0; i < n; i++)
+        w += sprintf(w, "%s%d", i ? "," : "", list[i].mono);
+    strcpy(w, ")");
+    return buf;
+}
+
+/* Records the feature list in a model file just trained (the predictor
+ * refuses a model whose list differs from its own). */
+static void stamp(const char *path, const struct mosaic__feature *list, int n)
+{
+    char err[4200];
+    if (mosaic__features_stamp(path, list, n, err, sizeof err)) {
+        fprintf(stderr, "mosaic-train: %s\n", err);
+        exit(1);
+    }
+}
+
 /* Trains inter -> coefficients -> shared residual into dir; returns the
  * predictor (loaded back through the flat-array trees). */
 static struct mosaic_predictor *train_mosaic(const struct mosaic_gpu_desc *g,
@@ -462,17 +484,19 @@ static struct mosaic_predictor *train_mosaic(const struct mosaic_gpu_desc *g,
                                              const char *dir)
 {
     struct rows r = {0};
-    char path[4096], err[512];
+    char path[4096], err[512], mono[4 * MOSAIC__NF_INTER + 8];
     struct mosaic_predictor *p = base_pred(g);
 
     mkdirs(dir);
     inter_rows(ds, fam, &r, g);
     snprintf(path, sizeof path, "%s/inter.json", dir);
-    /* more traffic from the co-runner never speeds a kernel up */
-    g_mono = g_use_mono ? "(0,0,0,0,0,0,0,0,0,0,0,1,1,1,1,0,0,0,0,0,1,1,0,0,0,1,1,0,0,1,1,1,1)" : NULL;
+    /* more traffic from the co-runner never speeds a kernel up: the list's
+     * monotone column */
+    g_mono = g_use_mono ? monotone_of(mosaic__features_inter, MOSAIC__NF_INTER, mono) : NULL;
     xgb_train(&r, path, g_trees, g_depth);
     g_mono = NULL;
     rows_free(&r);
+    stamp(path, mosaic__features_inter, MOSAIC__NF_INTER);
     p->inter = load_forest(path);
     fit_coef(p, ds, fam);
     snprintf(path, sizeof path, "%s/analytic.json", dir);
@@ -484,6 +508,7 @@ static struct mosaic_predictor *train_mosaic(const struct mosaic_gpu_desc *g,
     snprintf(path, sizeof path, "%s/shared.json", dir);
     xgb_train(&r, path, g_trees, g_depth);
     rows_free(&r);
+    stamp(path, mosaic__features_shared, MOSAIC__NF_SHARED);
     p->shared = load_forest(path);
     return p;
 }

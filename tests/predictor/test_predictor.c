@@ -629,6 +629,137 @@ static void test_bad_model_files(void **state)
     }
 }
 
+/* The committed model file MODELS/name with the first occurrence of from
+ * replaced by to, written into dir/name (the other models copied beside). */
+static void write_edited_model(const char *dir, const char *name, const char *from,
+                               const char *to)
+{
+    char src[600], path[700], err[512], *txt, *at;
+    FILE *f;
+    copy_models(dir);
+    snprintf(src, sizeof src, "%s/%s", MODELS, name);
+    assert_int_equal(mosaic_read_text(src, 64L << 20, &txt, err, sizeof err), 0);
+    at = strstr(txt, from);
+    assert_non_null(at);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(txt, 1, (size_t)(at - txt), f), (size_t)(at - txt));
+    fputs(to, f);
+    fputs(at + strlen(from), f);
+    assert_int_equal(fclose(f), 0);
+    free(txt);
+}
+
+/* A model trained with another feature list is refused, with a message that
+ * names the file and the first feature that differs, is missing or extra. */
+static void test_model_feature_list(void **state)
+{
+    struct {
+        const char *file, *from, *to, *want[3];
+    } cases[] = {
+        /* renamed: the second inter-SM feature */
+        {"inter.json", "\"self_dram_rd\"", "\"self_dram_read\"",
+         {"features[1]", "\"self_dram_read\"", "\"self_dram_rd\""}},
+        /* renamed deep in the residual list */
+        {"shared.json", "\"self_issue_need\"", "\"self_issue_needed\"",
+         {"features[46]", "\"self_issue_needed\"", "\"self_issue_need\""}},
+        /* missing: the last inter-SM feature */
+        {"inter.json", ",\"other_inflight_dram\"]", "]",
+         {"features has 32 entries", "\"other_inflight_dram\"", "missing"}},
+        /* missing in the middle: every later name is off by one */
+        {"inter.json", "\"self_l2_rd\",", "",
+         {"features[3]", "\"self_l2_wr\"", "expects \"self_l2_rd\""}},
+        /* extra */
+        {"shared.json", ",\"self_issue_need\"]", ",\"self_issue_need\",\"pair_new\"]",
+         {"features[47]", "\"pair_new\"", "extra"}},
+        /* none recorded (a model from before the lists) */
+        {"inter.json", "{\"features\":[", "{\"features_old\":[",
+         {"\"features\" missing", "mosaic-train", "inter.json"}},
+        /* not a string */
+        {"inter.json", "\"self_sms_frac\"", "7", {"features[0]", "not a string", "inter.json"}},
+    };
+    char dir[512];
+    (void)state;
+    snprintf(dir, sizeof dir, "%s/models-features", tmpdir);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        struct mosaic_predictor *p = (void *)1;
+        char err[1024] = "";
+        write_edited_model(dir, cases[i].file, cases[i].from, cases[i].to);
+        assert_int_equal(mosaic_predictor_open(dir, NULL, &p, err, sizeof err), MOSAIC_EINVAL);
+        assert_null(p);
+        if (!strstr(err, cases[i].file))
+            fail_msg("case %zu: message \"%s\" does not name %s", i, err, cases[i].file);
+        for (int w = 0; w < 3; w++)
+            if (!strstr(err, cases[i].want[w]))
+                fail_msg("case %zu: message \"%s\" lacks %s", i, err, cases[i].want[w]);
+    }
+    /* the unedited copies open */
+    {
+        struct mosaic_predictor *p;
+        char err[1024] = "";
+        copy_models(dir);
+        assert_int_equal(mosaic_predictor_open(dir, NULL, &p, err, sizeof err), 0);
+        mosaic_predictor_close(p);
+    }
+}
+
+/* mosaic__features_stamp, as mosaic-train uses it, gives the committed model
+ * files back byte for byte from the file XGBoost saved, and the lists have
+ * no name twice; the inter-SM list's monotone column is the constraint the
+ * committed models were trained with. */
+static void test_feature_stamp_and_lists(void **state)
+{
+    static const char *files[2] = {"inter.json", "shared.json"};
+    const struct mosaic__feature *lists[2] = {mosaic__features_inter, mosaic__features_shared};
+    const int ns[2] = {MOSAIC__NF_INTER, MOSAIC__NF_SHARED};
+    (void)state;
+    for (int m = 0; m < 2; m++) {
+        char src[600], path[700], err[4200], *want, *got, *a, *b;
+        FILE *f;
+        snprintf(src, sizeof src, "%s/%s", MODELS, files[m]);
+        assert_int_equal(mosaic_read_text(src, 64L << 20, &want, err, sizeof err), 0);
+        /* the file as XGBoosterSaveModel wrote it: the array taken out */
+        a = strstr(want, "\"features\":[");
+        assert_ptr_equal(a, want + 1);
+        b = strstr(a, "],");
+        assert_non_null(b);
+        snprintf(path, sizeof path, "%s/saved-%s", tmpdir, files[m]);
+        f = fopen(path, "wb");
+        assert_non_null(f);
+        fputc('{', f);
+        fputs(b + 2, f);
+        assert_int_equal(fclose(f), 0);
+        assert_int_equal(mosaic__features_stamp(path, lists[m], ns[m], err, sizeof err), 0);
+        assert_int_equal(mosaic_read_text(path, 64L << 20, &got, err, sizeof err), 0);
+        assert_string_equal(got, want);
+        /* a second stamp is refused and leaves the file alone */
+        assert_int_equal(mosaic__features_stamp(path, lists[m], ns[m], err, sizeof err),
+                         MOSAIC_EINVAL);
+        assert_non_null(strstr(err, "already has"));
+        free(got);
+        assert_int_equal(mosaic_read_text(path, 64L << 20, &got, err, sizeof err), 0);
+        assert_string_equal(got, want);
+        free(got);
+        free(want);
+        for (int i = 0; i < ns[m]; i++)
+            for (int j = i + 1; j < ns[m]; j++)
+                if (!strcmp(lists[m][i].name, lists[m][j].name))
+                    fail_msg("%s: feature %d and %d are both %s", files[m], i, j,
+                             lists[m][i].name);
+    }
+    {
+        static const int trained[MOSAIC__NF_INTER] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                                      1, 1, 1, 1, 0, 0, 0, 0, 0, 1, 1,
+                                                      0, 0, 0, 1, 1, 0, 0, 1, 1, 1, 1};
+        for (int i = 0; i < MOSAIC__NF_INTER; i++)
+            if (mosaic__features_inter[i].mono != trained[i])
+                fail_msg("inter feature %d %s: monotone %d, trained with %d", i,
+                         mosaic__features_inter[i].name, mosaic__features_inter[i].mono,
+                         trained[i]);
+    }
+}
+
 static void load_zoo(struct mosaic_predictor *p, struct mosaic_profile *prof,
                      struct mosaic_pkernel **pk, int n)
 {
@@ -844,6 +975,8 @@ int main(void)
         cmocka_unit_test(test_prepare_bad_kernels),
         cmocka_unit_test(test_bad_profile_files),
         cmocka_unit_test(test_bad_model_files),
+        cmocka_unit_test(test_model_feature_list),
+        cmocka_unit_test(test_feature_stamp_and_lists),
         cmocka_unit_test(test_predict_api_and_cache),
         cmocka_unit_test(test_predict_unseen_real_kernels),
         cmocka_unit_test(test_bad_queries),
