@@ -45,242 +45,434 @@ static double resid_need(const struct mosaic_pkernel *k)
     return m < 0.1 ? 0.1 : m > 1 ? 1 : m;
 }
 
-/* What the timeline needs of F and S that does not depend on the
+/* What the timeline needs of the two kernels that does not depend on the
  * components: computed by its first run, reused by the others. */
 struct tl_pre {
-    int done, room1, roomL;
-    double satS, sp;
-    struct mosaic__landing land; /* where S's batches land (placement.h) */
+    int done;
+    int room_first_wave, room_last_wave; /* second's blocks beside first's */
+    double second_resid_need;            /* resid_need(second) */
+    double first_release_spread;         /* release_spread(first) */
+    struct mosaic__landing land;         /* where the second's batches land */
 };
 
-static void timeline(const struct mosaic_gpu_desc *g, const struct mosaic__coef *c,
-                     const struct mosaic_pkernel *F, const struct mosaic_pkernel *S,
-                     double TF, double TS, double interF, double interS,
-                     unsigned comp, struct tl_pre *pre, struct tl_out *o)
-{
-    const int N = g->sm_count;
-    double wF = mosaic__place_waves(F, N);
-    double nwF = ceil(wF);
-    double lastfrac, uF0, ulast, sp, bp[TL_RAMP + 4], bu[TL_RAMP + 4];
-    int nbp = 0, nF1, nFl, room1, roomL, domS;
-    double capS = (double)S->bps * N;
-    double needS = (double)S->grid < capS ? (double)S->grid : capS;
-    int single = (double)S->grid <= capS;
-    double t = 0, pF = 0, pS = 0, gap = c->gap_us, plast;
-    double ixs1 = 1, ixsL = 1, ixf1 = 1, wpack = (comp & MOSAIC_PC_PACKING) ? c->pack : 0;
-    int intra = (comp & MOSAIC_PC_INTRA) != 0;
-    struct mosaic__batches bt;
-    struct mosaic__batch_ctx x = {.c = c, .F = F, .S = S, .land = &pre->land, .N = N, .intra = intra,
-                       .wpack = wpack};
-    double rem = (double)S->grid, taken_idle = 0, taken_beside = 0;
-    double satS; /* the residency fraction S needs for its isolated speed */
+/* The inputs of one timeline run: the kernel dispatched first and the one
+ * dispatched second, their isolated durations and inter-SM factors (us;
+ * factors at full overlap), and the components switched on. */
+struct tl_pair {
+    const struct mosaic_gpu_desc *g;
+    const struct mosaic__coef *c;
+    const struct mosaic_pkernel *first, *second;
+    double iso_first, iso_second;
+    double inter_first, inter_second;
+    unsigned comp;
+};
 
-    bt.n = 0;
-    if (nwF < 1) nwF = 1;
-    lastfrac = wF - (nwF - 1);
-    if (lastfrac <= 0) lastfrac = 1;
-    nF1 = (int)ceil((double)F->grid / N);
-    if (nF1 > F->bps) nF1 = F->bps;
-    uF0 = (double)F->grid / N;
-    if (uF0 > 1) uF0 = 1;
-    ulast = nwF > 1 ? lastfrac * F->bps : uF0;
-    if (ulast > 1) ulast = 1;
-    nFl = (int)ceil(lastfrac * F->bps / ulast);
-    if (nFl < 1) nFl = 1;
-    if (nFl > F->bps) nFl = F->bps;
+/* One timeline run: the kernels' shapes (fixed) and where the run stands.
+ * Progress is the fraction of a kernel's isolated work done; "use" is the
+ * fraction of the SMs a kernel's blocks hold. */
+struct tl_run {
+    const struct tl_pair *in;
+    struct tl_out *out;
+    int n_sms;
+    /* the first kernel */
+    double first_waves;          /* its waves on all SMs */
+    double first_n_waves;        /* ceil of that, at least 1 */
+    double first_last_wave_frac; /* how full its last wave is */
+    double first_one_wave_use;   /* use of a grid of less than one wave */
+    double first_last_wave_use;  /* use during its last wave */
+    double first_last_wave_at;   /* progress when its last wave starts */
+    int first_per_sm_first_wave; /* its blocks per SM in its first wave */
+    int first_per_sm_last_wave;  /* and in its last */
+    int room_first_wave, room_last_wave; /* second's blocks beside them */
+    /* the first kernel's release of SMs: progress breakpoints, and its use
+     * before each */
+    int n_breaks;
+    double break_at[TL_RAMP + 4], break_use[TL_RAMP + 4];
+    /* the second kernel */
+    double second_capacity;      /* its blocks on all SMs at full occupancy */
+    double second_need;          /* its blocks in flight at isolated speed */
+    int second_one_wave;         /* its grid fits in one wave: batches */
+    double second_resid_need;    /* residency it needs for its speed */
+    double second_last_wave_at;  /* progress when its last wave starts */
+    /* intra-SM: which kernel keeps the issue slots, the other's slowdown */
+    int second_dominates;
+    double starve_second_first_wave, starve_second_last_wave, starve_first;
+    /* where the run stands */
+    int iter, next_break;
+    double t, first_progress, second_progress;
+    double second_blocks_left, taken_idle, taken_beside;
+    double first_end, second_end;              /* -1: still running */
+    double first_dispatched, second_dispatched; /* last block dispatched; -1: not yet */
+    double coresident_time;
+    struct mosaic__batches batches;
+    struct mosaic__batch_ctx place;
+};
+
+/* One step of a run: the state between two events. */
+struct tl_step {
+    int first_running, second_released; /* the second is past the dispatch gap */
+    double first_use;        /* the first kernel's use of the SMs now */
+    double room;             /* second's blocks beside the first's per SM now */
+    double starve_second;    /* the second's intra-SM factor beside them */
+    double slots;            /* second's block slots on all SMs now */
+    double inter_second;     /* the second's inter-SM factor now */
+    double second_active;    /* the second's activity, 0..1 of isolated */
+    double first_coresident; /* fraction of the first's SMs shared now */
+    double starve_first_batches; /* the first's intra-SM factor from the batches */
+    double first_slowdown, first_rate;
+    double dt;
+};
+
+/* The first kernel's waves, blocks per SM and release breakpoints, the
+ * second's shape, and the intra-SM factors. */
+static void tl_setup(struct tl_run *r, const struct tl_pair *in, struct tl_pre *pre,
+                     struct tl_out *o)
+{
+    const struct mosaic_gpu_desc *g = in->g;
+    const struct mosaic__coef *c = in->c;
+    const struct mosaic_pkernel *F = in->first, *S = in->second;
+    const int N = g->sm_count;
+
+    r->in = in;
+    r->out = o;
+    r->n_sms = N;
+    r->first_waves = mosaic__place_waves(F, N);
+    r->first_n_waves = ceil(r->first_waves);
+    r->second_capacity = (double)S->bps * N;
+    r->second_need = (double)S->grid < r->second_capacity ? (double)S->grid : r->second_capacity;
+    r->second_one_wave = (double)S->grid <= r->second_capacity;
+    r->place = (struct mosaic__batch_ctx){
+        .c = c, .F = F, .S = S, .land = &pre->land, .N = N,
+        .intra = (in->comp & MOSAIC_PC_INTRA) != 0,
+        .wpack = (in->comp & MOSAIC_PC_PACKING) ? c->pack : 0};
+    r->starve_second_first_wave = r->starve_second_last_wave = r->starve_first = 1;
+    r->batches.n = 0;
+    r->second_blocks_left = (double)S->grid;
+    r->taken_idle = r->taken_beside = 0;
+
+    if (r->first_n_waves < 1) r->first_n_waves = 1;
+    r->first_last_wave_frac = r->first_waves - (r->first_n_waves - 1);
+    if (r->first_last_wave_frac <= 0) r->first_last_wave_frac = 1;
+    r->first_per_sm_first_wave = (int)ceil((double)F->grid / N);
+    if (r->first_per_sm_first_wave > F->bps) r->first_per_sm_first_wave = F->bps;
+    r->first_one_wave_use = (double)F->grid / N;
+    if (r->first_one_wave_use > 1) r->first_one_wave_use = 1;
+    r->first_last_wave_use = r->first_n_waves > 1 ? r->first_last_wave_frac * F->bps
+                                                  : r->first_one_wave_use;
+    if (r->first_last_wave_use > 1) r->first_last_wave_use = 1;
+    r->first_per_sm_last_wave =
+        (int)ceil(r->first_last_wave_frac * F->bps / r->first_last_wave_use);
+    if (r->first_per_sm_last_wave < 1) r->first_per_sm_last_wave = 1;
+    if (r->first_per_sm_last_wave > F->bps) r->first_per_sm_last_wave = F->bps;
     if (!pre->done) {
-        pre->room1 = mosaic__place_room(g, F, nF1, S);
-        pre->roomL = mosaic__place_room(g, F, nFl, S);
-        pre->satS = resid_need(S);
-        pre->sp = release_spread(F, N);
+        pre->room_first_wave = mosaic__place_room(g, F, r->first_per_sm_first_wave, S);
+        pre->room_last_wave = mosaic__place_room(g, F, r->first_per_sm_last_wave, S);
+        pre->second_resid_need = resid_need(S);
+        pre->first_release_spread = release_spread(F, N);
         pre->land.chunk = mosaic__place_room(g, F, F->bps - 1, S) - mosaic__place_room(g, F, F->bps, S);
         if (pre->land.chunk < 1)
             pre->land.chunk = mosaic__place_room(g, F, 1, S) > 0 ? 1 : S->bps;
         pre->done = 1;
     }
-    room1 = pre->room1;
-    roomL = pre->roomL;
-    satS = pre->satS;
+    r->room_first_wave = pre->room_first_wave;
+    r->room_last_wave = pre->room_last_wave;
+    r->second_resid_need = pre->second_resid_need;
     /* the readier kernel keeps the issue slots, but an older one that keeps
      * them busy (issue >= 0.8) is not displaced: greedy-then-oldest picks
      * its ready warps first (the residency probes' issue-bound blocker
      * starved every memory-bound kernel beside it) */
-    domS = mosaic__place_busiest(S) / mosaic__place_density(S, N) > mosaic__place_busiest(F) / mosaic__place_density(F, N) && F->issue < 0.8;
-    x.domS = domS;
-    if (comp & MOSAIC_PC_INTRA) {
+    r->second_dominates = mosaic__place_busiest(S) / mosaic__place_density(S, N) >
+                              mosaic__place_busiest(F) / mosaic__place_density(F, N) &&
+                          F->issue < 0.8;
+    r->place.domS = r->second_dominates;
+    if (in->comp & MOSAIC_PC_INTRA) {
         /* Issue and pipe contention on an SM holding both (eq. 3-4): the
          * kernel whose warps are readier (higher per-block demand) keeps
          * its share, the other gets what is left (greedy-then-oldest warp
          * scheduling keeps issuing from a warp while it is ready). Per-block
          * demand: the profiled busiest-unit utilisation over the
          * kernel's isolated density. */
-        double ff1 = nF1 / mosaic__place_density(F, N), ffl = nFl / mosaic__place_density(F, N);
-        double fs1 = room1 / mosaic__place_density(S, N), fsl = roomL / mosaic__place_density(S, N);
-        if (domS) {
-            ixf1 = 1 + c->intra_w * (mosaic__place_starve_on(F, ff1, S, fs1) - 1);
+        double ff1 = r->first_per_sm_first_wave / mosaic__place_density(F, N);
+        double ffl = r->first_per_sm_last_wave / mosaic__place_density(F, N);
+        double fs1 = r->room_first_wave / mosaic__place_density(S, N);
+        double fsl = r->room_last_wave / mosaic__place_density(S, N);
+        if (r->second_dominates) {
+            r->starve_first = 1 + c->intra_w * (mosaic__place_starve_on(F, ff1, S, fs1) - 1);
         } else {
-            ixs1 = 1 + c->intra_w * (mosaic__place_starve_on(S, fs1, F, ff1) - 1);
-            ixsL = 1 + c->intra_w * (mosaic__place_starve_on(S, fsl, F, ffl) - 1);
+            r->starve_second_first_wave =
+                1 + c->intra_w * (mosaic__place_starve_on(S, fs1, F, ff1) - 1);
+            r->starve_second_last_wave =
+                1 + c->intra_w * (mosaic__place_starve_on(S, fsl, F, ffl) - 1);
         }
     }
-    sp = pre->sp;
-    plast = (nwF - 1) / nwF;
+    r->first_last_wave_at = (r->first_n_waves - 1) / r->first_n_waves;
     {
-        /* F's progress breakpoints; bu[i]: its SM-active fraction before bp[i] */
-        double pr = 1 - sp, ustart;
-        if (nwF > 1 && plast < pr) {
-            bp[nbp] = plast; bu[nbp++] = 1;
-            ustart = ulast;
+        /* The first kernel's SMs: all held until its last wave starts, then
+         * its last wave's use until its release spread begins, then a ramp
+         * down over TL_RAMP breakpoints as its SMs finish. */
+        double pr = 1 - pre->first_release_spread, ustart;
+        r->n_breaks = 0;
+        if (r->first_n_waves > 1 && r->first_last_wave_at < pr) {
+            r->break_at[r->n_breaks] = r->first_last_wave_at;
+            r->break_use[r->n_breaks++] = 1;
+            ustart = r->first_last_wave_use;
         } else {
-            ustart = nwF > 1 ? 1 : uF0;
+            ustart = r->first_n_waves > 1 ? 1 : r->first_one_wave_use;
         }
-        bp[nbp] = pr; bu[nbp++] = ustart;
+        r->break_at[r->n_breaks] = pr;
+        r->break_use[r->n_breaks++] = ustart;
         for (int i = 1; i <= TL_RAMP; i++) {
-            bp[nbp] = pr + (1 - pr) * i / TL_RAMP;
-            bu[nbp++] = ustart * (1 - (double)i / (TL_RAMP + 1));
+            r->break_at[r->n_breaks] = pr + (1 - pr) * i / TL_RAMP;
+            r->break_use[r->n_breaks++] = ustart * (1 - (double)i / (TL_RAMP + 1));
         }
     }
     o->start_s = -1;
     o->overlap = 0;
     o->co = 0;
+    r->next_break = 0;
+    r->iter = 0;
+    r->t = r->first_progress = r->second_progress = 0;
+    r->first_end = r->second_end = -1;
+    r->coresident_time = 0;
+    r->first_dispatched = r->first_n_waves > 1 ? -1 : 0;
+    r->second_dispatched = -1;
     {
-        int seg = 0, iter = 0;
-        double endF = -1, endS = -1, coacc = 0;
-        /* when each has dispatched its last block (F: its last wave
-         * starts; S: its last wave, or its last batch) */
-        double tdF = nwF > 1 ? -1 : 0, tdS = -1;
-        double wS = mosaic__place_waves(S, N), thS = wS > 1 ? 1 - 1 / ceil(wS) : 0;
-        while ((endF < 0 || endS < 0) && iter++ < 400) {
-            double u, rF, dt = 1e300, slots, roomX, ix, ixF, fF = 1, fSi = 1, actS = 0, coF = 0;
-            double ixFb = 1;
-            int started = t >= gap - 1e-12, fl = endF < 0;
-            while (seg < nbp && pF >= bp[seg] - 1e-12) seg++;
-            u = !fl ? 0 : (seg < nbp ? bu[seg] : 0);
-            roomX = (fl && (nwF <= 1 || pF >= plast)) ? roomL : room1;
-            ixF = ixf1;
-            ix = roomX == roomL ? ixsL : ixs1;
-            slots = (1 - u) * N * S->bps + u * N * roomX;
-            if (fl && (comp & MOSAIC_PC_INTER)) fSi = 1 + (interS - 1) * u;
-            if (single) {
-                double running = 0;
-                for (int i = 0; i < bt.n; i++)
-                    if (bt.prog[i] < 1) running += bt.b[i];
-                if (started && rem > 0.5 && slots - running >= 1 && bt.n < MOSAIC__MAXB - 1) {
-                    /* a batch: the newly available SMs */
-                    double b = slots - running < rem ? floor(slots - running) : rem;
-                    double idle = (1 - u) * N - taken_idle, besd = 0;
-                    double nfh = (nwF <= 1 || pF >= plast) ? nFl : nF1;
-                    if (idle < 0) idle = 0;
-                    if (fl && roomX > 0) besd = u * N - taken_beside;
-                    if (besd < 0) besd = 0;
-                    b = mosaic__place_batch(&bt, &x, b, idle, besd, roomX, nfh,
-                                    fl && (nwF > 1 || u < uF0 - 1e-9), &taken_idle,
-                                    &taken_beside);
-                    rem -= b;
-                    if (rem < 0.5 && tdS < 0) tdS = t;
-                    if (o->start_s < 0) o->start_s = t;
-                }
-                for (int i = 0; i < bt.n; i++)
-                    if (bt.prog[i] < 1) {
-                        actS += bt.b[i];
-                        if (fl && bt.co[i] > 0) {
-                            double fx = 1 + (bt.ixf[i] - 1) * bt.co[i];
-                            coF = coF > bt.co[i] ? coF : bt.co[i];
-                            ixFb = ixFb > fx ? ixFb : fx;
-                        }
-                    }
-                actS = needS > 0 ? actS / needS : 0;
-                if (actS > 1) actS = 1;
-            } else if (started && endS < 0) {
-                actS = needS > 0 ? slots / needS : 1;
-                /* the slack only once F has no blocks left to dispatch:
-                 * before that F's own blocks take every slot it frees */
-                if (!fl || nwF <= 1 || pF >= plast) actS /= satS;
-                if (actS > 1) actS = 1;
-                if (fl && roomX > 0 && u > 0) coF = 1;
-                if (actS > 0 && o->start_s < 0) o->start_s = t;
-            }
-            if (fl && actS > 0) {
-                if (comp & MOSAIC_PC_INTER) fF *= 1 + (interF - 1) * actS;
-                if (comp & MOSAIC_PC_INTRA) {
-                    if (single) {
-                        fF *= ixFb;
-                    } else {
-                        fF *= 1 + (ixF - 1) * coF;
-                    }
-                }
-            }
-            rF = fl ? 1 / fF : 0;
-            if (!started) dt = gap - t;
-            if (fl && seg < nbp) {
-                double d = (bp[seg] - pF) * TF / rF;
-                if (d < dt) dt = d;
-            }
-            if (fl && seg >= nbp) dt = 0;
-            if (single) {
-                for (int i = 0; i < bt.n; i++)
-                    if (bt.prog[i] < 1) {
-                        double f = bt.pack[i] * fSi;
-                        if (fl && (comp & MOSAIC_PC_INTRA)) f *= 1 + (bt.ixs[i] - 1) * bt.co[i];
-                        double d = (1 - bt.prog[i]) * TS * f;
-                        if (d < dt) dt = d;
-                    }
-            } else if (actS > 0 && endS < 0) {
-                double coS = slots > 0 ? u * N * roomX / slots : 0, f = fSi;
-                if (fl && (comp & MOSAIC_PC_INTRA)) f *= 1 + (ix - 1) * coS;
-                double d = (1 - pS) * TS * f / actS;
-                if (d < dt) dt = d;
-            }
-            if (dt > 1e299) break;
-            if (dt < 0) dt = 0;
-            if (fl && actS > 0) {
-                o->overlap += dt;
-                coacc += dt * coF;
-            }
-            /* advance */
-            if (single) {
-                int alldone = rem < 0.5;
-                for (int i = 0; i < bt.n; i++)
-                    if (bt.prog[i] < 1) {
-                        double f = bt.pack[i] * fSi;
-                        if (fl && (comp & MOSAIC_PC_INTRA)) f *= 1 + (bt.ixs[i] - 1) * bt.co[i];
-                        bt.prog[i] += dt / (TS * f);
-                        if (bt.prog[i] >= 1 - 1e-9) bt.prog[i] = 1;
-                        else alldone = 0;
-                    }
-                t += dt;
-                if (alldone && bt.n > 0 && endS < 0) endS = t;
-            } else {
-                if (actS > 0 && endS < 0) {
-                    double coS = slots > 0 ? u * N * roomX / slots : 0, f = fSi, p0 = pS;
-                    if (fl && (comp & MOSAIC_PC_INTRA)) f *= 1 + (ix - 1) * coS;
-                    pS += dt * actS / (TS * f);
-                    if (tdS < 0 && pS >= thS)
-                        tdS = pS > p0 ? t + dt * (thS - p0) / (pS - p0) : t;
-                }
-                t += dt;
-                if (endS < 0 && pS >= 1 - 1e-9) endS = t;
-            }
-            if (fl) {
-                double p0 = pF;
-                pF += dt * rF / TF;
-                if (tdF < 0 && pF >= plast)
-                    tdF = pF > p0 ? t - dt + dt * (plast - p0) / (pF - p0) : t;
-                if (pF >= 1 - 1e-9) endF = t;
+        double wS = mosaic__place_waves(S, N);
+        r->second_last_wave_at = wS > 1 ? 1 - 1 / ceil(wS) : 0;
+    }
+}
+
+/* The first kernel is in its last wave (or has only one). */
+static int tl_first_in_last_wave(const struct tl_run *r)
+{
+    return r->first_n_waves <= 1 || r->first_progress >= r->first_last_wave_at;
+}
+
+/* What holds between now and the next event: the first kernel's use of the
+ * SMs, the room beside it and the second's slots there. */
+static void tl_step_begin(struct tl_run *r, struct tl_step *st)
+{
+    const int N = r->n_sms;
+    *st = (struct tl_step){.dt = 1e300, .first_slowdown = 1, .inter_second = 1,
+                           .starve_first_batches = 1};
+    st->second_released = r->t >= r->in->c->gap_us - 1e-12;
+    st->first_running = r->first_end < 0;
+    while (r->next_break < r->n_breaks &&
+           r->first_progress >= r->break_at[r->next_break] - 1e-12)
+        r->next_break++;
+    st->first_use = !st->first_running
+                        ? 0
+                        : (r->next_break < r->n_breaks ? r->break_use[r->next_break] : 0);
+    st->room = (st->first_running && tl_first_in_last_wave(r)) ? r->room_last_wave
+                                                                 : r->room_first_wave;
+    st->starve_second = st->room == r->room_last_wave ? r->starve_second_last_wave
+                                                       : r->starve_second_first_wave;
+    st->slots = (1 - st->first_use) * N * r->in->second->bps + st->first_use * N * st->room;
+    if (st->first_running && (r->in->comp & MOSAIC_PC_INTER))
+        st->inter_second = 1 + (r->in->inter_second - 1) * st->first_use;
+}
+
+/* A single-wave second kernel: dispatches a batch on the slots that have
+ * come free (placement.c says where it lands), then sums the batches still
+ * running into its activity and their effect on the first kernel. */
+static void tl_dispatch_batches(struct tl_run *r, struct tl_step *st)
+{
+    struct mosaic__batches *bt = &r->batches;
+    const int N = r->n_sms;
+    double running = 0;
+    for (int i = 0; i < bt->n; i++)
+        if (bt->prog[i] < 1) running += bt->b[i];
+    if (st->second_released && r->second_blocks_left > 0.5 && st->slots - running >= 1 &&
+        bt->n < MOSAIC__MAXB - 1) {
+        /* a batch: the newly available SMs */
+        double b = st->slots - running < r->second_blocks_left ? floor(st->slots - running)
+                                                               : r->second_blocks_left;
+        double idle = (1 - st->first_use) * N - r->taken_idle, besd = 0;
+        double nfh = tl_first_in_last_wave(r) ? r->first_per_sm_last_wave
+                                              : r->first_per_sm_first_wave;
+        if (idle < 0) idle = 0;
+        if (st->first_running && st->room > 0) besd = st->first_use * N - r->taken_beside;
+        if (besd < 0) besd = 0;
+        b = mosaic__place_batch(bt, &r->place, b, idle, besd, st->room, nfh,
+                                st->first_running && (r->first_n_waves > 1 ||
+                                                      st->first_use < r->first_one_wave_use - 1e-9),
+                                &r->taken_idle, &r->taken_beside);
+        r->second_blocks_left -= b;
+        if (r->second_blocks_left < 0.5 && r->second_dispatched < 0) r->second_dispatched = r->t;
+        if (r->out->start_s < 0) r->out->start_s = r->t;
+    }
+    for (int i = 0; i < bt->n; i++)
+        if (bt->prog[i] < 1) {
+            st->second_active += bt->b[i];
+            if (st->first_running && bt->co[i] > 0) {
+                double fx = 1 + (bt->ixf[i] - 1) * bt->co[i];
+                st->first_coresident = st->first_coresident > bt->co[i] ? st->first_coresident
+                                                                        : bt->co[i];
+                st->starve_first_batches = st->starve_first_batches > fx ? st->starve_first_batches
+                                                                         : fx;
             }
         }
-        if (endF < 0) endF = t > TF ? t : TF;
-        if (endS < 0) endS = t + TS * (1 - pS);
-        /* A dependent kernel launched after the main one on the same stream
-         * (a split-K reduce) is dispatched behind the other kernel's pending
-         * blocks: it starts once the other has dispatched its last one. */
-        if (F->follow_us > 0 && tdS > endF) endF = tdS + F->follow_us;
-        if (S->follow_us > 0 && tdF > endS) endS = tdF + S->follow_us;
-        o->end_f = endF;
-        o->end_s = endS;
-        o->co = o->overlap > 0 ? coacc / o->overlap : 0;
-        if (o->start_s < 0) o->start_s = gap;
+    st->second_active = r->second_need > 0 ? st->second_active / r->second_need : 0;
+    if (st->second_active > 1) st->second_active = 1;
+}
+
+/* A multi-wave second kernel: its activity is the slots it has over the
+ * blocks it needs in flight for its isolated speed. */
+static void tl_multiwave_activity(struct tl_run *r, struct tl_step *st)
+{
+    if (!(st->second_released && r->second_end < 0)) return;
+    st->second_active = r->second_need > 0 ? st->slots / r->second_need : 1;
+    /* the slack only once the first has no blocks left to dispatch: before
+     * that its own blocks take every slot it frees */
+    if (!st->first_running || tl_first_in_last_wave(r)) st->second_active /= r->second_resid_need;
+    if (st->second_active > 1) st->second_active = 1;
+    if (st->first_running && st->room > 0 && st->first_use > 0) st->first_coresident = 1;
+    if (st->second_active > 0 && r->out->start_s < 0) r->out->start_s = r->t;
+}
+
+/* The first kernel's slowdown now: inter-SM by the second's activity,
+ * intra-SM on the SMs they share. */
+static void tl_first_rate(const struct tl_run *r, struct tl_step *st)
+{
+    unsigned comp = r->in->comp;
+    if (st->first_running && st->second_active > 0) {
+        if (comp & MOSAIC_PC_INTER)
+            st->first_slowdown *= 1 + (r->in->inter_first - 1) * st->second_active;
+        if (comp & MOSAIC_PC_INTRA) {
+            if (r->second_one_wave) {
+                st->first_slowdown *= st->starve_first_batches;
+            } else {
+                st->first_slowdown *= 1 + (r->starve_first - 1) * st->first_coresident;
+            }
+        }
     }
+    st->first_rate = st->first_running ? 1 / st->first_slowdown : 0;
+}
+
+/* How much slower than isolated batch i of a single-wave second kernel
+ * runs now. */
+static double tl_batch_slowdown(const struct tl_run *r, const struct tl_step *st, int i)
+{
+    const struct mosaic__batches *bt = &r->batches;
+    double f = bt->pack[i] * st->inter_second;
+    if (st->first_running && (r->in->comp & MOSAIC_PC_INTRA)) f *= 1 + (bt->ixs[i] - 1) * bt->co[i];
+    return f;
+}
+
+/* How much slower than isolated a multi-wave second kernel runs now. */
+static double tl_multiwave_slowdown(const struct tl_run *r, const struct tl_step *st)
+{
+    double coS = st->slots > 0 ? st->first_use * r->n_sms * st->room / st->slots : 0;
+    double f = st->inter_second;
+    if (st->first_running && (r->in->comp & MOSAIC_PC_INTRA)) f *= 1 + (st->starve_second - 1) * coS;
+    return f;
+}
+
+/* The time to the next event: the dispatch gap ending, the first kernel
+ * reaching its next breakpoint, a batch or the second kernel ending. */
+static void tl_next_event(const struct tl_run *r, struct tl_step *st)
+{
+    double TF = r->in->iso_first, TS = r->in->iso_second;
+    if (!st->second_released) st->dt = r->in->c->gap_us - r->t;
+    if (st->first_running && r->next_break < r->n_breaks) {
+        double d = (r->break_at[r->next_break] - r->first_progress) * TF / st->first_rate;
+        if (d < st->dt) st->dt = d;
+    }
+    if (st->first_running && r->next_break >= r->n_breaks) st->dt = 0;
+    if (r->second_one_wave) {
+        for (int i = 0; i < r->batches.n; i++)
+            if (r->batches.prog[i] < 1) {
+                double d = (1 - r->batches.prog[i]) * TS * tl_batch_slowdown(r, st, i);
+                if (d < st->dt) st->dt = d;
+            }
+    } else if (st->second_active > 0 && r->second_end < 0) {
+        double d = (1 - r->second_progress) * TS * tl_multiwave_slowdown(r, st) / st->second_active;
+        if (d < st->dt) st->dt = d;
+    }
+}
+
+/* Moves both kernels on by st->dt and notes what ended or finished
+ * dispatching. */
+static void tl_advance(struct tl_run *r, const struct tl_step *st)
+{
+    double TF = r->in->iso_first, TS = r->in->iso_second, dt = st->dt;
+    if (r->second_one_wave) {
+        struct mosaic__batches *bt = &r->batches;
+        int alldone = r->second_blocks_left < 0.5;
+        for (int i = 0; i < bt->n; i++)
+            if (bt->prog[i] < 1) {
+                bt->prog[i] += dt / (TS * tl_batch_slowdown(r, st, i));
+                if (bt->prog[i] >= 1 - 1e-9) bt->prog[i] = 1;
+                else alldone = 0;
+            }
+        r->t += dt;
+        if (alldone && bt->n > 0 && r->second_end < 0) r->second_end = r->t;
+    } else {
+        if (st->second_active > 0 && r->second_end < 0) {
+            double p0 = r->second_progress, th = r->second_last_wave_at;
+            r->second_progress += dt * st->second_active / (TS * tl_multiwave_slowdown(r, st));
+            if (r->second_dispatched < 0 && r->second_progress >= th)
+                r->second_dispatched = r->second_progress > p0
+                                           ? r->t + dt * (th - p0) / (r->second_progress - p0)
+                                           : r->t;
+        }
+        r->t += dt;
+        if (r->second_end < 0 && r->second_progress >= 1 - 1e-9) r->second_end = r->t;
+    }
+    if (st->first_running) {
+        double p0 = r->first_progress, th = r->first_last_wave_at;
+        r->first_progress += dt * st->first_rate / TF;
+        if (r->first_dispatched < 0 && r->first_progress >= th)
+            r->first_dispatched = r->first_progress > p0
+                                      ? r->t - dt + dt * (th - p0) / (r->first_progress - p0)
+                                      : r->t;
+        if (r->first_progress >= 1 - 1e-9) r->first_end = r->t;
+    }
+}
+
+/* The ends, with a dependent kernel behind each, and the overlap's
+ * co-resident fraction. */
+static void tl_finish(struct tl_run *r)
+{
+    const struct tl_pair *in = r->in;
+    struct tl_out *o = r->out;
+    if (r->first_end < 0) r->first_end = r->t > in->iso_first ? r->t : in->iso_first;
+    if (r->second_end < 0) r->second_end = r->t + in->iso_second * (1 - r->second_progress);
+    /* A dependent kernel launched after the main one on the same stream
+     * (a split-K reduce) is dispatched behind the other kernel's pending
+     * blocks: it starts once the other has dispatched its last one. */
+    if (in->first->follow_us > 0 && r->second_dispatched > r->first_end)
+        r->first_end = r->second_dispatched + in->first->follow_us;
+    if (in->second->follow_us > 0 && r->first_dispatched > r->second_end)
+        r->second_end = r->first_dispatched + in->second->follow_us;
+    o->end_f = r->first_end;
+    o->end_s = r->second_end;
+    o->co = o->overlap > 0 ? r->coresident_time / o->overlap : 0;
+    if (o->start_s < 0) o->start_s = in->c->gap_us;
+}
+
+/* One run of the timeline: from the common start, event by event (at most
+ * 400), until both kernels have ended. */
+static void timeline(const struct tl_pair *in, struct tl_pre *pre, struct tl_out *o)
+{
+    struct tl_run r;
+    tl_setup(&r, in, pre, o);
+    while ((r.first_end < 0 || r.second_end < 0) && r.iter++ < 400) {
+        struct tl_step st;
+        tl_step_begin(&r, &st);
+        if (r.second_one_wave) tl_dispatch_batches(&r, &st);
+        else tl_multiwave_activity(&r, &st);
+        tl_first_rate(&r, &st);
+        tl_next_event(&r, &st);
+        if (st.dt > 1e299) break;
+        if (st.dt < 0) st.dt = 0;
+        if (st.first_running && st.second_active > 0) {
+            o->overlap += st.dt;
+            r.coresident_time += st.dt * st.first_coresident;
+        }
+        tl_advance(&r, &st);
+    }
+    tl_finish(&r);
 }
 
 void mosaic__timeline_shared(const struct mosaic_gpu_desc *g,
@@ -291,18 +483,25 @@ void mosaic__timeline_shared(const struct mosaic_gpu_desc *g,
                              double inter_b, unsigned comp,
                              struct mosaic_pred_result *res)
 {
-    const struct mosaic_pkernel *F = b_first ? b : a, *S = b_first ? a : b;
-    double TF = b_first ? iso_b : iso_a, TS = b_first ? iso_a : iso_b;
-    double iF = b_first ? inter_b : inter_a, iS = b_first ? inter_a : inter_b;
+    struct tl_pair in = {
+        .g = g, .c = c, .first = b_first ? b : a, .second = b_first ? a : b,
+        .iso_first = b_first ? iso_b : iso_a, .iso_second = b_first ? iso_a : iso_b,
+        .inter_first = b_first ? inter_b : inter_a, .inter_second = b_first ? inter_a : inter_b,
+        .comp = 0};
     struct tl_out o0, o1, o2, o3;
     struct tl_pre pre = {0};
     double d[4][2];
     int fi = b_first ? 1 : 0, si = 1 - fi;
 
-    timeline(g, c, F, S, TF, TS, iF, iS, 0, &pre, &o0);
-    timeline(g, c, F, S, TF, TS, iF, iS, comp & MOSAIC_PC_PACKING, &pre, &o1);
-    timeline(g, c, F, S, TF, TS, iF, iS, comp & (MOSAIC_PC_PACKING | MOSAIC_PC_INTER), &pre, &o2);
-    timeline(g, c, F, S, TF, TS, iF, iS, comp, &pre, &o3);
+    /* the components one by one: placement alone, + packing, + inter-SM,
+     * + intra-SM (the factors of the result are the ratios) */
+    timeline(&in, &pre, &o0);
+    in.comp = comp & MOSAIC_PC_PACKING;
+    timeline(&in, &pre, &o1);
+    in.comp = comp & (MOSAIC_PC_PACKING | MOSAIC_PC_INTER);
+    timeline(&in, &pre, &o2);
+    in.comp = comp;
+    timeline(&in, &pre, &o3);
     d[0][fi] = o0.end_f; d[0][si] = o0.end_s;
     d[1][fi] = o1.end_f; d[1][si] = o1.end_s;
     d[2][fi] = o2.end_f; d[2][si] = o2.end_s;
