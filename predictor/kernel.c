@@ -22,6 +22,11 @@ MOSAIC__API const char *mosaic_pkernel_key(const struct mosaic_pkernel *k)
     return k ? k->key : "";
 }
 
+MOSAIC__API double mosaic_pkernel_profiled_us(const struct mosaic_pkernel *k)
+{
+    return k ? k->dur_us : 0;
+}
+
 MOSAIC__API int mosaic_pkernel_set_follow(struct mosaic_pkernel *k,
                                           const struct mosaic_kernel *next, const char *what,
                                           char *err, size_t errlen)

@@ -115,6 +115,11 @@ MOSAIC__API void mosaic_predictor_close(struct mosaic_predictor *p)
     free(p);
 }
 
+MOSAIC__API const struct mosaic_gpu_desc *mosaic_predictor_gpu(const struct mosaic_predictor *p)
+{
+    return p ? &p->gpu : NULL;
+}
+
 MOSAIC__API int mosaic_predictor_set_cache(struct mosaic_predictor *p, size_t entries)
 {
     size_t n = 1;

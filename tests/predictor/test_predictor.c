@@ -771,6 +771,36 @@ static void load_zoo(struct mosaic_predictor *p, struct mosaic_profile *prof,
                                                 sizeof err), 0);
 }
 
+/* What a tool reads through the public header: the GPU the predictor
+ * models (the one given, else the H200) and a kernel's profiled duration. */
+static void test_public_accessors(void **state)
+{
+    struct mosaic_predictor *p;
+    struct mosaic_profile prof;
+    struct mosaic_pkernel *pk[2];
+    struct mosaic_gpu_desc g;
+    char err[1024];
+    (void)state;
+    assert_int_equal(mosaic_predictor_open(MODELS, NULL, &p, err, sizeof err), 0);
+    assert_int_equal(mosaic_predictor_gpu(p)->sm_count, 132);
+    assert_int_equal(mosaic_predictor_gpu(p)->carveout_kib[9], 228);
+    load_zoo(p, &prof, pk, 2);
+    for (int i = 0; i < 2; i++)
+        assert_true(mosaic_pkernel_profiled_us(pk[i]) ==
+                    prof.kernels[i + 1].metrics[MOSAIC_M_duration_ns] * 1e-3);
+    assert_true(mosaic_pkernel_profiled_us(NULL) == 0);
+    assert_null(mosaic_predictor_gpu(NULL));
+    for (int i = 0; i < 2; i++)
+        mosaic_pkernel_free(pk[i]);
+    mosaic_profile_free(&prof);
+    mosaic_predictor_close(p);
+    mosaic_gpu_desc_h200(&g);
+    g.sm_count = 66;
+    assert_int_equal(mosaic_predictor_open(MODELS, &g, &p, err, sizeof err), 0);
+    assert_int_equal(mosaic_predictor_gpu(p)->sm_count, 66);
+    mosaic_predictor_close(p);
+}
+
 static void test_predict_api_and_cache(void **state)
 {
     struct mosaic_predictor *p;
@@ -977,6 +1007,7 @@ int main(void)
         cmocka_unit_test(test_bad_model_files),
         cmocka_unit_test(test_model_feature_list),
         cmocka_unit_test(test_feature_stamp_and_lists),
+        cmocka_unit_test(test_public_accessors),
         cmocka_unit_test(test_predict_api_and_cache),
         cmocka_unit_test(test_predict_unseen_real_kernels),
         cmocka_unit_test(test_bad_queries),
