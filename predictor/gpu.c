@@ -6,6 +6,14 @@
 
 #include "placement.h"
 
+/* The H200 as its driver reports it (H200, driver 580.159.04, CUDA 13.0;
+ * the device of profiler/data/h200/zoo.profile.json, "gpu"): the per-SM
+ * limits are the sm_90 occupancy rules, and the shared-memory carveout
+ * steps (KiB) are those of the occupancy calculator for sm_90, the same
+ * as mosaic_occupancy_limits' (the profile component), which the profiles'
+ * recorded occupancy confirms (tests/predictor_trees/
+ * test_occupancy_profiles.c); how the driver picks a step when two kernels
+ * meet is in docs/placement.md. */
 MOSAIC__API void mosaic_gpu_desc_h200(struct mosaic_gpu_desc *g)
 {
     static const int steps[] = {0, 8, 16, 32, 64, 100, 132, 164, 196, 228};
@@ -29,8 +37,14 @@ MOSAIC__API void mosaic_gpu_desc_h200(struct mosaic_gpu_desc *g)
 }
 
 /* DRAM bandwidth (read + write, GB/s) reachable from n SMs: the H200's
- * copy bandwidth on green contexts of 8/16/32/64/128 SMs (DESIGN.md),
- * interpolated, scaled to the GPU's peak. */
+ * copy bandwidth on green contexts of 8/16/32/64/128 SMs, interpolated,
+ * scaled to the GPU's peak. Measured on the H200 (driver 580.159.04, CUDA
+ * 13.0) by the project's first green-context copy runs, whose records are
+ * not in the repository; the later `mosaic-zoo time` runs
+ * (profiler/data/h200/splits/time.jsonl, confirm/time.jsonl: copy_1G on n
+ * SMs) reach more from about 44 SMs on, and docs/predictor.md ("What is not
+ * done or not good enough") says why this curve stays: the measured one did
+ * not improve the estimate. */
 double mosaic__gpu_copy_bw(const struct mosaic_gpu_desc *g, int n)
 {
     static const double sm[] = {0, 8, 16, 32, 64, 128, 1e9};

@@ -1,14 +1,27 @@
 /*
  * The shared-mode timeline: two kernels dispatched one after the other onto
- * all SMs, followed step by step until both end (docs/predictor.md).
+ * all SMs, followed event by event until both end (docs/predictor.md, "How
+ * a prediction is made"). Where their blocks go and what they do to each
+ * other on an SM is placement's (placement.h); this file keeps the clock.
+ *
+ * The dispatch and warp-scheduling behaviour it assumes (a dispatch gap,
+ * the older kernel keeping issue-busy warps, the residency a kernel needs
+ * for its speed) was measured on the H200, driver 580.159.04, CUDA 13.0:
+ * profiler/data/h200/corun.jsonl (the co-runs the gap and weights are
+ * fitted on) and residency.jsonl (`mosaic-zoo residency`), described in
+ * docs/dataset.md and docs/predictor.md.
  */
 #include <math.h>
 
 #include "placement.h"
 #include "timeline.h"
 
+/* Breakpoints of the first kernel's release of SMs after its last wave. */
 #define TL_RAMP 8
 
+/* What one run of the timeline predicts: the first and second kernel's
+ * ends and the second's start (us from the common start), the time both
+ * ran and the co-resident fraction of it. */
 struct tl_out {
     double end_f, end_s, start_s, overlap, co;
 };
