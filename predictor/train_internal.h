@@ -11,6 +11,7 @@
 #define MOSAIC_PREDICTOR_TRAIN_INTERNAL_H
 
 #include "feature_list.h"
+#include "linreg.h"
 #include "placement.h"
 #include "predictor_internal.h"
 

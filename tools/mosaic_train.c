@@ -36,7 +36,6 @@
 #include <cjson/cJSON.h>
 #include <xgboost/c_api.h>
 
-#include "linreg.h"
 #include "train_internal.h"
 
 static int g_trees = 80, g_depth = 4, g_use_mono = 1;
@@ -515,7 +514,21 @@ static struct mosaic_predictor *train_mosaic(const struct mosaic_gpu_desc *g,
 
 /* ---- baselines ------------------------------------------------------------------ */
 
-#define KACE_D 13
+/* The baselines' features have names too (their models live only in the
+ * training's temporary directory, so no file records them): each list is
+ * X(name, meaning). */
+#define KACE_KERNEL(X)                                    \
+    X(dram_tbs, "DRAM read + write bandwidth, TB/s")      \
+    X(l2_tbs, "L2 read + write bandwidth, TB/s")          \
+    X(ipc, "instructions per cycle")                      \
+    X(issue, "issue_active, fraction of cycles")          \
+    X(occ, "achieved occupancy, fraction")                \
+    X(sms_frac, "its SMs over the H200's 132")
+#define KACE_ENUM(name, meaning) KACE_##name,
+enum { KACE_KERNEL(KACE_ENUM) KACE_NK };
+/* the kernel's six, its co-runner's six, then 1 when it is dispatched first */
+enum { KACE_SELF = 0, KACE_OTHER = KACE_NK, KACE_FIRST = 2 * KACE_NK, KACE_D };
+
 /* KACE-like: exclusive metrics of the kernel and of its co-runner. */
 static void kace_x(const struct mosaic_pkernel *s, int ss, const struct mosaic_pkernel *o,
                    int so, int first, double *x)
@@ -523,31 +536,43 @@ static void kace_x(const struct mosaic_pkernel *s, int ss, const struct mosaic_p
     const struct mosaic_pkernel *k[2] = {s, o};
     int sm[2] = {ss, so};
     for (int i = 0; i < 2; i++) {
-        double *y = x + 6 * i;
-        y[0] = (k[i]->dram_rd + k[i]->dram_wr) / 1000;
-        y[1] = (k[i]->l2_rd + k[i]->l2_wr) / 1000;
-        y[2] = k[i]->ipc;
-        y[3] = k[i]->issue;
-        y[4] = k[i]->occ;
-        y[5] = sm[i] / 132.0;
+        double *y = x + (i == 0 ? KACE_SELF : KACE_OTHER);
+        y[KACE_dram_tbs] = (k[i]->dram_rd + k[i]->dram_wr) / 1000;
+        y[KACE_l2_tbs] = (k[i]->l2_rd + k[i]->l2_wr) / 1000;
+        y[KACE_ipc] = k[i]->ipc;
+        y[KACE_issue] = k[i]->issue;
+        y[KACE_occ] = k[i]->occ;
+        y[KACE_sms_frac] = sm[i] / 132.0;
     }
-    x[12] = first;
+    x[KACE_FIRST] = first;
 }
 
-#define GP_D 9
+#define GP_FEATURES(X)                                               \
+    X(dram, "both kernels' DRAM read + write bandwidth, GB/s")       \
+    X(l2, "both kernels' L2 read + write bandwidth, GB/s")           \
+    X(ipc, "both kernels' instructions per cycle")                   \
+    X(issue, "both kernels' issue_active")                           \
+    X(occ, "both kernels' achieved occupancy")                       \
+    X(warps_elig, "both kernels' eligible warps per cycle")          \
+    X(sms_self, "the kernel's SMs over the H200's 132")              \
+    X(sms_other, "the co-runner's SMs over the H200's 132")          \
+    X(first, "1 when the kernel is dispatched first")
+#define GP_ENUM(name, meaning) GP_##name,
+enum { GP_FEATURES(GP_ENUM) GP_D };
+
 /* GPUPool-like: aggregate metrics of the pair. */
 static void gp_x(const struct mosaic_pkernel *s, int ss, const struct mosaic_pkernel *o,
                  int so, int first, float *x)
 {
-    x[0] = (float)(s->dram_rd + s->dram_wr + o->dram_rd + o->dram_wr);
-    x[1] = (float)(s->l2_rd + s->l2_wr + o->l2_rd + o->l2_wr);
-    x[2] = (float)(s->ipc + o->ipc);
-    x[3] = (float)(s->issue + o->issue);
-    x[4] = (float)(s->occ + o->occ);
-    x[5] = (float)(s->warps_elig + o->warps_elig);
-    x[6] = (float)(ss / 132.0);
-    x[7] = (float)(so / 132.0);
-    x[8] = (float)first;
+    x[GP_dram] = (float)(s->dram_rd + s->dram_wr + o->dram_rd + o->dram_wr);
+    x[GP_l2] = (float)(s->l2_rd + s->l2_wr + o->l2_rd + o->l2_wr);
+    x[GP_ipc] = (float)(s->ipc + o->ipc);
+    x[GP_issue] = (float)(s->issue + o->issue);
+    x[GP_occ] = (float)(s->occ + o->occ);
+    x[GP_warps_elig] = (float)(s->warps_elig + o->warps_elig);
+    x[GP_sms_self] = (float)(ss / 132.0);
+    x[GP_sms_other] = (float)(so / 132.0);
+    x[GP_first] = (float)first;
 }
 
 static void side(const struct mosaic__dataset *ds, const struct mosaic__ds_point *p, int i,
