@@ -136,33 +136,17 @@ struct tl_step {
     double dt;
 };
 
-/* The first kernel's waves, blocks per SM and release breakpoints, the
- * second's shape, and the intra-SM factors. */
-static void tl_setup(struct tl_run *r, const struct tl_pair *in, struct tl_pre *pre,
-                     struct tl_out *o)
+/* The first kernel's waves, its blocks per SM in its first and last wave
+ * and the fraction of the SMs it holds; the second kernel's capacity. */
+static void tl_shapes(struct tl_run *r)
 {
-    const struct mosaic_gpu_desc *g = in->g;
-    const struct mosaic__coef *c = in->c;
-    const struct mosaic_pkernel *F = in->first, *S = in->second;
-    const int N = g->sm_count;
-
-    r->in = in;
-    r->out = o;
-    r->n_sms = N;
+    const struct mosaic_pkernel *F = r->in->first, *S = r->in->second;
+    const int N = r->n_sms;
     r->first_waves = mosaic__place_waves(F, N);
     r->first_n_waves = ceil(r->first_waves);
     r->second_capacity = (double)S->bps * N;
     r->second_need = (double)S->grid < r->second_capacity ? (double)S->grid : r->second_capacity;
     r->second_one_wave = (double)S->grid <= r->second_capacity;
-    r->place = (struct mosaic__batch_ctx){
-        .c = c, .F = F, .S = S, .land = &pre->land, .N = N,
-        .intra = (in->comp & MOSAIC_PC_INTRA) != 0,
-        .wpack = (in->comp & MOSAIC_PC_PACKING) ? c->pack : 0};
-    r->starve_second_first_wave = r->starve_second_last_wave = r->starve_first = 1;
-    r->batches.n = 0;
-    r->second_blocks_left = (double)S->grid;
-    r->taken_idle = r->taken_beside = 0;
-
     if (r->first_n_waves < 1) r->first_n_waves = 1;
     r->first_last_wave_frac = r->first_waves - (r->first_n_waves - 1);
     if (r->first_last_wave_frac <= 0) r->first_last_wave_frac = 1;
@@ -177,19 +161,39 @@ static void tl_setup(struct tl_run *r, const struct tl_pair *in, struct tl_pre *
         (int)ceil(r->first_last_wave_frac * F->bps / r->first_last_wave_use);
     if (r->first_per_sm_last_wave < 1) r->first_per_sm_last_wave = 1;
     if (r->first_per_sm_last_wave > F->bps) r->first_per_sm_last_wave = F->bps;
-    if (!pre->done) {
-        pre->room_first_wave = mosaic__place_room(g, F, r->first_per_sm_first_wave, S);
-        pre->room_last_wave = mosaic__place_room(g, F, r->first_per_sm_last_wave, S);
-        pre->second_resid_need = resid_need(S);
-        pre->first_release_spread = release_spread(F, N);
-        pre->land.chunk = mosaic__place_room(g, F, F->bps - 1, S) - mosaic__place_room(g, F, F->bps, S);
-        if (pre->land.chunk < 1)
-            pre->land.chunk = mosaic__place_room(g, F, 1, S) > 0 ? 1 : S->bps;
-        pre->done = 1;
+    r->first_last_wave_at = (r->first_n_waves - 1) / r->first_n_waves;
+    {
+        double wS = mosaic__place_waves(S, N);
+        r->second_last_wave_at = wS > 1 ? 1 - 1 / ceil(wS) : 0;
     }
-    r->room_first_wave = pre->room_first_wave;
-    r->room_last_wave = pre->room_last_wave;
-    r->second_resid_need = pre->second_resid_need;
+}
+
+/* What does not depend on the components, once per query: the room beside
+ * the first kernel's blocks, the second's residency need, the first's
+ * release spread and how the second's blocks land. */
+static void tl_fill_pre(const struct tl_run *r, struct tl_pre *pre)
+{
+    const struct mosaic_gpu_desc *g = r->in->g;
+    const struct mosaic_pkernel *F = r->in->first, *S = r->in->second;
+    if (pre->done) return;
+    pre->room_first_wave = mosaic__place_room(g, F, r->first_per_sm_first_wave, S);
+    pre->room_last_wave = mosaic__place_room(g, F, r->first_per_sm_last_wave, S);
+    pre->second_resid_need = resid_need(S);
+    pre->first_release_spread = release_spread(F, r->n_sms);
+    pre->land.chunk = mosaic__place_room(g, F, F->bps - 1, S) - mosaic__place_room(g, F, F->bps, S);
+    if (pre->land.chunk < 1)
+        pre->land.chunk = mosaic__place_room(g, F, 1, S) > 0 ? 1 : S->bps;
+    pre->done = 1;
+}
+
+/* Which kernel keeps the issue slots on an SM holding both, and the other's
+ * intra-SM slowdown there. */
+static void tl_intra_factors(struct tl_run *r)
+{
+    const struct mosaic__coef *c = r->in->c;
+    const struct mosaic_pkernel *F = r->in->first, *S = r->in->second;
+    const int N = r->n_sms;
+    r->starve_second_first_wave = r->starve_second_last_wave = r->starve_first = 1;
     /* the readier kernel keeps the issue slots, but an older one that keeps
      * them busy (issue >= 0.8) is not displaced: greedy-then-oldest picks
      * its ready warps first (the residency probes' issue-bound blocker
@@ -197,8 +201,7 @@ static void tl_setup(struct tl_run *r, const struct tl_pair *in, struct tl_pre *
     r->second_dominates = mosaic__place_busiest(S) / mosaic__place_density(S, N) >
                               mosaic__place_busiest(F) / mosaic__place_density(F, N) &&
                           F->issue < 0.8;
-    r->place.domS = r->second_dominates;
-    if (in->comp & MOSAIC_PC_INTRA) {
+    if (r->in->comp & MOSAIC_PC_INTRA) {
         /* Issue and pipe contention on an SM holding both (eq. 3-4): the
          * kernel whose warps are readier (higher per-block demand) keeps
          * its share, the other gets what is left (greedy-then-oldest warp
@@ -218,27 +221,52 @@ static void tl_setup(struct tl_run *r, const struct tl_pair *in, struct tl_pre *
                 1 + c->intra_w * (mosaic__place_starve_on(S, fsl, F, ffl) - 1);
         }
     }
-    r->first_last_wave_at = (r->first_n_waves - 1) / r->first_n_waves;
-    {
-        /* The first kernel's SMs: all held until its last wave starts, then
-         * its last wave's use until its release spread begins, then a ramp
-         * down over TL_RAMP breakpoints as its SMs finish. */
-        double pr = 1 - pre->first_release_spread, ustart;
-        r->n_breaks = 0;
-        if (r->first_n_waves > 1 && r->first_last_wave_at < pr) {
-            r->break_at[r->n_breaks] = r->first_last_wave_at;
-            r->break_use[r->n_breaks++] = 1;
-            ustart = r->first_last_wave_use;
-        } else {
-            ustart = r->first_n_waves > 1 ? 1 : r->first_one_wave_use;
-        }
-        r->break_at[r->n_breaks] = pr;
-        r->break_use[r->n_breaks++] = ustart;
-        for (int i = 1; i <= TL_RAMP; i++) {
-            r->break_at[r->n_breaks] = pr + (1 - pr) * i / TL_RAMP;
-            r->break_use[r->n_breaks++] = ustart * (1 - (double)i / (TL_RAMP + 1));
-        }
+}
+
+/* The first kernel's SMs: all held until its last wave starts, then its
+ * last wave's use until its release spread begins, then a ramp down over
+ * TL_RAMP breakpoints as its SMs finish. */
+static void tl_release_breaks(struct tl_run *r, double spread)
+{
+    double pr = 1 - spread, ustart;
+    r->n_breaks = 0;
+    if (r->first_n_waves > 1 && r->first_last_wave_at < pr) {
+        r->break_at[r->n_breaks] = r->first_last_wave_at;
+        r->break_use[r->n_breaks++] = 1;
+        ustart = r->first_last_wave_use;
+    } else {
+        ustart = r->first_n_waves > 1 ? 1 : r->first_one_wave_use;
     }
+    r->break_at[r->n_breaks] = pr;
+    r->break_use[r->n_breaks++] = ustart;
+    for (int i = 1; i <= TL_RAMP; i++) {
+        r->break_at[r->n_breaks] = pr + (1 - pr) * i / TL_RAMP;
+        r->break_use[r->n_breaks++] = ustart * (1 - (double)i / (TL_RAMP + 1));
+    }
+}
+
+/* A run of the timeline set up: the shapes, the intra-SM factors, the
+ * release breakpoints, and both kernels at the common start. */
+static void tl_setup(struct tl_run *r, const struct tl_pair *in, struct tl_pre *pre,
+                     struct tl_out *o)
+{
+    r->in = in;
+    r->out = o;
+    r->n_sms = in->g->sm_count;
+    tl_shapes(r);
+    tl_fill_pre(r, pre);
+    r->room_first_wave = pre->room_first_wave;
+    r->room_last_wave = pre->room_last_wave;
+    r->second_resid_need = pre->second_resid_need;
+    tl_intra_factors(r);
+    tl_release_breaks(r, pre->first_release_spread);
+    r->place = (struct mosaic__batch_ctx){
+        .c = in->c, .F = in->first, .S = in->second, .land = &pre->land, .N = r->n_sms,
+        .domS = r->second_dominates, .intra = (in->comp & MOSAIC_PC_INTRA) != 0,
+        .wpack = (in->comp & MOSAIC_PC_PACKING) ? in->c->pack : 0};
+    r->batches.n = 0;
+    r->second_blocks_left = (double)in->second->grid;
+    r->taken_idle = r->taken_beside = 0;
     o->start_s = -1;
     o->overlap = 0;
     o->co = 0;
@@ -249,10 +277,6 @@ static void tl_setup(struct tl_run *r, const struct tl_pair *in, struct tl_pre *
     r->coresident_time = 0;
     r->first_dispatched = r->first_n_waves > 1 ? -1 : 0;
     r->second_dispatched = -1;
-    {
-        double wS = mosaic__place_waves(S, N);
-        r->second_last_wave_at = wS > 1 ? 1 - 1 / ceil(wS) : 0;
-    }
 }
 
 /* The first kernel is in its last wave (or has only one). */
