@@ -188,6 +188,75 @@ static int check_query(const struct mosaic_predictor *p,
     return 0;
 }
 
+/* Partitioned: both start at launch on their own SMs; each runs f times
+ * slower while the other runs (inter-SM model: the full-overlap factor),
+ * then alone at its isolated speed. A co-runner on other SMs only takes
+ * memory bandwidth away: f >= 1 (the forest, fitted to noisy labels, dips
+ * below 1 where it extrapolates, e.g. a split of 128/4 SMs). */
+static void predict_partitioned(const struct mosaic_predictor *p,
+                                const struct mosaic_pred_query *q, unsigned comp,
+                                double iso_a, double iso_b, struct mosaic_pred_result *res)
+{
+    int sa = q->sms_a, sb = q->sms_b;
+    double fa = (comp & MOSAIC_PC_INTER) ? inter_factor(p, q->a, sa, iso_a, q->b, sb, iso_b) : 1;
+    double fb = (comp & MOSAIC_PC_INTER) ? inter_factor(p, q->b, sb, iso_b, q->a, sa, iso_a) : 1;
+    if (fa < 1) fa = 1;
+    if (fb < 1) fb = 1;
+    double ta = iso_a * fa, tb = iso_b * fb, da, db;
+    if (ta <= tb) {
+        da = ta;
+        db = ta + (iso_b - ta / fb);
+    } else {
+        db = tb;
+        da = tb + (iso_a - tb / fa);
+    }
+    for (int i = 0; i < 2; i++) {
+        struct mosaic_pred_kernel *r = &res->k[i];
+        r->iso_us = i == 0 ? iso_a : iso_b;
+        r->waves = mosaic__place_waves(i == 0 ? q->a : q->b, i == 0 ? sa : sb);
+        r->placement = r->packing = r->intra_sm = 1;
+        r->duration_us = i == 0 ? da : db;
+        r->slowdown = r->duration_us / r->iso_us;
+        r->inter_sm = r->slowdown;
+    }
+    res->overlap_us = fmin(res->k[0].duration_us, res->k[1].duration_us);
+}
+
+/* Shared: the inter-SM factor of each at an even split, then the timeline
+ * (timeline.c), then the residual model on the rows features.c builds from
+ * the timeline's result; the rows go to xa_out/xb_out when given. */
+static void predict_shared(const struct mosaic_predictor *p, const struct mosaic_pred_query *q,
+                           unsigned comp, double iso_a, double iso_b,
+                           struct mosaic_pred_result *res, float *xa_out, float *xb_out)
+{
+    const struct mosaic_gpu_desc *g = &p->gpu;
+    int N = g->sm_count;
+    double ia = 1, ib = 1;
+    float xa[MOSAIC__NF_SHARED], xb[MOSAIC__NF_SHARED];
+    if (comp & MOSAIC_PC_INTER) {
+        ia = inter_factor(p, q->a, N, iso_a, q->b, N, iso_b);
+        ib = inter_factor(p, q->b, N, iso_b, q->a, N, iso_a);
+    }
+    mosaic__timeline_shared(g, &p->coef, q->a, q->b, q->b_first, iso_a, iso_b, ia, ib, comp,
+                            res);
+    mosaic__feat_shared(g, q->a, q->b, q->b_first, iso_a, iso_b, res, xa, xb);
+    if (xa_out) memcpy(xa_out, xa, sizeof xa);
+    if (xb_out) memcpy(xb_out, xb, sizeof xb);
+    if ((comp & MOSAIC_PC_INTRA) && p->shared) {
+        for (int i = 0; i < 2; i++) {
+            double y = mosaic__forest_predict(p->shared, i == 0 ? xa : xb);
+            double f = isfinite(y) ? exp(clampd(y, -2, 3)) : 1;
+            struct mosaic_pred_kernel *r = &res->k[i];
+            r->intra_sm *= f;
+            r->duration_us *= f;
+            if (r->duration_us < r->iso_us * 0.5) r->duration_us = r->iso_us * 0.5;
+            r->slowdown = r->duration_us / r->iso_us;
+        }
+    }
+}
+
+/* A checked query: the isolated durations (given, else placement's
+ * estimate on the kernels' SMs), then the mode's prediction. */
 static int predict_core(struct mosaic_predictor *p, const struct mosaic_pred_query *q,
                         struct mosaic_pred_result *res, float *xa_out, float *xb_out)
 {
@@ -203,63 +272,10 @@ static int predict_core(struct mosaic_predictor *p, const struct mosaic_pred_que
                                                        : mosaic__place_iso_on(g, q->a, sa);
     iso_b = (isfinite(q->iso_b_us) && q->iso_b_us > 0) ? q->iso_b_us
                                                        : mosaic__place_iso_on(g, q->b, sb);
-    if (q->mode == MOSAIC_MODE_PARTITIONED) {
-        /* Both start at launch on their own SMs; each runs f times slower
-         * while the other runs (inter-SM model: the full-overlap factor),
-         * then alone at its isolated speed. A co-runner on other SMs only
-         * takes memory bandwidth away: f >= 1 (the forest, fitted to noisy
-         * labels, dips below 1 where it extrapolates, e.g. a split of
-         * 128/4 SMs). */
-        double fa = (comp & MOSAIC_PC_INTER) ? inter_factor(p, q->a, sa, iso_a, q->b, sb, iso_b) : 1;
-        double fb = (comp & MOSAIC_PC_INTER) ? inter_factor(p, q->b, sb, iso_b, q->a, sa, iso_a) : 1;
-        if (fa < 1) fa = 1;
-        if (fb < 1) fb = 1;
-        double ta = iso_a * fa, tb = iso_b * fb, da, db;
-        if (ta <= tb) {
-            da = ta;
-            db = ta + (iso_b - ta / fb);
-        } else {
-            db = tb;
-            da = tb + (iso_a - tb / fa);
-        }
-        for (int i = 0; i < 2; i++) {
-            struct mosaic_pred_kernel *r = &res->k[i];
-            r->iso_us = i == 0 ? iso_a : iso_b;
-            r->waves = mosaic__place_waves(i == 0 ? q->a : q->b, i == 0 ? sa : sb);
-            r->placement = r->packing = r->intra_sm = 1;
-            r->duration_us = i == 0 ? da : db;
-            r->slowdown = r->duration_us / r->iso_us;
-            r->inter_sm = r->slowdown;
-        }
-        res->overlap_us = fmin(res->k[0].duration_us, res->k[1].duration_us);
-        return 0;
-    }
-    {
-        /* shared: the inter-SM factor of each at an even split, then the
-         * timeline, then the residual model */
-        double ia = 1, ib = 1;
-        float xa[MOSAIC__NF_SHARED], xb[MOSAIC__NF_SHARED];
-        if (comp & MOSAIC_PC_INTER) {
-            ia = inter_factor(p, q->a, N, iso_a, q->b, N, iso_b);
-            ib = inter_factor(p, q->b, N, iso_b, q->a, N, iso_a);
-        }
-        mosaic__timeline_shared(g, &p->coef, q->a, q->b, q->b_first, iso_a, iso_b,
-                                ia, ib, comp, res);
-        mosaic__feat_shared(g, q->a, q->b, q->b_first, iso_a, iso_b, res, xa, xb);
-        if (xa_out) memcpy(xa_out, xa, sizeof xa);
-        if (xb_out) memcpy(xb_out, xb, sizeof xb);
-        if ((comp & MOSAIC_PC_INTRA) && p->shared) {
-            for (int i = 0; i < 2; i++) {
-                double y = mosaic__forest_predict(p->shared, i == 0 ? xa : xb);
-                double f = isfinite(y) ? exp(clampd(y, -2, 3)) : 1;
-                struct mosaic_pred_kernel *r = &res->k[i];
-                r->intra_sm *= f;
-                r->duration_us *= f;
-                if (r->duration_us < r->iso_us * 0.5) r->duration_us = r->iso_us * 0.5;
-                r->slowdown = r->duration_us / r->iso_us;
-            }
-        }
-    }
+    if (q->mode == MOSAIC_MODE_PARTITIONED)
+        predict_partitioned(p, q, comp, iso_a, iso_b, res);
+    else
+        predict_shared(p, q, comp, iso_a, iso_b, res, xa_out, xb_out);
     return 0;
 }
 
