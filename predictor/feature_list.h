@@ -47,13 +47,16 @@
     X(pair, l2_demand, "both L2 bandwidths scaled by each side's SM share", "GB/s", 1)     \
     X(self, waves, "waves of its grid on its SMs", "waves", 0)                          \
     X(other, waves, "waves of the co-runner's grid on its SMs", "waves", 0)             \
-    X(self, dram_share, "its DRAM demand on its SMs over the full GPU's copy bandwidth", "fraction", 0) \
-    X(other, dram_share, "the co-runner's DRAM demand on its SMs over the full GPU's copy bandwidth", "fraction", 1) \
+    X(self, dram_share, "its DRAM demand on its SMs over the full GPU's copy bandwidth",   \
+      "fraction", 0)                                                                       \
+    X(other, dram_share, "the co-runner's DRAM demand on its SMs over the full GPU's copy " \
+      "bandwidth", "fraction", 1)                                                          \
     X(pair, dram_share, "both DRAM demands over the full GPU's copy bandwidth", "fraction", 1) \
-    X(self, mem_wait, "long-scoreboard stalls per issue times the idle issue fraction", "warps per issue", 0) \
+    X(self, mem_wait, "long-scoreboard stalls per issue times the idle issue fraction",    \
+      "warps per issue", 0)                                                                \
     X(self, l2_hit, "L2 hit rate (profile), clamped to 0..1", "fraction", 0)            \
     X(self, l2_evict, "l2_hit x mem_wait x the co-runner's DRAM share", "dimensionless", 1) \
-    X(self, l2_queue, "mem_wait x the co-runner's L2 bandwidth on its SMs / 1000", "TB/s", 1) \
+    X(self, l2_queue, "mem_wait x the co-runner's L2 bandwidth on its SMs / 1000", "TB/s x warps/issue", 1) \
     X(other, inflight_share, "the co-runner's share of the DRAM sectors in flight", "fraction", 1) \
     X(other, inflight_dram, "inflight_share x the co-runner's DRAM share", "fraction", 1)
 
@@ -75,7 +78,8 @@
     X(self, log_placement, "log of its slowdown from placement alone", "log ratio", 0)  \
     X(pair, coresident, "fraction of the overlap with both on one SM", "fraction", 0)   \
     X(self, overlap, "the overlap over its isolated duration", "fraction", 0)           \
-    X(self, intra_term, "analytic intra-SM contention beside the co-runner's room", "utilisation", 0) \
+    X(self, intra_term, "analytic intra-SM contention beside the co-runner's room",        \
+      "utilisation", 0)                                                                    \
     X(pair, issue_sum, "both issue_active", "fraction of cycles", 0)                    \
     X(self, log_iso, "log of its isolated duration", "log us", 0)                       \
     X(other, log_iso, "log of the co-runner's isolated duration", "log us", 0)          \
@@ -83,7 +87,8 @@
     X(self, fill, "grid over the GPU's block capacity (as self_waves)", "waves", 0)     \
     X(pair, same_smem_cfg, "1 when both run with the same shared-memory configuration", "flag", 0) \
     X(self, log_inter, "log of its inter-SM factor", "log ratio", 0)                    \
-    X(pair, log_duration_ratio, "log of the co-runner's over its timeline duration", "log ratio", 0) \
+    X(pair, log_duration_ratio, "log of the co-runner's over its timeline duration",       \
+      "log ratio", 0)                                                                      \
     X(other, log_grid, "log2 of the co-runner's grid", "log2 blocks", 0)                \
     X(other, busiest, "the co-runner's busiest unit (issue or a pipe)", "fraction", 0)  \
     X(self, busiest, "its busiest unit (issue or a pipe)", "fraction", 0)               \

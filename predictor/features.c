@@ -17,8 +17,10 @@
 
 /* kfeat fills one kernel's ten features at an offset: both rows must hold
  * self's and then other's block, in that order, at their start. */
-_Static_assert(MOSAIC__FI_self_sms_frac == 0 && (int)MOSAIC__FI_other_sms_frac == (int)MOSAIC__NF_KERNEL &&
-                   MOSAIC__FS_self_sms_frac == 0 && (int)MOSAIC__FS_other_sms_frac == (int)MOSAIC__NF_KERNEL,
+_Static_assert(MOSAIC__FI_self_sms_frac == 0 &&
+                   (int)MOSAIC__FI_other_sms_frac == (int)MOSAIC__NF_KERNEL &&
+                   MOSAIC__FS_self_sms_frac == 0 &&
+                   (int)MOSAIC__FS_other_sms_frac == (int)MOSAIC__NF_KERNEL,
                "each row starts with self's and then other's kernel features");
 
 #define MOSAIC__FEAT_ENTRY(who, name, meaning, unit, mono) {#who "_" #name, meaning, unit, mono},
@@ -93,7 +95,8 @@ void mosaic__feat_inter(const struct mosaic_gpu_desc *g,
             double lat = self->stall_lsb * (1 - self->issue);
             x[MOSAIC__FI_self_l2_hit] = (float)h;
             x[MOSAIC__FI_self_l2_evict] = (float)(h * lat * dth / full);
-            x[MOSAIC__FI_self_l2_queue] = (float)(lat * (other->l2_rd + other->l2_wr) * sms_other / n / 1000);
+            x[MOSAIC__FI_self_l2_queue] =
+                (float)(lat * (other->l2_rd + other->l2_wr) * sms_other / n / 1000);
         }
         {
             /* Under contention DRAM serves the requests in flight, so each
@@ -152,7 +155,8 @@ void mosaic__feat_shared(const struct mosaic_gpu_desc *g,
         x[MOSAIC__FS_self_fill] = (float)((double)me->grid / ((double)me->bps * n));
         x[MOSAIC__FS_pair_same_smem_cfg] = (float)(me->smem_cfg == ot->smem_cfg);
         x[MOSAIC__FS_self_log_inter] = (float)log(res->k[i].inter_sm);
-        x[MOSAIC__FS_pair_log_duration_ratio] = (float)log(res->k[1 - i].duration_us / res->k[i].duration_us);
+        x[MOSAIC__FS_pair_log_duration_ratio] =
+            (float)log(res->k[1 - i].duration_us / res->k[i].duration_us);
         x[MOSAIC__FS_other_log_grid] = (float)ot->lgrid;
         x[MOSAIC__FS_other_busiest] = (float)mosaic__place_busiest(ot);
         x[MOSAIC__FS_self_busiest] = (float)mosaic__place_busiest(me);
@@ -162,7 +166,8 @@ void mosaic__feat_shared(const struct mosaic_gpu_desc *g,
              * warps beside one with many gets a small share of issue;
              * its slowdown when issue-bound is its demand over that
              * share (both at their isolated densities) */
-            double wm = mosaic__place_density(me, n) * me->warps, wo = mosaic__place_density(ot, n) * ot->warps;
+            double wm = mosaic__place_density(me, n) * me->warps;
+            double wo = mosaic__place_density(ot, n) * ot->warps;
             double share = wm / (wm + wo);
             x[MOSAIC__FS_self_ready_warps] = (float)wm;
             x[MOSAIC__FS_other_ready_warps] = (float)wo;

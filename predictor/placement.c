@@ -183,12 +183,13 @@ double mosaic__place_starve_on(const struct mosaic_pkernel *a, double fa,
 
 /* A batch of b blocks of S packed d per SM, a fraction co of them beside
  * F's blocks at db per SM (F holding nfh per SM there). */
-static void add_batch(struct mosaic__batches *bt, const struct mosaic__batch_ctx *x, double b, double d,
-                      double co, double db, double nfh)
+static void add_batch(struct mosaic__batches *bt, const struct mosaic__batch_ctx *x, double b,
+                      double d, double co, double db, double nfh)
 {
     const struct mosaic_pkernel *F = x->F, *S = x->S;
     int i = bt->n;
-    double ff = nfh / mosaic__place_density(F, x->N), fs = (db < 1 && db > 0 ? 1 : db) / mosaic__place_density(S, x->N);
+    double ff = nfh / mosaic__place_density(F, x->N);
+    double fs = (db < 1 && db > 0 ? 1 : db) / mosaic__place_density(S, x->N);
     if (i >= MOSAIC__MAXB || !(b > 0)) return;
     if (d < 1) d = 1;
     if (d > S->bps) d = S->bps;
@@ -197,8 +198,10 @@ static void add_batch(struct mosaic__batches *bt, const struct mosaic__batch_ctx
     bt->pack[i] = mosaic__place_pack_factor(S, x->N, d, x->wpack);
     bt->co[i] = co;
     bt->ixs[i] = bt->ixf[i] = 1;
-    if (x->intra && x->domS) bt->ixf[i] = 1 + x->c->intra_w * (mosaic__place_starve_on(F, ff, S, fs) - 1);
-    if (x->intra && !x->domS) bt->ixs[i] = 1 + x->c->intra_w * (mosaic__place_starve_on(S, fs, F, ff) - 1);
+    if (x->intra && x->domS)
+        bt->ixf[i] = 1 + x->c->intra_w * (mosaic__place_starve_on(F, ff, S, fs) - 1);
+    if (x->intra && !x->domS)
+        bt->ixs[i] = 1 + x->c->intra_w * (mosaic__place_starve_on(S, fs, F, ff) - 1);
     bt->n++;
 }
 
@@ -224,9 +227,9 @@ static double land_max(double b, int n, double chunk, int cap)
  * F (with room for roomX blocks each) not yet taken; released: F is
  * running and its blocks hold every SM or it is releasing them. Adds the
  * batch's parts to bt, updates the SMs taken, returns the blocks placed. */
-double mosaic__place_batch(struct mosaic__batches *bt, const struct mosaic__batch_ctx *x, double b, double idle,
-                           double besd, double roomX, double nfh, int released,
-                           double *taken_idle, double *taken_beside)
+double mosaic__place_batch(struct mosaic__batches *bt, const struct mosaic__batch_ctx *x,
+                           double b, double idle, double besd, double roomX, double nfh,
+                           int released, double *taken_idle, double *taken_beside)
 {
     const struct mosaic_pkernel *S = x->S;
     if (released) {
@@ -308,7 +311,8 @@ double mosaic__place_iso_on(const struct mosaic_gpu_desc *g, const struct mosaic
     } else {
         int bps = k->bps > 0 ? k->bps : 1;
         double d = ceil((double)k->grid / n), full = floor(d / bps), rest = d - full * bps;
-        t = full * mosaic__place_pack_factor(k, N, bps, 1) + (rest > 0 ? mosaic__place_pack_factor(k, N, rest, 1) : 0);
+        t = full * mosaic__place_pack_factor(k, N, bps, 1) +
+            (rest > 0 ? mosaic__place_pack_factor(k, N, rest, 1) : 0);
         t = s * bw_N / bw_n + (1 - s) * t;
     }
     return k->dur_us * (t > 1 ? t : 1);

@@ -401,7 +401,8 @@ static double tl_multiwave_slowdown(const struct tl_run *r, const struct tl_step
 {
     double coS = st->slots > 0 ? st->first_use * r->n_sms * st->room / st->slots : 0;
     double f = st->inter_second;
-    if (st->first_running && (r->in->comp & MOSAIC_PC_INTRA)) f *= 1 + (st->starve_second - 1) * coS;
+    if (st->first_running && (r->in->comp & MOSAIC_PC_INTRA))
+        f *= 1 + (st->starve_second - 1) * coS;
     return f;
 }
 

@@ -6,7 +6,11 @@
  *                [--trees N] [--depth N] [--dump CSV] [--clip Y] [--no-monotone]
  *   mosaic-train --eval-only MODELS [--data DIR] [--max-p95 SHARED,PARTITIONED]
  *                [--max-iso-p95 P] [--dump CSV]
+ *   mosaic-train --features
  *
+ * --features prints the two models' feature lists (position, name, unit,
+ * monotone constraint, meaning: predictor/feature_list.h), the names being
+ * what every model file records in its "features" array.
  * --eval-only scores trained models (e.g. the committed ones) on every
  * measurement of another dataset (a hold-out set of kernels they never
  * saw) and prints p50/p95 per mode, also with the kernels' isolated
@@ -465,6 +469,16 @@ static const char *monotone_of(const struct mosaic__feature *list, int n, char *
     return buf;
 }
 
+/* --features: one model's list as a table. */
+static void print_features(const char *file, const struct mosaic__feature *list, int n)
+{
+    printf("%s: %d features\n%4s %-28s %-20s %4s  %s\n", file, n, "pos", "name", "unit",
+           "mono", "meaning");
+    for (int i = 0; i < n; i++)
+        printf("%4d %-28s %-20s %4d  %s\n", i, list[i].name, list[i].unit, list[i].mono,
+               list[i].meaning);
+}
+
 /* Records the feature list in a model file just trained (the predictor
  * refuses a model whose list differs from its own). */
 static void stamp(const char *path, const struct mosaic__feature *list, int n)
@@ -677,6 +691,11 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
         else if (!strcmp(argv[i], "--doc") && i + 1 < argc) doc = argv[++i];
         else if (!strcmp(argv[i], "--no-eval")) do_eval = 0;
+        else if (!strcmp(argv[i], "--features")) {
+            print_features("inter.json", mosaic__features_inter, MOSAIC__NF_INTER);
+            print_features("shared.json", mosaic__features_shared, MOSAIC__NF_SHARED);
+            return 0;
+        }
         else if (!strcmp(argv[i], "--eval-only") && i + 1 < argc) eval_models = argv[++i];
         else if (!strcmp(argv[i], "--max-iso-p95") && i + 1 < argc) {
             char *end;
@@ -707,7 +726,8 @@ int main(int argc, char **argv)
                     "usage: mosaic-train [--data DIR] [--out DIR] [--doc FILE] [--no-eval] "
                     "[--trees N] [--depth N] [--dump CSV] [--clip Y] [--no-monotone]\n"
                     "       mosaic-train --eval-only MODELS [--data DIR] [--max-p95 S,P] [--max-iso-p95 P]\n"
-                    "                    [--dump CSV]\n");
+                    "                    [--dump CSV]\n"
+                    "       mosaic-train --features\n");
             return 1;
         }
     }
