@@ -4,7 +4,7 @@
  */
 #include <string.h>
 
-#include "placement.h"
+#include "predictor_internal.h"
 
 /* The H200 as its driver reports it (H200, driver 580.159.04, CUDA 13.0;
  * the device of profiler/data/h200/zoo.profile.json, "gpu"): the per-SM
