@@ -181,27 +181,32 @@ double mosaic__place_starve_on(const struct mosaic_pkernel *a, double fa,
     return r;
 }
 
-/* A batch of b blocks of S packed d per SM, a fraction co of them beside
- * F's blocks at db per SM (F holding nfh per SM there). */
-static void add_batch(struct mosaic__batches *bt, const struct mosaic__batch_ctx *x, double b,
-                      double d, double co, double db, double nfh)
+/* A batch of blocks blocks of the second kernel packed per_sm per SM, a
+ * fraction beside_frac of them beside the first kernel's blocks at
+ * beside_per_sm per SM (the first holding first_per_sm per SM there). */
+static void add_batch(struct mosaic__batches *bt, const struct mosaic__batch_ctx *x,
+                      double blocks, double per_sm, double beside_frac, double beside_per_sm,
+                      double first_per_sm)
 {
-    const struct mosaic_pkernel *F = x->F, *S = x->S;
+    const struct mosaic_pkernel *first = x->first, *second = x->second;
     int i = bt->n;
-    double ff = nfh / mosaic__place_density(F, x->N);
-    double fs = (db < 1 && db > 0 ? 1 : db) / mosaic__place_density(S, x->N);
-    if (i >= MOSAIC__MAXB || !(b > 0)) return;
-    if (d < 1) d = 1;
-    if (d > S->bps) d = S->bps;
-    bt->b[i] = b;
-    bt->prog[i] = 0;
-    bt->pack[i] = mosaic__place_pack_factor(S, x->N, d, x->wpack);
-    bt->co[i] = co;
-    bt->ixs[i] = bt->ixf[i] = 1;
-    if (x->intra && x->domS)
-        bt->ixf[i] = 1 + x->c->intra_w * (mosaic__place_starve_on(F, ff, S, fs) - 1);
-    if (x->intra && !x->domS)
-        bt->ixs[i] = 1 + x->c->intra_w * (mosaic__place_starve_on(S, fs, F, ff) - 1);
+    double first_frac = first_per_sm / mosaic__place_density(first, x->n_sms);
+    double second_frac = (beside_per_sm < 1 && beside_per_sm > 0 ? 1 : beside_per_sm) /
+                         mosaic__place_density(second, x->n_sms);
+    if (i >= MOSAIC__MAXB || !(blocks > 0)) return;
+    if (per_sm < 1) per_sm = 1;
+    if (per_sm > second->bps) per_sm = second->bps;
+    bt->blocks[i] = blocks;
+    bt->progress[i] = 0;
+    bt->packing[i] = mosaic__place_pack_factor(second, x->n_sms, per_sm, x->pack_weight);
+    bt->beside_frac[i] = beside_frac;
+    bt->starve_second[i] = bt->starve_first[i] = 1;
+    if (x->intra && x->second_dominates)
+        bt->starve_first[i] = 1 + x->coef->intra_w *
+                             (mosaic__place_starve_on(first, first_frac, second, second_frac) - 1);
+    if (x->intra && !x->second_dominates)
+        bt->starve_second[i] = 1 + x->coef->intra_w *
+                             (mosaic__place_starve_on(second, second_frac, first, first_frac) - 1);
     bt->n++;
 }
 
@@ -228,52 +233,56 @@ static double land_max(double b, int n, double chunk, int cap)
  * running and its blocks hold every SM or it is releasing them. Adds the
  * batch's parts to bt, updates the SMs taken, returns the blocks placed. */
 double mosaic__place_batch(struct mosaic__batches *bt, const struct mosaic__batch_ctx *x,
-                           double b, double idle, double besd, double roomX, double nfh,
-                           int released, double *taken_idle, double *taken_beside)
+                           double blocks, double idle_sms, double beside_sms, double room,
+                           double first_per_sm, int released, double *taken_idle,
+                           double *taken_beside)
 {
-    const struct mosaic_pkernel *S = x->S;
+    const struct mosaic_pkernel *second = x->second;
     if (released) {
-        /* S's blocks take the slots F's retiring blocks free, a group at a
-         * time on whichever SM retires first; the densest SM sets the
-         * batch's end */
-        struct mosaic__landing *pre = x->land;
-        double nsm = idle + besd, on_idle;
-        if (nsm * S->bps + 1e-9 < b) nsm = b / S->bps;
-        on_idle = nsm > 0 ? b * idle / nsm : b;
-        if (b != pre->land_b) {
-            pre->land_b = b;
-            pre->land_d = land_max(b, x->N, pre->chunk, S->bps);
+        /* the second kernel's blocks take the slots the first's retiring
+         * blocks free, a group at a time on whichever SM retires first; the
+         * densest SM sets the batch's end */
+        struct mosaic__landing *land = x->land;
+        double n_used = idle_sms + beside_sms, on_idle;
+        if (n_used * second->bps + 1e-9 < blocks) n_used = blocks / second->bps;
+        on_idle = n_used > 0 ? blocks * idle_sms / n_used : blocks;
+        if (blocks != land->last_blocks) {
+            land->last_blocks = blocks;
+            land->last_per_sm = land_max(blocks, x->n_sms, land->chunk, second->bps);
         }
-        add_batch(bt, x, b, pre->land_d, b > 0 ? (b - on_idle) / b : 0,
-                  besd > 0 ? (b - on_idle) / besd : 0, nfh);
-        *taken_idle += idle;
-        *taken_beside += besd;
-    } else if (idle >= 1 && besd > 0 && roomX < S->bps) {
+        add_batch(bt, x, blocks, land->last_per_sm, blocks > 0 ? (blocks - on_idle) / blocks : 0,
+                  beside_sms > 0 ? (blocks - on_idle) / beside_sms : 0, first_per_sm);
+        *taken_idle += idle_sms;
+        *taken_beside += beside_sms;
+    } else if (idle_sms >= 1 && beside_sms > 0 && room < second->bps) {
         /* most room first: idle SMs take blocks until they have no more
-         * room than the SMs beside F, then the rest spread over both */
-        double x1 = idle * (S->bps - roomX), e;
-        if (x1 > b) x1 = b;
-        e = (b - x1) / (idle + besd);
-        if (e > roomX) e = roomX;
-        add_batch(bt, x, x1 + e * idle, x1 / idle + e, 0, 0, nfh);
-        if (e * besd >= 0.5) add_batch(bt, x, e * besd, e, 1, e, nfh);
-        b = x1 + e * (idle + besd);
-        *taken_idle += idle;
-        *taken_beside += e > 0 ? besd : 0;
+         * room than the SMs beside the first kernel's, then the rest spread
+         * over both */
+        double on_idle_first = idle_sms * (second->bps - room), even;
+        if (on_idle_first > blocks) on_idle_first = blocks;
+        even = (blocks - on_idle_first) / (idle_sms + beside_sms);
+        if (even > room) even = room;
+        add_batch(bt, x, on_idle_first + even * idle_sms, on_idle_first / idle_sms + even, 0, 0,
+                  first_per_sm);
+        if (even * beside_sms >= 0.5)
+            add_batch(bt, x, even * beside_sms, even, 1, even, first_per_sm);
+        blocks = on_idle_first + even * (idle_sms + beside_sms);
+        *taken_idle += idle_sms;
+        *taken_beside += even > 0 ? beside_sms : 0;
     } else {
         /* spread over the available SMs, idle ones first */
-        double nsm = idle + besd, d, on_idle;
-        if (nsm * S->bps + 1e-9 < b) nsm = b / S->bps;
-        d = nsm > 0 ? b / nsm : S->bps;
-        if (d < 1) d = 1;
-        if (d > S->bps) d = S->bps;
-        on_idle = idle * d < b ? idle * d : b;
-        add_batch(bt, x, b, d, b > 0 ? (b - on_idle) / b : 0,
-                  besd > 0 ? (b - on_idle) / besd : 0, nfh);
-        *taken_idle += on_idle / d;
-        *taken_beside += (b - on_idle) / d;
+        double n_used = idle_sms + beside_sms, per_sm, on_idle;
+        if (n_used * second->bps + 1e-9 < blocks) n_used = blocks / second->bps;
+        per_sm = n_used > 0 ? blocks / n_used : second->bps;
+        if (per_sm < 1) per_sm = 1;
+        if (per_sm > second->bps) per_sm = second->bps;
+        on_idle = idle_sms * per_sm < blocks ? idle_sms * per_sm : blocks;
+        add_batch(bt, x, blocks, per_sm, blocks > 0 ? (blocks - on_idle) / blocks : 0,
+                  beside_sms > 0 ? (blocks - on_idle) / beside_sms : 0, first_per_sm);
+        *taken_idle += on_idle / per_sm;
+        *taken_beside += (blocks - on_idle) / per_sm;
     }
-    return b;
+    return blocks;
 }
 
 /* A kernel's isolated duration on n SMs, from its full-GPU profile.

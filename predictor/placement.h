@@ -69,36 +69,47 @@ double mosaic__place_intra_term(const struct mosaic_pkernel *f, int nf,
 /* The most batches one timeline keeps. */
 #define MOSAIC__MAXB 24
 
-/* Dispatched batches of a single-wave S: blocks, progress, packing
- * factor, fraction beside F's blocks, intra-SM factors of S and of F. */
+/* Dispatched batches of a single-wave second kernel: blocks, progress,
+ * packing factor, fraction beside the first kernel's blocks, intra-SM
+ * factors of the second and of the first. */
 struct mosaic__batches {
     int n;
-    double b[MOSAIC__MAXB], prog[MOSAIC__MAXB], pack[MOSAIC__MAXB], co[MOSAIC__MAXB];
-    double ixs[MOSAIC__MAXB], ixf[MOSAIC__MAXB];
+    double blocks[MOSAIC__MAXB];
+    double progress[MOSAIC__MAXB];    /* 0..1 of its isolated work */
+    double packing[MOSAIC__MAXB];     /* block-packing factor */
+    double beside_frac[MOSAIC__MAXB]; /* fraction beside the first's blocks */
+    double starve_second[MOSAIC__MAXB], starve_first[MOSAIC__MAXB]; /* intra-SM */
 };
 
-/* Where S's blocks land once F releases SMs, kept across the timeline runs
- * of one query (the components switched on and off). */
+/* Where the second kernel's blocks land once the first releases SMs, kept
+ * across the timeline runs of one query (the components switched on and
+ * off). */
 struct mosaic__landing {
-    double chunk;          /* S blocks one retiring block of F makes room for */
-    double land_b, land_d; /* the last land_max query and its answer */
+    double chunk;          /* second's blocks one retiring first block makes room for */
+    double last_blocks, last_per_sm; /* the last land_max query and its answer */
 };
 
-/* What placing a single-wave S's batches needs of one timeline run. */
+/* What placing a single-wave second kernel's batches needs of one timeline
+ * run. */
 struct mosaic__batch_ctx {
-    const struct mosaic__coef *c;
-    const struct mosaic_pkernel *F, *S;
+    const struct mosaic__coef *coef;
+    const struct mosaic_pkernel *first, *second; /* dispatched first, second */
     struct mosaic__landing *land;
-    int N, domS, intra;
-    double wpack;
+    int n_sms;
+    int second_dominates; /* the second's warps keep the issue slots */
+    int intra;            /* the intra-SM component is on */
+    double pack_weight;   /* block packing's weight; 0 when off */
 };
 
-/* Where a batch of up to b blocks of S lands, given idle SMs and SMs beside
- * F (with room for roomX blocks each) not yet taken; released: F is
- * running and its blocks hold every SM or it is releasing them. Adds the
- * batch's parts to bt, updates the SMs taken, returns the blocks placed. */
+/* Where a batch of up to blocks blocks of the second kernel lands, given
+ * idle SMs and SMs beside the first kernel's blocks (first_per_sm of them
+ * there, with room for room blocks each) not yet taken; released: the
+ * first kernel is running and its blocks hold every SM or it is releasing
+ * them. Adds the batch's parts to bt, updates the SMs taken, returns the
+ * blocks placed. */
 double mosaic__place_batch(struct mosaic__batches *bt, const struct mosaic__batch_ctx *x,
-                           double b, double idle, double besd, double roomX, double nfh,
-                           int released, double *taken_idle, double *taken_beside);
+                           double blocks, double idle_sms, double beside_sms, double room,
+                           double first_per_sm, int released, double *taken_idle,
+                           double *taken_beside);
 
 #endif

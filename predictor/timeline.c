@@ -261,9 +261,10 @@ static void tl_setup(struct tl_run *r, const struct tl_pair *in, struct tl_pre *
     tl_intra_factors(r);
     tl_release_breaks(r, pre->first_release_spread);
     r->place = (struct mosaic__batch_ctx){
-        .c = in->c, .F = in->first, .S = in->second, .land = &pre->land, .N = r->n_sms,
-        .domS = r->second_dominates, .intra = (in->comp & MOSAIC_PC_INTRA) != 0,
-        .wpack = (in->comp & MOSAIC_PC_PACKING) ? in->c->pack : 0};
+        .coef = in->c, .first = in->first, .second = in->second, .land = &pre->land,
+        .n_sms = r->n_sms, .second_dominates = r->second_dominates,
+        .intra = (in->comp & MOSAIC_PC_INTRA) != 0,
+        .pack_weight = (in->comp & MOSAIC_PC_PACKING) ? in->c->pack : 0};
     r->batches.n = 0;
     r->second_blocks_left = (double)in->second->grid;
     r->taken_idle = r->taken_beside = 0;
@@ -318,7 +319,7 @@ static void tl_dispatch_batches(struct tl_run *r, struct tl_step *st)
     const int N = r->n_sms;
     double running = 0;
     for (int i = 0; i < bt->n; i++)
-        if (bt->prog[i] < 1) running += bt->b[i];
+        if (bt->progress[i] < 1) running += bt->blocks[i];
     if (st->second_released && r->second_blocks_left > 0.5 && st->slots - running >= 1 &&
         bt->n < MOSAIC__MAXB - 1) {
         /* a batch: the newly available SMs */
@@ -339,12 +340,12 @@ static void tl_dispatch_batches(struct tl_run *r, struct tl_step *st)
         if (r->out->start_s < 0) r->out->start_s = r->t;
     }
     for (int i = 0; i < bt->n; i++)
-        if (bt->prog[i] < 1) {
-            st->second_active += bt->b[i];
-            if (st->first_running && bt->co[i] > 0) {
-                double fx = 1 + (bt->ixf[i] - 1) * bt->co[i];
-                st->first_coresident = st->first_coresident > bt->co[i] ? st->first_coresident
-                                                                        : bt->co[i];
+        if (bt->progress[i] < 1) {
+            st->second_active += bt->blocks[i];
+            if (st->first_running && bt->beside_frac[i] > 0) {
+                double fx = 1 + (bt->starve_first[i] - 1) * bt->beside_frac[i];
+                if (bt->beside_frac[i] > st->first_coresident)
+                    st->first_coresident = bt->beside_frac[i];
                 st->starve_first_batches = st->starve_first_batches > fx ? st->starve_first_batches
                                                                          : fx;
             }
@@ -391,8 +392,9 @@ static void tl_first_rate(const struct tl_run *r, struct tl_step *st)
 static double tl_batch_slowdown(const struct tl_run *r, const struct tl_step *st, int i)
 {
     const struct mosaic__batches *bt = &r->batches;
-    double f = bt->pack[i] * st->inter_second;
-    if (st->first_running && (r->in->comp & MOSAIC_PC_INTRA)) f *= 1 + (bt->ixs[i] - 1) * bt->co[i];
+    double f = bt->packing[i] * st->inter_second;
+    if (st->first_running && (r->in->comp & MOSAIC_PC_INTRA))
+        f *= 1 + (bt->starve_second[i] - 1) * bt->beside_frac[i];
     return f;
 }
 
@@ -419,8 +421,8 @@ static void tl_next_event(const struct tl_run *r, struct tl_step *st)
     if (st->first_running && r->next_break >= r->n_breaks) st->dt = 0;
     if (r->second_one_wave) {
         for (int i = 0; i < r->batches.n; i++)
-            if (r->batches.prog[i] < 1) {
-                double d = (1 - r->batches.prog[i]) * TS * tl_batch_slowdown(r, st, i);
+            if (r->batches.progress[i] < 1) {
+                double d = (1 - r->batches.progress[i]) * TS * tl_batch_slowdown(r, st, i);
                 if (d < st->dt) st->dt = d;
             }
     } else if (st->second_active > 0 && r->second_end < 0) {
@@ -438,9 +440,9 @@ static void tl_advance(struct tl_run *r, const struct tl_step *st)
         struct mosaic__batches *bt = &r->batches;
         int alldone = r->second_blocks_left < 0.5;
         for (int i = 0; i < bt->n; i++)
-            if (bt->prog[i] < 1) {
-                bt->prog[i] += dt / (TS * tl_batch_slowdown(r, st, i));
-                if (bt->prog[i] >= 1 - 1e-9) bt->prog[i] = 1;
+            if (bt->progress[i] < 1) {
+                bt->progress[i] += dt / (TS * tl_batch_slowdown(r, st, i));
+                if (bt->progress[i] >= 1 - 1e-9) bt->progress[i] = 1;
                 else alldone = 0;
             }
         r->t += dt;
