@@ -133,6 +133,7 @@ struct tl_step {
     double first_coresident; /* fraction of the first's SMs shared now */
     double starve_first_batches; /* the first's intra-SM factor from the batches */
     double first_slowdown, first_rate;
+    double second_slowdown;  /* a multi-wave second kernel's, while active */
     double dt;
 };
 
@@ -389,7 +390,7 @@ static void tl_first_rate(const struct tl_run *r, struct tl_step *st)
 
 /* How much slower than isolated batch i of a single-wave second kernel
  * runs now. */
-static double tl_batch_slowdown(const struct tl_run *r, const struct tl_step *st, int i)
+static inline double tl_batch_slowdown(const struct tl_run *r, const struct tl_step *st, int i)
 {
     const struct mosaic__batches *bt = &r->batches;
     double f = bt->packing[i] * st->inter_second;
@@ -426,7 +427,8 @@ static void tl_next_event(const struct tl_run *r, struct tl_step *st)
                 if (d < st->dt) st->dt = d;
             }
     } else if (st->second_active > 0 && r->second_end < 0) {
-        double d = (1 - r->second_progress) * TS * tl_multiwave_slowdown(r, st) / st->second_active;
+        st->second_slowdown = tl_multiwave_slowdown(r, st);
+        double d = (1 - r->second_progress) * TS * st->second_slowdown / st->second_active;
         if (d < st->dt) st->dt = d;
     }
 }
@@ -450,7 +452,7 @@ static void tl_advance(struct tl_run *r, const struct tl_step *st)
     } else {
         if (st->second_active > 0 && r->second_end < 0) {
             double p0 = r->second_progress, th = r->second_last_wave_at;
-            r->second_progress += dt * st->second_active / (TS * tl_multiwave_slowdown(r, st));
+            r->second_progress += dt * st->second_active / (TS * st->second_slowdown);
             if (r->second_dispatched < 0 && r->second_progress >= th)
                 r->second_dispatched = r->second_progress > p0
                                            ? r->t + dt * (th - p0) / (r->second_progress - p0)
