@@ -11,11 +11,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "predictor_internal.h"
+#include "train_internal.h"
 
-#define VIS __attribute__((visibility("default")))
-
-VIS void mosaic_dataset_free(struct mosaic_dataset *ds)
+void mosaic__dataset_free(struct mosaic__dataset *ds)
 {
     for (size_t i = 0; i < ds->nv; i++) {
         free(ds->v[i].name);
@@ -36,7 +34,7 @@ VIS void mosaic_dataset_free(struct mosaic_dataset *ds)
  * kernel's index there. */
 static int prepare_keys(const struct mosaic_predictor *pr, const struct mosaic_profile *prof,
                         const struct mosaic_kindex *ix, const char *path, const char *pname,
-                        struct mosaic_ds_variant *v, const cJSON *k0, const cJSON *k1,
+                        struct mosaic__ds_variant *v, const cJSON *k0, const cJSON *k1,
                         char *err, size_t errlen)
 {
     long ki = mosaic_kindex_find(ix, prof, k0->valuestring), k1i;
@@ -61,7 +59,7 @@ static int prepare_keys(const struct mosaic_predictor *pr, const struct mosaic_p
 /* A variant whose kernels come from their own profile file (field
  * "profile", relative to the dataset directory, no ".."). */
 static int load_separate(const struct mosaic_predictor *pr, const char *dir, const char *path,
-                         struct mosaic_ds_variant *v, const cJSON *pf, const cJSON *k0,
+                         struct mosaic__ds_variant *v, const cJSON *pf, const cJSON *k0,
                          const cJSON *k1, char *err, size_t errlen)
 {
     struct mosaic_profile prof;
@@ -90,7 +88,7 @@ out:
     return rc;
 }
 
-static int find_variant(const struct mosaic_dataset *ds, const char *name)
+static int find_variant(const struct mosaic__dataset *ds, const char *name)
 {
     for (size_t i = 0; i < ds->nv; i++)
         if (strcmp(ds->v[i].name, name) == 0)
@@ -98,7 +96,7 @@ static int find_variant(const struct mosaic_dataset *ds, const char *name)
     return -1;
 }
 
-static int add_family(struct mosaic_dataset *ds, const char *fam)
+static int add_family(struct mosaic__dataset *ds, const char *fam)
 {
     char **nf;
     for (size_t i = 0; i < ds->nfam; i++)
@@ -111,11 +109,11 @@ static int add_family(struct mosaic_dataset *ds, const char *fam)
     return (int)ds->nfam++;
 }
 
-static int push_point(struct mosaic_dataset *ds, const struct mosaic_ds_point *p)
+static int push_point(struct mosaic__dataset *ds, const struct mosaic__ds_point *p)
 {
     if (ds->npt == ds->cappt) {
         size_t nc = ds->cappt ? ds->cappt * 2 : 1024;
-        struct mosaic_ds_point *np = realloc(ds->pt, nc * sizeof *np);
+        struct mosaic__ds_point *np = realloc(ds->pt, nc * sizeof *np);
         if (!np) return -1;
         ds->pt = np;
         ds->cappt = nc;
@@ -150,11 +148,11 @@ static const char *str(cJSON *o, const char *k)
 
 /* One corun record -> points. Shared mode: one point per observed dispatch
  * order (sign of the start offset: > 0, A started first). */
-static int corun_points(struct mosaic_dataset *ds, cJSON *r, const char *path,
+static int corun_points(struct mosaic__dataset *ds, cJSON *r, const char *path,
                         long line, char *err, size_t errlen)
 {
     const char *mode = str(r, "mode"), *a = str(r, "a"), *b = str(r, "b");
-    struct mosaic_ds_point p;
+    struct mosaic__ds_point p;
     cJSON *sa, *sb, *so;
     int n;
 
@@ -228,8 +226,8 @@ nomem:
     return -1;
 }
 
-VIS int mosaic_dataset_load(const char *dir, const struct mosaic_predictor *pr,
-                            struct mosaic_dataset *ds, char *err, size_t errlen)
+int mosaic__dataset_load(const char *dir, const struct mosaic_predictor *pr,
+                         struct mosaic__dataset *ds, char *err, size_t errlen)
 {
     char path[4096];
     char *txt = NULL, *line, *save = NULL;
@@ -262,7 +260,7 @@ VIS int mosaic_dataset_load(const char *dir, const struct mosaic_predictor *pr,
         }
         rec = str(r, "record");
         if (rec && strcmp(rec, "variant") == 0) {
-            struct mosaic_ds_variant *nv;
+            struct mosaic__ds_variant *nv;
             name = str(r, "name");
             fam = str(r, "family");
             if (!name || !fam) {
@@ -365,6 +363,6 @@ fail:
     free(txt);
     cJSON_Delete(map);
     mosaic_kindex_free(&ix);
-    mosaic_dataset_free(ds);
+    mosaic__dataset_free(ds);
     return MOSAIC_EINVAL;
 }

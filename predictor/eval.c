@@ -8,11 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "predictor_internal.h"
+#include "train_internal.h"
 
-#define VIS __attribute__((visibility("default")))
-
-VIS int mosaic_errs_push(struct mosaic_errs *e, double v)
+int mosaic__errs_push(struct mosaic__errs *e, double v)
 {
     if (e->n == e->cap) {
         size_t nc = e->cap ? e->cap * 2 : 1024;
@@ -25,7 +23,7 @@ VIS int mosaic_errs_push(struct mosaic_errs *e, double v)
     return 0;
 }
 
-VIS void mosaic_errs_free(struct mosaic_errs *e)
+void mosaic__errs_free(struct mosaic__errs *e)
 {
     free(e->e);
     memset(e, 0, sizeof *e);
@@ -38,7 +36,7 @@ static int cmpd(const void *a, const void *b)
 }
 
 /* Nearest-rank percentiles (sorts e). */
-VIS void mosaic_eval_pcts(double *e, size_t n, double *p50, double *p95)
+void mosaic__eval_pcts(double *e, size_t n, double *p50, double *p95)
 {
     if (n == 0) {
         *p50 = *p95 = NAN;
@@ -49,13 +47,13 @@ VIS void mosaic_eval_pcts(double *e, size_t n, double *p50, double *p95)
     *p95 = e[(size_t)ceil(0.95 * n) - 1];
 }
 
-VIS int mosaic_eval_points(struct mosaic_predictor *p, const struct mosaic_dataset *ds,
-                           int fam, unsigned disable, struct mosaic_errs errs[2],
-                           char *err, size_t errlen)
+int mosaic__eval_points(struct mosaic_predictor *p, const struct mosaic__dataset *ds,
+                        int fam, unsigned disable, struct mosaic__errs errs[2],
+                        char *err, size_t errlen)
 {
     for (size_t i = 0; i < ds->npt; i++) {
-        const struct mosaic_ds_point *pt = &ds->pt[i];
-        const struct mosaic_ds_variant *va = &ds->v[pt->va], *vb = &ds->v[pt->vb];
+        const struct mosaic__ds_point *pt = &ds->pt[i];
+        const struct mosaic__ds_variant *va = &ds->v[pt->va], *vb = &ds->v[pt->vb];
         struct mosaic_pred_query q;
         struct mosaic_pred_result r;
         int rc;
@@ -69,14 +67,14 @@ VIS int mosaic_eval_points(struct mosaic_predictor *p, const struct mosaic_datas
         q.sms_b = pt->sms_b;
         q.b_first = pt->b_first;
         q.disable = disable & MOSAIC_PC_ALL;
-        if (!(disable & MOSAIC_EVAL_EST_ISO)) {
+        if (!(disable & MOSAIC__EVAL_EST_ISO)) {
             q.iso_a_us = pt->iso_a;
             q.iso_b_us = pt->iso_b;
         }
         rc = mosaic_predict(p, &q, &r, err, errlen);
         if (rc) return rc;
-        if (mosaic_errs_push(&errs[pt->mode], 100 * fabs(r.k[0].duration_us - pt->meas_a) / pt->meas_a) ||
-            mosaic_errs_push(&errs[pt->mode], 100 * fabs(r.k[1].duration_us - pt->meas_b) / pt->meas_b)) {
+        if (mosaic__errs_push(&errs[pt->mode], 100 * fabs(r.k[0].duration_us - pt->meas_a) / pt->meas_a) ||
+            mosaic__errs_push(&errs[pt->mode], 100 * fabs(r.k[1].duration_us - pt->meas_b) / pt->meas_b)) {
             snprintf(err, errlen, "out of memory");
             return MOSAIC_ENOMEM;
         }

@@ -163,8 +163,8 @@ static int fit_checked(const double *X, const double *y, size_t n, size_t d,
     return rc;
 }
 
-int mosaic_linreg_fit(const double *X, const double *y, size_t n, size_t d,
-                      double ridge, double *coef)
+int mosaic__linreg_fit(const double *X, const double *y, size_t n, size_t d,
+                       double ridge, double *coef)
 {
     int rc;
 
@@ -182,7 +182,7 @@ int mosaic_linreg_fit(const double *X, const double *y, size_t n, size_t d,
     return rc;
 }
 
-double mosaic_linreg_predict(const double *coef, size_t d, const double *x)
+double mosaic__linreg_predict(const double *coef, size_t d, const double *x)
 {
     double s = coef[d];
 

@@ -22,10 +22,10 @@
  * problem (the normal matrix is singular, e.g. a constant feature or fewer
  * rows than coefficients with ridge == 0); MOSAIC_ENOMEM. On error every
  * coef is NaN, so a failed fit cannot be used by mistake. */
-int mosaic_linreg_fit(const double *X, const double *y, size_t n, size_t d,
-                      double ridge, double *coef);
+int mosaic__linreg_fit(const double *X, const double *y, size_t n, size_t d,
+                       double ridge, double *coef);
 
 /* coef[d] + sum_j coef[j] * x[j]. */
-double mosaic_linreg_predict(const double *coef, size_t d, const double *x);
+double mosaic__linreg_predict(const double *coef, size_t d, const double *x);
 
 #endif

@@ -63,7 +63,7 @@ struct node {
     float threshold;
 };
 
-struct mosaic_forest {
+struct mosaic__forest {
     struct node *nodes;  /* every tree's reachable nodes, tree after tree,
                             then one leaf of value 0 that pads the last group */
     float *leaf_values;  /* per node: the leaf's value, 0 for inner nodes */
@@ -525,7 +525,7 @@ static int find_trees(struct ld *l, const cJSON *learner, const cJSON **trees,
  * f->nodes[base], with the right child after the left one; unreachable
  * (deleted) nodes are dropped. Returns the number of nodes laid out. */
 static int32_t layout_tree(const struct raw_node *raw, int32_t base, int32_t *queue,
-                           struct mosaic_forest *f)
+                           struct mosaic__forest *f)
 {
     int32_t tail = 1;
 
@@ -552,7 +552,7 @@ static int32_t layout_tree(const struct raw_node *raw, int32_t base, int32_t *qu
 }
 
 /* Validates one tree and appends it to the forest at *base. */
-static int load_tree(struct ld *l, const cJSON *tree, int t, struct mosaic_forest *f,
+static int load_tree(struct ld *l, const cJSON *tree, int t, struct mosaic__forest *f,
                      int32_t *base)
 {
     struct tree_json tj;
@@ -585,7 +585,7 @@ static int load_tree(struct ld *l, const cJSON *tree, int t, struct mosaic_fores
  * f->group_steps (allocated here), then pads the last group of trees with
  * a leaf of value 0 (depth 0). */
 static int load_trees(struct ld *l, const cJSON *trees, int64_t total_nodes,
-                      struct mosaic_forest *f)
+                      struct mosaic__forest *f)
 {
     const cJSON *tree;
     int32_t base = 0;
@@ -610,7 +610,7 @@ static int load_trees(struct ld *l, const cJSON *trees, int64_t total_nodes,
     return 0;
 }
 
-static int load_json(struct ld *l, const cJSON *root, struct mosaic_forest *f)
+static int load_json(struct ld *l, const cJSON *root, struct mosaic__forest *f)
 {
     const cJSON *learner, *trees;
     int64_t total_nodes = 0;
@@ -625,11 +625,11 @@ static int load_json(struct ld *l, const cJSON *root, struct mosaic_forest *f)
     return load_trees(l, trees, total_nodes, f);
 }
 
-int mosaic_forest_load_string(const char *json, const char *what,
-                              struct mosaic_forest **out, char *err, size_t errlen)
+int mosaic__forest_load_string(const char *json, const char *what,
+                               struct mosaic__forest **out, char *err, size_t errlen)
 {
     struct ld l = {what ? what : "(model)", err, errlen};
-    struct mosaic_forest *f;
+    struct mosaic__forest *f;
     cJSON *root;
     int rc;
 
@@ -654,7 +654,7 @@ int mosaic_forest_load_string(const char *json, const char *what,
     rc = load_json(&l, root, f);
     cJSON_Delete(root);
     if (rc) {
-        mosaic_forest_free(f);
+        mosaic__forest_free(f);
         return rc;
     }
     *out = f;
@@ -698,8 +698,8 @@ int mosaic_read_text(const char *path, long max, char **out, char *err, size_t e
     return rc;
 }
 
-int mosaic_forest_load(const char *path, struct mosaic_forest **out, char *err,
-                       size_t errlen)
+int mosaic__forest_load(const char *path, struct mosaic__forest **out, char *err,
+                        size_t errlen)
 {
     struct ld l = {path ? path : "(null)", err, errlen};
     char *json;
@@ -712,7 +712,7 @@ int mosaic_forest_load(const char *path, struct mosaic_forest **out, char *err,
     rc = mosaic_read_text(path, MAX_MODEL_BYTES, &json, err, errlen);
     if (rc)
         return rc;
-    rc = mosaic_forest_load_string(json, path, out, err, errlen);
+    rc = mosaic__forest_load_string(json, path, out, err, errlen);
     free(json);
     return rc;
 }
@@ -734,7 +734,7 @@ static inline void step_lanes(const struct node *nodes, const float *x,
     }
 }
 
-double mosaic_forest_predict(const struct mosaic_forest *f, const float *x)
+double mosaic__forest_predict(const struct mosaic__forest *f, const float *x)
 {
     const struct node *nodes = f->nodes;
     double sum = 0;
@@ -750,17 +750,17 @@ double mosaic_forest_predict(const struct mosaic_forest *f, const float *x)
     return sum + f->base_score;
 }
 
-int mosaic_forest_nfeatures(const struct mosaic_forest *f)
+int mosaic__forest_nfeatures(const struct mosaic__forest *f)
 {
     return f->nfeatures;
 }
 
-int mosaic_forest_ntrees(const struct mosaic_forest *f)
+int mosaic__forest_ntrees(const struct mosaic__forest *f)
 {
     return f->ntrees;
 }
 
-void mosaic_forest_free(struct mosaic_forest *f)
+void mosaic__forest_free(struct mosaic__forest *f)
 {
     if (!f)
         return;

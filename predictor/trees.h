@@ -17,7 +17,7 @@
 
 #include <stddef.h>
 
-struct mosaic_forest;
+struct mosaic__forest;
 
 /* The whole file at path as a NUL-terminated string (malloc'd) in *out:
  * 0, or a negative MOSAIC_E* code with a message naming the file (cannot
@@ -30,25 +30,25 @@ int mosaic_read_text(const char *path, long max, char **out, char *err, size_t e
  * MOSAIC_E* code (MOSAIC_EIO: the file cannot be read; MOSAIC_EINVAL: the
  * model is malformed or unsupported; MOSAIC_ENOMEM) with a message naming
  * the file and the field in err. */
-int mosaic_forest_load(const char *path, struct mosaic_forest **out,
-                       char *err, size_t errlen);
+int mosaic__forest_load(const char *path, struct mosaic__forest **out,
+                        char *err, size_t errlen);
 
 /* The same from a NUL-terminated JSON text; what names it in messages. */
-int mosaic_forest_load_string(const char *json, const char *what,
-                              struct mosaic_forest **out, char *err,
-                              size_t errlen);
+int mosaic__forest_load_string(const char *json, const char *what,
+                               struct mosaic__forest **out, char *err,
+                               size_t errlen);
 
-/* The model's prediction for one row x of mosaic_forest_nfeatures(f)
+/* The model's prediction for one row x of mosaic__forest_nfeatures(f)
  * features: the sum of the trees' leaf values plus base_score. A NaN feature
  * is missing and follows the split's default direction; otherwise
  * x < threshold goes left, as in XGBoost. No allocation, no locking: a
  * loaded forest may be shared by threads. About 0.7 us for 100 trees of
  * depth 6 (tests/predictor_trees/bench_forest.c). */
-double mosaic_forest_predict(const struct mosaic_forest *f, const float *x);
+double mosaic__forest_predict(const struct mosaic__forest *f, const float *x);
 
-int mosaic_forest_nfeatures(const struct mosaic_forest *f);
-int mosaic_forest_ntrees(const struct mosaic_forest *f);
+int mosaic__forest_nfeatures(const struct mosaic__forest *f);
+int mosaic__forest_ntrees(const struct mosaic__forest *f);
 
-void mosaic_forest_free(struct mosaic_forest *f);
+void mosaic__forest_free(struct mosaic__forest *f);
 
 #endif

@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "mosaic/predict.h"
-#include "predictor_internal.h"
+#include "profile.h"
 
 #ifndef MOSAIC_DEFAULT_MODELS
 #define MOSAIC_DEFAULT_MODELS "predictor/models/h200"
@@ -105,7 +105,7 @@ static int num(const char *s, double lo, double hi, double *out)
 static int print_sweep(struct mosaic_predictor *p, struct mosaic_pred_query *q, int step,
                        const char *models)
 {
-    int n = p->gpu.sm_count;
+    int n = mosaic_predictor_gpu(p)->sm_count;
     char err[1024];
     if (step >= n) {
         fprintf(stderr, "mosaic-predict: --sweep %d: the step must be below the GPU's %d SMs\n",
@@ -124,8 +124,9 @@ static int print_sweep(struct mosaic_predictor *p, struct mosaic_pred_query *q, 
             return -1;
         }
         printf("%5d %5d | %10.2f %10.2f %8.2f | %10.2f %10.2f %8.2f\n", s, n - s,
-               r.k[0].iso_us, r.k[0].duration_us, r.k[0].duration_us / q->a->dur_us,
-               r.k[1].iso_us, r.k[1].duration_us, r.k[1].duration_us / q->b->dur_us);
+               r.k[0].iso_us, r.k[0].duration_us,
+               r.k[0].duration_us / mosaic_pkernel_profiled_us(q->a), r.k[1].iso_us,
+               r.k[1].duration_us, r.k[1].duration_us / mosaic_pkernel_profiled_us(q->b));
     }
     printf("(A us, B us: alone on the partition, estimated; A/full, B/full: the co-run "
            "duration over the kernel's alone on all %d SMs)\n", n);
@@ -232,7 +233,7 @@ int main(int argc, char **argv)
         goto out;
     }
     if (q.mode == MOSAIC_MODE_PARTITIONED) {
-        int n = p->gpu.sm_count;
+        int n = mosaic_predictor_gpu(p)->sm_count;
         if (sms < 0) sms = n / 2;
         if (sms >= n) {
             fprintf(stderr, "mosaic-predict: --sms %d: must be below %d (B gets the rest)\n",

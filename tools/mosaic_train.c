@@ -6,7 +6,11 @@
  *                [--trees N] [--depth N] [--dump CSV] [--clip Y] [--no-monotone]
  *   mosaic-train --eval-only MODELS [--data DIR] [--max-p95 SHARED,PARTITIONED]
  *                [--max-iso-p95 P] [--dump CSV]
+ *   mosaic-train --features
  *
+ * --features prints the two models' feature lists (position, name, unit,
+ * monotone constraint, meaning: predictor/feature_list.h), the names being
+ * what every model file records in its "features" array.
  * --eval-only scores trained models (e.g. the committed ones) on every
  * measurement of another dataset (a hold-out set of kernels they never
  * saw) and prints p50/p95 per mode, also with the kernels' isolated
@@ -36,16 +40,15 @@
 #include <cjson/cJSON.h>
 #include <xgboost/c_api.h>
 
-#include "linreg.h"
-#include "predictor_internal.h"
+#include "train_internal.h"
 
 static int g_trees = 80, g_depth = 4, g_use_mono = 1;
 
 /* --eval-only, when DATA/time.jsonl exists (`mosaic-zoo time --sms ...`):
- * the isolated-duration estimate on fewer SMs (mosaic_place_iso_on)
+ * the isolated-duration estimate on fewer SMs (mosaic__place_iso_on)
  * against the measured slow-down from the full GPU to n SMs, per n. */
 static int eval_iso_on(const char *data, const struct mosaic_predictor *p,
-                       const struct mosaic_dataset *ds, double max95)
+                       const struct mosaic__dataset *ds, double max95)
 {
     int bad = 0;
     enum { MAXN = 16 };
@@ -58,7 +61,7 @@ static int eval_iso_on(const char *data, const struct mosaic_predictor *p,
     char path[4096], *line = NULL;
     size_t lcap = 0;
     int ns[MAXN], nn = 0, N = p->gpu.sm_count;
-    struct mosaic_errs e[MAXN + 1];
+    struct mosaic__errs e[MAXN + 1];
     FILE *f;
 
     snprintf(path, sizeof path, "%s/time.jsonl", data);
@@ -113,9 +116,9 @@ static int eval_iso_on(const char *data, const struct mosaic_predictor *p,
             ns[nn++] = t[i].sms;
         }
         meas = t[i].us / full;
-        est = mosaic_place_iso_on(&p->gpu, k, t[i].sms) / k->dur_us;
-        if (mosaic_errs_push(&e[j], fabs(est - meas) / meas * 100) ||
-            mosaic_errs_push(&e[MAXN], fabs(est - meas) / meas * 100)) {
+        est = mosaic__place_iso_on(&p->gpu, k, t[i].sms) / k->dur_us;
+        if (mosaic__errs_push(&e[j], fabs(est - meas) / meas * 100) ||
+            mosaic__errs_push(&e[MAXN], fabs(est - meas) / meas * 100)) {
             fprintf(stderr, "mosaic-train: out of memory\n");
             exit(1);
         }
@@ -124,16 +127,16 @@ static int eval_iso_on(const char *data, const struct mosaic_predictor *p,
     printf("\nisolated duration on n SMs, estimated from the profile against %s\n", path);
     printf("%-24s %7s %8s %8s %8s\n", "SMs", "points", "p50", "p95", "worst");
     for (int j = 0; j <= nn; j++) {
-        struct mosaic_errs *x = &e[j == nn ? MAXN : j];
+        struct mosaic__errs *x = &e[j == nn ? MAXN : j];
         double p50, p95, w = 0;
         char lab[32];
         if (!x->n) continue;
         for (size_t i = 0; i < x->n; i++) w = x->e[i] > w ? x->e[i] : w;
-        mosaic_eval_pcts(x->e, x->n, &p50, &p95);
+        mosaic__eval_pcts(x->e, x->n, &p50, &p95);
         if (j == nn) snprintf(lab, sizeof lab, "all");
         else snprintf(lab, sizeof lab, "%d", ns[j]);
         printf("%-24s %7zu %7.2f%% %7.2f%% %7.2f%%\n", lab, x->n, p50, p95, w);
-        mosaic_errs_free(x);
+        mosaic__errs_free(x);
         if (j == nn && !(p95 <= max95)) {
             fprintf(stderr, "mosaic-train: isolated-duration estimate p95 %.2f%% is above "
                             "the limit given\n", p95);
@@ -147,13 +150,13 @@ static int eval_iso_on(const char *data, const struct mosaic_predictor *p,
  * placement timeline only. */
 /* --eval-only --dump: each measurement's predicted durations, with the
  * isolated durations measured and estimated. */
-static int eval_dump(struct mosaic_predictor *p, const struct mosaic_dataset *ds, FILE *f,
+static int eval_dump(struct mosaic_predictor *p, const struct mosaic__dataset *ds, FILE *f,
                      char *err, size_t errlen)
 {
     fprintf(f, "mode,a,b,sms_a,sms_b,b_first,iso_a,iso_b,meas_a,meas_b,pred_a,pred_b,"
                "est_iso_a,est_iso_b,pred_est_a,pred_est_b\n");
     for (size_t i = 0; i < ds->npt; i++) {
-        const struct mosaic_ds_point *pt = &ds->pt[i];
+        const struct mosaic__ds_point *pt = &ds->pt[i];
         struct mosaic_pred_query q;
         struct mosaic_pred_result r, re;
         memset(&q, 0, sizeof q);
@@ -176,14 +179,14 @@ static int eval_dump(struct mosaic_predictor *p, const struct mosaic_dataset *ds
     return 0;
 }
 
-static int eval_only(const char *dir, const char *data, const struct mosaic_dataset *ds,
+static int eval_only(const char *dir, const char *data, const struct mosaic__dataset *ds,
                      double max95_shared, double max95_part, double max95_iso, FILE *dump)
 {
     int bad = 0;
     static const struct { const char *name; unsigned disable; } cfg[3] = {
         {"Mosaic (these models)", 0},
         {"placement only", MOSAIC_PC_PACKING | MOSAIC_PC_INTER | MOSAIC_PC_INTRA},
-        {"Mosaic, iso estimated", MOSAIC_EVAL_EST_ISO}};
+        {"Mosaic, iso estimated", MOSAIC__EVAL_EST_ISO}};
     struct mosaic_predictor *p;
     char err[1024];
     if (mosaic_predictor_open(dir, NULL, &p, err, sizeof err)) {
@@ -193,9 +196,9 @@ static int eval_only(const char *dir, const char *data, const struct mosaic_data
     printf("%-24s %-12s %7s %8s %8s %10s\n", "models", "mode", "points", "p50", "p95",
            "above");
     for (int c = 0; c < 3; c++) {
-        struct mosaic_errs e[2];
+        struct mosaic__errs e[2];
         memset(e, 0, sizeof e);
-        if (mosaic_eval_points(p, ds, -1, cfg[c].disable, e, err, sizeof err)) {
+        if (mosaic__eval_points(p, ds, -1, cfg[c].disable, e, err, sizeof err)) {
             fprintf(stderr, "mosaic-train: %s\n", err);
             mosaic_predictor_close(p);
             return 1;
@@ -205,11 +208,11 @@ static int eval_only(const char *dir, const char *data, const struct mosaic_data
             double lim = mode == MOSAIC_MODE_SHARED ? 40 : 20, p50, p95;
             size_t above = 0;
             if (!e[mode].n) { /* no measurements in this mode */
-                mosaic_errs_free(&e[mode]);
+                mosaic__errs_free(&e[mode]);
                 continue;
             }
             for (size_t i = 0; i < e[mode].n; i++) above += e[mode].e[i] > lim;
-            mosaic_eval_pcts(e[mode].e, e[mode].n, &p50, &p95);
+            mosaic__eval_pcts(e[mode].e, e[mode].n, &p50, &p95);
             printf("%-24s %-12s %7zu %7.2f%% %7.2f%% %4zu > %2.0f%%\n", cfg[c].name,
                    mode == MOSAIC_MODE_SHARED ? "shared" : "partitioned", e[mode].n, p50, p95,
                    above, lim);
@@ -218,7 +221,7 @@ static int eval_only(const char *dir, const char *data, const struct mosaic_data
                         mode == MOSAIC_MODE_SHARED ? "shared" : "partitioned", p95);
                 bad = 1;
             }
-            mosaic_errs_free(&e[mode]);
+            mosaic__errs_free(&e[mode]);
         }
     }
     bad |= eval_iso_on(data, p, ds, max95_iso);
@@ -299,11 +302,11 @@ static void xgb_train(const struct rows *r, const char *path, int trees, int dep
     XG(XGDMatrixFree(dm));
 }
 
-static struct mosaic_forest *load_forest(const char *path)
+static struct mosaic__forest *load_forest(const char *path)
 {
-    struct mosaic_forest *f;
+    struct mosaic__forest *f;
     char err[512];
-    if (mosaic_forest_load(path, &f, err, sizeof err) != 0) {
+    if (mosaic__forest_load(path, &f, err, sizeof err) != 0) {
         fprintf(stderr, "mosaic-train: %s\n", err);
         exit(1);
     }
@@ -323,7 +326,7 @@ static void mkdirs(const char *p)
     mkdir(buf, 0755);
 }
 
-static int involves(const struct mosaic_dataset *ds, const struct mosaic_ds_point *p, int fam)
+static int involves(const struct mosaic__dataset *ds, const struct mosaic__ds_point *p, int fam)
 {
     return fam >= 0 && (ds->v[p->va].fam == fam || ds->v[p->vb].fam == fam);
 }
@@ -333,7 +336,7 @@ static int involves(const struct mosaic_dataset *ds, const struct mosaic_ds_poin
 static struct mosaic_predictor *base_pred(const struct mosaic_gpu_desc *g)
 {
     struct mosaic_predictor *p;
-    if (mosaic_predictor_from_parts(g, NULL, NULL, NULL, &p)) exit(1);
+    if (mosaic__predictor_from_parts(g, NULL, NULL, NULL, &p)) exit(1);
     return p;
 }
 
@@ -353,23 +356,23 @@ static double overlap_factor(double t, double t_other, double iso)
     return f < 0.67 ? 0.67 : f > 20 ? 20 : f;
 }
 
-static void inter_rows(const struct mosaic_dataset *ds, int fam, struct rows *r,
+static void inter_rows(const struct mosaic__dataset *ds, int fam, struct rows *r,
                        const struct mosaic_gpu_desc *g)
 {
-    float x[MOSAIC_NF_INTER];
-    r->d = MOSAIC_NF_INTER;
+    float x[MOSAIC__NF_INTER];
+    r->d = MOSAIC__NF_INTER;
     for (size_t i = 0; i < ds->npt; i++) {
-        const struct mosaic_ds_point *p = &ds->pt[i];
+        const struct mosaic__ds_point *p = &ds->pt[i];
         const struct mosaic_pkernel *a = ds->v[p->va].pk, *b = ds->v[p->vb].pk;
         if (p->mode != MOSAIC_MODE_PARTITIONED || involves(ds, p, fam)) continue;
-        mosaic_feat_inter(g, a, p->sms_a, p->iso_a, b, p->sms_b, p->iso_b, x);
+        mosaic__feat_inter(g, a, p->sms_a, p->iso_a, b, p->sms_b, p->iso_b, x);
         rows_push(r, x, (float)log(overlap_factor(p->meas_a, p->meas_b, p->iso_a)));
-        mosaic_feat_inter(g, b, p->sms_b, p->iso_b, a, p->sms_a, p->iso_a, x);
+        mosaic__feat_inter(g, b, p->sms_b, p->iso_b, a, p->sms_a, p->iso_a, x);
         rows_push(r, x, (float)log(overlap_factor(p->meas_b, p->meas_a, p->iso_b)));
     }
 }
 
-static void query_of(const struct mosaic_dataset *ds, const struct mosaic_ds_point *p,
+static void query_of(const struct mosaic__dataset *ds, const struct mosaic__ds_point *p,
                      struct mosaic_pred_query *q)
 {
     memset(q, 0, sizeof *q);
@@ -385,17 +388,17 @@ static void query_of(const struct mosaic_dataset *ds, const struct mosaic_ds_poi
 
 /* Median |log(pred/meas)| of the shared timeline (no residual) over the
  * training points, for the analytic coefficients. */
-static double coef_loss(struct mosaic_predictor *p, const struct mosaic_dataset *ds, int fam)
+static double coef_loss(struct mosaic_predictor *p, const struct mosaic__dataset *ds, int fam)
 {
     double *e = malloc(ds->npt * 2 * sizeof *e), s = 0;
     size_t n = 0;
     for (size_t i = 0; i < ds->npt; i++) {
-        const struct mosaic_ds_point *pt = &ds->pt[i];
+        const struct mosaic__ds_point *pt = &ds->pt[i];
         struct mosaic_pred_query q;
         struct mosaic_pred_result r;
         if (pt->mode != MOSAIC_MODE_SHARED || involves(ds, pt, fam) || (i % 3)) continue;
         query_of(ds, pt, &q);
-        mosaic_predict_rows(p, &q, &r, NULL, NULL);
+        mosaic__predict_rows(p, &q, &r, NULL, NULL);
         e[n++] = fabs(log(r.k[0].duration_us / pt->meas_a));
         e[n++] = fabs(log(r.k[1].duration_us / pt->meas_b));
     }
@@ -404,13 +407,13 @@ static double coef_loss(struct mosaic_predictor *p, const struct mosaic_dataset 
     return n ? s / n : 0;
 }
 
-static void fit_coef(struct mosaic_predictor *p, const struct mosaic_dataset *ds, int fam)
+static void fit_coef(struct mosaic_predictor *p, const struct mosaic__dataset *ds, int fam)
 {
     static const double packs[] = {0, 0.5, 0.75, 1, 1.25};
     static const double ws[] = {0, 1, 2, 3, 5};
     static const double gaps[] = {0, 1.6, 3};
-    struct mosaic_forest *keep = p->shared;
-    struct mosaic_coef best = p->coef;
+    struct mosaic__forest *keep = p->shared;
+    struct mosaic__coef best = p->coef;
     double bl = 1e300;
     p->shared = NULL;
     for (size_t i = 0; i < sizeof packs / sizeof *packs; i++)
@@ -438,45 +441,79 @@ static float clip(double y)
     return (float)(y > g_clip ? g_clip : y < -g_clip ? -g_clip : y);
 }
 
-static void shared_rows(struct mosaic_predictor *p, const struct mosaic_dataset *ds,
+static void shared_rows(struct mosaic_predictor *p, const struct mosaic__dataset *ds,
                         int fam, struct rows *r)
 {
-    float xa[MOSAIC_NF_SHARED], xb[MOSAIC_NF_SHARED];
-    r->d = MOSAIC_NF_SHARED;
+    float xa[MOSAIC__NF_SHARED], xb[MOSAIC__NF_SHARED];
+    r->d = MOSAIC__NF_SHARED;
     for (size_t i = 0; i < ds->npt; i++) {
-        const struct mosaic_ds_point *pt = &ds->pt[i];
+        const struct mosaic__ds_point *pt = &ds->pt[i];
         struct mosaic_pred_query q;
         struct mosaic_pred_result res;
         if (pt->mode != MOSAIC_MODE_SHARED || involves(ds, pt, fam)) continue;
         query_of(ds, pt, &q);
-        mosaic_predict_rows(p, &q, &res, xa, xb);
+        mosaic__predict_rows(p, &q, &res, xa, xb);
         rows_push(r, xa, clip(log(pt->meas_a / res.k[0].duration_us)));
         rows_push(r, xb, clip(log(pt->meas_b / res.k[1].duration_us)));
+    }
+}
+
+/* XGBoost's monotone_constraints, "(c0,c1,...)", from a feature list. */
+static const char *monotone_of(const struct mosaic__feature *list, int n, char *buf)
+{
+    char *w = buf;
+    *w++ = '(';
+    for (int i = 0; i < n; i++)
+        w += sprintf(w, "%s%d", i ? "," : "", list[i].mono);
+    strcpy(w, ")");
+    return buf;
+}
+
+/* --features: one model's list as a table. */
+static void print_features(const char *file, const struct mosaic__feature *list, int n)
+{
+    printf("%s: %d features\n%4s %-28s %-20s %4s  %s\n", file, n, "pos", "name", "unit",
+           "mono", "meaning");
+    for (int i = 0; i < n; i++)
+        printf("%4d %-28s %-20s %4d  %s\n", i, list[i].name, list[i].unit, list[i].mono,
+               list[i].meaning);
+}
+
+/* Records the feature list in a model file just trained (the predictor
+ * refuses a model whose list differs from its own). */
+static void stamp(const char *path, const struct mosaic__feature *list, int n)
+{
+    char err[4200];
+    if (mosaic__features_stamp(path, list, n, err, sizeof err)) {
+        fprintf(stderr, "mosaic-train: %s\n", err);
+        exit(1);
     }
 }
 
 /* Trains inter -> coefficients -> shared residual into dir; returns the
  * predictor (loaded back through the flat-array trees). */
 static struct mosaic_predictor *train_mosaic(const struct mosaic_gpu_desc *g,
-                                             const struct mosaic_dataset *ds, int fam,
+                                             const struct mosaic__dataset *ds, int fam,
                                              const char *dir)
 {
     struct rows r = {0};
-    char path[4096], err[512];
+    char path[4096], err[512], mono[4 * MOSAIC__NF_INTER + 8];
     struct mosaic_predictor *p = base_pred(g);
 
     mkdirs(dir);
     inter_rows(ds, fam, &r, g);
     snprintf(path, sizeof path, "%s/inter.json", dir);
-    /* more traffic from the co-runner never speeds a kernel up */
-    g_mono = g_use_mono ? "(0,0,0,0,0,0,0,0,0,0,0,1,1,1,1,0,0,0,0,0,1,1,0,0,0,1,1,0,0,1,1,1,1)" : NULL;
+    /* more traffic from the co-runner never speeds a kernel up: the list's
+     * monotone column */
+    g_mono = g_use_mono ? monotone_of(mosaic__features_inter, MOSAIC__NF_INTER, mono) : NULL;
     xgb_train(&r, path, g_trees, g_depth);
     g_mono = NULL;
     rows_free(&r);
+    stamp(path, mosaic__features_inter, MOSAIC__NF_INTER);
     p->inter = load_forest(path);
     fit_coef(p, ds, fam);
     snprintf(path, sizeof path, "%s/analytic.json", dir);
-    if (mosaic_coef_save(path, &p->coef, err, sizeof err)) {
+    if (mosaic__coef_save(path, &p->coef, err, sizeof err)) {
         fprintf(stderr, "mosaic-train: %s\n", err);
         exit(1);
     }
@@ -484,13 +521,28 @@ static struct mosaic_predictor *train_mosaic(const struct mosaic_gpu_desc *g,
     snprintf(path, sizeof path, "%s/shared.json", dir);
     xgb_train(&r, path, g_trees, g_depth);
     rows_free(&r);
+    stamp(path, mosaic__features_shared, MOSAIC__NF_SHARED);
     p->shared = load_forest(path);
     return p;
 }
 
 /* ---- baselines ------------------------------------------------------------------ */
 
-#define KACE_D 13
+/* The baselines' features have names too (their models live only in the
+ * training's temporary directory, so no file records them): each list is
+ * X(name, meaning). */
+#define KACE_KERNEL(X)                                    \
+    X(dram_tbs, "DRAM read + write bandwidth, TB/s")      \
+    X(l2_tbs, "L2 read + write bandwidth, TB/s")          \
+    X(ipc, "instructions per cycle")                      \
+    X(issue, "issue_active, fraction of cycles")          \
+    X(occ, "achieved occupancy, fraction")                \
+    X(sms_frac, "its SMs over the H200's 132")
+#define KACE_ENUM(name, meaning) KACE_##name,
+enum { KACE_KERNEL(KACE_ENUM) KACE_NK };
+/* the kernel's six, its co-runner's six, then 1 when it is dispatched first */
+enum { KACE_SELF = 0, KACE_OTHER = KACE_NK, KACE_FIRST = 2 * KACE_NK, KACE_D };
+
 /* KACE-like: exclusive metrics of the kernel and of its co-runner. */
 static void kace_x(const struct mosaic_pkernel *s, int ss, const struct mosaic_pkernel *o,
                    int so, int first, double *x)
@@ -498,34 +550,46 @@ static void kace_x(const struct mosaic_pkernel *s, int ss, const struct mosaic_p
     const struct mosaic_pkernel *k[2] = {s, o};
     int sm[2] = {ss, so};
     for (int i = 0; i < 2; i++) {
-        double *y = x + 6 * i;
-        y[0] = (k[i]->dram_rd + k[i]->dram_wr) / 1000;
-        y[1] = (k[i]->l2_rd + k[i]->l2_wr) / 1000;
-        y[2] = k[i]->ipc;
-        y[3] = k[i]->issue;
-        y[4] = k[i]->occ;
-        y[5] = sm[i] / 132.0;
+        double *y = x + (i == 0 ? KACE_SELF : KACE_OTHER);
+        y[KACE_dram_tbs] = (k[i]->dram_rd + k[i]->dram_wr) / 1000;
+        y[KACE_l2_tbs] = (k[i]->l2_rd + k[i]->l2_wr) / 1000;
+        y[KACE_ipc] = k[i]->ipc;
+        y[KACE_issue] = k[i]->issue;
+        y[KACE_occ] = k[i]->occ;
+        y[KACE_sms_frac] = sm[i] / 132.0;
     }
-    x[12] = first;
+    x[KACE_FIRST] = first;
 }
 
-#define GP_D 9
+#define GP_FEATURES(X)                                               \
+    X(dram, "both kernels' DRAM read + write bandwidth, GB/s")       \
+    X(l2, "both kernels' L2 read + write bandwidth, GB/s")           \
+    X(ipc, "both kernels' instructions per cycle")                   \
+    X(issue, "both kernels' issue_active")                           \
+    X(occ, "both kernels' achieved occupancy")                       \
+    X(warps_elig, "both kernels' eligible warps per cycle")          \
+    X(sms_self, "the kernel's SMs over the H200's 132")              \
+    X(sms_other, "the co-runner's SMs over the H200's 132")          \
+    X(first, "1 when the kernel is dispatched first")
+#define GP_ENUM(name, meaning) GP_##name,
+enum { GP_FEATURES(GP_ENUM) GP_D };
+
 /* GPUPool-like: aggregate metrics of the pair. */
 static void gp_x(const struct mosaic_pkernel *s, int ss, const struct mosaic_pkernel *o,
                  int so, int first, float *x)
 {
-    x[0] = (float)(s->dram_rd + s->dram_wr + o->dram_rd + o->dram_wr);
-    x[1] = (float)(s->l2_rd + s->l2_wr + o->l2_rd + o->l2_wr);
-    x[2] = (float)(s->ipc + o->ipc);
-    x[3] = (float)(s->issue + o->issue);
-    x[4] = (float)(s->occ + o->occ);
-    x[5] = (float)(s->warps_elig + o->warps_elig);
-    x[6] = (float)(ss / 132.0);
-    x[7] = (float)(so / 132.0);
-    x[8] = (float)first;
+    x[GP_dram] = (float)(s->dram_rd + s->dram_wr + o->dram_rd + o->dram_wr);
+    x[GP_l2] = (float)(s->l2_rd + s->l2_wr + o->l2_rd + o->l2_wr);
+    x[GP_ipc] = (float)(s->ipc + o->ipc);
+    x[GP_issue] = (float)(s->issue + o->issue);
+    x[GP_occ] = (float)(s->occ + o->occ);
+    x[GP_warps_elig] = (float)(s->warps_elig + o->warps_elig);
+    x[GP_sms_self] = (float)(ss / 132.0);
+    x[GP_sms_other] = (float)(so / 132.0);
+    x[GP_first] = (float)first;
 }
 
-static void side(const struct mosaic_dataset *ds, const struct mosaic_ds_point *p, int i,
+static void side(const struct mosaic__dataset *ds, const struct mosaic__ds_point *p, int i,
                  const struct mosaic_pkernel **s, int *ss, const struct mosaic_pkernel **o,
                  int *so, int *first, double *iso, double *meas)
 {
@@ -538,8 +602,8 @@ static void side(const struct mosaic_dataset *ds, const struct mosaic_ds_point *
     *meas = i == 0 ? p->meas_a : p->meas_b;
 }
 
-static void baselines(const struct mosaic_dataset *ds, int fam, const char *tmpdir,
-                      struct mosaic_errs kace[2], struct mosaic_errs gp[2])
+static void baselines(const struct mosaic__dataset *ds, int fam, const char *tmpdir,
+                      struct mosaic__errs kace[2], struct mosaic__errs gp[2])
 {
     for (int mode = 0; mode < 2; mode++) {
         double *X = malloc(ds->npt * 2 * KACE_D * sizeof *X), *Y = malloc(ds->npt * 2 * sizeof *Y);
@@ -547,10 +611,10 @@ static void baselines(const struct mosaic_dataset *ds, int fam, const char *tmpd
         struct rows r = {0};
         size_t n = 0;
         char path[8192];
-        struct mosaic_forest *f;
+        struct mosaic__forest *f;
         r.d = GP_D;
         for (size_t i = 0; i < ds->npt; i++) {
-            const struct mosaic_ds_point *p = &ds->pt[i];
+            const struct mosaic__ds_point *p = &ds->pt[i];
             if (p->mode != mode || involves(ds, p, fam)) continue;
             for (int k = 0; k < 2; k++) {
                 const struct mosaic_pkernel *s, *o;
@@ -564,7 +628,7 @@ static void baselines(const struct mosaic_dataset *ds, int fam, const char *tmpd
                 rows_push(&r, gx, (float)log(meas / iso));
             }
         }
-        if (mosaic_linreg_fit(X, Y, n, KACE_D, 1e-3, coef) != 0) {
+        if (mosaic__linreg_fit(X, Y, n, KACE_D, 1e-3, coef) != 0) {
             fprintf(stderr, "mosaic-train: KACE baseline: the fit failed\n");
             exit(1);
         }
@@ -573,7 +637,7 @@ static void baselines(const struct mosaic_dataset *ds, int fam, const char *tmpd
         rows_free(&r);
         f = load_forest(path);
         for (size_t i = 0; i < ds->npt; i++) {
-            const struct mosaic_ds_point *p = &ds->pt[i];
+            const struct mosaic__ds_point *p = &ds->pt[i];
             if (p->mode != mode || (fam >= 0 && !involves(ds, p, fam))) continue;
             for (int k = 0; k < 2; k++) {
                 const struct mosaic_pkernel *s, *o;
@@ -582,15 +646,15 @@ static void baselines(const struct mosaic_dataset *ds, int fam, const char *tmpd
                 float gx[GP_D];
                 side(ds, p, k, &s, &ss, &o, &so, &first, &iso, &meas);
                 kace_x(s, ss, o, so, first, x);
-                sl = mosaic_linreg_predict(coef, KACE_D, x);
+                sl = mosaic__linreg_predict(coef, KACE_D, x);
                 if (!(sl > 0.5)) sl = 0.5;
-                mosaic_errs_push(&kace[mode], 100 * fabs(iso * sl - meas) / meas);
+                mosaic__errs_push(&kace[mode], 100 * fabs(iso * sl - meas) / meas);
                 gp_x(s, ss, o, so, first, gx);
-                sl = exp(mosaic_forest_predict(f, gx));
-                mosaic_errs_push(&gp[mode], 100 * fabs(iso * sl - meas) / meas);
+                sl = exp(mosaic__forest_predict(f, gx));
+                mosaic__errs_push(&gp[mode], 100 * fabs(iso * sl - meas) / meas);
             }
         }
-        mosaic_forest_free(f);
+        mosaic__forest_free(f);
         free(X);
         free(Y);
     }
@@ -613,13 +677,13 @@ int main(int argc, char **argv)
     double max95_iso = INFINITY;
     FILE *dump = NULL;
     struct mosaic_gpu_desc g;
-    struct mosaic_dataset ds;
+    struct mosaic__dataset ds;
     struct mosaic_predictor *p0;
     char err[1024], path[8192];
-    struct mosaic_errs E[M_N][2];
+    struct mosaic__errs E[M_N][2];
     double p50[M_N][2], p95[M_N][2];
     size_t npts[2] = {0, 0};
-    struct mosaic_coef fullc;
+    struct mosaic__coef fullc;
 
     memset(E, 0, sizeof E);
     for (int i = 1; i < argc; i++) {
@@ -627,6 +691,11 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
         else if (!strcmp(argv[i], "--doc") && i + 1 < argc) doc = argv[++i];
         else if (!strcmp(argv[i], "--no-eval")) do_eval = 0;
+        else if (!strcmp(argv[i], "--features")) {
+            print_features("inter.json", mosaic__features_inter, MOSAIC__NF_INTER);
+            print_features("shared.json", mosaic__features_shared, MOSAIC__NF_SHARED);
+            return 0;
+        }
         else if (!strcmp(argv[i], "--eval-only") && i + 1 < argc) eval_models = argv[++i];
         else if (!strcmp(argv[i], "--max-iso-p95") && i + 1 < argc) {
             char *end;
@@ -657,7 +726,8 @@ int main(int argc, char **argv)
                     "usage: mosaic-train [--data DIR] [--out DIR] [--doc FILE] [--no-eval] "
                     "[--trees N] [--depth N] [--dump CSV] [--clip Y] [--no-monotone]\n"
                     "       mosaic-train --eval-only MODELS [--data DIR] [--max-p95 S,P] [--max-iso-p95 P]\n"
-                    "                    [--dump CSV]\n");
+                    "                    [--dump CSV]\n"
+                    "       mosaic-train --features\n");
             return 1;
         }
     }
@@ -667,7 +737,7 @@ int main(int argc, char **argv)
     }
     mosaic_gpu_desc_h200(&g);
     p0 = base_pred(&g);
-    if (mosaic_dataset_load(data, p0, &ds, err, sizeof err)) {
+    if (mosaic__dataset_load(data, p0, &ds, err, sizeof err)) {
         fprintf(stderr, "mosaic-train: %s\n", err);
         return 1;
     }
@@ -678,7 +748,7 @@ int main(int argc, char **argv)
     if (eval_models) {
         int rc = eval_only(eval_models, data, &ds, max95[0], max95[1], max95_iso, dump);
         if (dump) fclose(dump);
-        mosaic_dataset_free(&ds);
+        mosaic__dataset_free(&ds);
         mosaic_predictor_close(p0);
         return rc;
     }
@@ -699,22 +769,22 @@ int main(int argc, char **argv)
         struct mosaic_predictor *p;
         snprintf(dir, sizeof dir, "%s/lofo/%s", out, ds.families[f]);
         p = train_mosaic(&g, &ds, (int)f, dir);
-        if (mosaic_eval_points(p, &ds, (int)f, 0, E[M_MOSAIC], err, sizeof err) ||
-            mosaic_eval_points(p, &ds, (int)f, MOSAIC_PC_ALL, E[M_PLACE], err, sizeof err) ||
-            mosaic_eval_points(p, &ds, (int)f, MOSAIC_PC_INTER | MOSAIC_PC_INTRA, E[M_PACK],
+        if (mosaic__eval_points(p, &ds, (int)f, 0, E[M_MOSAIC], err, sizeof err) ||
+            mosaic__eval_points(p, &ds, (int)f, MOSAIC_PC_ALL, E[M_PLACE], err, sizeof err) ||
+            mosaic__eval_points(p, &ds, (int)f, MOSAIC_PC_INTER | MOSAIC_PC_INTRA, E[M_PACK],
                                err, sizeof err)) {
             fprintf(stderr, "mosaic-train: %s\n", err);
             return 1;
         }
         if (dump) {
             for (size_t i = 0; i < ds.npt; i++) {
-                const struct mosaic_ds_point *pt = &ds.pt[i];
+                const struct mosaic__ds_point *pt = &ds.pt[i];
                 struct mosaic_pred_query q;
                 struct mosaic_pred_result r;
                 if (!involves(&ds, pt, (int)f)) continue;
                 query_of(&ds, pt, &q);
                 struct mosaic_pred_result ra;
-                struct mosaic_forest *keep = p->shared;
+                struct mosaic__forest *keep = p->shared;
                 p->shared = NULL;
                 if (mosaic_predict(p, &q, &ra, err, sizeof err)) continue;
                 p->shared = keep;
@@ -739,7 +809,7 @@ int main(int argc, char **argv)
     }
     for (int m = 0; m < M_N; m++)
         for (int mode = 0; mode < 2; mode++)
-            mosaic_eval_pcts(E[m][mode].e, E[m][mode].n, &p50[m][mode], &p95[m][mode]);
+            mosaic__eval_pcts(E[m][mode].e, E[m][mode].n, &p50[m][mode], &p95[m][mode]);
 
     /* accuracy.json */
     {
@@ -829,9 +899,9 @@ int main(int argc, char **argv)
             printf("%-12s %-42s %6.2f%% %7.2f%%\n", mode ? "partitioned" : "shared", mname[m],
                    p50[m][mode], p95[m][mode]);
     for (int m = 0; m < M_N; m++)
-        for (int mode = 0; mode < 2; mode++) mosaic_errs_free(&E[m][mode]);
+        for (int mode = 0; mode < 2; mode++) mosaic__errs_free(&E[m][mode]);
     if (dump) fclose(dump);
-    mosaic_dataset_free(&ds);
+    mosaic__dataset_free(&ds);
     mosaic_predictor_close(p0);
     return 0;
 }

@@ -22,7 +22,11 @@ extern "C" {
 #endif
 
 /* The GPU: SMs and their per-SM limits, shared-memory carveout steps, L2
- * and DRAM. mosaic_gpu_desc_h200() fills the measured H200 values. */
+ * and DRAM. mosaic_gpu_desc_h200() fills the H200's values, as its driver
+ * reports them and as measured on it (H200, driver 580.159.04, CUDA 13.0:
+ * the device in profiler/data/h200/zoo.profile.json's "gpu", the carveout
+ * steps and placement rules in docs/placement.md, the copy bandwidth that
+ * n SMs reach in docs/predictor.md). */
 struct mosaic_gpu_desc {
     int sm_count;                /* 132 */
     int sms_per_tpc;             /* 2 */
@@ -92,6 +96,10 @@ int mosaic_predictor_open(const char *model_dir,
                           size_t errlen);
 void mosaic_predictor_close(struct mosaic_predictor *p);
 
+/* The GPU the predictor models (the one given to mosaic_predictor_open,
+ * or the H200); valid until mosaic_predictor_close. */
+const struct mosaic_gpu_desc *mosaic_predictor_gpu(const struct mosaic_predictor *p);
+
 /* Extracts what the models need from a profile's kernel once; names the
  * kernel (what, e.g. the file) and the field on missing/out-of-range data. */
 int mosaic_pkernel_prepare(const struct mosaic_predictor *p,
@@ -108,6 +116,8 @@ int mosaic_pkernel_set_follow(struct mosaic_pkernel *k,
                               const struct mosaic_kernel *next, const char *what,
                               char *err, size_t errlen);
 const char *mosaic_pkernel_key(const struct mosaic_pkernel *k);
+/* The kernel's profiled duration on the full GPU (metrics.duration_ns), us. */
+double mosaic_pkernel_profiled_us(const struct mosaic_pkernel *k);
 
 /* Predicts; res is fully written on success, zeroed on error. */
 int mosaic_predict(struct mosaic_predictor *p,

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "predictor_internal.h"
+#include "train_internal.h"
 
 static double now_ns(void)
 {
@@ -25,7 +25,7 @@ int main(int argc, char **argv)
     const char *models = argc > 2 ? argv[2] : MODELS;
     int rounds = argc > 3 ? atoi(argv[3]) : 20;
     struct mosaic_predictor *p;
-    struct mosaic_dataset ds;
+    struct mosaic__dataset ds;
     char err[1024];
     double sink = 0;
     const char *names[3] = {"partitioned (64/68)", "shared (full GPU)", "shared, cached"};
@@ -33,7 +33,7 @@ int main(int argc, char **argv)
     size_t npairs;
 
     if (mosaic_predictor_open(models, NULL, &p, err, sizeof err) ||
-        mosaic_dataset_load(data, p, &ds, err, sizeof err)) {
+        mosaic__dataset_load(data, p, &ds, err, sizeof err)) {
         fprintf(stderr, "bench_predict: %s\n", err);
         return 1;
     }
@@ -71,7 +71,7 @@ int main(int argc, char **argv)
            npairs, rounds);
     for (int c = 0; c < 3; c++) printf("| %s | %.0f |\n", names[c], ns[c]);
     fprintf(stderr, "(checksum %g)\n", sink);
-    mosaic_dataset_free(&ds);
+    mosaic__dataset_free(&ds);
     mosaic_predictor_close(p);
     return 0;
 }

@@ -15,7 +15,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "predictor_internal.h"
+#include "train_internal.h"
 
 static double get(cJSON *root, const char *mode, const char *q)
 {
@@ -26,9 +26,9 @@ static double get(cJSON *root, const char *mode, const char *q)
 
 int main(int argc, char **argv)
 {
-    struct mosaic_dataset ds;
+    struct mosaic__dataset ds;
     struct mosaic_predictor *p0;
-    struct mosaic_errs E[2];
+    struct mosaic__errs E[2];
     char err[1024], path[4096];
     cJSON *acc;
     double margin;
@@ -64,8 +64,8 @@ int main(int argc, char **argv)
                  ? cJSON_GetObjectItemCaseSensitive(acc, "margin_pct_points")->valuedouble
                  : 0.5;
 
-    if (mosaic_predictor_from_parts(NULL, NULL, NULL, NULL, &p0) ||
-        mosaic_dataset_load(argv[1], p0, &ds, err, sizeof err)) {
+    if (mosaic__predictor_from_parts(NULL, NULL, NULL, NULL, &p0) ||
+        mosaic__dataset_load(argv[1], p0, &ds, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }
@@ -73,7 +73,7 @@ int main(int argc, char **argv)
         struct mosaic_predictor *p;
         snprintf(path, sizeof path, "%s/lofo/%s", argv[2], ds.families[fam]);
         if (mosaic_predictor_open(path, NULL, &p, err, sizeof err) ||
-            mosaic_eval_points(p, &ds, (int)fam, 0, E, err, sizeof err)) {
+            mosaic__eval_points(p, &ds, (int)fam, 0, E, err, sizeof err)) {
             fprintf(stderr, "%s\n", err);
             return 1;
         }
@@ -82,7 +82,7 @@ int main(int argc, char **argv)
     for (int mode = 0; mode < 2; mode++) {
         const char *mn = mode == MOSAIC_MODE_SHARED ? "shared" : "partitioned";
         double p50, p95, r50 = get(acc, mn, "p50"), r95 = get(acc, mn, "p95");
-        mosaic_eval_pcts(E[mode].e, E[mode].n, &p50, &p95);
+        mosaic__eval_pcts(E[mode].e, E[mode].n, &p50, &p95);
         printf("%-12s points %6zu  p50 %6.2f%% (recorded %6.2f%%)  p95 %7.2f%% (recorded %7.2f%%)\n",
                mn, E[mode].n, p50, r50, p95, r95);
         if (!(p50 <= r50 + margin) || !(p95 <= r95 + margin)) {
@@ -90,10 +90,10 @@ int main(int argc, char **argv)
                     margin);
             bad = 1;
         }
-        mosaic_errs_free(&E[mode]);
+        mosaic__errs_free(&E[mode]);
     }
     cJSON_Delete(acc);
-    mosaic_dataset_free(&ds);
+    mosaic__dataset_free(&ds);
     mosaic_predictor_close(p0);
     return bad;
 }

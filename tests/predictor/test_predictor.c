@@ -16,7 +16,8 @@
 
 #include <cmocka.h>
 
-#include "predictor_internal.h"
+#include "timeline.h"
+#include "train_internal.h"
 
 static char tmpdir[256];
 
@@ -70,7 +71,7 @@ static int teardown_tmp(void **state)
 static struct mosaic_predictor *bare(void)
 {
     struct mosaic_predictor *p;
-    assert_int_equal(mosaic_predictor_from_parts(NULL, NULL, NULL, NULL, &p), 0);
+    assert_int_equal(mosaic__predictor_from_parts(NULL, NULL, NULL, NULL, &p), 0);
     return p;
 }
 
@@ -92,7 +93,7 @@ static void test_occupancy_matches_cuda(void **state)
             const struct mosaic_kernel *k = &prof.kernels[i];
             int bps, cfg, sb, rb;
             if (k->occ.blocks_per_sm == MOSAIC_NULL) continue;
-            mosaic_place_occupancy(&g, k, &bps, &cfg, &sb, &rb);
+            mosaic__place_occupancy(&g, k, &bps, &cfg, &sb, &rb);
             if (bps != k->occ.blocks_per_sm)
                 fail_msg("%s: %s: blocks/SM %d, CUDA says %lld", files[fi], k->key, bps,
                          (long long)k->occ.blocks_per_sm);
@@ -144,21 +145,21 @@ static void test_placement_rules(void **state)
     assert_int_equal(mosaic_pkernel_prepare(p, &prof.kernels[4], "t", &big, err, sizeof err), 0);
     /* 256 threads, 32 regs: 8 per SM (threads); beside 4 of them, 4 more */
     assert_int_equal(a->bps, 8);
-    assert_int_equal(mosaic_place_room(&p->gpu, a, 4, b), 4);
-    assert_int_equal(mosaic_place_room(&p->gpu, a, 8, b), 0);
+    assert_int_equal(mosaic__place_room(&p->gpu, a, 4, b), 4);
+    assert_int_equal(mosaic__place_room(&p->gpu, a, 8, b), 0);
     /* 1024 threads x 64 regs: 1 per SM, and it takes the whole register
      * file: nothing fits beside it although half the threads are free */
     assert_int_equal(big->bps, 1);
-    assert_int_equal(mosaic_place_room(&p->gpu, big, 1, a), 0);
-    assert_int_equal(mosaic_place_room(&p->gpu, a, 1, big), 0);
+    assert_int_equal(mosaic__place_room(&p->gpu, big, 1, a), 0);
+    assert_int_equal(mosaic__place_room(&p->gpu, a, 1, big), 0);
     /* carveout: an SM set for more shared memory does not take a block that
      * prefers a larger L1; carveout 0 first, then a no-smem carveout 100 one
      * does share (docs/placement.md) */
-    assert_int_equal(mosaic_place_room(&p->gpu, c100, 1, c0), 0);
-    assert_true(mosaic_place_room(&p->gpu, c0, 1, c100) > 0);
+    assert_int_equal(mosaic__place_room(&p->gpu, c100, 1, c0), 0);
+    assert_true(mosaic__place_room(&p->gpu, c0, 1, c100) > 0);
     /* waves */
-    assert_true(fabs(mosaic_place_waves(a, 132) - 0.125) < 1e-9);
-    assert_true(fabs(mosaic_place_waves(a, 33) - 0.5) < 1e-9);
+    assert_true(fabs(mosaic__place_waves(a, 132) - 0.125) < 1e-9);
+    assert_true(fabs(mosaic__place_waves(a, 33) - 0.5) < 1e-9);
     mosaic_pkernel_free(a);
     mosaic_pkernel_free(b);
     mosaic_pkernel_free(c0);
@@ -194,16 +195,16 @@ static void test_default_carveout_mixing(void **state)
     assert_int_equal(k[5]->smem_need, 8 * 9 * 1024);
     assert_int_equal(k[7]->smem_need, 2 * 17 * 1024);
     /* behind a 2 KiB kernel only the 8 KiB probe joins its SMs */
-    assert_int_equal(mosaic_place_room(&p->gpu, k[0], 1, k[2]), 0);
-    assert_int_equal(mosaic_place_room(&p->gpu, k[0], 1, k[3]), 0);
-    assert_int_equal(mosaic_place_room(&p->gpu, k[0], 1, k[4]), 4);
+    assert_int_equal(mosaic__place_room(&p->gpu, k[0], 1, k[2]), 0);
+    assert_int_equal(mosaic__place_room(&p->gpu, k[0], 1, k[3]), 0);
+    assert_int_equal(mosaic__place_room(&p->gpu, k[0], 1, k[4]), 4);
     /* behind a 4 KiB kernel the 16 KiB one joins too, the 32 KiB one not */
-    assert_int_equal(mosaic_place_room(&p->gpu, k[1], 2, k[3]), 8);
-    assert_int_equal(mosaic_place_room(&p->gpu, k[1], 2, k[2]), 0);
+    assert_int_equal(mosaic__place_room(&p->gpu, k[1], 2, k[3]), 8);
+    assert_int_equal(mosaic__place_room(&p->gpu, k[1], 2, k[2]), 0);
     /* a kernel with shared memory of its own: within 2x only */
-    assert_true(mosaic_place_room(&p->gpu, k[6], 4, k[5]) > 0);
-    assert_int_equal(mosaic_place_room(&p->gpu, k[7], 1, k[5]), 0);
-    assert_int_equal(mosaic_place_room(&p->gpu, k[4], 1, k[5]), 0);
+    assert_true(mosaic__place_room(&p->gpu, k[6], 4, k[5]) > 0);
+    assert_int_equal(mosaic__place_room(&p->gpu, k[7], 1, k[5]), 0);
+    assert_int_equal(mosaic__place_room(&p->gpu, k[4], 1, k[5]), 0);
     for (int i = 0; i < 8; i++) mosaic_pkernel_free(k[i]);
     mosaic_profile_free(&prof);
     mosaic_predictor_close(p);
@@ -299,11 +300,11 @@ static void rm_mini_dataset(const char *dir)
 static void test_dataset_separate_profiles(void **state)
 {
     struct mosaic_predictor *p = bare();
-    struct mosaic_dataset ds;
+    struct mosaic__dataset ds;
     char err[512], dir[64];
     int chase1m = -1, chase256 = -1;
     (void)state;
-    assert_int_equal(mosaic_dataset_load(DATA, p, &ds, err, sizeof err), 0);
+    assert_int_equal(mosaic__dataset_load(DATA, p, &ds, err, sizeof err), 0);
     for (size_t i = 0; i < ds.nv; i++) {
         if (strcmp(ds.v[i].name, "pointer_chase_1M") == 0) chase1m = (int)i;
         if (strcmp(ds.v[i].name, "pointer_chase_256M") == 0) chase256 = (int)i;
@@ -313,21 +314,21 @@ static void test_dataset_separate_profiles(void **state)
     assert_string_equal(ds.v[chase1m].pk->key, ds.v[chase256].pk->key);
     assert_true(ds.v[chase256].pk->dram_rd > 100 * ds.v[chase1m].pk->dram_rd);
     assert_true(ds.v[chase256].pk->dur_us > 1.3 * ds.v[chase1m].pk->dur_us);
-    mosaic_dataset_free(&ds);
+    mosaic__dataset_free(&ds);
 
     mini_dataset(dir, "../zoo.profile.json");
-    assert_int_not_equal(mosaic_dataset_load(dir, p, &ds, err, sizeof err), 0);
+    assert_int_not_equal(mosaic__dataset_load(dir, p, &ds, err, sizeof err), 0);
     assert_non_null(strstr(err, "variants.pointer_chase_256M.profile"));
     rm_mini_dataset(dir);
 
     mini_dataset(dir, "separate/missing.profile.json");
-    assert_int_not_equal(mosaic_dataset_load(dir, p, &ds, err, sizeof err), 0);
+    assert_int_not_equal(mosaic__dataset_load(dir, p, &ds, err, sizeof err), 0);
     assert_non_null(strstr(err, "missing.profile.json"));
     rm_mini_dataset(dir);
 
     /* a file without the variant's key */
     mini_dataset(dir, "separate/histogram_256_skewed.profile.json");
-    assert_int_not_equal(mosaic_dataset_load(dir, p, &ds, err, sizeof err), 0);
+    assert_int_not_equal(mosaic__dataset_load(dir, p, &ds, err, sizeof err), 0);
     assert_non_null(strstr(err, "kernels[0]: key not in separate/histogram_256_skewed"));
     rm_mini_dataset(dir);
     mosaic_predictor_close(p);
@@ -341,12 +342,11 @@ static double second_slowdown(struct mosaic_predictor *p, struct mosaic_profile 
 {
     struct mosaic_pkernel *f, *s;
     struct mosaic_pred_result r;
-    struct mosaic_coef c = {.pack = 1, .gap_us = 3, .intra_w = 1};
+    struct mosaic__coef c = {.pack = 1, .gap_us = 3, .intra_w = 1};
     char err[512];
     assert_int_equal(mosaic_pkernel_prepare(p, &prof->kernels[fi], "t", &f, err, sizeof err), 0);
     assert_int_equal(mosaic_pkernel_prepare(p, &prof->kernels[si], "t", &s, err, sizeof err), 0);
-    mosaic_timeline_shared(&p->gpu, &c, f, s, 0, iso_f, iso_s, 1, 1, MOSAIC_PC_PACKING, &r,
-                           NULL, NULL);
+    mosaic__timeline_shared(&p->gpu, &c, f, s, 0, iso_f, iso_s, 1, 1, MOSAIC_PC_PACKING, &r);
     *first = r.k[0].slowdown;
     mosaic_pkernel_free(f);
     mosaic_pkernel_free(s);
@@ -451,20 +451,20 @@ static void test_iso_on_fewer_sms(void **state)
     assert_int_equal(mosaic_pkernel_prepare(p, &prof.kernels[2], "t", &fma, err, sizeof err), 0);
     assert_int_equal(mosaic_pkernel_prepare(p, &prof.kernels[3], "t", &one, err, sizeof err), 0);
     assert_int_equal(mosaic_pkernel_prepare(p, &prof.kernels[4], "t", &sub, err, sizeof err), 0);
-    assert_true(fabs(mosaic_place_iso_on(&p->gpu, mem, 132) - 68) < 1e-9);
-    t = mosaic_place_iso_on(&p->gpu, mem, 32) / 68; /* measured copy_128M: 1.32 */
+    assert_true(fabs(mosaic__place_iso_on(&p->gpu, mem, 132) - 68) < 1e-9);
+    t = mosaic__place_iso_on(&p->gpu, mem, 32) / 68; /* measured copy_128M: 1.32 */
     assert_true(t > 1.2 && t < 1.5);
-    t = mosaic_place_iso_on(&p->gpu, busy, 32) / 68; /* measured scan_128M: 3.48 */
+    t = mosaic__place_iso_on(&p->gpu, busy, 32) / 68; /* measured scan_128M: 3.48 */
     assert_true(t > 3 && t < 3.5);
-    t = mosaic_place_iso_on(&p->gpu, fma, 33) / 300; /* 4x the waves */
+    t = mosaic__place_iso_on(&p->gpu, fma, 33) / 300; /* 4x the waves */
     assert_true(fabs(t - 4) < 1e-6);
-    t = mosaic_place_iso_on(&p->gpu, one, 36) / 188; /* measured attention: 2.25 */
+    t = mosaic__place_iso_on(&p->gpu, one, 36) / 188; /* measured attention: 2.25 */
     assert_true(t >= 2 && t < 2.6);
-    t = mosaic_place_iso_on(&p->gpu, sub, 100) / 220;
+    t = mosaic__place_iso_on(&p->gpu, sub, 100) / 220;
     assert_true(t > 1.9 && t < 2.1);
     /* on 16 SMs 9 blocks each: a full round of 8 (8x), then one alone
      * (1x); measured 8.95x */
-    t = mosaic_place_iso_on(&p->gpu, sub, 16) / 220;
+    t = mosaic__place_iso_on(&p->gpu, sub, 16) / 220;
     assert_true(t > 8.5 && t < 9.5);
     mosaic_pkernel_free(mem);
     mosaic_pkernel_free(busy);
@@ -629,6 +629,137 @@ static void test_bad_model_files(void **state)
     }
 }
 
+/* The committed model file MODELS/name with the first occurrence of from
+ * replaced by to, written into dir/name (the other models copied beside). */
+static void write_edited_model(const char *dir, const char *name, const char *from,
+                               const char *to)
+{
+    char src[600], path[700], err[512], *txt, *at;
+    FILE *f;
+    copy_models(dir);
+    snprintf(src, sizeof src, "%s/%s", MODELS, name);
+    assert_int_equal(mosaic_read_text(src, 64L << 20, &txt, err, sizeof err), 0);
+    at = strstr(txt, from);
+    assert_non_null(at);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(txt, 1, (size_t)(at - txt), f), (size_t)(at - txt));
+    fputs(to, f);
+    fputs(at + strlen(from), f);
+    assert_int_equal(fclose(f), 0);
+    free(txt);
+}
+
+/* A model trained with another feature list is refused, with a message that
+ * names the file and the first feature that differs, is missing or extra. */
+static void test_model_feature_list(void **state)
+{
+    struct {
+        const char *file, *from, *to, *want[3];
+    } cases[] = {
+        /* renamed: the second inter-SM feature */
+        {"inter.json", "\"self_dram_rd\"", "\"self_dram_read\"",
+         {"features[1]", "\"self_dram_read\"", "\"self_dram_rd\""}},
+        /* renamed deep in the residual list */
+        {"shared.json", "\"self_issue_need\"", "\"self_issue_needed\"",
+         {"features[46]", "\"self_issue_needed\"", "\"self_issue_need\""}},
+        /* missing: the last inter-SM feature */
+        {"inter.json", ",\"other_inflight_dram\"]", "]",
+         {"features has 32 entries", "\"other_inflight_dram\"", "missing"}},
+        /* missing in the middle: every later name is off by one */
+        {"inter.json", "\"self_l2_rd\",", "",
+         {"features[3]", "\"self_l2_wr\"", "expects \"self_l2_rd\""}},
+        /* extra */
+        {"shared.json", ",\"self_issue_need\"]", ",\"self_issue_need\",\"pair_new\"]",
+         {"features[47]", "\"pair_new\"", "extra"}},
+        /* none recorded (a model from before the lists) */
+        {"inter.json", "{\"features\":[", "{\"features_old\":[",
+         {"\"features\" missing", "mosaic-train", "inter.json"}},
+        /* not a string */
+        {"inter.json", "\"self_sms_frac\"", "7", {"features[0]", "not a string", "inter.json"}},
+    };
+    char dir[512];
+    (void)state;
+    snprintf(dir, sizeof dir, "%s/models-features", tmpdir);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        struct mosaic_predictor *p = (void *)1;
+        char err[1024] = "";
+        write_edited_model(dir, cases[i].file, cases[i].from, cases[i].to);
+        assert_int_equal(mosaic_predictor_open(dir, NULL, &p, err, sizeof err), MOSAIC_EINVAL);
+        assert_null(p);
+        if (!strstr(err, cases[i].file))
+            fail_msg("case %zu: message \"%s\" does not name %s", i, err, cases[i].file);
+        for (int w = 0; w < 3; w++)
+            if (!strstr(err, cases[i].want[w]))
+                fail_msg("case %zu: message \"%s\" lacks %s", i, err, cases[i].want[w]);
+    }
+    /* the unedited copies open */
+    {
+        struct mosaic_predictor *p;
+        char err[1024] = "";
+        copy_models(dir);
+        assert_int_equal(mosaic_predictor_open(dir, NULL, &p, err, sizeof err), 0);
+        mosaic_predictor_close(p);
+    }
+}
+
+/* mosaic__features_stamp, as mosaic-train uses it, gives the committed model
+ * files back byte for byte from the file XGBoost saved, and the lists have
+ * no name twice; the inter-SM list's monotone column is the constraint the
+ * committed models were trained with. */
+static void test_feature_stamp_and_lists(void **state)
+{
+    static const char *files[2] = {"inter.json", "shared.json"};
+    const struct mosaic__feature *lists[2] = {mosaic__features_inter, mosaic__features_shared};
+    const int ns[2] = {MOSAIC__NF_INTER, MOSAIC__NF_SHARED};
+    (void)state;
+    for (int m = 0; m < 2; m++) {
+        char src[600], path[700], err[4200], *want, *got, *a, *b;
+        FILE *f;
+        snprintf(src, sizeof src, "%s/%s", MODELS, files[m]);
+        assert_int_equal(mosaic_read_text(src, 64L << 20, &want, err, sizeof err), 0);
+        /* the file as XGBoosterSaveModel wrote it: the array taken out */
+        a = strstr(want, "\"features\":[");
+        assert_ptr_equal(a, want + 1);
+        b = strstr(a, "],");
+        assert_non_null(b);
+        snprintf(path, sizeof path, "%s/saved-%s", tmpdir, files[m]);
+        f = fopen(path, "wb");
+        assert_non_null(f);
+        fputc('{', f);
+        fputs(b + 2, f);
+        assert_int_equal(fclose(f), 0);
+        assert_int_equal(mosaic__features_stamp(path, lists[m], ns[m], err, sizeof err), 0);
+        assert_int_equal(mosaic_read_text(path, 64L << 20, &got, err, sizeof err), 0);
+        assert_string_equal(got, want);
+        /* a second stamp is refused and leaves the file alone */
+        assert_int_equal(mosaic__features_stamp(path, lists[m], ns[m], err, sizeof err),
+                         MOSAIC_EINVAL);
+        assert_non_null(strstr(err, "already has"));
+        free(got);
+        assert_int_equal(mosaic_read_text(path, 64L << 20, &got, err, sizeof err), 0);
+        assert_string_equal(got, want);
+        free(got);
+        free(want);
+        for (int i = 0; i < ns[m]; i++)
+            for (int j = i + 1; j < ns[m]; j++)
+                if (!strcmp(lists[m][i].name, lists[m][j].name))
+                    fail_msg("%s: feature %d and %d are both %s", files[m], i, j,
+                             lists[m][i].name);
+    }
+    {
+        static const int trained[MOSAIC__NF_INTER] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                                      1, 1, 1, 1, 0, 0, 0, 0, 0, 1, 1,
+                                                      0, 0, 0, 1, 1, 0, 0, 1, 1, 1, 1};
+        for (int i = 0; i < MOSAIC__NF_INTER; i++)
+            if (mosaic__features_inter[i].mono != trained[i])
+                fail_msg("inter feature %d %s: monotone %d, trained with %d", i,
+                         mosaic__features_inter[i].name, mosaic__features_inter[i].mono,
+                         trained[i]);
+    }
+}
+
 static void load_zoo(struct mosaic_predictor *p, struct mosaic_profile *prof,
                      struct mosaic_pkernel **pk, int n)
 {
@@ -638,6 +769,36 @@ static void load_zoo(struct mosaic_predictor *p, struct mosaic_profile *prof,
     for (int i = 0; i < n; i++)
         assert_int_equal(mosaic_pkernel_prepare(p, &prof->kernels[i + 1], "zoo", &pk[i], err,
                                                 sizeof err), 0);
+}
+
+/* What a tool reads through the public header: the GPU the predictor
+ * models (the one given, else the H200) and a kernel's profiled duration. */
+static void test_public_accessors(void **state)
+{
+    struct mosaic_predictor *p;
+    struct mosaic_profile prof;
+    struct mosaic_pkernel *pk[2];
+    struct mosaic_gpu_desc g;
+    char err[1024];
+    (void)state;
+    assert_int_equal(mosaic_predictor_open(MODELS, NULL, &p, err, sizeof err), 0);
+    assert_int_equal(mosaic_predictor_gpu(p)->sm_count, 132);
+    assert_int_equal(mosaic_predictor_gpu(p)->carveout_kib[9], 228);
+    load_zoo(p, &prof, pk, 2);
+    for (int i = 0; i < 2; i++)
+        assert_true(mosaic_pkernel_profiled_us(pk[i]) ==
+                    prof.kernels[i + 1].metrics[MOSAIC_M_duration_ns] * 1e-3);
+    assert_true(mosaic_pkernel_profiled_us(NULL) == 0);
+    assert_null(mosaic_predictor_gpu(NULL));
+    for (int i = 0; i < 2; i++)
+        mosaic_pkernel_free(pk[i]);
+    mosaic_profile_free(&prof);
+    mosaic_predictor_close(p);
+    mosaic_gpu_desc_h200(&g);
+    g.sm_count = 66;
+    assert_int_equal(mosaic_predictor_open(MODELS, &g, &p, err, sizeof err), 0);
+    assert_int_equal(mosaic_predictor_gpu(p)->sm_count, 66);
+    mosaic_predictor_close(p);
 }
 
 static void test_predict_api_and_cache(void **state)
@@ -844,6 +1005,9 @@ int main(void)
         cmocka_unit_test(test_prepare_bad_kernels),
         cmocka_unit_test(test_bad_profile_files),
         cmocka_unit_test(test_bad_model_files),
+        cmocka_unit_test(test_model_feature_list),
+        cmocka_unit_test(test_feature_stamp_and_lists),
+        cmocka_unit_test(test_public_accessors),
         cmocka_unit_test(test_predict_api_and_cache),
         cmocka_unit_test(test_predict_unseen_real_kernels),
         cmocka_unit_test(test_bad_queries),

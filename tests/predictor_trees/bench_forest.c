@@ -1,7 +1,7 @@
 /*
- * ns per mosaic_forest_predict for a synthetic 100-tree model of complete
+ * ns per mosaic__forest_predict for a synthetic 100-tree model of complete
  * depth-6 trees (the inter-SM model's size), on one core. The model is
- * generated as XGBoost JSON and loaded through mosaic_forest_load_string, so
+ * generated as XGBoost JSON and loaded through mosaic__forest_load_string, so
  * the benchmark measures exactly what the predictor runs; no libxgboost is
  * needed. Prints a table of the median and spread over many runs; asserts
  * nothing about time.
@@ -100,12 +100,12 @@ static int cmp_double(const void *a, const void *b)
 
 /* ns per prediction over rows (one run), and a checksum so that the calls
  * cannot be optimised away. */
-static double time_run(const struct mosaic_forest *f, const float *X, int rows,
+static double time_run(const struct mosaic__forest *f, const float *X, int rows,
                        double *checksum)
 {
     double t0 = now_ns(), sum = 0;
     for (int i = 0; i < rows; i++)
-        sum += mosaic_forest_predict(f, &X[(size_t)i * NFEAT]);
+        sum += mosaic__forest_predict(f, &X[(size_t)i * NFEAT]);
     *checksum += sum;
     return (now_ns() - t0) / rows;
 }
@@ -114,12 +114,12 @@ static void bench(const char *label, int ntrees, int depth, double nan_fraction,
                   int rows)
 {
     char *text = make_model(ntrees, depth), err[512];
-    struct mosaic_forest *f;
+    struct mosaic__forest *f;
     float *X = malloc(sizeof(float) * (size_t)rows * NFEAT);
     double *ns = malloc(sizeof(double) * (size_t)runs), checksum = 0;
     uint64_t s = 2463534242ULL;
 
-    if (!text || !X || !ns || mosaic_forest_load_string(text, label, &f, err, sizeof(err))) {
+    if (!text || !X || !ns || mosaic__forest_load_string(text, label, &f, err, sizeof(err))) {
         fprintf(stderr, "bench_forest: %s\n", text ? err : "out of memory");
         exit(1);
     }
@@ -133,7 +133,7 @@ static void bench(const char *label, int ntrees, int depth, double nan_fraction,
            ns[0], ns[runs / 2], ns[(runs * 9) / 10], ns[runs / 2] / ntrees);
     if (checksum == 42.0)
         printf("(checksum)\n");
-    mosaic_forest_free(f);
+    mosaic__forest_free(f);
     free(text);
     free(X);
     free(ns);
@@ -148,7 +148,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s [RUNS] [ROWS]\n", argv[0]);
         return 2;
     }
-    printf("mosaic_forest_predict, one core, %d runs of %d rows (ns per prediction)\n\n",
+    printf("mosaic__forest_predict, one core, %d runs of %d rows (ns per prediction)\n\n",
            runs, rows);
     printf("| %-26s | %5s | %5s | %8s | %8s | %8s | %8s |\n", "model", "trees", "depth",
            "min", "median", "p90", "per tree");

@@ -25,9 +25,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* Predicts an all-NaN row and an all-zero row: every node path is followed
  * down to a leaf, so an invalid index would be caught by ASan. */
-static void exercise(const struct mosaic_forest *f)
+static void exercise(const struct mosaic__forest *f)
 {
-    int d = mosaic_forest_nfeatures(f);
+    int d = mosaic__forest_nfeatures(f);
     float *x;
 
     if (d <= 0 || d > MAX_PREDICT_FEATURES)
@@ -37,11 +37,11 @@ static void exercise(const struct mosaic_forest *f)
         return;
     for (int j = 0; j < d; j++)
         x[j] = NAN;
-    if (!isfinite(mosaic_forest_predict(f, x)))
+    if (!isfinite(mosaic__forest_predict(f, x)))
         abort();
     for (int j = 0; j < d; j++)
         x[j] = 0.0f;
-    if (!isfinite(mosaic_forest_predict(f, x)))
+    if (!isfinite(mosaic__forest_predict(f, x)))
         abort();
     free(x);
 }
@@ -50,17 +50,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *json = malloc(size + 1);
     char err[512];
-    struct mosaic_forest *f = NULL;
+    struct mosaic__forest *f = NULL;
 
     if (!json)
         return 0;
     memcpy(json, data, size);
     json[size] = '\0';
-    if (mosaic_forest_load_string(json, "fuzz", &f, err, sizeof(err)) == 0) {
+    if (mosaic__forest_load_string(json, "fuzz", &f, err, sizeof(err)) == 0) {
         if (!f)
             abort();
         exercise(f);
-        mosaic_forest_free(f);
+        mosaic__forest_free(f);
     } else if (f != NULL || err[0] == '\0') {
         /* A failure must leave no forest and always explain itself. */
         abort();

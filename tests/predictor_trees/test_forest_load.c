@@ -78,13 +78,13 @@ static void expect_error(cJSON *root, int code, ...)
 {
     char *text = cJSON_PrintUnformatted(root);
     char err[512];
-    struct mosaic_forest *f = (struct mosaic_forest *)&err; /* must be reset */
+    struct mosaic__forest *f = (struct mosaic__forest *)&err; /* must be reset */
     va_list ap;
     const char *frag;
 
     cJSON_Delete(root);
     assert_non_null(text);
-    assert_int_equal(mosaic_forest_load_string(text, "m.json", &f, err, sizeof(err)), code);
+    assert_int_equal(mosaic__forest_load_string(text, "m.json", &f, err, sizeof(err)), code);
     assert_null(f);
     free(text);
     print_message("  %s\n", err);
@@ -104,12 +104,12 @@ static void test_valid_models_load(void **state)
     (void)state;
     for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
         char path[1024], err[512];
-        struct mosaic_forest *f;
+        struct mosaic__forest *f;
         snprintf(path, sizeof(path), "%s/%s", CORPUS, files[i]);
-        assert_int_equal(mosaic_forest_load(path, &f, err, sizeof(err)), 0);
-        assert_true(mosaic_forest_ntrees(f) >= 2);
-        assert_true(mosaic_forest_nfeatures(f) >= 3);
-        mosaic_forest_free(f);
+        assert_int_equal(mosaic__forest_load(path, &f, err, sizeof(err)), 0);
+        assert_true(mosaic__forest_ntrees(f) >= 2);
+        assert_true(mosaic__forest_nfeatures(f) >= 3);
+        mosaic__forest_free(f);
     }
 }
 
@@ -120,7 +120,7 @@ static void test_split_rule_and_missing(void **state)
     cJSON *root = valid_model();
     char *text;
     char err[512];
-    struct mosaic_forest *f;
+    struct mosaic__forest *f;
     cJSON *t0 = tree(root, 0), *t1 = tree(root, 1);
     (void)state;
 
@@ -138,27 +138,27 @@ static void test_split_rule_and_missing(void **state)
     }
     text = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
-    assert_int_equal(mosaic_forest_load_string(text, "stumps", &f, err, sizeof(err)), 0);
+    assert_int_equal(mosaic__forest_load_string(text, "stumps", &f, err, sizeof(err)), 0);
     free(text);
     {
         /* Tree 0: x0 < 0.5 -> 1 else 2, NaN -> left (1). Tree 1: x1 < 0.5 ->
          * 2 else 4, NaN -> right (4). base_score 0.5. */
         const float a[3] = {0.25f, 0.25f, 0}, b[3] = {0.5f, 0.5f, 0},
                     c[3] = {NAN, NAN, NAN}, d[3] = {-INFINITY, INFINITY, 0};
-        assert_float_equal(mosaic_forest_predict(f, a), 1 + 2 + 0.5, 1e-12);
-        assert_float_equal(mosaic_forest_predict(f, b), 2 + 4 + 0.5, 1e-12);
-        assert_float_equal(mosaic_forest_predict(f, c), 1 + 4 + 0.5, 1e-12);
-        assert_float_equal(mosaic_forest_predict(f, d), 1 + 4 + 0.5, 1e-12);
+        assert_float_equal(mosaic__forest_predict(f, a), 1 + 2 + 0.5, 1e-12);
+        assert_float_equal(mosaic__forest_predict(f, b), 2 + 4 + 0.5, 1e-12);
+        assert_float_equal(mosaic__forest_predict(f, c), 1 + 4 + 0.5, 1e-12);
+        assert_float_equal(mosaic__forest_predict(f, d), 1 + 4 + 0.5, 1e-12);
     }
-    mosaic_forest_free(f);
+    mosaic__forest_free(f);
 }
 
 static void test_missing_file(void **state)
 {
     char err[512];
-    struct mosaic_forest *f;
+    struct mosaic__forest *f;
     (void)state;
-    assert_int_equal(mosaic_forest_load("/nonexistent/model.json", &f, err, sizeof(err)),
+    assert_int_equal(mosaic__forest_load("/nonexistent/model.json", &f, err, sizeof(err)),
                      MOSAIC_EIO);
     assert_null(f);
     assert_non_null(strstr(err, "/nonexistent/model.json: cannot open"));
@@ -167,10 +167,10 @@ static void test_missing_file(void **state)
 static void test_truncated_file(void **state)
 {
     char path[1024], err[512];
-    struct mosaic_forest *f;
+    struct mosaic__forest *f;
     (void)state;
     snprintf(path, sizeof(path), "%s/bad_truncated.json", CORPUS);
-    assert_int_equal(mosaic_forest_load(path, &f, err, sizeof(err)), MOSAIC_EINVAL);
+    assert_int_equal(mosaic__forest_load(path, &f, err, sizeof(err)), MOSAIC_EINVAL);
     assert_non_null(strstr(err, "bad_truncated.json: not valid JSON"));
 }
 
@@ -179,13 +179,13 @@ static void test_every_truncation(void **state)
     char *text = slurp(VALID);
     size_t n = strlen(text);
     char err[512];
-    struct mosaic_forest *f;
+    struct mosaic__forest *f;
     (void)state;
     /* Every prefix of a model is broken JSON, so none may load. */
     for (size_t len = 0; len < n; len++) {
         char saved = text[len];
         text[len] = '\0';
-        assert_int_equal(mosaic_forest_load_string(text, "t", &f, err, sizeof(err)),
+        assert_int_equal(mosaic__forest_load_string(text, "t", &f, err, sizeof(err)),
                          MOSAIC_EINVAL);
         text[len] = saved;
     }
@@ -365,18 +365,18 @@ static void test_unsupported_models(void **state)
 static void test_null_arguments(void **state)
 {
     char err[64];
-    struct mosaic_forest *f = NULL;
+    struct mosaic__forest *f = NULL;
     (void)state;
-    assert_int_equal(mosaic_forest_load_string(NULL, "x", &f, err, sizeof(err)),
+    assert_int_equal(mosaic__forest_load_string(NULL, "x", &f, err, sizeof(err)),
                      MOSAIC_EINVAL);
-    assert_int_equal(mosaic_forest_load_string("{}", "x", NULL, err, sizeof(err)),
+    assert_int_equal(mosaic__forest_load_string("{}", "x", NULL, err, sizeof(err)),
                      MOSAIC_EINVAL);
-    assert_int_equal(mosaic_forest_load(NULL, &f, err, sizeof(err)), MOSAIC_EINVAL);
+    assert_int_equal(mosaic__forest_load(NULL, &f, err, sizeof(err)), MOSAIC_EINVAL);
     /* A short or absent message buffer is not an error of its own. */
-    assert_int_equal(mosaic_forest_load_string("{", "x", &f, err, 4), MOSAIC_EINVAL);
+    assert_int_equal(mosaic__forest_load_string("{", "x", &f, err, 4), MOSAIC_EINVAL);
     assert_int_equal(strlen(err), 3);
-    assert_int_equal(mosaic_forest_load_string("{", "x", &f, NULL, 0), MOSAIC_EINVAL);
-    mosaic_forest_free(NULL);
+    assert_int_equal(mosaic__forest_load_string("{", "x", &f, NULL, 0), MOSAIC_EINVAL);
+    mosaic__forest_free(NULL);
 }
 
 int main(void)

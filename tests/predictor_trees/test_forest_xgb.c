@@ -1,7 +1,7 @@
 /*
  * predictor/trees.c against libxgboost itself: small regression models are
  * trained here with the xgboost C API, saved as JSON, loaded with
- * mosaic_forest_load, and both predict 1000 rows (copies of training rows,
+ * mosaic__forest_load, and both predict 1000 rows (copies of training rows,
  * so that features equal to thresholds occur, fresh random rows, and rows
  * with NaN features). The two must agree within 1e-5, relative.
  */
@@ -142,7 +142,7 @@ static void compare_model(const struct train_cfg *c)
     bst_ulong npred;
     DMatrixHandle dm;
     BoosterHandle b;
-    struct mosaic_forest *f = NULL;
+    struct mosaic__forest *f = NULL;
     uint64_t s = 12345u + c->seed;
     double worst = 0;
     int fd = mkstemps(path, 5);
@@ -150,16 +150,16 @@ static void compare_model(const struct train_cfg *c)
     assert_true(fd >= 0);
     close(fd);
     b = train(c, path, &Xtrain);
-    assert_int_equal(mosaic_forest_load(path, &f, err, sizeof(err)), 0);
-    assert_int_equal(mosaic_forest_nfeatures(f), c->nfeat);
-    assert_int_equal(mosaic_forest_ntrees(f), c->rounds);
+    assert_int_equal(mosaic__forest_load(path, &f, err, sizeof(err)), 0);
+    assert_int_equal(mosaic__forest_nfeatures(f), c->nfeat);
+    assert_int_equal(mosaic__forest_ntrees(f), c->rounds);
 
     X = test_rows(c, Xtrain, &s);
     check_xgb(XGDMatrixCreateFromMat(X, N_TEST_ROWS, (bst_ulong)c->nfeat, NAN, &dm));
     check_xgb(XGBoosterPredict(b, dm, 0, 0, 0, &npred, &pred));
     assert_int_equal(npred, N_TEST_ROWS);
     for (int i = 0; i < N_TEST_ROWS; i++) {
-        double ours = mosaic_forest_predict(f, &X[(size_t)i * c->nfeat]);
+        double ours = mosaic__forest_predict(f, &X[(size_t)i * c->nfeat]);
         double diff = fabs(ours - pred[i]) / fmax(1.0, fabs(pred[i]));
         if (diff > worst)
             worst = diff;
@@ -174,7 +174,7 @@ static void compare_model(const struct train_cfg *c)
 
     check_xgb(XGDMatrixFree(dm));
     check_xgb(XGBoosterFree(b));
-    mosaic_forest_free(f);
+    mosaic__forest_free(f);
     free(X);
     free(Xtrain);
     unlink(path);

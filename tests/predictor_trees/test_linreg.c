@@ -57,12 +57,12 @@ static void test_exact_solution(void **state)
     (void)state;
 
     for (size_t i = 0; i < n; i++)
-        y[i] = mosaic_linreg_predict(truth, d, &X[i * d]);
-    assert_int_equal(mosaic_linreg_fit(X, y, n, d, 0.0, coef), 0);
+        y[i] = mosaic__linreg_predict(truth, d, &X[i * d]);
+    assert_int_equal(mosaic__linreg_fit(X, y, n, d, 0.0, coef), 0);
     for (size_t j = 0; j <= d; j++)
         assert_true(fabs(coef[j] - truth[j]) <= 1e-7 * fabs(truth[j]));
     for (size_t i = 0; i < n; i++)
-        assert_float_equal(mosaic_linreg_predict(coef, d, &X[i * d]), y[i], 1e-7);
+        assert_float_equal(mosaic__linreg_predict(coef, d, &X[i * d]), y[i], 1e-7);
     free(X);
 }
 
@@ -72,10 +72,10 @@ static void test_tiny_known(void **state)
     const double X[3] = {0, 1, 2}, y[3] = {1, 3, 5};
     double coef[2];
     (void)state;
-    assert_int_equal(mosaic_linreg_fit(X, y, 3, 1, 0.0, coef), 0);
+    assert_int_equal(mosaic__linreg_fit(X, y, 3, 1, 0.0, coef), 0);
     assert_float_equal(coef[0], 2.0, 1e-12);
     assert_float_equal(coef[1], 1.0, 1e-12);
-    assert_float_equal(mosaic_linreg_predict(coef, 1, (const double[]){10}), 21.0, 1e-10);
+    assert_float_equal(mosaic__linreg_predict(coef, 1, (const double[]){10}), 21.0, 1e-10);
 }
 
 /* With noise of standard deviation 0.1 and 2000 rows, the estimate is within
@@ -95,13 +95,13 @@ static void test_noisy(void **state)
     for (size_t i = 0; i < n * d; i++)
         X[i] = rng_normal(&s);
     for (size_t i = 0; i < n; i++)
-        y[i] = mosaic_linreg_predict(truth, d, &X[i * d]) + 0.1 * rng_normal(&s);
-    assert_int_equal(mosaic_linreg_fit(X, y, n, d, 0.0, coef), 0);
+        y[i] = mosaic__linreg_predict(truth, d, &X[i * d]) + 0.1 * rng_normal(&s);
+    assert_int_equal(mosaic__linreg_fit(X, y, n, d, 0.0, coef), 0);
     /* Standard error per coefficient is about 0.1 / sqrt(2000) = 0.0022. */
     for (size_t j = 0; j <= d; j++)
         assert_true(fabs(coef[j] - truth[j]) < 0.012);
     for (size_t i = 0; i < n; i++) {
-        double r = y[i] - mosaic_linreg_predict(coef, d, &X[i * d]);
+        double r = y[i] - mosaic__linreg_predict(coef, d, &X[i * d]);
         rss += r * r;
     }
     assert_true(fabs(sqrt(rss / (double)n) - 0.1) < 0.01);
@@ -118,11 +118,11 @@ static void test_ridge_shrinks(void **state)
     double c0[2], c1[2];
     const double ridge = 4.0;
     (void)state;
-    assert_int_equal(mosaic_linreg_fit(X, y, 4, 1, 0.0, c0), 0);
-    assert_int_equal(mosaic_linreg_fit(X, y, 4, 1, ridge, c1), 0);
+    assert_int_equal(mosaic__linreg_fit(X, y, 4, 1, 0.0, c0), 0);
+    assert_int_equal(mosaic__linreg_fit(X, y, 4, 1, ridge, c1), 0);
     assert_float_equal(c0[0], 2.0, 1e-12);
     assert_float_equal(c1[0], 2.0 * 4.0 / (4.0 + ridge), 1e-12);
-    assert_float_equal(mosaic_linreg_predict(c1, 1, (const double[]){2.5}), 5.0, 1e-12);
+    assert_float_equal(mosaic__linreg_predict(c1, 1, (const double[]){2.5}), 5.0, 1e-12);
 }
 
 static void assert_all_nan(const double *coef, size_t m)
@@ -139,21 +139,21 @@ static void test_ill_posed(void **state)
     /* A constant feature is collinear with the intercept. */
     {
         const double X[8] = {1, 5, 2, 5, 3, 5, 4, 5}, y[4] = {1, 2, 3, 4};
-        assert_int_equal(mosaic_linreg_fit(X, y, 4, 2, 0.0, coef), MOSAIC_EINVAL);
+        assert_int_equal(mosaic__linreg_fit(X, y, 4, 2, 0.0, coef), MOSAIC_EINVAL);
         assert_all_nan(coef, 3);
         /* A ridge makes it well posed: the constant feature gets weight 0. */
-        assert_int_equal(mosaic_linreg_fit(X, y, 4, 2, 1e-3, coef), 0);
+        assert_int_equal(mosaic__linreg_fit(X, y, 4, 2, 1e-3, coef), 0);
         assert_float_equal(coef[1], 0.0, 1e-12);
     }
     /* Two identical columns. */
     {
         const double X[8] = {1, 1, 2, 2, 3, 3, 5, 5}, y[4] = {1, 2, 3, 4};
-        assert_int_equal(mosaic_linreg_fit(X, y, 4, 2, 0.0, coef), MOSAIC_EINVAL);
+        assert_int_equal(mosaic__linreg_fit(X, y, 4, 2, 0.0, coef), MOSAIC_EINVAL);
     }
     /* Fewer rows than coefficients. */
     {
         const double X[4] = {1, 7, 2, 3}, y[2] = {1, 2};
-        assert_int_equal(mosaic_linreg_fit(X, y, 2, 2, 0.0, coef), MOSAIC_EINVAL);
+        assert_int_equal(mosaic__linreg_fit(X, y, 2, 2, 0.0, coef), MOSAIC_EINVAL);
     }
 }
 
@@ -163,15 +163,15 @@ static void test_bad_arguments(void **state)
     const double Xnan[2] = {1, NAN}, yinf[2] = {1, INFINITY};
     double coef[2];
     (void)state;
-    assert_int_equal(mosaic_linreg_fit(NULL, y, 2, 1, 0, coef), MOSAIC_EINVAL);
-    assert_int_equal(mosaic_linreg_fit(X, NULL, 2, 1, 0, coef), MOSAIC_EINVAL);
-    assert_int_equal(mosaic_linreg_fit(X, y, 2, 1, 0, NULL), MOSAIC_EINVAL);
-    assert_int_equal(mosaic_linreg_fit(X, y, 0, 1, 0, coef), MOSAIC_EINVAL);
-    assert_int_equal(mosaic_linreg_fit(X, y, 2, 1, -1, coef), MOSAIC_EINVAL);
-    assert_int_equal(mosaic_linreg_fit(X, y, 2, 1, NAN, coef), MOSAIC_EINVAL);
-    assert_int_equal(mosaic_linreg_fit(Xnan, y, 2, 1, 0, coef), MOSAIC_EINVAL);
+    assert_int_equal(mosaic__linreg_fit(NULL, y, 2, 1, 0, coef), MOSAIC_EINVAL);
+    assert_int_equal(mosaic__linreg_fit(X, NULL, 2, 1, 0, coef), MOSAIC_EINVAL);
+    assert_int_equal(mosaic__linreg_fit(X, y, 2, 1, 0, NULL), MOSAIC_EINVAL);
+    assert_int_equal(mosaic__linreg_fit(X, y, 0, 1, 0, coef), MOSAIC_EINVAL);
+    assert_int_equal(mosaic__linreg_fit(X, y, 2, 1, -1, coef), MOSAIC_EINVAL);
+    assert_int_equal(mosaic__linreg_fit(X, y, 2, 1, NAN, coef), MOSAIC_EINVAL);
+    assert_int_equal(mosaic__linreg_fit(Xnan, y, 2, 1, 0, coef), MOSAIC_EINVAL);
     assert_all_nan(coef, 2);
-    assert_int_equal(mosaic_linreg_fit(X, yinf, 2, 1, 0, coef), MOSAIC_EINVAL);
+    assert_int_equal(mosaic__linreg_fit(X, yinf, 2, 1, 0, coef), MOSAIC_EINVAL);
 }
 
 /* d = 0 fits the mean. */
@@ -180,9 +180,9 @@ static void test_intercept_only(void **state)
     const double y[3] = {1, 2, 6};
     double coef[1], dummy = 0;
     (void)state;
-    assert_int_equal(mosaic_linreg_fit(&dummy, y, 3, 0, 0.0, coef), 0);
+    assert_int_equal(mosaic__linreg_fit(&dummy, y, 3, 0, 0.0, coef), 0);
     assert_float_equal(coef[0], 3.0, 1e-12);
-    assert_float_equal(mosaic_linreg_predict(coef, 0, NULL), 3.0, 1e-12);
+    assert_float_equal(mosaic__linreg_predict(coef, 0, NULL), 3.0, 1e-12);
 }
 
 int main(void)

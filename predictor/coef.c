@@ -1,0 +1,82 @@
+/*
+ * The analytic coefficients (analytic.json): defaults, reader and writer.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "predictor_internal.h"
+
+void mosaic__coef_default(struct mosaic__coef *c)
+{
+    c->pack = 0;
+    c->gap_us = 1.6;
+    c->intra_w = 1;
+}
+
+int mosaic__coef_save(const char *path, const struct mosaic__coef *c,
+                      char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        return MOSAIC_EIO;
+    }
+    fprintf(f,
+            "{\"schema\": \"mosaic-analytic/1\",\n"
+            " \"pack\": %.17g,\n \"gap_us\": %.17g,\n \"intra_w\": %.17g}\n",
+            c->pack, c->gap_us, c->intra_w);
+    if (fclose(f) != 0) {
+        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        return MOSAIC_EIO;
+    }
+    return 0;
+}
+
+static int coef_num(cJSON *root, const char *path, const char *key, double lo,
+                    double hi, double *out, char *err, size_t errlen)
+{
+    cJSON *it = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble) ||
+        it->valuedouble < lo || it->valuedouble > hi) {
+        snprintf(err, errlen, "%s: field \"%s\" missing or not a number in [%g, %g]",
+                 path, key, lo, hi);
+        return MOSAIC_EINVAL;
+    }
+    *out = it->valuedouble;
+    return 0;
+}
+
+int mosaic__coef_load(const char *path, struct mosaic__coef *c, char *err,
+                      size_t errlen)
+{
+    char *txt;
+    cJSON *root, *sch;
+    int rc;
+
+    err[0] = 0;
+    rc = mosaic_read_text(path, 1L << 20, &txt, err, errlen);
+    if (rc) return rc;
+    root = cJSON_Parse(txt);
+    free(txt);
+    if (!root || !cJSON_IsObject(root)) {
+        snprintf(err, errlen, "%s: not a JSON object (malformed or truncated)", path);
+        cJSON_Delete(root);
+        return MOSAIC_EINVAL;
+    }
+    sch = cJSON_GetObjectItemCaseSensitive(root, "schema");
+    if (!cJSON_IsString(sch) || strcmp(sch->valuestring, "mosaic-analytic/1") != 0) {
+        snprintf(err, errlen, "%s: field \"schema\" is not \"mosaic-analytic/1\"", path);
+        cJSON_Delete(root);
+        return MOSAIC_EINVAL;
+    }
+    rc = coef_num(root, path, "pack", 0, 10, &c->pack, err, errlen);
+    if (!rc) rc = coef_num(root, path, "gap_us", 0, 100, &c->gap_us, err, errlen);
+    if (!rc) rc = coef_num(root, path, "intra_w", 0, 10, &c->intra_w, err, errlen);
+    cJSON_Delete(root);
+    return rc;
+}
