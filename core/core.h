@@ -7,6 +7,7 @@
  *                      project builds with -fvisibility=hidden)
  *   mosaic__errf       "file: field: message" into a caller's buffer
  *   mosaic__read_file  a whole regular file into memory, size-limited
+ *   mosaic__open_regular  the same checks, for readers that stream
  *
  * The JSON string writer is in core/json.h; the driver binding list and the
  * kernel-identity resolver (which need cuda.h) are in core/cudrv.h.
@@ -36,6 +37,16 @@ extern "C" {
 int mosaic__errf(char *err, size_t errlen, int code, const char *file,
                  const char *field, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
+
+/*
+ * Opens path for reading, but only a regular file: it is opened with
+ * O_NONBLOCK|O_CLOEXEC so that a FIFO or a device cannot block the caller,
+ * checked with fstat, and put back into blocking mode. Returns the file
+ * descriptor, or MOSAIC_EIO (cannot open; not a regular file, with what it
+ * is instead) with "path: what went wrong" in err. For readers that stream
+ * (the ncu importer); whole documents go through mosaic__read_file.
+ */
+int mosaic__open_regular(const char *path, char *err, size_t errlen);
 
 /*
  * Reads the whole of path into a NUL-terminated malloc'd buffer (*out; the

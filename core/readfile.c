@@ -28,19 +28,13 @@ static const char *file_kind(mode_t m)
     return "not a regular file";
 }
 
-int mosaic__read_file(const char *path, long max, char **out, char *err,
-                      size_t errlen)
+int mosaic__open_regular(const char *path, char *err, size_t errlen)
 {
     struct stat st;
-    char *buf = NULL;
-    size_t size, got = 0;
-    int fd, flags, rc = 0;
+    int fd, flags, rc;
 
-    if (out)
-        *out = NULL;
-    if (!path || !out)
-        return mosaic__errf(err, errlen, MOSAIC_EINVAL, path, NULL,
-                            "no path or no output pointer");
+    if (!path)
+        return mosaic__errf(err, errlen, MOSAIC_EINVAL, path, NULL, "no path");
     /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
      * writer, and the caller would hang before it could be told. */
     fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -50,25 +44,47 @@ int mosaic__read_file(const char *path, long max, char **out, char *err,
     if (fstat(fd, &st) != 0) {
         rc = mosaic__errf(err, errlen, MOSAIC_EIO, path, NULL,
                           "cannot stat: %s", strerror(errno));
-        goto out;
-    }
-    if (!S_ISREG(st.st_mode)) {
+    } else if (!S_ISREG(st.st_mode)) {
         rc = mosaic__errf(err, errlen, MOSAIC_EIO, path, NULL,
                           "is %s, not a regular file: name a file",
                           file_kind(st.st_mode));
+    } else if ((flags = fcntl(fd, F_GETFL)) < 0 ||
+               fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+        /* Back to blocking reads: a regular file never blocks for long, and
+         * a short non-blocking read would only complicate every reader. */
+        rc = mosaic__errf(err, errlen, MOSAIC_EIO, path, NULL,
+                          "cannot set blocking mode: %s", strerror(errno));
+    } else {
+        return fd;
+    }
+    close(fd);
+    return rc;
+}
+
+int mosaic__read_file(const char *path, long max, char **out, char *err,
+                      size_t errlen)
+{
+    struct stat st;
+    char *buf = NULL;
+    size_t size, got = 0;
+    int fd, rc = 0;
+
+    if (out)
+        *out = NULL;
+    if (!path || !out)
+        return mosaic__errf(err, errlen, MOSAIC_EINVAL, path, NULL,
+                            "no path or no output pointer");
+    fd = mosaic__open_regular(path, err, errlen);
+    if (fd < 0)
+        return fd;
+    if (fstat(fd, &st) != 0) {
+        rc = mosaic__errf(err, errlen, MOSAIC_EIO, path, NULL,
+                          "cannot stat: %s", strerror(errno));
         goto out;
     }
     if (max < 0 || st.st_size > (off_t)max) {
         rc = mosaic__errf(err, errlen, MOSAIC_ETOOBIG, path, NULL,
                           "the file is larger than %ld bytes", max < 0 ? 0 : max);
-        goto out;
-    }
-    /* Back to blocking reads: a regular file never blocks for long, and a
-     * short non-blocking read would only complicate the loop. */
-    flags = fcntl(fd, F_GETFL);
-    if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
-        rc = mosaic__errf(err, errlen, MOSAIC_EIO, path, NULL,
-                          "cannot set blocking mode: %s", strerror(errno));
         goto out;
     }
     size = (size_t)st.st_size;

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "mosaic/predict.h"
-#include "profile.h"
+#include "mosaic/profile.h"
 #include "trees.h"
 
 #define MOSAIC_VIS __attribute__((visibility("default")))

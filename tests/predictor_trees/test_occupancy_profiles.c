@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "profile.h"
+#include "mosaic/profile.h"
 
 /* The H200 (sm_90) as the CUDA occupancy calculator describes it. */
 #define H200_REGS_PER_SM 65536

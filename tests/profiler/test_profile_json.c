@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "profile.h"
+#include "mosaic/profile.h"
 
 static const char *tmp_path(void)
 {
@@ -171,8 +171,11 @@ static void expect_read_error(const char *json, const char *want)
 {
     struct mosaic_profile p;
     char err[1024] = "";
-    if (mosaic_profile_read_string(json, "x.json", &p, err, sizeof(err)) == 0)
+    int rc = mosaic_profile_read_string(json, "x.json", &p, err, sizeof(err));
+    if (rc == 0)
         fail_msg("read succeeded, wanted \"%s\"", want);
+    /* Input that is not a profile is malformed, not a caller's mistake. */
+    assert_int_equal(rc, MOSAIC_EFORMAT);
     assert_int_equal(strncmp(err, "x.json: ", 8), 0);
     if (!strstr(err, want))
         fail_msg("error lacks \"%s\": %s", want, err);
@@ -250,21 +253,36 @@ static void test_read_errors(void **state)
 
     struct mosaic_profile p;
     char err[512];
-    assert_int_equal(mosaic_profile_read_file("/nonexistent/p.json", &p, err, sizeof(err)), -1);
+    assert_int_equal(mosaic_profile_read_file("/nonexistent/p.json", &p, err, sizeof(err)),
+                     MOSAIC_EIO);
     assert_non_null(strstr(err, "/nonexistent/p.json: cannot open"));
-    assert_int_equal(mosaic_profile_read_file("/", &p, err, sizeof(err)), -1);
+    assert_int_equal(mosaic_profile_read_file("/", &p, err, sizeof(err)), MOSAIC_EIO);
     assert_non_null(strstr(err, "not a regular file"));
 }
 
+/* A name that is not valid UTF-8 (as a driver may hand back) is written
+ * escaped, and the file still reads back, with U+FFFD in its place. */
 static void test_escaping(void **state)
 {
     (void)state;
-    char *buf = NULL;
+    static const char raw[] = "a\"b\\c\n\x01\x7f\xc3\xa9\xed\xa0\x80z";
+    struct mosaic_profile p, q;
+    char *buf = NULL, err[512] = "";
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    mosaic_json_write_string(f, "a\"b\\c\n\x01\x7f\xc3\xa9\xed\xa0\x80z");
+
+    mosaic_profile_init(&p);
+    assert_int_equal(mosaic_set_str(&p.method, MOSAIC_METHOD_NCU), 0);
+    assert_int_equal(mosaic_set_str(&p.gpu.name, raw), 0);
+    assert_int_equal(mosaic_profile_write(&p, f), 0);
     fclose(f);
-    assert_string_equal(buf, "\"a\\\"b\\\\c\\n\\u0001\\u007f\xc3\xa9\\ufffd\\ufffd\\ufffdz\"");
+    assert_non_null(strstr(buf, "\"name\": \"a\\\"b\\\\c\\n\\u0001\\u007f\xc3\xa9"
+                                "\\ufffd\\ufffd\\ufffdz\""));
+    assert_int_equal(mosaic_profile_read_string(buf, "esc.json", &q, err, sizeof(err)), 0);
+    assert_string_equal(q.gpu.name, "a\"b\\c\n\x01\x7f\xc3\xa9\xef\xbf\xbd\xef\xbf\xbd"
+                                    "\xef\xbf\xbdz");
+    mosaic_profile_free(&q);
+    mosaic_profile_free(&p);
     free(buf);
 }
 
