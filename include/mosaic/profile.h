@@ -88,7 +88,7 @@ struct mosaic_profile {
     size_t cap_kernels;
 };
 
-/* Metric table (from metrics.h). */
+/* Metric table (from mosaic/profile_metrics.h). */
 const char *mosaic_metric_key(int id);
 const char *mosaic_metric_name(int id);
 const char *mosaic_metric_unit(int id);

@@ -39,9 +39,9 @@
  *     counted. While a launch is being profiled every other launch of the
  *     process waits at its enter callback (one recursive lock), so that no
  *     other kernel lands in the range.
- *   - Each metric of metrics.h is validated on its own with the host API
- *     (GetMetricProperties, ConfigAddMetrics); one that the chip or CUPTI
- *     rejects is dropped with one stderr line and recorded as a problem.
+ *   - Each metric of mosaic/profile_metrics.h is validated on its own
+ *     with the host API (GetMetricProperties, ConfigAddMetrics); one that
+ *     the chip or CUPTI rejects is dropped with one stderr line and recorded as a problem.
  *   - Kernels launched under stream capture execute nothing at launch and
  *     are not profiled there (their launch data is kept; a later direct
  *     launch of the same key is profiled). Kernels that run only inside

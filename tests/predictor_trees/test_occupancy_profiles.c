@@ -5,7 +5,7 @@
  * (registers, threads per block, static + dynamic shared memory, carveout)
  * and the H200's limits alone must equal what the driver reported. Two
  * computations are checked: one written here from the hardware numbers, and
- * profiler/capture/profile.c's mosaic_occupancy_limits, which the predictor
+ * profiler/profile/profile.c's mosaic_occupancy_limits, which the predictor
  * uses, fed the same constants (not the device attributes captured with
  * the profile).
  */
