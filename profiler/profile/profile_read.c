@@ -4,7 +4,11 @@
  *   prof.json: kernels[3].grid: expected an array of 3 integers
  * and returns MOSAIC_EFORMAT for input that is not a profile, MOSAIC_ENOMEM
  * when an allocation failed, and the whole-file reader's code (MOSAIC_EIO,
- * MOSAIC_ETOOBIG, ...) when the file could not be read.
+ * MOSAIC_ETOOBIG, ...) when the file could not be read. One limit: cJSON
+ * reports a parse that ran out of memory as a parse error, so an
+ * out-of-memory inside cJSON_Parse reads as "not valid JSON" (EFORMAT);
+ * cJSON's allocator hooks are process-wide, which is why they are not
+ * replaced here to tell the two apart.
  */
 #define _GNU_SOURCE 1
 #include "mosaic/profile.h"
