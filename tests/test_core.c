@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE 1
 #include <errno.h>
+#include <iconv.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -242,6 +243,124 @@ static void test_json_buffer_cut(void **state)
     assert_int_equal(mosaic__json_snprint(NULL, 0, "abc"), 5);
 }
 
+/* A fixed-seed generator, so a failure repeats. */
+static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
+
+static uint32_t rnd(void)
+{
+    g_rng ^= g_rng << 13;
+    g_rng ^= g_rng >> 7;
+    g_rng ^= g_rng << 17;
+    return (uint32_t)(g_rng >> 16);
+}
+
+/* Whether s is valid UTF-8, by the C library's converter (not the code
+ * under test). */
+static int iconv_accepts(const char *s)
+{
+    iconv_t cd = iconv_open("UTF-32LE", "UTF-8");
+    char out[4096], *in = (char *)s, *o = out;
+    size_t inleft = strlen(s), outleft = sizeof(out);
+    int ok;
+
+    assert_true(cd != (iconv_t)-1);
+    ok = iconv(cd, &in, &inleft, &o, &outleft) != (size_t)-1 && inleft == 0;
+    iconv_close(cd);
+    return ok;
+}
+
+/* Random bytes, weighted towards the ones UTF-8 treats specially: the
+ * output is always a JSON string that the C library reads as UTF-8, and the
+ * two forms agree. */
+static void test_json_random_bytes(void **state)
+{
+    static const unsigned char special[] = {0x80, 0xbf, 0xc0, 0xc1, 0xc2, 0xdf,
+                                            0xe0, 0xed, 0xef, 0xf0, 0xf4, 0xf5,
+                                            0xff, 0x7f, 0x01, '"', '\\', '\n'};
+    (void)state;
+    /* The checker itself refuses what the writer must never emit. */
+    assert_false(iconv_accepts("\xc0\xaf"));
+    assert_false(iconv_accepts("\xed\xa0\x80"));
+    assert_false(iconv_accepts("\xf4\x90\x80\x80"));
+    assert_false(iconv_accepts("a\x80"));
+    assert_true(iconv_accepts("caf\xc3\xa9"));
+    for (int iter = 0; iter < 20000; iter++) {
+        char in[40], buf[300];
+        size_t len = rnd() % 32;
+        for (size_t i = 0; i < len; i++) {
+            uint32_t r = rnd();
+            unsigned char c = (unsigned char)(r >> 8);
+            if (r % 3 == 0)
+                c = special[(r >> 4) % sizeof(special)];
+            else if (r % 3 == 1)
+                c = (unsigned char)(0x80 | (c & 0x3f));
+            in[i] = (char)(c ? c : 'x');
+        }
+        in[len] = '\0';
+        size_t n = mosaic__json_snprint(buf, sizeof(buf), in);
+        assert_true(n < sizeof(buf));
+        char *f = via_file(in);
+        assert_string_equal(f, buf);
+        free(f);
+        if (!iconv_accepts(buf))
+            fail_msg("output is not UTF-8 (iteration %d)", iter);
+        cJSON *v = cJSON_Parse(buf);
+        if (!v || !cJSON_IsString(v))
+            fail_msg("output is not a JSON string (iteration %d): %s", iter, buf);
+        cJSON_Delete(v);
+    }
+}
+
+static size_t utf8_encode(uint32_t cp, char *out)
+{
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (char)(0xc0 | (cp >> 6));
+        out[1] = (char)(0x80 | (cp & 0x3f));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (char)(0xe0 | (cp >> 12));
+        out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+        out[2] = (char)(0x80 | (cp & 0x3f));
+        return 3;
+    }
+    out[0] = (char)(0xf0 | (cp >> 18));
+    out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+    out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+    out[3] = (char)(0x80 | (cp & 0x3f));
+    return 4;
+}
+
+/* Valid text of random code points (all lengths, control characters
+ * included) comes back unchanged through a JSON parser. */
+static void test_json_round_trip(void **state)
+{
+    (void)state;
+    for (int iter = 0; iter < 20000; iter++) {
+        char in[128], buf[1024];
+        size_t len = 0;
+        int ncp = (int)(rnd() % 16);
+        for (int i = 0; i < ncp; i++) {
+            static const uint32_t top[] = {0x80, 0x800, 0x10000, 0x110000};
+            uint32_t cp = 1 + rnd() % (top[rnd() % 4] - 1);
+            if (cp >= 0xd800 && cp <= 0xdfff)
+                cp = 0xfffd;
+            len += utf8_encode(cp, in + len);
+        }
+        in[len] = '\0';
+        assert_true(mosaic__json_snprint(buf, sizeof(buf), in) < sizeof(buf));
+        cJSON *v = cJSON_Parse(buf);
+        if (!v || !cJSON_IsString(v))
+            fail_msg("not a JSON string (iteration %d): %s", iter, buf);
+        assert_string_equal(v->valuestring, in);
+        cJSON_Delete(v);
+    }
+}
+
 static void test_json_write_error(void **state)
 {
     FILE *f = fopen("/dev/full", "w");
@@ -396,6 +515,8 @@ int main(void)
         cmocka_unit_test(test_read_file),
         cmocka_unit_test(test_json_escapes),
         cmocka_unit_test(test_json_buffer_cut),
+        cmocka_unit_test(test_json_random_bytes),
+        cmocka_unit_test(test_json_round_trip),
         cmocka_unit_test(test_json_write_error),
         cmocka_unit_test(test_kident),
         cmocka_unit_test(test_drv_load),
