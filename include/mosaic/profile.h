@@ -117,6 +117,12 @@ void mosaic_kernel_free(struct mosaic_kernel *k);
 /* "name|grid=X,Y,Z|block=X,Y,Z|dsmem=N" (malloc'd; NULL on ENOMEM). */
 char *mosaic_kernel_key(const char *name, const int64_t grid[3],
                         const int64_t block[3], int64_t dyn_smem);
+/* The same key into buf (cap bytes, NUL-terminated when cap > 0), for a
+ * lookup that should not allocate. Returns the key's length like snprintf
+ * (>= cap: it was cut), or MOSAIC_EINVAL when formatting failed. */
+int mosaic_kernel_key_buf(char *buf, size_t cap, const char *name,
+                          const int64_t grid[3], const int64_t block[3],
+                          int64_t dyn_smem);
 /* An index of a profile's kernels by key (open addressing). */
 struct mosaic_kindex {
     size_t *slot; /* kernel index + 1; 0 = empty */

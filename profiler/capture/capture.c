@@ -966,9 +966,10 @@ static long lookup_kernel(const struct launch *L, const char *symbol,
         identified = 1;
         name = id.name ? id.name : "?";
     }
-    int n = snprintf(buf, sizeof(buf), "%s|grid=%u,%u,%u|block=%u,%u,%u|dsmem=%u",
-                     name, L->grid[0], L->grid[1], L->grid[2], L->block[0],
-                     L->block[1], L->block[2], L->dyn_smem);
+    /* Most keys fit the stack buffer: a known one is found without an
+     * allocation. */
+    int n = mosaic_kernel_key_buf(buf, sizeof(buf), name, grid, block,
+                                  L->dyn_smem);
     if (n >= 0 && (size_t)n < sizeof(buf)) {
         idx = mosaic_kindex_find(&g_index, &g_prof, buf);
         if (idx >= 0)

@@ -251,14 +251,27 @@ struct mosaic_kernel *mosaic_profile_add_kernel(struct mosaic_profile *p)
     return k;
 }
 
+/* The profile key's one format (docs/profile-schema.md), for both forms. */
+#define KEY_FORMAT                                                          \
+    "%s|grid=%" PRId64 ",%" PRId64 ",%" PRId64 "|block=%" PRId64 ",%" PRId64 \
+    ",%" PRId64 "|dsmem=%" PRId64
+#define KEY_ARGS(name, grid, block, dyn_smem)                              \
+    (name) ? (name) : "?", (grid)[0], (grid)[1], (grid)[2], (block)[0],    \
+        (block)[1], (block)[2], (dyn_smem)
+
 char *mosaic_kernel_key(const char *name, const int64_t grid[3],
                         const int64_t block[3], int64_t dyn_smem)
 {
-    return sprintf_alloc("%s|grid=%" PRId64 ",%" PRId64 ",%" PRId64
-                         "|block=%" PRId64 ",%" PRId64 ",%" PRId64
-                         "|dsmem=%" PRId64,
-                         name ? name : "?", grid[0], grid[1], grid[2], block[0],
-                         block[1], block[2], dyn_smem);
+    return sprintf_alloc(KEY_FORMAT, KEY_ARGS(name, grid, block, dyn_smem));
+}
+
+int mosaic_kernel_key_buf(char *buf, size_t cap, const char *name,
+                          const int64_t grid[3], const int64_t block[3],
+                          int64_t dyn_smem)
+{
+    int n = snprintf(buf, cap, KEY_FORMAT, KEY_ARGS(name, grid, block, dyn_smem));
+
+    return n < 0 ? MOSAIC_EINVAL : n;
 }
 
 static uint64_t hash_str(const char *s)

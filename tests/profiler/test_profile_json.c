@@ -317,6 +317,30 @@ static void test_kindex(void **state)
     mosaic_profile_free(&p);
 }
 
+/* The key in a caller's buffer is the documented format, the same as the
+ * allocated one, and says when it was cut. */
+static void test_key_buf(void **state)
+{
+    (void)state;
+    int64_t g[3] = {4294967295LL, 2, 3}, b[3] = {256, 1, 1};
+    char buf[128], small[10];
+    const char *want = "_Z3fooPf|grid=4294967295,2,3|block=256,1,1|dsmem=49152";
+    char *key = mosaic_kernel_key("_Z3fooPf", g, b, 49152);
+
+    assert_string_equal(key, want);
+    assert_int_equal(mosaic_kernel_key_buf(buf, sizeof(buf), "_Z3fooPf", g, b, 49152),
+                     (int)strlen(want));
+    assert_string_equal(buf, want);
+    assert_int_equal(mosaic_kernel_key_buf(small, sizeof(small), "_Z3fooPf", g, b,
+                                           49152),
+                     (int)strlen(want));
+    assert_string_equal(small, "_Z3fooPf|");
+    assert_int_equal(mosaic_kernel_key_buf(buf, sizeof(buf), NULL, g, b, 0),
+                     (int)strlen("?|grid=4294967295,2,3|block=256,1,1|dsmem=0"));
+    assert_string_equal(buf, "?|grid=4294967295,2,3|block=256,1,1|dsmem=0");
+    free(key);
+}
+
 static void test_derived(void **state)
 {
     (void)state;
@@ -394,6 +418,7 @@ int main(void)
         cmocka_unit_test(test_read_errors),
         cmocka_unit_test(test_escaping),
         cmocka_unit_test(test_kindex),
+        cmocka_unit_test(test_key_buf),
         cmocka_unit_test(test_derived),
         cmocka_unit_test(test_occupancy),
     };
