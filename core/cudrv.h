@@ -41,6 +41,23 @@ extern "C" {
       (CUgraphNode, CUDA_KERNEL_NODE_PARAMS_v2 *))                             \
     X(cuGraphChildGraphNodeGetGraph, (CUgraphNode, CUgraph *))
 
+/*
+ * X(exact ABI name, family, is_launch): the driver entry points through
+ * which kernels (or whole graphs) are launched. The shim interposes them
+ * (rows of MOSAIC__HOOKS in preload/hooks.h, where the family names the
+ * signature); the capture library subscribes to their CUPTI callbacks. One
+ * list, so that a launch entry point added for one is seen by the other.
+ */
+#define MOSAIC__LAUNCH_ENTRIES(X)                                          \
+    X(cuLaunchKernel, launch, 1)                                           \
+    X(cuLaunchKernel_ptsz, launch, 1)                                      \
+    X(cuLaunchKernelEx, launch_ex, 1)                                      \
+    X(cuLaunchKernelEx_ptsz, launch_ex, 1)                                 \
+    X(cuLaunchCooperativeKernel, launch_coop, 1)                           \
+    X(cuLaunchCooperativeKernel_ptsz, launch_coop, 1)                      \
+    X(cuGraphLaunch, graph_launch, 0)                                      \
+    X(cuGraphLaunch_ptsz, graph_launch, 0)
+
 /* The entry points, NULL where the driver does not export one. */
 struct mosaic__drv {
 #define MOSAIC__X_DRV_FIELD(name, args) CUresult(CUDAAPI *name) args;

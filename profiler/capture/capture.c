@@ -1218,15 +1218,13 @@ static char *output_path(void)
     return strdup(out);
 }
 
+/* The launch entry points the shim interposes too (core/cudrv.h), then the
+ * legacy ones that only this library watches (their launches are counted
+ * and reported as a problem). */
 static const CUpti_CallbackId launch_cbids[] = {
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
-    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+#define MOSAIC__X_CBID(sym, family, is_launch) CUPTI_DRIVER_TRACE_CBID_##sym,
+    MOSAIC__LAUNCH_ENTRIES(MOSAIC__X_CBID)
+#undef MOSAIC__X_CBID
     CUPTI_DRIVER_TRACE_CBID_cuLaunch,
     CUPTI_DRIVER_TRACE_CBID_cuLaunchGrid,
     CUPTI_DRIVER_TRACE_CBID_cuLaunchGridAsync,
