@@ -41,7 +41,8 @@
  *     other kernel lands in the range.
  *   - Each metric of mosaic/profile_metrics.h is validated on its own
  *     with the host API (GetMetricProperties, ConfigAddMetrics); one that
- *     the chip or CUPTI rejects is dropped with one stderr line and recorded as a problem.
+ *     the chip or CUPTI rejects is dropped with one stderr line and
+ *     recorded as a problem.
  *   - Kernels launched under stream capture execute nothing at launch and
  *     are not profiled there (their launch data is kept; a later direct
  *     launch of the same key is profiled). Kernels that run only inside
@@ -914,7 +915,8 @@ static void fill_resources(struct mosaic_kernel *k,
     int threads = (int)(k->block[0] * k->block[1] * k->block[2]);
     int blocks = 0;
     if (drv.cuOccupancyMaxActiveBlocksPerMultiprocessor &&
-        drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, threads, (size_t)k->dyn_smem) == CUDA_SUCCESS)
+        drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+            &blocks, f, threads, (size_t)k->dyn_smem) == CUDA_SUCCESS)
         k->occ.blocks_per_sm = blocks;
     if (d->occ.max_threads_per_sm > 0 && d->occ.regs_per_sm > 0 &&
         d->occ.smem_per_sm > 0) {

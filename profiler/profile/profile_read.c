@@ -31,11 +31,13 @@ struct rd {
 };
 
 /* Malformed input: "file: field: message", MOSAIC_EFORMAT. */
-#define fail(r, field, ...) \
-    mosaic__errf((r)->err, (r)->errlen, MOSAIC_EFORMAT, (r)->what, (field), __VA_ARGS__)
+#define fail(r, field, ...)                                             \
+    mosaic__errf((r)->err, (r)->errlen, MOSAIC_EFORMAT, (r)->what, (field), \
+                 __VA_ARGS__)
 /* An allocation failed while reading field. */
-#define fail_nomem(r, field) \
-    mosaic__errf((r)->err, (r)->errlen, MOSAIC_ENOMEM, (r)->what, (field), "out of memory")
+#define fail_nomem(r, field)                                                \
+    mosaic__errf((r)->err, (r)->errlen, MOSAIC_ENOMEM, (r)->what, (field), \
+                 "out of memory")
 
 /* An integer field: JSON null -> MOSAIC_NULL; absent -> MOSAIC_NULL when
  * optional, an error otherwise. */
