@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "mosaic/predict.h"
-#include "profile.h"
+#include "mosaic/profile.h"
 #include "trees.h"
 
 /* The predictor's public functions (include/mosaic/predict.h) are exported

@@ -88,10 +88,7 @@ const struct mosaic__binding *mosaic__driver_bind(void)
         nb->real[i] = mosaic__real_dlsym(h, mosaic__hook_names[i]);
         found += nb->real[i] != NULL;
     }
-#define MOSAIC__X_FN(name, args) \
-    *(void **)&nb->name = mosaic__real_dlsym(h, #name);
-    MOSAIC__DRIVER_FNS(MOSAIC__X_FN)
-#undef MOSAIC__X_FN
+    mosaic__drv_load(&nb->drv, h, mosaic__real_dlsym);
     if (atomic_compare_exchange_strong(&mosaic__bound, &expected, nb)) {
         b = nb;
         MOSAIC__LOG(MOSAIC__LOG_INFO,

@@ -58,12 +58,12 @@ static int collect(const struct mosaic__binding *b, CUgraph graph,
     int rc = 0;
 
     if (depth > MOSAIC__GRAPH_DEPTH ||
-        b->cuGraphGetNodes(graph, NULL, &n) != CUDA_SUCCESS)
+        b->drv.cuGraphGetNodes(graph, NULL, &n) != CUDA_SUCCESS)
         return -1;
     if (n == 0)
         return 0;
     nodes = calloc(n, sizeof(*nodes));
-    if (!nodes || b->cuGraphGetNodes(graph, nodes, &n) != CUDA_SUCCESS) {
+    if (!nodes || b->drv.cuGraphGetNodes(graph, nodes, &n) != CUDA_SUCCESS) {
         free(nodes);
         return -1;
     }
@@ -72,14 +72,14 @@ static int collect(const struct mosaic__binding *b, CUgraph graph,
         CUDA_KERNEL_NODE_PARAMS p;
         CUgraph child;
 
-        if (b->cuGraphNodeGetType(nodes[i], &type) != CUDA_SUCCESS) {
+        if (b->drv.cuGraphNodeGetType(nodes[i], &type) != CUDA_SUCCESS) {
             rc = -1;
             break;
         }
         switch (type) {
         case CU_GRAPH_NODE_TYPE_KERNEL:
             memset(&p, 0, sizeof(p));
-            if (b->cuGraphKernelNodeGetParams_v2(nodes[i], &p) != CUDA_SUCCESS)
+            if (b->drv.cuGraphKernelNodeGetParams_v2(nodes[i], &p) != CUDA_SUCCESS)
                 rc = -1;
             else if (p.func)
                 rc = push(g, mosaic__kernel_get(p.func, MOSAIC__KIND_FUNCTION));
@@ -87,7 +87,7 @@ static int collect(const struct mosaic__binding *b, CUgraph graph,
                 rc = push(g, mosaic__kernel_get(p.kern, MOSAIC__KIND_KERNEL));
             break;
         case CU_GRAPH_NODE_TYPE_GRAPH:
-            if (b->cuGraphChildGraphNodeGetGraph(nodes[i], &child) !=
+            if (b->drv.cuGraphChildGraphNodeGetGraph(nodes[i], &child) !=
                 CUDA_SUCCESS)
                 rc = -1;
             else
@@ -134,9 +134,9 @@ void mosaic__graph_note_exec(CUgraphExec exec, CUgraph graph)
     struct graph_rec *g = calloc(1, sizeof(*g));
     struct graph_rec *old = mosaic__pmap_get(&mosaic__gmap, exec);
 
-    if (!g || !b || !b->cuGraphGetNodes || !b->cuGraphNodeGetType ||
-        !b->cuGraphKernelNodeGetParams_v2 ||
-        !b->cuGraphChildGraphNodeGetGraph) {
+    if (!g || !b || !b->drv.cuGraphGetNodes || !b->drv.cuGraphNodeGetType ||
+        !b->drv.cuGraphKernelNodeGetParams_v2 ||
+        !b->drv.cuGraphChildGraphNodeGetGraph) {
         free(g);
         MOSAIC__INC(errors);
         return;

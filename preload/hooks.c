@@ -72,8 +72,8 @@ int mosaic__stream_capturing(const struct mosaic__binding *b, int hook,
 {
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
     CUresult(CUDAAPI * is_capturing)(CUstream, CUstreamCaptureStatus *) =
-        hook_is_ptsz[hook] ? b->cuStreamIsCapturing_ptsz
-                           : b->cuStreamIsCapturing;
+        hook_is_ptsz[hook] ? b->drv.cuStreamIsCapturing_ptsz
+                           : b->drv.cuStreamIsCapturing;
 
     /* An error here (the legacy stream while another stream captures) means
      * this stream itself is not capturing. */
@@ -261,8 +261,8 @@ static CUresult h_capture_end(int hook, MOSAIC__P_capture_end)
 
     /* Ending a capture that is active or invalidated ends it either way;
      * ending a stream that is not capturing changes nothing. */
-    is_capturing = hook_is_ptsz[hook] ? b->cuStreamIsCapturing_ptsz
-                                      : b->cuStreamIsCapturing;
+    is_capturing = hook_is_ptsz[hook] ? b->drv.cuStreamIsCapturing_ptsz
+                                      : b->drv.cuStreamIsCapturing;
     was = is_capturing && is_capturing(stream, &st) == CUDA_SUCCESS &&
           st != CU_STREAM_CAPTURE_STATUS_NONE;
     r = real(MOSAIC__A_capture_end);

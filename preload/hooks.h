@@ -2,7 +2,9 @@
  * The one list of driver entry points that libmosaic.so interposes.
  *
  * Every hooked entry point is one MOSAIC__HOOKS() row: its exact exported
- * symbol name in libcuda.so.1 and the family that gives its signature. The
+ * symbol name in libcuda.so.1 and the family that gives its signature (the
+ * launch rows come from MOSAIC__LAUNCH_ENTRIES in core/cudrv.h, shared with
+ * the capture library). The
  * enum of hook ids, the table of names, the exported wrappers and the
  * pointer-identity lookup used by dlsym()/cuGetProcAddress() are all
  * generated from this list, so they cannot drift apart.
@@ -14,6 +16,8 @@
  */
 #ifndef MOSAIC_PRELOAD_HOOKS_H
 #define MOSAIC_PRELOAD_HOOKS_H
+
+#include "cudrv.h" /* MOSAIC__LAUNCH_ENTRIES: the launch rows */
 
 /* Families: parameter list (P) and argument list (A) shared by the rows. */
 #define MOSAIC__P_getproc_v1 \
@@ -98,14 +102,7 @@
 #define MOSAIC__HOOKS(X)                                                   \
     X(cuGetProcAddress, getproc_v1, 0)                                     \
     X(cuGetProcAddress_v2, getproc_v2, 0)                                  \
-    X(cuLaunchKernel, launch, 1)                                           \
-    X(cuLaunchKernel_ptsz, launch, 1)                                      \
-    X(cuLaunchKernelEx, launch_ex, 1)                                      \
-    X(cuLaunchKernelEx_ptsz, launch_ex, 1)                                 \
-    X(cuLaunchCooperativeKernel, launch_coop, 1)                           \
-    X(cuLaunchCooperativeKernel_ptsz, launch_coop, 1)                      \
-    X(cuGraphLaunch, graph_launch, 0)                                      \
-    X(cuGraphLaunch_ptsz, graph_launch, 0)                                 \
+    MOSAIC__LAUNCH_ENTRIES(X) /* core/cudrv.h, shared with capture */      \
     X(cuStreamBeginCapture, capture_begin_v1, 0)                           \
     X(cuStreamBeginCapture_ptsz, capture_begin_v1, 0)                      \
     X(cuStreamBeginCapture_v2, capture_begin_v2, 0)                        \

@@ -17,10 +17,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "core.h"
+#include "cudrv.h"
 #include "hooks.h"
+#include "json.h"
 #include "mosaic/mosaic.h"
 
-#define MOSAIC__EXPORT __attribute__((visibility("default")))
 #define MOSAIC__UNLIKELY(x) __builtin_expect(!!(x), 0)
 /* For code that a sanitizer runtime may call before it has initialised
  * itself (it resolves its interceptors through dlsym, and so through us). */
@@ -106,26 +108,13 @@ void mosaic__pmap_foreach(struct mosaic__pmap *m,
 
 /* ---- driver.c: binding to the real libcuda ---------------------------- */
 
-/* Driver entry points the shim calls for itself, by exact ABI name. */
-#define MOSAIC__DRIVER_FNS(X)                                                 \
-    X(cuFuncGetName, (const char **, CUfunction))                             \
-    X(cuFuncGetAttribute, (int *, CUfunction_attribute, CUfunction))          \
-    X(cuKernelGetName, (const char **, CUkernel))                             \
-    X(cuKernelGetAttribute, (int *, CUfunction_attribute, CUkernel, CUdevice)) \
-    X(cuCtxGetDevice, (CUdevice *))                                           \
-    X(cuStreamIsCapturing, (CUstream, CUstreamCaptureStatus *))               \
-    X(cuStreamIsCapturing_ptsz, (CUstream, CUstreamCaptureStatus *))          \
-    X(cuGraphGetNodes, (CUgraph, CUgraphNode *, size_t *))                    \
-    X(cuGraphNodeGetType, (CUgraphNode, CUgraphNodeType *))                   \
-    X(cuGraphKernelNodeGetParams_v2, (CUgraphNode, CUDA_KERNEL_NODE_PARAMS *)) \
-    X(cuGraphChildGraphNodeGetGraph, (CUgraphNode, CUgraph *))
-
+/* The real entry points of the hooked names (hooks.h), and the driver
+ * functions the shim calls for itself: the list shared with the capture
+ * library (core/cudrv.h). */
 struct mosaic__binding {
     void *libcuda;
     void *real[MOSAIC__HOOK_COUNT];
-#define MOSAIC__X_FN(name, args) CUresult(CUDAAPI *name) args;
-    MOSAIC__DRIVER_FNS(MOSAIC__X_FN)
-#undef MOSAIC__X_FN
+    struct mosaic__drv drv;
 };
 
 extern _Atomic(const struct mosaic__binding *) mosaic__bound;
@@ -151,8 +140,6 @@ extern const unsigned char mosaic__hook_is_launch[MOSAIC__HOOK_COUNT];
 extern void *const mosaic__hook_wrappers[MOSAIC__HOOK_COUNT];
 
 /* ---- kcache.c: kernel identity ---------------------------------------- */
-
-enum mosaic__kind { MOSAIC__KIND_FUNCTION, MOSAIC__KIND_KERNEL };
 
 /* One launch configuration of a kernel: with the kernel's name, the key
  * under which profiles are kept (name + grid + block + dynamic smem). */
@@ -254,8 +241,6 @@ int mosaic__stats_write(FILE *f);
 /* Writes the stats file named by MOSAIC_STATS (at exit). */
 void mosaic__stats_dump(void);
 void mosaic__stats_reset(void);
-/* Appends s to f as a JSON string literal. */
-void mosaic__json_string(FILE *f, const char *s);
 
 /* ---- hooks.c ---------------------------------------------------------- */
 

@@ -20,73 +20,21 @@ struct mosaic__pmap mosaic__kmap = MOSAIC__PMAP_INITIALIZER;
 
 static struct mosaic__kernel fallback_kernel = {.name = "?"};
 
-static int resolve_function(const struct mosaic__binding *b,
-                            struct mosaic__kernel *k, CUfunction f)
-{
-    const char *name = NULL;
-
-    if (!b->cuFuncGetName || b->cuFuncGetName(&name, f) != CUDA_SUCCESS ||
-        !name)
-        return -1;
-    k->name = strdup(name);
-    k->kind = MOSAIC__KIND_FUNCTION;
-    if (b->cuFuncGetAttribute) {
-        b->cuFuncGetAttribute(&k->num_regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f);
-        b->cuFuncGetAttribute(&k->static_smem,
-                              CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f);
-        b->cuFuncGetAttribute(&k->max_threads,
-                              CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f);
-        b->cuFuncGetAttribute(&k->local_bytes,
-                              CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f);
-    }
-    return k->name ? 0 : -1;
-}
-
-static int resolve_kernel(const struct mosaic__binding *b,
-                          struct mosaic__kernel *k, CUkernel kern)
-{
-    const char *name = NULL;
-    CUdevice dev = 0;
-
-    if (!b->cuKernelGetName || b->cuKernelGetName(&name, kern) != CUDA_SUCCESS ||
-        !name)
-        return -1;
-    k->name = strdup(name);
-    k->kind = MOSAIC__KIND_KERNEL;
-    /* Attributes of a CUkernel are per device: the current context's, or
-     * device 0 when no context is current yet (at library load). */
-    if (b->cuCtxGetDevice && b->cuCtxGetDevice(&dev) != CUDA_SUCCESS)
-        dev = 0;
-    if (b->cuKernelGetAttribute) {
-        b->cuKernelGetAttribute(&k->num_regs, CU_FUNC_ATTRIBUTE_NUM_REGS, kern,
-                                dev);
-        b->cuKernelGetAttribute(&k->static_smem,
-                                CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, kern, dev);
-        b->cuKernelGetAttribute(&k->max_threads,
-                                CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, kern,
-                                dev);
-        b->cuKernelGetAttribute(&k->local_bytes,
-                                CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, kern, dev);
-    }
-    return k->name ? 0 : -1;
-}
-
+/* The identity comes from the resolver shared with the capture library
+ * (core/cudrv.h); the shim keeps its own copy of the name and records an
+ * attribute the driver would not give as 0. */
 static void resolve(struct mosaic__kernel *k, const void *handle, int hint)
 {
     const struct mosaic__binding *b = mosaic__binding();
-    int ok = -1;
+    struct mosaic__kident id;
 
-    if (b && hint == MOSAIC__KIND_KERNEL)
-        ok = resolve_kernel(b, k, (CUkernel)handle) == 0 ||
-                     resolve_function(b, k, (CUfunction)handle) == 0
-                 ? 0
-                 : -1;
-    else if (b)
-        ok = resolve_function(b, k, (CUfunction)handle) == 0 ||
-                     resolve_kernel(b, k, (CUkernel)handle) == 0
-                 ? 0
-                 : -1;
-    if (ok == 0) {
+    if (b && mosaic__kident_resolve(&b->drv, handle, hint, 0, &id) == 0 &&
+        (k->name = strdup(id.name)) != NULL) {
+        k->kind = id.kind;
+        k->num_regs = id.num_regs >= 0 ? id.num_regs : 0;
+        k->static_smem = id.static_smem >= 0 ? id.static_smem : 0;
+        k->max_threads = id.max_threads >= 0 ? id.max_threads : 0;
+        k->local_bytes = id.local_bytes >= 0 ? id.local_bytes : 0;
         MOSAIC__LOG(MOSAIC__LOG_DEBUG, "kernel %p: %s (%s, %d regs, %d B smem)",
                     handle, k->name,
                     k->kind == MOSAIC__KIND_KERNEL ? "CUkernel" : "CUfunction",

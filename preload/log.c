@@ -50,15 +50,3 @@ void mosaic__log(int level, const char *fmt, ...)
     line[n++] = '\n';
     write_all(line, (size_t)n);
 }
-
-MOSAIC__EXPORT const char *mosaic_strerror(int err)
-{
-    switch (err) {
-#define MOSAIC_X_MSG(name, value, msg) \
-    case value:                        \
-        return msg;
-        MOSAIC_ERRORS(MOSAIC_X_MSG)
-#undef MOSAIC_X_MSG
-    }
-    return "unknown Mosaic error code";
-}

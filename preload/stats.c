@@ -16,20 +16,6 @@
 struct mosaic__counters mosaic__ctr;
 pthread_mutex_t mosaic__stats_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void mosaic__json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p < 0x20)
-            fprintf(f, "\\u%04x", *p);
-        else
-            fputc(*p, f);
-    }
-    fputc('"', f);
-}
-
 struct name_count {
     const char *name;
     uint64_t launches, graph, captured;
@@ -114,7 +100,7 @@ static void write_names(FILE *f, const char *key, const struct gather *g,
         if (!v)
             continue;
         fputs(first ? "\n    " : ",\n    ", f);
-        mosaic__json_string(f, g->v[i].name);
+        mosaic__json_fputs(f, g->v[i].name);
         fprintf(f, ": %llu", (unsigned long long)v);
         first = 0;
     }
@@ -158,7 +144,7 @@ static void write_info(struct mosaic__kernel *k, void *arg)
         return;
     fputs(a->first ? "\n    {\"name\": " : ",\n    {\"name\": ", f);
     a->first = 0;
-    mosaic__json_string(f, k->name);
+    mosaic__json_fputs(f, k->name);
     fprintf(f,
             ", \"kind\": \"%s\", \"regs\": %d, \"static_smem\": %d, "
             "\"max_threads\": %d, \"local_bytes\": %d, \"configs\": [",

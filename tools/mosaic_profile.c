@@ -27,8 +27,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "mosaic/profile.h"
 #include "ncu_import.h"
-#include "profile.h"
 
 enum {
     EXIT_OK = 0,

@@ -14,7 +14,13 @@ extern "C" {
 
 #define MOSAIC_VERSION_STRING "0.1.0"
 
-/* X(name, value, message): the one list of error codes. */
+/*
+ * X(name, value, message): the one list of error codes. A value is never
+ * reused for another meaning. EINVAL is a caller's mistake (a NULL pointer,
+ * a value out of range); EFORMAT is input (a file, a string) that does not
+ * parse or does not hold what its format requires; EIO is a failure to
+ * open, read or write, including a path that names no regular file.
+ */
 #define MOSAIC_ERRORS(X)                                                    \
     X(MOSAIC_OK, 0, "success")                                              \
     X(MOSAIC_EINVAL, -1, "invalid argument")                                \
@@ -23,7 +29,10 @@ extern "C" {
     X(MOSAIC_ENODRIVER, -4, "the CUDA driver (libcuda.so.1) is not loaded") \
     X(MOSAIC_ENOSYM, -5, "a required driver entry point is missing")        \
     X(MOSAIC_ERANGE, -6, "the buffer is too small for the result")          \
-    X(MOSAIC_ECONFIG, -7, "a MOSAIC_* setting is not valid")
+    X(MOSAIC_ECONFIG, -7, "a MOSAIC_* setting is not valid")              \
+    X(MOSAIC_EFORMAT, -8,                                                   \
+      "the input is malformed: it is not in the format that was expected")  \
+    X(MOSAIC_ETOOBIG, -9, "the input is larger than the accepted limit")
 
 enum mosaic_error {
 #define MOSAIC_X_ENUM(name, value, msg) name = value,

@@ -53,7 +53,7 @@ enum mosaic_share_mode { MOSAIC_MODE_SHARED = 0, MOSAIC_MODE_PARTITIONED = 1 };
 #define MOSAIC_PC_INTRA 0x4u   /* intra-SM pipe/issue model + residual */
 #define MOSAIC_PC_ALL 0x7u
 
-struct mosaic_kernel;   /* profiler/capture/profile.h */
+struct mosaic_kernel;   /* mosaic/profile.h */
 struct mosaic_pkernel;  /* a kernel prepared for prediction (features) */
 struct mosaic_predictor;
 

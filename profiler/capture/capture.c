@@ -39,9 +39,10 @@
  *     counted. While a launch is being profiled every other launch of the
  *     process waits at its enter callback (one recursive lock), so that no
  *     other kernel lands in the range.
- *   - Each metric of metrics.h is validated on its own with the host API
- *     (GetMetricProperties, ConfigAddMetrics); one that the chip or CUPTI
- *     rejects is dropped with one stderr line and recorded as a problem.
+ *   - Each metric of mosaic/profile_metrics.h is validated on its own
+ *     with the host API (GetMetricProperties, ConfigAddMetrics); one that
+ *     the chip or CUPTI rejects is dropped with one stderr line and
+ *     recorded as a problem.
  *   - Kernels launched under stream capture execute nothing at launch and
  *     are not profiled there (their launch data is kept; a later direct
  *     launch of the same key is profiled). Kernels that run only inside
@@ -77,9 +78,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "profile.h"
+#include "core.h"
+#include "cudrv.h"
+#include "mosaic/profile.h"
 
-#define EXPORT __attribute__((visibility("default")))
 #define TAG "mosaic-capture: "
 #define MAX_DEVICES 64
 #define MAX_KEYS 200000       /* distinct keys recorded at all */
@@ -88,20 +90,9 @@
 
 /* ---- driver entry points ---------------------------------------------- */
 
-#define XSTR(x) STR(x)
-#define STR(x) #x
-
-static struct {
-    __typeof__(cuCtxGetDevice) *CtxGetDevice;
-    __typeof__(cuDeviceGetAttribute) *DeviceGetAttribute;
-    __typeof__(cuDeviceGetName) *DeviceGetName;
-    __typeof__(cuDriverGetVersion) *DriverGetVersion;
-    __typeof__(cuFuncGetName) *FuncGetName;
-    __typeof__(cuFuncGetAttribute) *FuncGetAttribute;
-    __typeof__(cuKernelGetFunction) *KernelGetFunction;
-    __typeof__(cuOccupancyMaxActiveBlocksPerMultiprocessor) *OccMaxBlocks;
-    __typeof__(cuStreamIsCapturing) *StreamIsCapturing;
-} drv;
+/* The list shared with the shim (core/cudrv.h); this library uses the
+ * device, function, occupancy and stream-capture entries of it. */
+static struct mosaic__drv drv;
 
 static void load_driver(void)
 {
@@ -110,17 +101,7 @@ static void load_driver(void)
         h = dlopen("libcuda.so.1", RTLD_NOW);
     if (!h)
         return;
-#define LOAD(field, sym) drv.field = (__typeof__(drv.field))dlsym(h, XSTR(sym))
-    LOAD(CtxGetDevice, cuCtxGetDevice);
-    LOAD(DeviceGetAttribute, cuDeviceGetAttribute);
-    LOAD(DeviceGetName, cuDeviceGetName);
-    LOAD(DriverGetVersion, cuDriverGetVersion);
-    LOAD(FuncGetName, cuFuncGetName);
-    LOAD(FuncGetAttribute, cuFuncGetAttribute);
-    LOAD(KernelGetFunction, cuKernelGetFunction);
-    LOAD(OccMaxBlocks, cuOccupancyMaxActiveBlocksPerMultiprocessor);
-    LOAD(StreamIsCapturing, cuStreamIsCapturing);
-#undef LOAD
+    mosaic__drv_load(&drv, h, dlsym);
 }
 
 /* ---- state ------------------------------------------------------------ */
@@ -394,7 +375,7 @@ static int dev_attr(CUdevice dev, CUdevice_attribute a)
 {
     int v = 0;
 
-    if (!drv.DeviceGetAttribute || drv.DeviceGetAttribute(&v, a, dev) != CUDA_SUCCESS)
+    if (!drv.cuDeviceGetAttribute || drv.cuDeviceGetAttribute(&v, a, dev) != CUDA_SUCCESS)
         return -1;
     return v;
 }
@@ -428,7 +409,7 @@ static void note_device(int dev)
         return;
     g_first_device = dev;
     char name[256] = "";
-    if (drv.DeviceGetName && drv.DeviceGetName(name, sizeof(name), dev) == CUDA_SUCCESS)
+    if (drv.cuDeviceGetName && drv.cuDeviceGetName(name, sizeof(name), dev) == CUDA_SUCCESS)
         mosaic_set_str(&g_prof.gpu.name, name);
     int v = dev_attr(dev, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
     g_prof.gpu.sm_count = v >= 0 ? v : MOSAIC_NULL;
@@ -440,7 +421,7 @@ static void note_device(int dev)
         mosaic_set_str(&g_prof.gpu.cc, cc);
     }
     int dv = 0;
-    if (drv.DriverGetVersion && drv.DriverGetVersion(&dv) == CUDA_SUCCESS) {
+    if (drv.cuDriverGetVersion && drv.cuDriverGetVersion(&dv) == CUDA_SUCCESS) {
         char s[16];
         snprintf(s, sizeof(s), "%d.%d", dv / 1000, (dv % 1000) / 10);
         mosaic_set_str(&g_prof.gpu.cuda, s);
@@ -885,45 +866,57 @@ static int parse_launch(CUpti_CallbackId cbid, const void *params, struct launch
     }
 }
 
-/* The CUfunction behind a launch handle, which may be a CUkernel cast to
- * CUfunction (the runtime launches library kernels that way). */
-static CUfunction resolve_function(CUfunction f)
+/* The identity of a launch handle, which may be a CUkernel cast to
+ * CUfunction (the runtime launches library kernels that way), from the
+ * resolver shared with the shim. The callback runs inside the launch, in
+ * its context, so the CUfunction of a CUkernel can be asked for. Where no
+ * name could be read, id->func is still the handle, which the attribute
+ * and occupancy queries may accept. */
+static void identify(CUfunction f, struct mosaic__kident *id)
 {
-    int v;
-    CUfunction ff = NULL;
+    mosaic__kident_resolve(&drv, (const void *)f, MOSAIC__KIND_FUNCTION,
+                           MOSAIC__KIDENT_FUNCTION, id);
+    if (!id->func)
+        id->func = f;
+}
 
-    if (drv.FuncGetAttribute &&
-        drv.FuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_NUM_REGS, f) == CUDA_SUCCESS)
-        return f;
-    if (drv.KernelGetFunction &&
-        drv.KernelGetFunction(&ff, (CUkernel)(void *)f) == CUDA_SUCCESS && ff)
-        return ff;
-    return f;
+static int64_t known_or_null(int v)
+{
+    return v >= 0 ? v : MOSAIC_NULL;
 }
 
 static int64_t fattr(CUfunction f, CUfunction_attribute a)
 {
     int v = 0;
 
-    if (!drv.FuncGetAttribute || drv.FuncGetAttribute(&v, a, f) != CUDA_SUCCESS)
+    if (!drv.cuFuncGetAttribute || drv.cuFuncGetAttribute(&v, a, f) != CUDA_SUCCESS)
         return MOSAIC_NULL;
     return v;
 }
 
-static void fill_resources(struct mosaic_kernel *k, CUfunction f, int dev)
+static void fill_resources(struct mosaic_kernel *k,
+                           const struct mosaic__kident *id, int dev)
 {
     struct dev_state *d = &g_dev[dev];
+    CUfunction f = id->func;
 
-    k->regs = fattr(f, CU_FUNC_ATTRIBUTE_NUM_REGS);
-    k->static_smem = fattr(f, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES);
-    k->local_bytes = fattr(f, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES);
-    k->max_threads = fattr(f, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+    /* The resolver's attributes; for a handle it could not name, asked of
+     * the handle directly, as before the resolver was shared. */
+    k->regs = id->name ? known_or_null(id->num_regs)
+                       : fattr(f, CU_FUNC_ATTRIBUTE_NUM_REGS);
+    k->static_smem = id->name ? known_or_null(id->static_smem)
+                              : fattr(f, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES);
+    k->local_bytes = id->name ? known_or_null(id->local_bytes)
+                              : fattr(f, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES);
+    k->max_threads = id->name ? known_or_null(id->max_threads)
+                              : fattr(f, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
     k->carveout = fattr(f, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT);
 
     int threads = (int)(k->block[0] * k->block[1] * k->block[2]);
     int blocks = 0;
-    if (drv.OccMaxBlocks &&
-        drv.OccMaxBlocks(&blocks, f, threads, (size_t)k->dyn_smem) == CUDA_SUCCESS)
+    if (drv.cuOccupancyMaxActiveBlocksPerMultiprocessor &&
+        drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+            &blocks, f, threads, (size_t)k->dyn_smem) == CUDA_SUCCESS)
         k->occ.blocks_per_sm = blocks;
     if (d->occ.max_threads_per_sm > 0 && d->occ.regs_per_sm > 0 &&
         d->occ.smem_per_sm > 0) {
@@ -967,16 +960,18 @@ static long lookup_kernel(const struct launch *L, const char *symbol,
     int64_t block[3] = {L->block[0], L->block[1], L->block[2]};
     char *key;
     long idx;
-    CUfunction f = NULL;
+    struct mosaic__kident id;
+    int identified = 0;
 
     if (!name || !*name) {
-        f = resolve_function(L->f);
-        if (!drv.FuncGetName || drv.FuncGetName(&name, f) != CUDA_SUCCESS || !name)
-            name = "?";
+        identify(L->f, &id);
+        identified = 1;
+        name = id.name ? id.name : "?";
     }
-    int n = snprintf(buf, sizeof(buf), "%s|grid=%u,%u,%u|block=%u,%u,%u|dsmem=%u",
-                     name, L->grid[0], L->grid[1], L->grid[2], L->block[0],
-                     L->block[1], L->block[2], L->dyn_smem);
+    /* Most keys fit the stack buffer: a known one is found without an
+     * allocation. */
+    int n = mosaic_kernel_key_buf(buf, sizeof(buf), name, grid, block,
+                                  L->dyn_smem);
     if (n >= 0 && (size_t)n < sizeof(buf)) {
         idx = mosaic_kindex_find(&g_index, &g_prof, buf);
         if (idx >= 0)
@@ -1019,9 +1014,9 @@ static long lookup_kernel(const struct launch *L, const char *symbol,
     g_extra[idx].state = K_PENDING;
     if (dev >= 0) {
         note_device(dev);
-        if (!f)
-            f = resolve_function(L->f);
-        fill_resources(k, f, dev);
+        if (!identified)
+            identify(L->f, &id);
+        fill_resources(k, &id, dev);
     }
     if (g_max_kernels >= 0 && (long)g_prof.n_kernels > g_max_kernels)
         g_extra[idx].state = K_SKIPPED;
@@ -1033,9 +1028,9 @@ static int stream_is_capturing(CUstream s)
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
     CUresult r;
 
-    if (!drv.StreamIsCapturing)
+    if (!drv.cuStreamIsCapturing)
         return 0;
-    r = drv.StreamIsCapturing(s, &st);
+    r = drv.cuStreamIsCapturing(s, &st);
     if (r == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT)
         return 1;
     return r == CUDA_SUCCESS && st != CU_STREAM_CAPTURE_STATUS_NONE;
@@ -1225,24 +1220,22 @@ static char *output_path(void)
     return strdup(out);
 }
 
+/* The launch entry points the shim interposes too (core/cudrv.h), then the
+ * legacy ones that only this library watches (their launches are counted
+ * and reported as a problem). */
 static const CUpti_CallbackId launch_cbids[] = {
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
-    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+#define MOSAIC__X_CBID(sym, family, is_launch) CUPTI_DRIVER_TRACE_CBID_##sym,
+    MOSAIC__LAUNCH_ENTRIES(MOSAIC__X_CBID)
+#undef MOSAIC__X_CBID
     CUPTI_DRIVER_TRACE_CBID_cuLaunch,
     CUPTI_DRIVER_TRACE_CBID_cuLaunchGrid,
     CUPTI_DRIVER_TRACE_CBID_cuLaunchGridAsync,
     CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernelMultiDevice,
 };
 
-EXPORT int InitializeInjection(void);
+MOSAIC__EXPORT int InitializeInjection(void);
 
-EXPORT int InitializeInjection(void)
+MOSAIC__EXPORT int InitializeInjection(void)
 {
     CUptiResult r;
     const char *s;
@@ -1272,7 +1265,7 @@ EXPORT int InitializeInjection(void)
         say("MOSAIC_PROFILE_OUT is not set: nothing will be written (use "
             "`mosaic-profile capture -o FILE -- PROGRAM`)");
     load_driver();
-    if (!drv.FuncGetAttribute)
+    if (!drv.cuFuncGetAttribute)
         problem("driver entry points not found in libcuda.so.1: resources and "
                 "occupancy are missing");
     atexit(at_exit);

@@ -5,7 +5,7 @@
  * (registers, threads per block, static + dynamic shared memory, carveout)
  * and the H200's limits alone must equal what the driver reported. Two
  * computations are checked: one written here from the hardware numbers, and
- * profiler/capture/profile.c's mosaic_occupancy_limits, which the predictor
+ * profiler/profile/profile.c's mosaic_occupancy_limits, which the predictor
  * uses, fed the same constants (not the device attributes captured with
  * the profile).
  */
@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "profile.h"
+#include "mosaic/profile.h"
 
 /* The H200 (sm_90) as the CUDA occupancy calculator describes it. */
 #define H200_REGS_PER_SM 65536

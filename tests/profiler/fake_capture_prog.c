@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "profile.h"
+#include "mosaic/profile.h"
 
 static int write_profile(const char *path, int n_kernels, int incomplete)
 {

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "ncu_import.h"
-#include "profile.h"
+#include "mosaic/profile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -17,7 +17,7 @@
 #include <cmocka.h>
 
 #include "ncu_import.h"
-#include "profile.h"
+#include "mosaic/profile.h"
 
 #ifndef FIXTURES
 #error "FIXTURES must name tests/profiler/fixtures"
@@ -220,6 +220,9 @@ static void expect_error(const char *text, size_t len, int line, const char *wan
         unlink(path);
         fail_msg("import of hostile input succeeded (wanted \"%s\")", want);
     }
+    if (rc != MOSAIC_EFORMAT)
+        fail_msg("hostile input gave %d (%s), not MOSAIC_EFORMAT: %s", rc,
+                 mosaic_strerror(rc), err);
     assert_int_equal(p.n_kernels, 0);
     if (strncmp(err, path, strlen(path)) != 0)
         fail_msg("error does not start with the file name: %s", err);
@@ -556,20 +559,20 @@ static void test_numbers_and_dims(void **state)
     assert_int_equal(mosaic_ncu_parse_number("n/a", &v), 1);
     assert_true(isnan(v));
     assert_int_equal(mosaic_ncu_parse_number("", &v), 1);
-    assert_int_equal(mosaic_ncu_parse_number(",5", &v), -1);
-    assert_int_equal(mosaic_ncu_parse_number("5,", &v), -1);
-    assert_int_equal(mosaic_ncu_parse_number("nan", &v), -1);
-    assert_int_equal(mosaic_ncu_parse_number("inf", &v), -1);
-    assert_int_equal(mosaic_ncu_parse_number("1 2", &v), -1);
+    assert_int_equal(mosaic_ncu_parse_number(",5", &v), MOSAIC_EFORMAT);
+    assert_int_equal(mosaic_ncu_parse_number("5,", &v), MOSAIC_EFORMAT);
+    assert_int_equal(mosaic_ncu_parse_number("nan", &v), MOSAIC_EFORMAT);
+    assert_int_equal(mosaic_ncu_parse_number("inf", &v), MOSAIC_EFORMAT);
+    assert_int_equal(mosaic_ncu_parse_number("1 2", &v), MOSAIC_EFORMAT);
     assert_int_equal(mosaic_ncu_parse_dim3("(1, 2, 3)", d), 0);
     assert_int_equal(d[0], 1);
     assert_int_equal(d[2], 3);
     assert_int_equal(mosaic_ncu_parse_dim3("(1,2,3)", d), 0);
-    assert_int_equal(mosaic_ncu_parse_dim3("(1, 2)", d), -1);
-    assert_int_equal(mosaic_ncu_parse_dim3("(1, 2, 3) x", d), -1);
-    assert_int_equal(mosaic_ncu_parse_dim3("(1, -2, 3)", d), -1);
-    assert_int_equal(mosaic_ncu_parse_dim3("(99999999999, 1, 1)", d), -1);
-    assert_int_equal(mosaic_ncu_parse_dim3("", d), -1);
+    assert_int_equal(mosaic_ncu_parse_dim3("(1, 2)", d), MOSAIC_EFORMAT);
+    assert_int_equal(mosaic_ncu_parse_dim3("(1, 2, 3) x", d), MOSAIC_EFORMAT);
+    assert_int_equal(mosaic_ncu_parse_dim3("(1, -2, 3)", d), MOSAIC_EFORMAT);
+    assert_int_equal(mosaic_ncu_parse_dim3("(99999999999, 1, 1)", d), MOSAIC_EFORMAT);
+    assert_int_equal(mosaic_ncu_parse_dim3("", d), MOSAIC_EFORMAT);
 }
 
 static void test_metric_list(void **state)

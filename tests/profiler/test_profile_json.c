@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "profile.h"
+#include "mosaic/profile.h"
 
 static const char *tmp_path(void)
 {
@@ -171,8 +171,11 @@ static void expect_read_error(const char *json, const char *want)
 {
     struct mosaic_profile p;
     char err[1024] = "";
-    if (mosaic_profile_read_string(json, "x.json", &p, err, sizeof(err)) == 0)
+    int rc = mosaic_profile_read_string(json, "x.json", &p, err, sizeof(err));
+    if (rc == 0)
         fail_msg("read succeeded, wanted \"%s\"", want);
+    /* Input that is not a profile is malformed, not a caller's mistake. */
+    assert_int_equal(rc, MOSAIC_EFORMAT);
     assert_int_equal(strncmp(err, "x.json: ", 8), 0);
     if (!strstr(err, want))
         fail_msg("error lacks \"%s\": %s", want, err);
@@ -250,21 +253,36 @@ static void test_read_errors(void **state)
 
     struct mosaic_profile p;
     char err[512];
-    assert_int_equal(mosaic_profile_read_file("/nonexistent/p.json", &p, err, sizeof(err)), -1);
+    assert_int_equal(mosaic_profile_read_file("/nonexistent/p.json", &p, err, sizeof(err)),
+                     MOSAIC_EIO);
     assert_non_null(strstr(err, "/nonexistent/p.json: cannot open"));
-    assert_int_equal(mosaic_profile_read_file("/", &p, err, sizeof(err)), -1);
+    assert_int_equal(mosaic_profile_read_file("/", &p, err, sizeof(err)), MOSAIC_EIO);
     assert_non_null(strstr(err, "not a regular file"));
 }
 
+/* A name that is not valid UTF-8 (as a driver may hand back) is written
+ * escaped, and the file still reads back, with U+FFFD in its place. */
 static void test_escaping(void **state)
 {
     (void)state;
-    char *buf = NULL;
+    static const char raw[] = "a\"b\\c\n\x01\x7f\xc3\xa9\xed\xa0\x80z";
+    struct mosaic_profile p, q;
+    char *buf = NULL, err[512] = "";
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    mosaic_json_write_string(f, "a\"b\\c\n\x01\x7f\xc3\xa9\xed\xa0\x80z");
+
+    mosaic_profile_init(&p);
+    assert_int_equal(mosaic_set_str(&p.method, MOSAIC_METHOD_NCU), 0);
+    assert_int_equal(mosaic_set_str(&p.gpu.name, raw), 0);
+    assert_int_equal(mosaic_profile_write(&p, f), 0);
     fclose(f);
-    assert_string_equal(buf, "\"a\\\"b\\\\c\\n\\u0001\\u007f\xc3\xa9\\ufffd\\ufffd\\ufffdz\"");
+    assert_non_null(strstr(buf, "\"name\": \"a\\\"b\\\\c\\n\\u0001\\u007f\xc3\xa9"
+                                "\\ufffd\\ufffd\\ufffdz\""));
+    assert_int_equal(mosaic_profile_read_string(buf, "esc.json", &q, err, sizeof(err)), 0);
+    assert_string_equal(q.gpu.name, "a\"b\\c\n\x01\x7f\xc3\xa9\xef\xbf\xbd\xef\xbf\xbd"
+                                    "\xef\xbf\xbdz");
+    mosaic_profile_free(&q);
+    mosaic_profile_free(&p);
     free(buf);
 }
 
@@ -297,6 +315,30 @@ static void test_kindex(void **state)
     free(key);
     mosaic_kindex_free(&ix);
     mosaic_profile_free(&p);
+}
+
+/* The key in a caller's buffer is the documented format, the same as the
+ * allocated one, and says when it was cut. */
+static void test_key_buf(void **state)
+{
+    (void)state;
+    int64_t g[3] = {4294967295LL, 2, 3}, b[3] = {256, 1, 1};
+    char buf[128], small[10];
+    const char *want = "_Z3fooPf|grid=4294967295,2,3|block=256,1,1|dsmem=49152";
+    char *key = mosaic_kernel_key("_Z3fooPf", g, b, 49152);
+
+    assert_string_equal(key, want);
+    assert_int_equal(mosaic_kernel_key_buf(buf, sizeof(buf), "_Z3fooPf", g, b, 49152),
+                     (int)strlen(want));
+    assert_string_equal(buf, want);
+    assert_int_equal(mosaic_kernel_key_buf(small, sizeof(small), "_Z3fooPf", g, b,
+                                           49152),
+                     (int)strlen(want));
+    assert_string_equal(small, "_Z3fooPf|");
+    assert_int_equal(mosaic_kernel_key_buf(buf, sizeof(buf), NULL, g, b, 0),
+                     (int)strlen("?|grid=4294967295,2,3|block=256,1,1|dsmem=0"));
+    assert_string_equal(buf, "?|grid=4294967295,2,3|block=256,1,1|dsmem=0");
+    free(key);
 }
 
 static void test_derived(void **state)
@@ -376,6 +418,7 @@ int main(void)
         cmocka_unit_test(test_read_errors),
         cmocka_unit_test(test_escaping),
         cmocka_unit_test(test_kindex),
+        cmocka_unit_test(test_key_buf),
         cmocka_unit_test(test_derived),
         cmocka_unit_test(test_occupancy),
     };

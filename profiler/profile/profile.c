@@ -1,10 +1,12 @@
 /*
  * The profile model, the JSON writer and the occupancy arithmetic. libc
- * only: the capture library links this into the injection library, which
- * runs on GPU machines where no extra packages are installed.
+ * (and the core) only: the capture library links this into the injection
+ * library, which runs on GPU machines where no extra packages are installed.
+ * Every allocation goes through malloc/realloc/calloc directly (no strdup or
+ * asprintf), so that the fault-injection tests can make any of them fail.
  */
 #define _GNU_SOURCE 1
-#include "profile.h"
+#include "mosaic/profile.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -14,6 +16,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "core.h"
+#include "json.h"
 
 /* ---- metric table ---------------------------------------------------- */
 
@@ -158,25 +163,59 @@ int mosaic_set_str(char **field, const char *value)
 {
     char *copy = NULL;
 
-    if (value && !(copy = strdup(value)))
-        return -1;
+    if (value) {
+        size_t n = strlen(value) + 1;
+        if (!(copy = malloc(n)))
+            return MOSAIC_ENOMEM;
+        memcpy(copy, value, n);
+    }
     free(*field);
     *field = copy;
     return 0;
 }
 
+/* vasprintf through malloc (see the top of the file). NULL on ENOMEM. */
+static char *format_alloc(const char *fmt, va_list ap)
+{
+    va_list ap2;
+    char *s;
+    int n;
+
+    va_copy(ap2, ap);
+    n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
+    if (n < 0 || !(s = malloc((size_t)n + 1)))
+        return NULL;
+    if (vsnprintf(s, (size_t)n + 1, fmt, ap) != n) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+__attribute__((format(printf, 1, 2))) static char *sprintf_alloc(const char *fmt,
+                                                                 ...)
+{
+    va_list ap;
+    char *s;
+
+    va_start(ap, fmt);
+    s = format_alloc(fmt, ap);
+    va_end(ap);
+    return s;
+}
+
 int mosaic_profile_add_problem(struct mosaic_profile *p, const char *fmt, ...)
 {
     va_list ap;
-    char *msg = NULL;
-    int n;
+    char *msg;
 
     p->complete = 0;
     va_start(ap, fmt);
-    n = vasprintf(&msg, fmt, ap);
+    msg = format_alloc(fmt, ap);
     va_end(ap);
-    if (n < 0)
-        return -1;
+    if (!msg)
+        return MOSAIC_ENOMEM;
     for (size_t i = 0; i < p->n_problems; i++) {
         if (strcmp(p->problems[i], msg) == 0) {
             free(msg);
@@ -188,7 +227,7 @@ int mosaic_profile_add_problem(struct mosaic_profile *p, const char *fmt, ...)
         char **np = realloc(p->problems, ncap * sizeof(*np));
         if (!np) {
             free(msg);
-            return -1;
+            return MOSAIC_ENOMEM;
         }
         p->problems = np;
         p->cap_problems = ncap;
@@ -212,18 +251,27 @@ struct mosaic_kernel *mosaic_profile_add_kernel(struct mosaic_profile *p)
     return k;
 }
 
+/* The profile key's one format (docs/profile-schema.md), for both forms. */
+#define KEY_FORMAT                                                          \
+    "%s|grid=%" PRId64 ",%" PRId64 ",%" PRId64 "|block=%" PRId64 ",%" PRId64 \
+    ",%" PRId64 "|dsmem=%" PRId64
+#define KEY_ARGS(name, grid, block, dyn_smem)                              \
+    (name) ? (name) : "?", (grid)[0], (grid)[1], (grid)[2], (block)[0],    \
+        (block)[1], (block)[2], (dyn_smem)
+
 char *mosaic_kernel_key(const char *name, const int64_t grid[3],
                         const int64_t block[3], int64_t dyn_smem)
 {
-    char *key = NULL;
+    return sprintf_alloc(KEY_FORMAT, KEY_ARGS(name, grid, block, dyn_smem));
+}
 
-    if (asprintf(&key,
-                 "%s|grid=%" PRId64 ",%" PRId64 ",%" PRId64 "|block=%" PRId64
-                 ",%" PRId64 ",%" PRId64 "|dsmem=%" PRId64,
-                 name ? name : "?", grid[0], grid[1], grid[2], block[0],
-                 block[1], block[2], dyn_smem) < 0)
-        return NULL;
-    return key;
+int mosaic_kernel_key_buf(char *buf, size_t cap, const char *name,
+                          const int64_t grid[3], const int64_t block[3],
+                          int64_t dyn_smem)
+{
+    int n = snprintf(buf, cap, KEY_FORMAT, KEY_ARGS(name, grid, block, dyn_smem));
+
+    return n < 0 ? MOSAIC_EINVAL : n;
 }
 
 static uint64_t hash_str(const char *s)
@@ -270,7 +318,7 @@ int mosaic_kindex_add(struct mosaic_kindex *ix, const struct mosaic_profile *p,
             ncap *= 2;
         size_t *ns = calloc(ncap, sizeof(*ns));
         if (!ns)
-            return -1;
+            return MOSAIC_ENOMEM;
         for (size_t i = 0; i < idx; i++)
             if (p->kernels[i].key)
                 kindex_put(ns, ncap, p->kernels[i].key, i);
@@ -331,74 +379,6 @@ void mosaic_now_iso8601(char buf[32])
 
 /* ---- JSON writer ----------------------------------------------------- */
 
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */
-static int utf8_len(const unsigned char *s)
-{
-    unsigned char c = s[0];
-    int n;
-    uint32_t cp;
-
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xc2 && c <= 0xdf)
-        n = 2, cp = c & 0x1f;
-    else if (c >= 0xe0 && c <= 0xef)
-        n = 3, cp = c & 0x0f;
-    else if (c >= 0xf0 && c <= 0xf4)
-        n = 4, cp = c & 0x07;
-    else
-        return 0;
-    for (int i = 1; i < n; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3f);
-    }
-    if ((n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-        (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-        return 0;
-    return n;
-}
-
-void mosaic_json_write_string(FILE *f, const char *s)
-{
-    const unsigned char *p = (const unsigned char *)(s ? s : "");
-
-    fputc('"', f);
-    while (*p) {
-        unsigned char c = *p;
-        if (c == '"' || c == '\\') {
-            fputc('\\', f);
-            fputc(c, f);
-            p++;
-        } else if (c == '\n') {
-            fputs("\\n", f);
-            p++;
-        } else if (c == '\t') {
-            fputs("\\t", f);
-            p++;
-        } else if (c == '\r') {
-            fputs("\\r", f);
-            p++;
-        } else if (c < 0x20 || c == 0x7f) {
-            fprintf(f, "\\u%04x", c);
-            p++;
-        } else if (c < 0x80) {
-            fputc(c, f);
-            p++;
-        } else {
-            int n = utf8_len(p);
-            if (n == 0) {
-                fputs("\\ufffd", f);
-                p++;
-            } else {
-                fwrite(p, 1, (size_t)n, f);
-                p += n;
-            }
-        }
-    }
-    fputc('"', f);
-}
-
 static void write_int(FILE *f, int64_t v)
 {
     if (v == MOSAIC_NULL)
@@ -424,7 +404,7 @@ static void write_double(FILE *f, double v)
 static void write_str_or_null(FILE *f, const char *s)
 {
     if (s)
-        mosaic_json_write_string(f, s);
+        mosaic__json_fputs(f, s);
     else
         fputs("null", f);
 }
@@ -481,7 +461,7 @@ static void write_kernel(FILE *f, const struct mosaic_kernel *k)
     fputs(",\n     \"metrics\": {", f);
     for (int i = 0; i < MOSAIC_N_METRICS; i++) {
         fputs(i ? ",\n       " : "\n       ", f);
-        mosaic_json_write_string(f, metric_table[i].key);
+        mosaic__json_fputs(f, metric_table[i].key);
         fputs(": ", f);
         write_double(f, k->metrics[i]);
     }
@@ -489,7 +469,7 @@ static void write_kernel(FILE *f, const struct mosaic_kernel *k)
     for (int i = 0; i < MOSAIC_N_DERIVED; i++) {
         if (i)
             fputs(", ", f);
-        mosaic_json_write_string(f, derived_table[i].key);
+        mosaic__json_fputs(f, derived_table[i].key);
         fputs(": ", f);
         write_double(f, k->derived[i]);
     }
@@ -501,7 +481,7 @@ static void write_kernel(FILE *f, const struct mosaic_kernel *k)
         if (!first)
             fputs(", ", f);
         first = 0;
-        mosaic_json_write_string(f, metric_table[i].key);
+        mosaic__json_fputs(f, metric_table[i].key);
     }
     fputs("]}", f);
 }
@@ -535,26 +515,26 @@ int mosaic_profile_write(const struct mosaic_profile *p, FILE *f)
     fputs(",\n \"problems\": [", f);
     for (size_t i = 0; i < p->n_problems; i++) {
         fputs(i ? ",\n   " : "\n   ", f);
-        mosaic_json_write_string(f, p->problems[i]);
+        mosaic__json_fputs(f, p->problems[i]);
     }
     fputs("],\n \"features\": [", f);
     for (int i = 0; i < MOSAIC_N_METRICS; i++) {
         fputs(i ? ",\n   " : "\n   ", f);
         fputs("{\"key\": ", f);
-        mosaic_json_write_string(f, metric_table[i].key);
+        mosaic__json_fputs(f, metric_table[i].key);
         fputs(", \"metric\": ", f);
-        mosaic_json_write_string(f, metric_table[i].name);
+        mosaic__json_fputs(f, metric_table[i].name);
         fputs(", \"unit\": ", f);
-        mosaic_json_write_string(f, metric_table[i].unit);
+        mosaic__json_fputs(f, metric_table[i].unit);
         fputs("}", f);
     }
     for (int i = 0; i < MOSAIC_N_DERIVED; i++) {
         fputs(",\n   {\"key\": ", f);
-        mosaic_json_write_string(f, derived_table[i].key);
+        mosaic__json_fputs(f, derived_table[i].key);
         fputs(", \"derived\": ", f);
-        mosaic_json_write_string(f, derived_table[i].formula);
+        mosaic__json_fputs(f, derived_table[i].formula);
         fputs(", \"unit\": ", f);
-        mosaic_json_write_string(f, derived_table[i].unit);
+        mosaic__json_fputs(f, derived_table[i].unit);
         fputs("}", f);
     }
     fputs("],\n \"kernels\": [", f);
@@ -563,43 +543,44 @@ int mosaic_profile_write(const struct mosaic_profile *p, FILE *f)
         write_kernel(f, &p->kernels[i]);
     }
     fputs("]}\n", f);
-    return ferror(f) ? -1 : 0;
+    return ferror(f) ? MOSAIC_EIO : 0;
 }
 
 int mosaic_profile_write_file(const struct mosaic_profile *p, const char *path,
                               char *err, size_t errlen)
 {
-    char *tmp = NULL;
+    char *tmp;
     FILE *f;
-    int saved;
+    int saved, rc;
 
-    if (asprintf(&tmp, "%s.tmp.%ld", path, (long)getpid()) < 0) {
-        snprintf(err, errlen, "%s: out of memory", path);
-        return -1;
-    }
+    if (!(tmp = sprintf_alloc("%s.tmp.%ld", path, (long)getpid())))
+        return mosaic__errf(err, errlen, MOSAIC_ENOMEM, path, NULL,
+                            "out of memory");
     f = fopen(tmp, "w");
     if (!f) {
         saved = errno;
-        snprintf(err, errlen, "%s: cannot create: %s (check that the folder "
-                 "exists and is writable)", tmp, strerror(saved));
+        rc = mosaic__errf(err, errlen, MOSAIC_EIO, tmp, NULL,
+                          "cannot create: %s (check that the folder exists "
+                          "and is writable)", strerror(saved));
         free(tmp);
-        return -1;
+        return rc;
     }
     if (mosaic_profile_write(p, f) != 0 || fflush(f) != 0 || fsync(fileno(f)) != 0) {
         saved = errno;
         fclose(f);
         unlink(tmp);
-        snprintf(err, errlen, "%s: write failed: %s (disk full?)", tmp,
-                 strerror(saved));
+        rc = mosaic__errf(err, errlen, MOSAIC_EIO, tmp, NULL,
+                          "write failed: %s (disk full?)", strerror(saved));
         free(tmp);
-        return -1;
+        return rc;
     }
     if (fclose(f) != 0 || rename(tmp, path) != 0) {
         saved = errno;
         unlink(tmp);
-        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(saved));
+        rc = mosaic__errf(err, errlen, MOSAIC_EIO, path, NULL,
+                          "cannot write: %s", strerror(saved));
         free(tmp);
-        return -1;
+        return rc;
     }
     free(tmp);
     return 0;

@@ -1,6 +1,8 @@
 /*
  * Nsight Compute CSV import (see ncu_import.h). CSV fields are split by
  * libcsv, one physical line at a time so that every message names its line.
+ * Failures return MOSAIC_EFORMAT (not ncu CSV, or a value that does not
+ * parse), MOSAIC_EIO (cannot open or read) or MOSAIC_ENOMEM.
  */
 #define _GNU_SOURCE 1
 #include "ncu_import.h"
@@ -13,6 +15,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "core.h"
 
 #define MAX_LINE_BYTES (16L * 1024 * 1024)
 #define MAX_FIELDS 100000
@@ -43,27 +48,27 @@ int mosaic_ncu_parse_number(const char *s, double *out)
         if (*p == ',') {
             if (!(p > s && isdigit((unsigned char)p[-1]) &&
                   isdigit((unsigned char)p[1])))
-                return -1;
+                return MOSAIC_EFORMAT;
             continue;
         }
         if (!(isdigit((unsigned char)*p) || *p == '.' || *p == '-' ||
               *p == '+' || *p == 'e' || *p == 'E'))
-            return -1;
+            return MOSAIC_EFORMAT;
         digits += isdigit((unsigned char)*p) ? 1 : 0;
         if (n + 1 >= sizeof(buf))
-            return -1;
+            return MOSAIC_EFORMAT;
         buf[n++] = *p;
     }
     while (*p == ' ')
         p++;
     if (*p != '\0' || digits == 0)
-        return -1;
+        return MOSAIC_EFORMAT;
     buf[n] = '\0';
     char *end = NULL;
     errno = 0;
     double v = strtod(buf, &end);
     if (end == buf || *end != '\0' || errno == ERANGE || !isfinite(v))
-        return -1;
+        return MOSAIC_EFORMAT;
     *out = v;
     return 0;
 }
@@ -129,7 +134,7 @@ static int parse_unit_part(const char *w, size_t n, struct unit_part *out)
             }
         }
     }
-    return -1; /* unknown word */
+    return MOSAIC_EFORMAT; /* unknown word */
 }
 
 int mosaic_ncu_unit_scale(const char *unit, enum mosaic_dim dim, double *scale)
@@ -141,14 +146,14 @@ int mosaic_ncu_unit_scale(const char *unit, enum mosaic_dim dim, double *scale)
     if (!unit)
         unit = "";
     if (strlen(unit) > 64)
-        return -1;
+        return MOSAIC_EFORMAT;
     slash = strchr(unit, '/');
     has_den = slash != NULL;
     if (has_den && strchr(slash + 1, '/'))
-        return -1;
+        return MOSAIC_EFORMAT;
     if (strcmp(unit, "%") == 0) {
         if (dim != MOSAIC_DIM_PCT)
-            return -1;
+            return MOSAIC_EFORMAT;
         *scale = 1.0;
         return 0;
     }
@@ -165,47 +170,47 @@ int mosaic_ncu_unit_scale(const char *unit, enum mosaic_dim dim, double *scale)
     switch (dim) {
     case MOSAIC_DIM_TIME_NS:
         if (!num_time || has_den)
-            return -1;
+            return MOSAIC_EFORMAT;
         *scale = num.scale * 1e9;
         return 0;
     case MOSAIC_DIM_BYTES:
         /* "byte", "Kbyte", "byte/block" (launch statistics) */
         if (!num_byte || (has_den && (!den.base || den_time ||
                                       strcmp(den.base, "byte") == 0)))
-            return -1;
+            return MOSAIC_EFORMAT;
         *scale = num.scale / den.scale;
         return 0;
     case MOSAIC_DIM_BYTES_RATE:
         if (!num_byte || !has_den || !den_time)
-            return -1;
+            return MOSAIC_EFORMAT;
         *scale = num.scale / den.scale;
         return 0;
     case MOSAIC_DIM_COUNT_RATE:
         if (!num.base || num_time || num_byte || !has_den || !den_time)
-            return -1;
+            return MOSAIC_EFORMAT;
         *scale = num.scale / den.scale;
         return 0;
     case MOSAIC_DIM_COUNT:
         if (!num.base || num_time || num_byte)
-            return -1;
+            return MOSAIC_EFORMAT;
         if (has_den && (!den.base || den_time))
-            return -1;
+            return MOSAIC_EFORMAT;
         *scale = num.scale / den.scale;
         return 0;
     case MOSAIC_DIM_PCT:
         if (unit[0] != '\0')
-            return -1;
+            return MOSAIC_EFORMAT;
         *scale = 1.0;
         return 0;
     case MOSAIC_DIM_RATIO:
         /* "", "warp", "inst/cycle", "warp/cycle": plain numbers. */
         if (!num.base || num_time || num_byte || den_time ||
             (has_den && !den.base))
-            return -1;
+            return MOSAIC_EFORMAT;
         *scale = num.scale / den.scale;
         return 0;
     }
-    return -1;
+    return MOSAIC_EFORMAT;
 }
 
 int mosaic_ncu_parse_dim3(const char *s, int64_t out[3])
@@ -215,27 +220,27 @@ int mosaic_ncu_parse_dim3(const char *s, int64_t out[3])
     while (*p == ' ')
         p++;
     if (*p++ != '(')
-        return -1;
+        return MOSAIC_EFORMAT;
     for (int i = 0; i < 3; i++) {
         char *end;
         while (*p == ' ')
             p++;
         if (!isdigit((unsigned char)*p))
-            return -1;
+            return MOSAIC_EFORMAT;
         errno = 0;
         unsigned long long v = strtoull(p, &end, 10);
         if (errno == ERANGE || v == 0 || v > 0x7fffffffULL)
-            return -1;
+            return MOSAIC_EFORMAT;
         out[i] = (int64_t)v;
         p = end;
         while (*p == ' ')
             p++;
         if (*p++ != (i < 2 ? ',' : ')'))
-            return -1;
+            return MOSAIC_EFORMAT;
     }
     while (*p == ' ')
         p++;
-    return *p == '\0' ? 0 : -1;
+    return *p == '\0' ? 0 : MOSAIC_EFORMAT;
 }
 
 const char *mosaic_ncu_metric_list(void)
@@ -337,24 +342,31 @@ struct importer {
     size_t linecap;
     struct csv_parser csv;
     struct row row;
+    int code; /* the MOSAIC_E* code of the failure reported in err */
 };
 
-__attribute__((format(printf, 3, 4))) static int ifail(struct importer *im,
-                                                        long line,
-                                                        const char *fmt, ...)
+/* Reports "name:line: message" (or "name: message" for line 0) through the
+ * core's error helper, remembers the code for the callers that pass the
+ * failure on, and returns it. */
+__attribute__((format(printf, 4, 5))) static int ifail_code(struct importer *im,
+                                                             int code, long line,
+                                                             const char *fmt, ...)
 {
-    char msg[768];
+    char msg[768], where[512];
     va_list ap;
 
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    if (vsnprintf(msg, sizeof(msg), fmt, ap) < 0)
+        msg[0] = '\0';
     va_end(ap);
-    if (line > 0)
-        snprintf(im->err, im->errlen, "%s:%ld: %s", im->name, line, msg);
-    else
-        snprintf(im->err, im->errlen, "%s: %s", im->name, msg);
-    return -1;
+    if (line <= 0 || snprintf(where, sizeof(where), "%s:%ld", im->name, line) < 0)
+        snprintf(where, sizeof(where), "%s", im->name);
+    im->code = code;
+    return mosaic__errf(im->err, im->errlen, code, where, NULL, "%s", msg);
 }
+
+#define ifail(im, line, ...) ifail_code((im), MOSAIC_EFORMAT, (line), __VA_ARGS__)
+#define inomem(im, line) ifail_code((im), MOSAIC_ENOMEM, (line), "out of memory")
 
 /* Reads the next physical line. 1: got one; 0: EOF; -1: error. */
 static int next_line(struct importer *im, size_t *lenp)
@@ -365,7 +377,8 @@ static int next_line(struct importer *im, size_t *lenp)
     n = getline(&im->line, &im->linecap, im->in);
     if (n < 0) {
         if (errno != 0 && ferror(im->in))
-            return ifail(im, im->lineno + 1, "read error: %s", strerror(errno));
+            return ifail_code(im, MOSAIC_EIO, im->lineno + 1, "read error: %s",
+                              strerror(errno));
         return 0;
     }
     im->lineno++;
@@ -401,7 +414,7 @@ static int split_line(struct importer *im, size_t len)
         return ifail(im, im->lineno, "unterminated quoted field: the line is "
                      "cut short (truncated file?)");
     if (im->row.oom)
-        return ifail(im, im->lineno, "out of memory");
+        return inomem(im, im->lineno);
     if (im->row.too_many)
         return ifail(im, im->lineno, "more than %d fields: not ncu CSV output",
                      MAX_FIELDS);
@@ -506,14 +519,14 @@ static int find_columns(struct importer *im, struct layout *L,
                                        "$(mosaic-profile ncu-metrics)",
                                        mosaic_metric_name(m),
                                        mosaic_metric_key(m)) != 0)
-            return ifail(im, 0, "out of memory");
+            return inomem(im, 0);
     if (L->col[C_SMEM_DYN] < 0 &&
         mosaic_profile_add_problem(p, "ncu CSV has no dynamic shared memory "
                                    "column (launch__shared_mem_per_block_"
                                    "dynamic): kernel keys assume 0 bytes; "
                                    "re-run ncu with --metrics $(mosaic-profile "
                                    "ncu-metrics)") != 0)
-        return ifail(im, 0, "out of memory");
+        return inomem(im, 0);
     return 0;
 }
 
@@ -558,20 +571,20 @@ static int read_units(struct importer *im, struct layout *L)
         if (L->mcol[m] >= 0 &&
             unit_scale_or_fail(im, u, L->mcol[m], mosaic_metric_dim(m),
                                mosaic_metric_name(m), &L->mscale[m]) != 0)
-            return -1;
+            return im->code;
     L->scale_smem_static = L->scale_smem_dyn = L->scale_l2 = 1.0;
     if (L->col[C_SMEM_STATIC] >= 0 &&
         unit_scale_or_fail(im, u, L->col[C_SMEM_STATIC], MOSAIC_DIM_BYTES,
                            "static shared memory", &L->scale_smem_static) != 0)
-        return -1;
+        return im->code;
     if (L->col[C_SMEM_DYN] >= 0 &&
         unit_scale_or_fail(im, u, L->col[C_SMEM_DYN], MOSAIC_DIM_BYTES,
                            "dynamic shared memory", &L->scale_smem_dyn) != 0)
-        return -1;
+        return im->code;
     if (L->col[C_DEV_L2] >= 0 &&
         unit_scale_or_fail(im, u, L->col[C_DEV_L2], MOSAIC_DIM_BYTES,
                            "L2 size", &L->scale_l2) != 0)
-        return -1;
+        return im->code;
     return 0;
 }
 
@@ -641,7 +654,7 @@ static int read_row(struct importer *im, const struct layout *L,
                      L->col[C_BLOCK] + 1,
                      (long long)(block[0] * block[1] * block[2]));
     if (row_int(im, L, C_SMEM_DYN, L->scale_smem_dyn, &dyn) != 0)
-        return -1;
+        return im->code;
     if (dyn == MOSAIC_NULL)
         dyn = 0;
 
@@ -654,7 +667,7 @@ static int read_row(struct importer *im, const struct layout *L,
     t.launches = 1;
     if (row_int(im, L, C_REGS, 1.0, &t.regs) ||
         row_int(im, L, C_SMEM_STATIC, L->scale_smem_static, &t.static_smem))
-        return -1;
+        return im->code;
     int64_t lim[4], sms, l2;
     if (row_int(im, L, C_OCC_BLOCKS, 1.0, &lim[0]) ||
         row_int(im, L, C_OCC_REGS, 1.0, &lim[1]) ||
@@ -662,7 +675,7 @@ static int read_row(struct importer *im, const struct layout *L,
         row_int(im, L, C_OCC_WARPS, 1.0, &lim[3]) ||
         row_int(im, L, C_DEV_SMS, 1.0, &sms) ||
         row_int(im, L, C_DEV_L2, L->scale_l2, &l2))
-        return -1;
+        return im->code;
     t.occ.limit_blocks = lim[0];
     t.occ.limit_regs = lim[1];
     t.occ.limit_smem = lim[2];
@@ -684,10 +697,10 @@ static int read_row(struct importer *im, const struct layout *L,
     /* GPU facts, from the first row that has them. */
     if (!p->gpu.name && L->col[C_DEV_NAME] >= 0 && r->f[L->col[C_DEV_NAME]][0] &&
         mosaic_set_str(&p->gpu.name, r->f[L->col[C_DEV_NAME]]) != 0)
-        return ifail(im, 0, "out of memory");
+        return inomem(im, 0);
     if (!p->gpu.cc && L->col[C_CC] >= 0 && r->f[L->col[C_CC]][0] &&
         mosaic_set_str(&p->gpu.cc, r->f[L->col[C_CC]]) != 0)
-        return ifail(im, 0, "out of memory");
+        return inomem(im, 0);
     if (p->gpu.sm_count == MOSAIC_NULL)
         p->gpu.sm_count = sms;
     if (p->gpu.l2_bytes == MOSAIC_NULL)
@@ -695,7 +708,7 @@ static int read_row(struct importer *im, const struct layout *L,
 
     char *key = mosaic_kernel_key(name, grid, block, dyn);
     if (!key)
-        return ifail(im, 0, "out of memory");
+        return inomem(im, 0);
     long found = mosaic_kindex_find(ix, p, key);
     if (found >= 0) {
         /* A later launch of a known key: counted; the first launch's
@@ -712,17 +725,17 @@ static int read_row(struct importer *im, const struct layout *L,
     t.key = key;
     if (!(t.name = strdup(name))) {
         free(key);
-        return ifail(im, 0, "out of memory");
+        return inomem(im, 0);
     }
     struct mosaic_kernel *k = mosaic_profile_add_kernel(p);
     if (!k) {
         mosaic_kernel_free(&t);
-        return ifail(im, 0, "out of memory");
+        return inomem(im, 0);
     }
     *k = t;
 
     if (mosaic_kindex_add(ix, p, p->n_kernels - 1) != 0)
-        return ifail(im, 0, "out of memory");
+        return inomem(im, 0);
     return 0;
 }
 
@@ -739,8 +752,9 @@ int mosaic_ncu_import_stream(FILE *f, const char *name,
     long header_line = 0;
 
     mosaic_profile_init(p);
+    im.code = MOSAIC_EFORMAT;
     if (csv_init(&im.csv, CSV_STRICT | CSV_STRICT_FINI | CSV_APPEND_NULL) != 0)
-        return ifail(&im, 0, "out of memory");
+        return inomem(&im, 0);
     memset(&L, 0, sizeof(L));
 
     while ((rc = next_line(&im, &len)) == 1) {
@@ -788,14 +802,14 @@ int mosaic_ncu_import_stream(FILE *f, const char *name,
     }
     if (mosaic_set_str(&p->method, MOSAIC_METHOD_NCU) != 0 ||
         mosaic_set_str(&p->source, im.name) != 0) {
-        ifail(&im, 0, "out of memory");
+        inomem(&im, 0);
         goto fail;
     }
     {
         char date[32];
         mosaic_now_iso8601(date);
         if (mosaic_set_str(&p->date, date) != 0) {
-            ifail(&im, 0, "out of memory");
+            inomem(&im, 0);
             goto fail;
         }
     }
@@ -811,19 +825,27 @@ fail:
     free(im.line);
     mosaic_kindex_free(&ix);
     mosaic_profile_free(p);
-    return -1;
+    return im.code;
 }
 
 int mosaic_ncu_import(const char *path, struct mosaic_profile *p, char *err,
                       size_t errlen)
 {
-    FILE *f = fopen(path, "r");
+    int fd = mosaic__open_regular(path, err, errlen);
+    FILE *f;
     int rc;
 
-    if (!f) {
+    if (fd < 0) {
         mosaic_profile_init(p);
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return -1;
+        return fd;
+    }
+    f = fdopen(fd, "r");
+    if (!f) {
+        rc = mosaic__errf(err, errlen, errno == ENOMEM ? MOSAIC_ENOMEM : MOSAIC_EIO,
+                          path, NULL, "cannot open: %s", strerror(errno));
+        close(fd);
+        mosaic_profile_init(p);
+        return rc;
     }
     rc = mosaic_ncu_import_stream(f, path, p, err, errlen);
     fclose(f);

@@ -2,9 +2,16 @@
  * Reads a "mosaic-profile/1" JSON file back into the model (cJSON). Every
  * error names the file and the field, e.g.
  *   prof.json: kernels[3].grid: expected an array of 3 integers
+ * and returns MOSAIC_EFORMAT for input that is not a profile, MOSAIC_ENOMEM
+ * when an allocation failed, and the whole-file reader's code (MOSAIC_EIO,
+ * MOSAIC_ETOOBIG, ...) when the file could not be read. One limit: cJSON
+ * reports a parse that ran out of memory as a parse error, so an
+ * out-of-memory inside cJSON_Parse reads as "not valid JSON" (EFORMAT);
+ * cJSON's allocator hooks are process-wide, which is why they are not
+ * replaced here to tell the two apart.
  */
 #define _GNU_SOURCE 1
-#include "profile.h"
+#include "mosaic/profile.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -12,7 +19,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+
+#include "core.h"
 
 #define MAX_PROFILE_BYTES (1024L * 1024 * 1024)
 
@@ -22,22 +30,14 @@ struct rd {
     size_t errlen;
 };
 
-__attribute__((format(printf, 3, 4))) static int fail(struct rd *r,
-                                                       const char *field,
-                                                       const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    if (field && *field)
-        snprintf(r->err, r->errlen, "%s: %s: %s", r->what, field, msg);
-    else
-        snprintf(r->err, r->errlen, "%s: %s", r->what, msg);
-    return -1;
-}
+/* Malformed input: "file: field: message", MOSAIC_EFORMAT. */
+#define fail(r, field, ...)                                             \
+    mosaic__errf((r)->err, (r)->errlen, MOSAIC_EFORMAT, (r)->what, (field), \
+                 __VA_ARGS__)
+/* An allocation failed while reading field. */
+#define fail_nomem(r, field)                                                \
+    mosaic__errf((r)->err, (r)->errlen, MOSAIC_ENOMEM, (r)->what, (field), \
+                 "out of memory")
 
 /* An integer field: JSON null -> MOSAIC_NULL; absent -> MOSAIC_NULL when
  * optional, an error otherwise. */
@@ -90,13 +90,13 @@ static int get_str(struct rd *r, const cJSON *obj, const char *name,
     snprintf(field, sizeof(field), "%s%s%s", path, *path ? "." : "", name);
     if (!it || cJSON_IsNull(it)) {
         if (optional || (it && cJSON_IsNull(it)))
-            return mosaic_set_str(out, NULL);
+            return mosaic_set_str(out, NULL); /* frees: cannot fail */
         return fail(r, field, "missing");
     }
     if (!cJSON_IsString(it))
         return fail(r, field, "expected a string");
     if (mosaic_set_str(out, it->valuestring) != 0)
-        return fail(r, field, "out of memory");
+        return fail_nomem(r, field);
     return 0;
 }
 
@@ -131,24 +131,29 @@ static int read_kernel(struct rd *r, const cJSON *jk, size_t idx,
 {
     char path[64];
     const cJSON *it;
+    int rc;
 
     snprintf(path, sizeof(path), "kernels[%zu]", idx);
     if (!cJSON_IsObject(jk))
         return fail(r, path, "expected an object");
-    if (get_str(r, jk, "key", path, 0, &k->key) || !k->key)
-        return k->key ? -1 : fail(r, path, "key must be a string");
-    if (get_str(r, jk, "name", path, 0, &k->name) || !k->name)
-        return k->name ? -1 : fail(r, path, "name must be a string");
-    if (get_triple(r, jk, "grid", path, k->grid) ||
-        get_triple(r, jk, "block", path, k->block) ||
-        get_int(r, jk, "dyn_smem", path, 0, &k->dyn_smem) ||
-        get_int(r, jk, "static_smem", path, 1, &k->static_smem) ||
-        get_int(r, jk, "regs", path, 1, &k->regs) ||
-        get_int(r, jk, "local_bytes", path, 1, &k->local_bytes) ||
-        get_int(r, jk, "max_threads", path, 1, &k->max_threads) ||
-        get_int(r, jk, "carveout", path, 1, &k->carveout) ||
-        get_int(r, jk, "launches", path, 0, &k->launches))
-        return -1;
+    if ((rc = get_str(r, jk, "key", path, 0, &k->key)) != 0)
+        return rc;
+    if (!k->key)
+        return fail(r, path, "key must be a string");
+    if ((rc = get_str(r, jk, "name", path, 0, &k->name)) != 0)
+        return rc;
+    if (!k->name)
+        return fail(r, path, "name must be a string");
+    if ((rc = get_triple(r, jk, "grid", path, k->grid)) ||
+        (rc = get_triple(r, jk, "block", path, k->block)) ||
+        (rc = get_int(r, jk, "dyn_smem", path, 0, &k->dyn_smem)) ||
+        (rc = get_int(r, jk, "static_smem", path, 1, &k->static_smem)) ||
+        (rc = get_int(r, jk, "regs", path, 1, &k->regs)) ||
+        (rc = get_int(r, jk, "local_bytes", path, 1, &k->local_bytes)) ||
+        (rc = get_int(r, jk, "max_threads", path, 1, &k->max_threads)) ||
+        (rc = get_int(r, jk, "carveout", path, 1, &k->carveout)) ||
+        (rc = get_int(r, jk, "launches", path, 0, &k->launches)))
+        return rc;
     if (k->launches == MOSAIC_NULL || k->launches < 0)
         return fail(r, path, "launches must be a non-negative integer");
 
@@ -158,14 +163,14 @@ static int read_kernel(struct rd *r, const cJSON *jk, size_t idx,
         snprintf(opath, sizeof(opath), "%s.occupancy", path);
         if (!cJSON_IsObject(it))
             return fail(r, opath, "expected an object");
-        if (get_int(r, it, "blocks_per_sm", opath, 1, &k->occ.blocks_per_sm) ||
-            get_int(r, it, "limit_threads", opath, 1, &k->occ.limit_threads) ||
-            get_int(r, it, "limit_regs", opath, 1, &k->occ.limit_regs) ||
-            get_int(r, it, "limit_smem", opath, 1, &k->occ.limit_smem) ||
-            get_int(r, it, "limit_blocks", opath, 1, &k->occ.limit_blocks) ||
-            get_int(r, it, "reserved_smem_per_block", opath, 1,
-                    &k->occ.reserved_smem_per_block))
-            return -1;
+        if ((rc = get_int(r, it, "blocks_per_sm", opath, 1, &k->occ.blocks_per_sm)) ||
+            (rc = get_int(r, it, "limit_threads", opath, 1, &k->occ.limit_threads)) ||
+            (rc = get_int(r, it, "limit_regs", opath, 1, &k->occ.limit_regs)) ||
+            (rc = get_int(r, it, "limit_smem", opath, 1, &k->occ.limit_smem)) ||
+            (rc = get_int(r, it, "limit_blocks", opath, 1, &k->occ.limit_blocks)) ||
+            (rc = get_int(r, it, "reserved_smem_per_block", opath, 1,
+                          &k->occ.reserved_smem_per_block)))
+            return rc;
     }
 
     it = cJSON_GetObjectItemCaseSensitive(jk, "metrics");
@@ -179,9 +184,9 @@ static int read_kernel(struct rd *r, const cJSON *jk, size_t idx,
         for (int m = 0; m < MOSAIC_N_METRICS; m++) {
             char fpath[192];
             snprintf(fpath, sizeof(fpath), "%s.%s", mpath, mosaic_metric_key(m));
-            if (get_double(r, cJSON_GetObjectItemCaseSensitive(it, mosaic_metric_key(m)),
-                           fpath, &k->metrics[m]))
-                return -1;
+            if ((rc = get_double(r, cJSON_GetObjectItemCaseSensitive(it, mosaic_metric_key(m)),
+                           fpath, &k->metrics[m])))
+                return rc;
         }
     }
     /* duration_ns duplicates metrics.duration_ns; it wins when the metrics
@@ -190,8 +195,8 @@ static int read_kernel(struct rd *r, const cJSON *jk, size_t idx,
     if (it && isnan(k->metrics[MOSAIC_M_duration_ns])) {
         char dpath[96];
         snprintf(dpath, sizeof(dpath), "%s.duration_ns", path);
-        if (get_double(r, it, dpath, &k->metrics[MOSAIC_M_duration_ns]))
-            return -1;
+        if ((rc = get_double(r, it, dpath, &k->metrics[MOSAIC_M_duration_ns])))
+            return rc;
     }
     it = cJSON_GetObjectItemCaseSensitive(jk, "derived");
     if (it && !cJSON_IsNull(it)) {
@@ -202,9 +207,9 @@ static int read_kernel(struct rd *r, const cJSON *jk, size_t idx,
         for (int d = 0; d < MOSAIC_N_DERIVED; d++) {
             char fpath[192];
             snprintf(fpath, sizeof(fpath), "%s.%s", dpath, mosaic_derived_key(d));
-            if (get_double(r, cJSON_GetObjectItemCaseSensitive(it, mosaic_derived_key(d)),
-                           fpath, &k->derived[d]))
-                return -1;
+            if ((rc = get_double(r, cJSON_GetObjectItemCaseSensitive(it, mosaic_derived_key(d)),
+                           fpath, &k->derived[d])))
+                return rc;
         }
     } else {
         mosaic_kernel_derive(k);
@@ -219,7 +224,7 @@ int mosaic_profile_read_string(const char *json, const char *what,
     struct rd r = {what ? what : "<profile>", err, errlen};
     cJSON *root;
     const cJSON *it;
-    int rc = -1;
+    int rc = MOSAIC_EFORMAT;
 
     mosaic_profile_init(p);
     root = cJSON_ParseWithOpts(json, NULL, 1); /* nothing may follow */
@@ -233,45 +238,45 @@ int mosaic_profile_read_string(const char *json, const char *what,
                     "may be truncated: capture or import it again", line);
     }
     if (!cJSON_IsObject(root)) {
-        fail(&r, NULL, "expected a JSON object at the top level");
+        rc = fail(&r, NULL, "expected a JSON object at the top level");
         goto out;
     }
     it = cJSON_GetObjectItemCaseSensitive(root, "schema");
     if (!cJSON_IsString(it)) {
-        fail(&r, "schema", "missing: not a mosaic profile");
+        rc = fail(&r, "schema", "missing: not a mosaic profile");
         goto out;
     }
     if (strcmp(it->valuestring, MOSAIC_PROFILE_SCHEMA) != 0) {
-        fail(&r, "schema", "'%s' is not " MOSAIC_PROFILE_SCHEMA
+        rc = fail(&r, "schema", "'%s' is not " MOSAIC_PROFILE_SCHEMA
              " (written by another version of mosaic-profile?)", it->valuestring);
         goto out;
     }
     it = cJSON_GetObjectItemCaseSensitive(root, "gpu");
     if (!cJSON_IsObject(it)) {
-        fail(&r, "gpu", "missing or not an object");
+        rc = fail(&r, "gpu", "missing or not an object");
         goto out;
     }
-    if (get_str(&r, it, "name", "gpu", 1, &p->gpu.name) ||
-        get_int(&r, it, "sm_count", "gpu", 1, &p->gpu.sm_count) ||
-        get_int(&r, it, "l2_bytes", "gpu", 1, &p->gpu.l2_bytes) ||
-        get_str(&r, it, "driver", "gpu", 1, &p->gpu.driver) ||
-        get_str(&r, it, "cuda", "gpu", 1, &p->gpu.cuda) ||
-        get_str(&r, it, "cc", "gpu", 1, &p->gpu.cc))
+    if ((rc = get_str(&r, it, "name", "gpu", 1, &p->gpu.name)) ||
+        (rc = get_int(&r, it, "sm_count", "gpu", 1, &p->gpu.sm_count)) ||
+        (rc = get_int(&r, it, "l2_bytes", "gpu", 1, &p->gpu.l2_bytes)) ||
+        (rc = get_str(&r, it, "driver", "gpu", 1, &p->gpu.driver)) ||
+        (rc = get_str(&r, it, "cuda", "gpu", 1, &p->gpu.cuda)) ||
+        (rc = get_str(&r, it, "cc", "gpu", 1, &p->gpu.cc)))
         goto out;
-    if (get_str(&r, root, "date", "", 1, &p->date) ||
-        get_str(&r, root, "method", "", 0, &p->method) ||
-        get_str(&r, root, "source", "", 1, &p->source) ||
-        get_int(&r, root, "passes", "", 1, &p->passes))
+    if ((rc = get_str(&r, root, "date", "", 1, &p->date)) ||
+        (rc = get_str(&r, root, "method", "", 0, &p->method)) ||
+        (rc = get_str(&r, root, "source", "", 1, &p->source)) ||
+        (rc = get_int(&r, root, "passes", "", 1, &p->passes)))
         goto out;
     it = cJSON_GetObjectItemCaseSensitive(root, "complete");
     if (!cJSON_IsBool(it)) {
-        fail(&r, "complete", "missing or not true/false");
+        rc = fail(&r, "complete", "missing or not true/false");
         goto out;
     }
     p->complete = cJSON_IsTrue(it);
     it = cJSON_GetObjectItemCaseSensitive(root, "problems");
     if (!cJSON_IsArray(it)) {
-        fail(&r, "problems", "missing or not an array");
+        rc = fail(&r, "problems", "missing or not an array");
         goto out;
     }
     {
@@ -282,11 +287,11 @@ int mosaic_profile_read_string(const char *json, const char *what,
             if (!cJSON_IsString(e)) {
                 char f[64];
                 snprintf(f, sizeof(f), "problems[%zu]", i);
-                fail(&r, f, "expected a string");
+                rc = fail(&r, f, "expected a string");
                 goto out;
             }
             if (mosaic_profile_add_problem(p, "%s", e->valuestring) != 0) {
-                fail(&r, "problems", "out of memory");
+                rc = fail_nomem(&r, "problems");
                 goto out;
             }
             i++;
@@ -295,7 +300,7 @@ int mosaic_profile_read_string(const char *json, const char *what,
     }
     it = cJSON_GetObjectItemCaseSensitive(root, "kernels");
     if (!cJSON_IsArray(it)) {
-        fail(&r, "kernels", "missing or not an array");
+        rc = fail(&r, "kernels", "missing or not an array");
         goto out;
     }
     {
@@ -304,10 +309,10 @@ int mosaic_profile_read_string(const char *json, const char *what,
         cJSON_ArrayForEach(e, it) {
             struct mosaic_kernel *k = mosaic_profile_add_kernel(p);
             if (!k) {
-                fail(&r, "kernels", "out of memory");
+                rc = fail_nomem(&r, "kernels");
                 goto out;
             }
-            if (read_kernel(&r, e, i, k) != 0)
+            if ((rc = read_kernel(&r, e, i, k)) != 0)
                 goto out;
             i++;
         }
@@ -324,41 +329,17 @@ int mosaic_profile_read_file(const char *path, struct mosaic_profile *p,
                              char *err, size_t errlen)
 {
     struct rd r = {path, err, errlen};
-    FILE *f;
-    struct stat st;
     char *buf;
-    size_t n;
     int rc;
 
     mosaic_profile_init(p);
-    f = fopen(path, "rb");
-    if (!f)
-        return fail(&r, NULL, "cannot open: %s", strerror(errno));
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(f);
-        return fail(&r, NULL, "not a regular file");
-    }
-    if (st.st_size > MAX_PROFILE_BYTES) {
-        fclose(f);
-        return fail(&r, NULL, "too large (%lld bytes) for a profile",
-                    (long long)st.st_size);
-    }
-    buf = malloc((size_t)st.st_size + 1);
-    if (!buf) {
-        fclose(f);
-        return fail(&r, NULL, "out of memory");
-    }
-    n = fread(buf, 1, (size_t)st.st_size, f);
-    fclose(f);
-    buf[n] = '\0';
-    if (n == 0) {
+    rc = mosaic__read_file(path, MAX_PROFILE_BYTES, &buf, err, errlen);
+    if (rc != 0)
+        return rc;
+    if (buf[0] == '\0') {
         free(buf);
         return fail(&r, NULL, "empty file: the profile was never written "
                     "(did the program exit normally?)");
-    }
-    if (strlen(buf) != n) {
-        free(buf);
-        return fail(&r, NULL, "contains NUL bytes: not a JSON profile");
     }
     rc = mosaic_profile_read_string(buf, path, p, err, errlen);
     free(buf);

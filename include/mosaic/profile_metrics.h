@@ -12,10 +12,10 @@
  * dimension    MOSAIC_DIM_*: what the importer accepts as a source unit.
  *
  * Appending a feature is safe; renaming a key or changing a unit changes the
- * schema (bump "mosaic-profile/N" in profile.h).
+ * schema (bump "mosaic-profile/N" in mosaic/profile.h).
  */
-#ifndef MOSAIC_PROFILER_METRICS_H
-#define MOSAIC_PROFILER_METRICS_H
+#ifndef MOSAIC_PROFILE_METRICS_H
+#define MOSAIC_PROFILE_METRICS_H
 
 /* The dimension of a feature's unit: decides which ncu units convert to it. */
 enum mosaic_dim {

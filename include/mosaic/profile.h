@@ -1,20 +1,35 @@
 /*
- * A kernel profile ("mosaic-profile/1", docs/profile-schema.md): the model,
- * the JSON writer (libc only, so that the capture library can use it on a GPU
- * machine with no extra packages), the reader (cJSON; profile_read.c) and
- * the occupancy arithmetic. metrics.h beside it lists the features.
+ * Mosaic kernel profiles (library mosaic_profile, profiler/profile/): what
+ * `mosaic-profile` writes and the predictor, the tools and the arbiter read
+ * ("mosaic-profile/1", docs/profile-schema.md).
+ *
+ *   - the model: struct mosaic_profile, its GPU and its kernels, each kernel
+ *     under its profile key (name + grid + block + dynamic shared memory);
+ *   - the JSON writer (libc only: the capture library links it on GPU
+ *     machines with no extra packages) and the reader (cJSON);
+ *   - the occupancy arithmetic (blocks per SM from a kernel's resources).
+ * The feature list (hardware counters and derived values) is the X-macro
+ * list of mosaic/profile_metrics.h, included here. Producers of profiles:
+ * the CUPTI capture library (profiler/capture/) and the ncu importer
+ * (profiler/ncu/).
  *
  * Unknown values: integers hold MOSAIC_NULL (written as JSON null), doubles
- * hold NaN (written as null).
+ * hold NaN (written as null). Functions that can fail return 0 or a negative
+ * MOSAIC_E* code (mosaic/mosaic.h; mosaic_strerror gives the sentence).
  */
-#ifndef MOSAIC_PROFILER_PROFILE_H
-#define MOSAIC_PROFILER_PROFILE_H
+#ifndef MOSAIC_PROFILE_H
+#define MOSAIC_PROFILE_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
-#include "metrics.h"
+#include "mosaic/mosaic.h"
+#include "mosaic/profile_metrics.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 #define MOSAIC_PROFILE_SCHEMA "mosaic-profile/1"
 #define MOSAIC_PROFILE_TOOL "mosaic-profile 0.1.0"
@@ -73,7 +88,7 @@ struct mosaic_profile {
     size_t cap_kernels;
 };
 
-/* Metric table (from metrics.h). */
+/* Metric table (from mosaic/profile_metrics.h). */
 const char *mosaic_metric_key(int id);
 const char *mosaic_metric_name(int id);
 const char *mosaic_metric_unit(int id);
@@ -87,10 +102,11 @@ int mosaic_derived_by_key(const char *key); /* -1 if none */
 
 void mosaic_profile_init(struct mosaic_profile *p);
 void mosaic_profile_free(struct mosaic_profile *p);
-/* Sets a string field (frees the old value); NULL clears it. 0 or -1 (ENOMEM). */
+/* Sets a string field (frees the old value); NULL clears it. 0 or
+ * MOSAIC_ENOMEM (the field is then unchanged). */
 int mosaic_set_str(char **field, const char *value);
 /* Appends a problem (printf format); duplicates are dropped. Clears
- * p->complete. Returns 0, or -1 when out of memory. */
+ * p->complete. Returns 0, or MOSAIC_ENOMEM. */
 int mosaic_profile_add_problem(struct mosaic_profile *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Appends a kernel with every field unknown and launches 0; NULL on ENOMEM.
@@ -101,6 +117,12 @@ void mosaic_kernel_free(struct mosaic_kernel *k);
 /* "name|grid=X,Y,Z|block=X,Y,Z|dsmem=N" (malloc'd; NULL on ENOMEM). */
 char *mosaic_kernel_key(const char *name, const int64_t grid[3],
                         const int64_t block[3], int64_t dyn_smem);
+/* The same key into buf (cap bytes, NUL-terminated when cap > 0), for a
+ * lookup that should not allocate. Returns the key's length like snprintf
+ * (>= cap: it was cut), or MOSAIC_EINVAL when formatting failed. */
+int mosaic_kernel_key_buf(char *buf, size_t cap, const char *name,
+                          const int64_t grid[3], const int64_t block[3],
+                          int64_t dyn_smem);
 /* An index of a profile's kernels by key (open addressing). */
 struct mosaic_kindex {
     size_t *slot; /* kernel index + 1; 0 = empty */
@@ -109,7 +131,7 @@ struct mosaic_kindex {
 /* Index of the kernel with this key, or -1. */
 long mosaic_kindex_find(const struct mosaic_kindex *ix,
                         const struct mosaic_profile *p, const char *key);
-/* Indexes p->kernels[idx] (already appended). 0, or -1 on ENOMEM. */
+/* Indexes p->kernels[idx] (already appended). 0, or MOSAIC_ENOMEM. */
 int mosaic_kindex_add(struct mosaic_kindex *ix, const struct mosaic_profile *p,
                       size_t idx);
 void mosaic_kindex_free(struct mosaic_kindex *ix);
@@ -122,18 +144,18 @@ int mosaic_kernel_n_missing(const struct mosaic_kernel *k);
 /* The current time as "YYYY-MM-DDTHH:MM:SSZ". */
 void mosaic_now_iso8601(char buf[32]);
 
-/* Writes p as JSON. Returns 0, or -1 with errno set on an I/O error. */
+/* Writes p as JSON (strings always valid UTF-8). Returns 0, or MOSAIC_EIO
+ * (errno set) when f reports a write error. */
 int mosaic_profile_write(const struct mosaic_profile *p, FILE *f);
-/* Writes p to path through a temporary file and rename(2). Returns 0, or -1
- * with a message in err. */
+/* Writes p to path through a temporary file and rename(2). Returns 0, or
+ * MOSAIC_EIO / MOSAIC_ENOMEM with a message naming the file in err. */
 int mosaic_profile_write_file(const struct mosaic_profile *p, const char *path,
                               char *err, size_t errlen);
-/* Writes s as a JSON string literal (quotes included); invalid UTF-8 bytes
- * become U+FFFD. */
-void mosaic_json_write_string(FILE *f, const char *s);
 
-/* Reads a profile (profile_read.c, needs cJSON). Returns 0, or -1 with a
- * message naming the file and the field in err; *p is then empty. */
+/* Reads a profile (profile_read.c, needs cJSON). Returns 0, or MOSAIC_EIO
+ * (cannot read; not a regular file), MOSAIC_ETOOBIG, MOSAIC_EFORMAT (not JSON,
+ * not a profile, a field of the wrong type) or MOSAIC_ENOMEM, with a message
+ * naming the file and the field in err; *p is then empty. */
 int mosaic_profile_read_file(const char *path, struct mosaic_profile *p,
                              char *err, size_t errlen);
 int mosaic_profile_read_string(const char *json, const char *what,
@@ -169,4 +191,7 @@ void mosaic_occupancy_limits(const struct mosaic_occ_device *d,
                              const struct mosaic_occ_kernel *k,
                              struct mosaic_occupancy *out);
 
+#ifdef __cplusplus
+}
 #endif
+#endif /* MOSAIC_PROFILE_H */
