@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "mosaic/predict.h"
-#include "profile.h"
+#include "mosaic/profile.h"
 
 #ifndef MOSAIC_DEFAULT_MODELS
 #define MOSAIC_DEFAULT_MODELS "predictor/models/h200"
