@@ -171,7 +171,6 @@ static int off_local_batch(struct off_run *X, struct zoo_inst *in[2],
                            cudaStream_t st[2], const double lead_iso_us[2],
                            int n, double expect_us)
 {
-    unsigned long long gate_ns = (unsigned long long)(O.gate_us * 1e3);
     int rc = 0, k, j, s;
     float ms = 0;
 
@@ -188,8 +187,8 @@ static int off_local_batch(struct off_run *X, struct zoo_inst *in[2],
             CK(cudaStreamWaitEvent(g_gate_stream, X->ev[5 * k - 3], 0));
             CK(cudaStreamWaitEvent(g_gate_stream, X->ev[5 * k - 1], 0));
         }
-        zoo_gate_kernel<<<1, 1, 0, g_gate_stream>>>(gate_ns);
-        CK(cudaGetLastError());
+        /* The shared gate, then this round's own event behind it. */
+        CKZ(gate_launch());
         CK(cudaEventRecord(e[0], g_gate_stream));
         for (j = 0; j < 2; j++) {
             /* The leader's stream first, as `corun` enqueues A first in
@@ -488,6 +487,7 @@ static void off_measure(struct off_run *X, struct corun_state *C, int va,
         lead_iso[s] = e->gated_med;
         iso_us[s] = e->gated_med;
     }
+    CKZ(zoo_sync_reset(X->sync));
     CKZ(off_local_batch(X, in, st, lead_iso, n, off_expect_us(X, n, iso_us)));
     off_collect_iso(X, vi, n);
 out:

@@ -165,6 +165,11 @@ int zoo_sync_follow(struct zoo_sync *sync, unsigned long long seq,
     return (int)cudaGetLastError();
 }
 
+int zoo_sync_reset(struct zoo_sync *sync)
+{
+    return (int)cudaMemset(&sync->dead, 0, sizeof(sync->dead));
+}
+
 int zoo_sync_alloc(struct zoo_sync **sync)
 {
     struct zoo_sync init;

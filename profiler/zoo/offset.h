@@ -103,6 +103,12 @@ int zoo_sync_follow(struct zoo_sync *sync, unsigned long long seq,
                     cudaStream_t s);
 
 
+/* Clears the sticky dead word (synchronously; no protocol kernel may be
+ * queued). One process does this before each pair, so that one pair's
+ * timeout does not fail the rest of the run; two processes never do, as a
+ * timeout there means the peer is gone. */
+int zoo_sync_reset(struct zoo_sync *sync);
+
 /* Allocates a zeroed sync block with its magic set (synchronously). */
 int zoo_sync_alloc(struct zoo_sync **sync);
 
