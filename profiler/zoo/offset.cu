@@ -98,14 +98,22 @@ __global__ void zoo_sync_lead_kernel(struct zoo_sync *s,
         st = ZOO_SYNC_PEER_DEAD;
     else if (wait_ready)
         st = sync_wait_eq(s, &s->ready_seq, seq, t0, timeout_ns, &polls);
-    t = sync_now();
     if (st == ZOO_SYNC_OK) {
-        /* mark_ns before mark_seq: a follower that sees the sequence
-         * number reads this round's time, never the previous one's. */
-        sync_store(&s->mark_ns, t);
-        sync_store(&s->mark_delay_ns, delay_ns);
-        sync_store(&s->mark_cmd, cmd);
-        sync_store(&s->mark_seq, seq);
+        volatile struct zoo_sync *v = s;
+
+        v->mark_delay_ns = delay_ns;
+        v->mark_cmd = cmd;
+        /* The time as late as possible, so that the mark is as close to
+         * this kernel's exit (and A's dispatch) as the release is to B's;
+         * then one fence orders the data before the sequence number, so a
+         * follower that sees this round's number reads this round's time,
+         * never the previous one's. */
+        t = sync_now();
+        v->mark_ns = t;
+        __threadfence_system();
+        v->mark_seq = seq;
+    } else {
+        t = sync_now();
     }
     sync_rec(rec, t0, t, t, delay_ns, cmd, st, polls);
 }
