@@ -28,8 +28,25 @@
  * under the protocol in the same role) and slowdown_sync_*.
  */
 
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "offset.h"
+#include "offset_plan.h"
+#include "offset_run.h"
+#include "zoo.h"
+#include "zoo_cmds.h"
+#include "zoo_corun.h"
+#include "zoo_harness.h"
+#include "zoo_jsonl.h"
+#include "zoo_streams.h"
+#include "zoo_timing.h"
+
 /*
- * Enqueues rounds [0, n) of X->rounds on A's stream sa and B's stream sb,
+ * Enqueues rounds [0, n) of X->rounds on A's stream st[0] and B's st[1],
  * each behind its own gate, and waits for them. lead_iso_us[side] resolves
  * relative delays.
  */
@@ -207,11 +224,11 @@ static void off_emit(struct off_run *X, struct corun_state *C, int va, int vb,
     }
     j_begin("corun_offset");
     j_result(ok && m > 0);
-    j_str("mode", O.partitioned ? "partitioned" : "shared");
+    j_str("mode", g_opt.partitioned ? "partitioned" : "shared");
     j_int("sms_a", C->a.sms);
     j_int("sms_b", C->b.sms);
-    if (O.partitioned)
-        j_int("split_requested", O.split);
+    if (g_opt.partitioned)
+        j_int("split_requested", g_opt.split);
     else
         j_null("split_requested");
     j_str("order", leader ? "ba" : "ab");
@@ -225,7 +242,7 @@ static void off_emit(struct off_run *X, struct corun_state *C, int va, int vb,
     j_str("method", "event_gated_offset");
     j_int("repeats", m);
     j_int("warmup", 1);
-    j_num("gate_us", O.gate_us);
+    j_num("gate_us", g_opt.gate_us);
     j_str("delay_spec", X->delays[di].spec);
     j_num("delay_us", req);
     j_iso_fields(iso[0], is_a, "a");
@@ -291,7 +308,7 @@ static double off_expect_us(const struct off_run *X, int n,
             d_max = d;
     }
     for (k = 0; k < n; k++)
-        t += O.gate_us + iso_us[0] + iso_us[1] + d_max + 20.0;
+        t += g_opt.gate_us + iso_us[0] + iso_us[1] + d_max + 20.0;
     return t;
 }
 
@@ -308,7 +325,7 @@ static void off_measure(struct off_run *X, struct corun_state *C, int va,
     clear_err();
     fprintf(stderr, "mosaic-zoo: corun-offset %s + %s\n",
             zoo_variants[va].name, zoo_variants[vb].name);
-    n = zoo_plan_pair(&X->plan, va, vb, O.order_ab, O.order_ba, X->n_delays,
+    n = zoo_plan_pair(&X->plan, va, vb, g_opt.order_ab, g_opt.order_ba, X->n_delays,
                       C->repeats, 0, X->rounds, ZOO_OFF_MAX_ROUNDS);
     if (n < 0) {
         seterr("a pair needs more than %d rounds: fewer --delays or "
@@ -328,7 +345,7 @@ static void off_measure(struct off_run *X, struct corun_state *C, int va,
     }
     for (s = 0; s < 2; s++) {
         const struct iso_ent *e = iso_get(C, vi[s],
-                                          s && O.partitioned ? 1 : 0, in[s]);
+                                          s && g_opt.partitioned ? 1 : 0, in[s]);
 
         iso[s] = e;
         if (e->rc) {
@@ -343,7 +360,7 @@ static void off_measure(struct off_run *X, struct corun_state *C, int va,
     off_collect_iso(X, vi, n);
 out:
     for (o = 0; o < 2; o++) {
-        if (!(o ? O.order_ba : O.order_ab))
+        if (!(o ? g_opt.order_ba : g_opt.order_ab))
             continue;
         for (d = 0; d < X->n_delays; d++)
             off_emit(X, C, va, vb, o, d, iso, n, rc == 0);
@@ -352,7 +369,7 @@ out:
         recover();
 }
 
-static int cmd_corun_offset(void)
+int cmd_corun_offset(void)
 {
     struct corun_state C;
     struct off_run X;
@@ -360,9 +377,13 @@ static int cmd_corun_offset(void)
     int n_pairs = 0, i, rc = 0;
 
     memset(&C, 0, sizeof(C));
-    C.repeats = O.repeats ? O.repeats : 5;
+    C.repeats = g_opt.repeats ? g_opt.repeats : 5;
+    /* The same default split as corun's: half the SMs, rounded down to the
+     * green contexts' granularity of 8. */
+    if (g_opt.partitioned && g_opt.split == 0)
+        g_opt.split = (g_dev.sm_count / 2) / 8 * 8;
     clear_err();
-    if (off_run_init(&X, !O.partitioned) ||
+    if (off_run_init(&X, !g_opt.partitioned) ||
         (rc = zoo_sync_alloc(&X.sync)) != 0) {
         if (rc)
             seterr("allocating the sync block: %s", zerr(rc));
@@ -370,7 +391,7 @@ static int cmd_corun_offset(void)
         off_run_fini(&X);
         return -1;
     }
-    if (read_pairs(O.pairs_path, &pairs, &n_pairs)) {
+    if (read_pairs(g_opt.pairs_path, &pairs, &n_pairs)) {
         off_run_fini(&X);
         return -1;
     }
@@ -382,14 +403,14 @@ static int cmd_corun_offset(void)
         error_record("out of host memory");
         goto out;
     }
-    if (O.partitioned) {
-        cfg_open_split(&C.a, &C.b, O.split);
+    if (g_opt.partitioned) {
+        cfg_open_split(&C.a, &C.b, g_opt.split);
     } else {
         cfg_open_full(&C.a, "shared_a");
         cfg_open_full(&C.b, "shared_b");
     }
     cfg_check(&C.a, NULL);
-    cfg_check(&C.b, O.partitioned ? &C.a : NULL);
+    cfg_check(&C.b, g_opt.partitioned ? &C.a : NULL);
     if (!C.a.ok || !C.b.ok) {
         fprintf(stderr, "mosaic-zoo: no streams for the co-runs: %s\n",
                 C.a.ok ? C.b.err : C.a.err);

@@ -33,6 +33,24 @@
  * `mps_offset_iso` per variant and role; meta and end as always.
  */
 
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "offset.h"
+#include "offset_plan.h"
+#include "offset_run.h"
+#include "zoo.h"
+#include "zoo_cmds.h"
+#include "zoo_corun.h"
+#include "zoo_harness.h"
+#include "zoo_jsonl.h"
+#include "zoo_streams.h"
+#include "zoo_timing.h"
+
 #define ZOO_CMD_GO   1ull
 #define ZOO_CMD_STOP 2ull
 
@@ -241,7 +259,7 @@ static void mps_emit(struct mps_off *M, int va, int vb, int leader, int di,
     }
     if (ok && failed) {
         seterr("%d rounds' protocol waits failed (peer gone or slower than "
-               "--peer-timeout-ms %.0f)", failed, O.peer_timeout_ms);
+               "--peer-timeout-ms %.0f)", failed, g_opt.peer_timeout_ms);
         ok = 0;
     }
     if (ok && M->inst_vi != vi) {
@@ -309,13 +327,13 @@ static int mps_connect(struct mps_off *M, unsigned long long hash)
         CKZ(zoo_sync_export(X->sync, &peer.handle));
         peer.pid = (long long)getpid();
         peer.schedule_hash = hash;
-        if (zoo_sync_write_handle(O.ipc_file, &peer, err, sizeof(err))) {
+        if (zoo_sync_write_handle(g_opt.ipc_file, &peer, err, sizeof(err))) {
             seterr("%s", err);
             rc = -1;
         }
         goto out;
     }
-    if (zoo_sync_read_handle(O.ipc_file, O.handle_wait_s, &peer, err,
+    if (zoo_sync_read_handle(g_opt.ipc_file, g_opt.handle_wait_s, &peer, err,
                              sizeof(err))) {
         seterr("%s", err);
         rc = -1;
@@ -324,7 +342,7 @@ static int mps_connect(struct mps_off *M, unsigned long long hash)
     if (peer.schedule_hash != hash) {
         seterr("--ipc-file %s: process a (pid %lld) runs another schedule "
                "(hash %016llx, this one %016llx): give both processes the "
-               "same --pairs, --delays, --order and --repeats", O.ipc_file,
+               "same --pairs, --delays, --order and --repeats", g_opt.ipc_file,
                peer.pid, peer.schedule_hash, hash);
         rc = -1;
         goto out;
@@ -332,14 +350,14 @@ static int mps_connect(struct mps_off *M, unsigned long long hash)
     CKZ(zoo_sync_open(&peer.handle, &X->sync));
     if (zoo_sync_check(X->sync)) {
         seterr("--ipc-file %s: the mapped memory is not a zoo sync block",
-               O.ipc_file);
+               g_opt.ipc_file);
         rc = -1;
     }
 out:
     return rc;
 }
 
-static int cmd_mps_offset(void)
+int cmd_mps_offset(void)
 {
     struct mps_off *M = (struct mps_off *)calloc(1, sizeof(struct mps_off));
     struct off_run *X;
@@ -353,16 +371,16 @@ static int cmd_mps_offset(void)
         return -1;
     }
     X = &M->X;
-    M->me = O.role;
+    M->me = g_opt.role;
     M->inst_vi = -1;
-    M->start_timeout_ns = (unsigned long long)(O.handle_wait_s * 1e9);
-    reps = O.repeats ? O.repeats : 5;
+    M->start_timeout_ns = (unsigned long long)(g_opt.handle_wait_s * 1e9);
+    reps = g_opt.repeats ? g_opt.repeats : 5;
     clear_err();
     if (off_run_init(X, 0)) {
         error_record(g_err);
         goto out;
     }
-    if (read_pairs(O.pairs_path, &pairs, &n_pairs))
+    if (read_pairs(g_opt.pairs_path, &pairs, &n_pairs))
         goto out;
     na = (const char **)calloc((size_t)n_pairs + 1, sizeof(*na));
     nb = (const char **)calloc((size_t)n_pairs + 1, sizeof(*nb));
@@ -374,8 +392,8 @@ static int cmd_mps_offset(void)
         na[i] = zoo_variants[pairs[2 * i]].name;
         nb[i] = zoo_variants[pairs[2 * i + 1]].name;
     }
-    hash = zoo_plan_hash(na, nb, n_pairs, X->delays, X->n_delays, O.order_ab,
-                         O.order_ba, reps);
+    hash = zoo_plan_hash(na, nb, n_pairs, X->delays, X->n_delays, g_opt.order_ab,
+                         g_opt.order_ba, reps);
     if (cfg_open_full(&M->c, "mps") || mps_connect(M, hash)) {
         error_record(g_err);
         goto out;
@@ -396,7 +414,7 @@ static int cmd_mps_offset(void)
             X->rounds[0].run[0] = X->rounds[0].run[1] = 0;
             n = 1;
         } else {
-            n = zoo_plan_pair(&X->plan, va, vb, O.order_ab, O.order_ba,
+            n = zoo_plan_pair(&X->plan, va, vb, g_opt.order_ab, g_opt.order_ba,
                               X->n_delays, reps, 1, X->rounds,
                               ZOO_OFF_MAX_ROUNDS);
         }
@@ -450,7 +468,7 @@ static int cmd_mps_offset(void)
             if (iso_new[k])
                 mps_emit_iso(M, va, vb, k, rc == 0);
         for (o = 0; o < 2; o++) {
-            if (!(o ? O.order_ba : O.order_ab))
+            if (!(o ? g_opt.order_ba : g_opt.order_ab))
                 continue;
             for (d = 0; d < X->n_delays; d++)
                 mps_emit(M, va, vb, o, d, n_iso, n, rc == 0);
@@ -469,8 +487,8 @@ out:
          * this process's last mark; give it a moment before freeing. */
         usleep(200000);
     }
-    if (M->me == 0 && O.ipc_file)
-        unlink(O.ipc_file);
+    if (M->me == 0 && g_opt.ipc_file)
+        unlink(g_opt.ipc_file);
     cfg_close(&M->c);
     off_run_fini(X);
     free(na);

@@ -1,7 +1,14 @@
 /*
  * The shared state of the offset co-runs and its helpers (offset_run.h).
  */
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "offset_run.h"
+#include "zoo.h"
+#include "zoo_harness.h"
 
 /* Events are created as the largest pair needs them, not for the largest
  * possible pair (ZOO_OFF_MAX_ROUNDS rounds would be 17k events). */
@@ -33,14 +40,14 @@ int off_run_init(struct off_run *X, int collapse_sides)
 
     memset(X, 0, sizeof(*X));
     err[0] = 0;
-    X->n_delays = zoo_parse_delays(O.delays, X->delays, ZOO_OFF_MAX_DELAYS,
+    X->n_delays = zoo_parse_delays(g_opt.delays, X->delays, ZOO_OFF_MAX_DELAYS,
                                    err, sizeof(err));
     if (X->n_delays < 0) {
         /* parse_args already checked them; this is a second line. */
         seterr("%s", err);
         return -1;
     }
-    X->timeout_ns = (unsigned long long)(O.peer_timeout_ms * 1e6);
+    X->timeout_ns = (unsigned long long)(g_opt.peer_timeout_ms * 1e6);
     X->rounds = (struct zoo_round *)calloc(ZOO_OFF_MAX_ROUNDS,
                                            sizeof(*X->rounds));
     X->res = (struct off_res *)calloc(ZOO_OFF_MAX_ROUNDS, sizeof(*X->res));
