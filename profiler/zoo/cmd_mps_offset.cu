@@ -58,8 +58,10 @@ struct mps_off {
     struct off_run X;
     int me;                         /* 0: process a, 1: process b */
     struct xcfg c;
-    struct zoo_inst inst;
-    int inst_vi;                    /* variant set up in inst, or -1 */
+    /* corun's instance cache (only C.cache is used): a variant that comes
+     * back in a later pair is not set up again. */
+    struct corun_state C;
+    struct zoo_inst *inst;          /* this pair's, or NULL (inst_err) */
     char inst_err[512];
     double dur[ZOO_OFF_MAX_ROUNDS];
     unsigned long long start_timeout_ns;
@@ -71,7 +73,7 @@ static int mps_batch(struct mps_off *M, int vi_me, int k0, int k1,
                      double expect_us)
 {
     struct off_run *X = &M->X;
-    struct zoo_inst *in = M->inst_vi == vi_me ? &M->inst : NULL;
+    struct zoo_inst *in = M->inst;
     cudaStream_t st = M->c.s[0];
     const struct off_iso *lead_iso = off_iso_of(X, vi_me, M->me, 0);
     int rc = 0, k;
@@ -121,29 +123,16 @@ out:
     return rc;
 }
 
-/* This process's variant for the pair: set up once, kept while the next
- * pair uses it too (pair lists repeat variants). */
+/* This process's variant for the pair, from the cache; on failure the
+ * rounds still run, without it (the peer must see every round). */
 static void mps_inst(struct mps_off *M, int vi)
 {
-    double setup_s = 0;
-
-    if (M->inst_vi == vi || (M->inst_vi == -2 - vi))
-        return;
-    if (M->inst_vi >= 0)
-        inst_teardown(&M->inst);
-    M->inst_vi = -1;
     clear_err();
-    if (inst_setup(&M->inst, &zoo_variants[vi], &setup_s) ||
-        launch_one(&M->inst, M->c.s[0]) || wait_stream(M->c.s[0])) {
+    M->inst = cache_get(&M->C, vi, 0, NULL);
+    if (!M->inst)
         copy_str(M->inst_err, sizeof(M->inst_err), g_err);
-        inst_teardown(&M->inst);
-        recover();
-        /* Remembered as failed: the rounds still run, without it. */
-        M->inst_vi = -2 - vi;
-        return;
-    }
-    M->inst_err[0] = 0;
-    M->inst_vi = vi;
+    else
+        M->inst_err[0] = 0;
 }
 
 static void mps_iso_fold(struct mps_off *M, int vi, int k0, int k1)
@@ -262,7 +251,7 @@ static void mps_emit(struct mps_off *M, int va, int vb, int leader, int di,
                "--peer-timeout-ms %.0f)", failed, g_opt.peer_timeout_ms);
         ok = 0;
     }
-    if (ok && M->inst_vi != vi) {
+    if (ok && !M->inst) {
         seterr("%s", M->inst_err[0] ? M->inst_err : "variant not set up");
         ok = 0;
     }
@@ -372,12 +361,13 @@ int cmd_mps_offset(void)
     }
     X = &M->X;
     M->me = g_opt.role;
-    M->inst_vi = -1;
     M->start_timeout_ns = (unsigned long long)(g_opt.handle_wait_s * 1e9);
     reps = g_opt.repeats ? g_opt.repeats : 5;
     clear_err();
-    if (off_run_init(X, 0)) {
-        error_record(g_err);
+    M->C.cache = (struct cache_ent *)calloc(2 * (size_t)zoo_n_variants + 2,
+                                            sizeof(struct cache_ent));
+    if (!M->C.cache || off_run_init(X, 0)) {
+        error_record(M->C.cache ? g_err : "out of host memory");
         goto out;
     }
     if (read_pairs(g_opt.pairs_path, &pairs, &n_pairs))
@@ -477,8 +467,10 @@ int cmd_mps_offset(void)
             break;
     }
 out:
-    if (M->inst_vi >= 0)
-        inst_teardown(&M->inst);
+    for (i = 0; M->C.cache && i < 2 * zoo_n_variants; i++)
+        if (M->C.cache[i].live)
+            cache_evict(&M->C, &M->C.cache[i]);
+    free(M->C.cache);
     if (X->sync && M->me == 1) {
         cudaIpcCloseMemHandle(X->sync);
         X->sync = NULL;
