@@ -218,8 +218,9 @@ static void off_emit(struct off_run *X, struct corun_state *C, int va, int vb,
         m++;
     }
     if (ok && failed) {
-        seterr("%d of the rounds' protocol waits timed out (sticky dead "
-               "flag set): raise --peer-timeout-ms", failed);
+        seterr("%d rounds failed: a protocol wait ran past "
+               "--peer-timeout-ms (%.0f ms), so the two streams did not run "
+               "at the same time", failed, g_opt.peer_timeout_ms);
         ok = 0;
     }
     j_begin("corun_offset");

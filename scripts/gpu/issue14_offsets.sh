@@ -5,8 +5,12 @@
 # processes under MPS (mosaic-zoo mps-offset), launches aligned and offset,
 # and a subset with B's process at low MPS client priority. Isolated
 # baselines are measured under the same protocol in the same arrangement.
-# Results under $OUT/ds (packed into $OUT/issue14.tgz), a table printed
-# last (scripts/gpu/issue14_summary.py).
+# Works in $WORK (default /tmp/issue14.PID); $OUT receives four files, as
+# the device tool brings back at most eight: issue14.tgz (ds/ with every
+# JSONL, pair list, plan and env.txt, the logs and the MPS log; refreshed
+# after each phase, so a run cut short still returns what it measured),
+# summary.txt (the table printed last, scripts/gpu/issue14_summary.py),
+# env.txt and script.log.
 #
 #   OUT=/tmp/r scripts/gpu/issue14_offsets.sh            all phases, ~7 min
 #   OUT=/tmp/r scripts/gpu/issue14_offsets.sh --quick    smoke test, ~1.5 min
@@ -26,7 +30,7 @@
 #
 # MPS: the control daemon is started by this script for the MPS phases only,
 # with CUDA_MPS_PIPE_DIRECTORY in /tmp (a socket path must be short) and
-# CUDA_MPS_LOG_DIRECTORY under $OUT, and stopped at the end of those phases
+# CUDA_MPS_LOG_DIRECTORY under $WORK, and stopped at the end of those phases
 # and, by a trap, on any exit. Never touches clocks, power, MIG; never
 # resets the GPU.
 set -uo pipefail
@@ -44,6 +48,10 @@ if [[ $MODE == dry ]]; then
     OUT=${OUT:-$(mktemp -d /tmp/issue14-dry.XXXXXX)}
 fi
 : "${OUT:?set OUT to a results directory}"
+mkdir -p "$OUT"
+RESULTS=$(cd "$OUT" && pwd)
+# Everything below writes under $WORK (lib.sh's OUT); $RESULTS gets the pack.
+OUT=${WORK:-/tmp/issue14.$$}
 mkdir -p "$OUT"
 PHASES=${PHASES:-"off_shared off_part mps mps_lowprio"}
 SPLITS=${SPLITS:-32 64}
@@ -101,6 +109,19 @@ python3 scripts/gpu/issue14_pairs.py "$DS" --seed "$SEED" $NPAIRS \
     >"$DS/plan.txt" 2>>"$OUT/script.log" ||
     { log "pair selection failed"; exit 1; }
 
+# The results so far into $RESULTS (after every phase and at the end).
+pack() {
+    [[ $MODE == dry ]] && return 0
+    local items=(ds script.log) f
+    for f in "$OUT"/*.err "$OUT"/build.log "$OUT"/mps-log; do
+        [[ -e $f ]] && items+=("${f#"$OUT"/}")
+    done
+    tar czf "$RESULTS/issue14.tgz.tmp" -C "$OUT" "${items[@]}" 2>/dev/null &&
+        mv "$RESULTS/issue14.tgz.tmp" "$RESULTS/issue14.tgz"
+    cp "$DS/env.txt" "$OUT/script.log" "$RESULTS/" 2>/dev/null
+    return 0
+}
+
 # Every mosaic-zoo command goes through zoo(): in a dry run it only checks
 # the arguments (--check-args: exit 0 when the run would start, 2 when not),
 # so that the dry run checks the very command lines the GPU run uses.
@@ -130,6 +151,7 @@ if has off_shared; then
     zoo corun-offset --pairs "$DS/pairs_offset.txt" --mode shared --delays "$DELAYS" \
         "${COMMON[@]}" --time-budget "$BUDGET_SHARED" -o "$DS/offset_shared.jsonl" 2>"$OUT/off_shared.err"
     log "off_shared rc=$?"
+    pack
 fi
 if has off_part; then
     for x in $SPLITS; do
@@ -139,6 +161,7 @@ if has off_part; then
             --delays "$DELAYS" "${COMMON[@]}" --time-budget "$BUDGET_PART" \
             -o "$DS/offset_part$x.jsonl" 2>"$OUT/off_part$x.err"
         log "off_part $x rc=$?"
+        pack
     done
 fi
 
@@ -185,6 +208,7 @@ mps_run() {
     wait "$pa"
     ra=$?
     log "$name rc a=$ra b=$rb"
+    pack
 }
 
 if has mps || has mps_lowprio; then
@@ -257,8 +281,6 @@ PY
     exit 0
 fi
 
-PACK=(ds script.log)
-for f in "$OUT"/*.err "$OUT"/mps-log; do [[ -e $f ]] && PACK+=("${f#"$OUT"/}"); done
-tar czf "$OUT/issue14.tgz" -C "$OUT" "${PACK[@]}"
-python3 scripts/gpu/issue14_summary.py "$DS"
-log "done"
+python3 scripts/gpu/issue14_summary.py "$DS" | tee "$DS/summary.txt" "$RESULTS/summary.txt"
+log "done; results in $RESULTS (issue14.tgz, summary.txt, env.txt, script.log)"
+pack
