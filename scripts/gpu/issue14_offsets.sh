@@ -39,7 +39,7 @@ for arg in "$@"; do
     case $arg in
     --dry-run) MODE=dry ;;
     --quick) QUICK=1 ;;
-    -h | --help) sed -n '2,32p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 0 ;;
     *) echo "issue14_offsets.sh: unknown argument '$arg' (--dry-run, --quick)" >&2; exit 2 ;;
     esac
 done
@@ -96,7 +96,8 @@ if ! zoo_ok "$BUILD"; then
         { cmake -S . -B "$BUILD" -DMOSAIC_BUILD_TESTS=OFF -DMOSAIC_BUILD_CUDA=ON \
               -DCMAKE_CUDA_COMPILER="$NVCC" -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
           cmake --build "$BUILD" -j "$JOBS" --target mosaic-zoo; } >"$OUT/build.log" 2>&1 ||
-            { echo "[issue14] build failed:" >&2; tail -30 "$OUT/build.log" >&2; exit 1; }
+            { echo "[issue14] build failed:" >&2; tail -30 "$OUT/build.log" >&2;
+              cp "$OUT/build.log" "$RESULTS/" 2>/dev/null; exit 1; }
     fi
 fi
 # shellcheck source=scripts/gpu/lib.sh
