@@ -9,7 +9,8 @@ DS_DIR/mps*_a.jsonl with DS_DIR/mps*_b.jsonl (mosaic-zoo mps-offset: the two
 processes' halves of each co-run, joined by pair, order and delay) and
 prints:
 
-1. per phase: records ok/failed, the median and p95 of |measured offset -
+1. per phase: records ok/failed ("error" records, a run that could not
+   measure at all, count as failed), the median and p95 of |measured offset -
    requested| (us), the median slowdown of each kernel against its isolated
    time under the same protocol (slowdown_sync);
 2. the median slowdown of leader and follower by requested delay (shared,
@@ -99,14 +100,20 @@ def join_mps(recs_a, recs_b):
     return rows
 
 
-def phase_row(name, rows):
+def n_errors(recs):
+    """Records that say a run could not measure at all (no GPU, a bad
+    pairs line, a lost peer): failures with no co-run row of their own."""
+    return sum(1 for r in recs if r.get("record") == "error")
+
+
+def phase_row(name, rows, errors=0):
     ok = [r for r in rows if r.get("ok")]
     errs = [abs(r["offset_meas_us"] - r["delay_us"]) for r in ok
             if r.get("offset_meas_us") is not None and r.get("delay_us") is not None]
     return {
         "phase": name,
         "ok": len(ok),
-        "failed": len(rows) - len(ok),
+        "failed": len(rows) - len(ok) + errors,
         "offset_err_med_us": median(errs),
         "offset_err_p95_us": pct(errs, 0.95),
         "slowdown_a_med": median([r.get("slowdown_sync_a") for r in ok]),
@@ -187,16 +194,19 @@ def summarise(ds):
     one = {}
     for path in sorted(glob.glob(os.path.join(ds, "offset_*.jsonl"))):
         name = os.path.basename(path)[:-6]
-        rows = one_process_rows(read_jsonl(path))
+        recs = read_jsonl(path)
+        rows = one_process_rows(recs)
         one[name] = rows
-        phases.append(phase_row(name, rows))
+        phases.append(phase_row(name, rows, n_errors(recs)))
     two = {}
     for pa in sorted(glob.glob(os.path.join(ds, "mps*_a.jsonl"))):
         name = os.path.basename(pa)[:-8]
         pb = pa[:-8] + "_b.jsonl"
-        rows = join_mps(read_jsonl(pa), read_jsonl(pb) if os.path.exists(pb) else [])
+        ra = read_jsonl(pa)
+        rb = read_jsonl(pb) if os.path.exists(pb) else []
+        rows = join_mps(ra, rb)
         two[name] = rows
-        phases.append(phase_row(name, rows))
+        phases.append(phase_row(name, rows, n_errors(ra) + n_errors(rb)))
     out = {"phases": phases}
     if "offset_shared" in one:
         out["by_delay_shared"] = by_delay(one["offset_shared"])

@@ -76,12 +76,13 @@ class SummaryTest(unittest.TestCase):
         recs = [one_rec("x", "y", "ab", "0", 0.0, 0.5, 1.1, 1.3),
                 one_rec("x", "y", "ab", "10", 10.0, 11.5, 1.2, 1.4),
                 one_rec("x", "y", "ba", "10", -10.0, -13.0, 1.0, 1.6),
-                one_rec("x", "y", "ba", "0", None, None, 0, 0, ok=False)]
+                one_rec("x", "y", "ba", "0", None, None, 0, 0, ok=False),
+                {"record": "error", "ok": False, "error": "no usable GPU"}]
         write(os.path.join(self.ds, "offset_shared.jsonl"), recs)
         s = S.summarise(self.ds)
         p = s["phases"][0]
         self.assertEqual(p["phase"], "offset_shared")
-        self.assertEqual((p["ok"], p["failed"]), (3, 1))
+        self.assertEqual((p["ok"], p["failed"]), (3, 2))
         self.assertAlmostEqual(p["offset_err_med_us"], 1.5)
         self.assertAlmostEqual(p["offset_err_p95_us"], 3.0)
         self.assertAlmostEqual(p["slowdown_a_med"], 1.1)
