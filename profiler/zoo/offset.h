@@ -32,7 +32,7 @@
  * Written for CUDA 13.0 and an H200 (sm_90, driver 580.159.04), where
  * %globaltimer advances in 32 ns steps (profiler/data/h200/placement.jsonl,
  * "globaltimer_step_ns") and IPC memory handles open under MPS
- * (docs/dataset.md, "Offset co-runs"). Not yet run on the GPU: the first
+ * (docs/dataset.md, "Offset co-runs and two processes"). Not yet run on the GPU: the first
  * run's records (offset_meas_us against delay_us) are the test.
  */
 #ifndef MOSAIC_ZOO_OFFSET_H
