@@ -31,9 +31,11 @@
  *
  * Written for CUDA 13.0 and an H200 (sm_90, driver 580.159.04), where
  * %globaltimer advances in 32 ns steps (profiler/data/h200/placement.jsonl,
- * "globaltimer_step_ns") and IPC memory handles open under MPS
- * (docs/dataset.md, "Offset co-runs and two processes"). Not yet run on the GPU: the first
- * run's records (offset_meas_us against delay_us) are the test.
+ * "globaltimer_step_ns"); that CUDA IPC memory handles open between two
+ * MPS clients is NVIDIA's documented behaviour, not yet seen here. Not yet
+ * run on the GPU at all: the first run's records (offset_meas_us against
+ * delay_us, ok:false on a timeout) are the test (docs/dataset.md, "Offset
+ * co-runs and two processes").
  */
 #ifndef MOSAIC_ZOO_OFFSET_H
 #define MOSAIC_ZOO_OFFSET_H
