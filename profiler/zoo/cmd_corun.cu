@@ -3,7 +3,9 @@
  * or every pair of --variants) sharing the GPU or on the two parts of one
  * SM split, against each variant's isolated timing on the same side and its
  * gated solo launch. Instances are cached across pairs and evicted, least
- * recently used first, when device memory runs low.
+ * recently used first, when device memory runs low. The cache, the
+ * isolated timings and the pairs reader are shared with corun-offset
+ * (zoo_corun.h).
  */
 #include <cuda_runtime.h>
 #include <errno.h>
@@ -13,39 +15,13 @@
 
 #include "zoo.h"
 #include "zoo_cmds.h"
+#include "zoo_corun.h"
 #include "zoo_harness.h"
 #include "zoo_jsonl.h"
 #include "zoo_streams.h"
 #include "zoo_timing.h"
 
-struct cache_ent {
-    struct zoo_inst inst;
-    int live;
-    int failed;
-    unsigned long long last_use;
-    size_t bytes;
-    double setup_s;
-    char err[512];
-};
-
-struct iso_ent {
-    int done;
-    int rc;
-    struct timing t;
-    double gated_med, gated_min, gated_max;
-    char err[512];
-};
-
-struct corun_state {
-    struct xcfg a, b;             /* where A runs, where B runs */
-    struct cache_ent *cache;      /* [variant * 2 + copy] */
-    struct iso_ent *iso;          /* [variant * 2 + side] */
-    unsigned long long clock;
-    int repeats;
-    int n_live;
-};
-
-static void cache_evict(struct corun_state *C, struct cache_ent *e)
+void cache_evict(struct corun_state *C, struct cache_ent *e)
 {
     inst_teardown(&e->inst);
     e->live = 0;
@@ -83,8 +59,8 @@ static void cache_make_room(struct corun_state *C, size_t need,
     }
 }
 
-static struct zoo_inst *cache_get(struct corun_state *C, int vi, int copy,
-                                  const struct cache_ent *keep)
+struct zoo_inst *cache_get(struct corun_state *C, int vi, int copy,
+                           const struct cache_ent *keep)
 {
     struct cache_ent *e = &C->cache[vi * 2 + copy];
     const struct zoo_variant *v = &zoo_variants[vi];
@@ -115,8 +91,8 @@ static struct zoo_inst *cache_get(struct corun_state *C, int vi, int copy,
 
 /* Isolated timing of variant vi on side 0 (A's configuration) or 1 (B's),
  * measured once and reused by every pair. */
-static struct iso_ent *iso_get(struct corun_state *C, int vi, int side,
-                               struct zoo_inst *in)
+struct iso_ent *iso_get(struct corun_state *C, int vi, int side,
+                        struct zoo_inst *in)
 {
     struct iso_ent *e = &C->iso[vi * 2 + side];
     struct xcfg *c = side ? &C->b : &C->a;
@@ -273,7 +249,7 @@ out:
 }
 
 /* Pairs from a file of "A B" lines; '#' starts a comment. */
-static int read_pairs(const char *path, int **pairs, int *n_pairs)
+int read_pairs(const char *path, int **pairs, int *n_pairs)
 {
     char line[1024], msg[512];
     FILE *f = fopen(path, "r");

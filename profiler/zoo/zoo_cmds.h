@@ -17,7 +17,10 @@
     X(CMD_PLACEMENT, "placement", cmd_placement) /* cmd_placement.cu */     \
     X(CMD_MPS, "mps-corun", cmd_mps)            /* cmd_mps_corun.cu */      \
     X(CMD_BEHIND, "behind", cmd_behind)         /* cmd_behind.cu */         \
-    X(CMD_RESIDENCY, "residency", cmd_residency) /* cmd_residency.cu */
+    X(CMD_RESIDENCY, "residency", cmd_residency) /* cmd_residency.cu */     \
+    X(CMD_CORUN_OFFSET, "corun-offset", cmd_corun_offset)                   \
+    X(CMD_MPS_OFFSET, "mps-offset", cmd_mps_offset)
+    /* the last two: cmd_corun_offset.cu, cmd_mps_offset.cu */
 
 #define ZOO_CMD_ENUM(e, name, fn) e,
 enum zoo_cmd { CMD_NONE, ZOO_COMMANDS(ZOO_CMD_ENUM) };

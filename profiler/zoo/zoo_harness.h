@@ -80,6 +80,13 @@ struct zoo_opts {
     const char *probes;           /* behind: GxT[+SMEM],... */
     int free_threads[ZOO_MAX_LIST]; /* residency: threads left free per SM */
     int n_free;
+    const char *delays;           /* corun-offset, mps-offset (offset_plan.h) */
+    double peer_timeout_ms;       /* bound of every protocol wait */
+    int role;                     /* mps-offset: 0 process a, 1 process b */
+    int role_set;
+    const char *ipc_file;         /* mps-offset: the sync block's handle */
+    double handle_wait_s;         /* mps-offset: wait for the peer to start */
+    int check_args;               /* parse, validate, exit before the GPU */
 };
 
 /* What the device is, read once by device_init. */

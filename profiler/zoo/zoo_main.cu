@@ -15,8 +15,14 @@
  *   mosaic-zoo behind    --variants LIST --probes GxT[+SMEM],...
  *                        [--repeats R] [--spin-us US]
  *   mosaic-zoo residency --variants LIST [--free-threads N,...] [--repeats R]
+ *   mosaic-zoo corun-offset --pairs FILE [--mode shared|partitioned]
+ *                        [--split X] [--order ab|ba|both] [--delays LIST]
+ *                        [--repeats R] [--gate-us US] [--peer-timeout-ms MS]
+ *   mosaic-zoo mps-offset --role a|b --ipc-file F --pairs FILE
+ *                        [--order ab|ba|both] [--delays LIST] [--repeats R]
+ *                        [--peer-timeout-ms MS] [--handle-wait-s S]
  *   common: --device N, -o FILE, --seed S, --time-budget SECONDS,
- *           --sync-timeout SECONDS
+ *           --sync-timeout SECONDS, --check-args
  *
  * Every output starts with a "meta" record and ends with an "end" record.
  * Exit status: 0 all measurements succeeded; 1 some failed (their records
@@ -35,6 +41,11 @@
  *                        calls for green contexts
  *   zoo_probes.{h,cu}    the placement probe and its record buffers
  *   cmd_*.cu             one file per subcommand
+ *   zoo_corun.h          the co-run cache and isolated timings that corun
+ *                        and corun-offset share (defined in cmd_corun.cu)
+ *   offset*.{h,cu}       the launch-offset protocol (GPU-side), its
+ *                        schedule and run state, for corun-offset and
+ *                        mps-offset
  *   kernels_*.cu         the kernel families by category; zoo_variants.cu
  *                        the registry of variants
  *
@@ -47,8 +58,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "offset_plan.h"
 #include "zoo.h"
 #include "zoo_cmds.h"
+#include "zoo_corun.h"
 #include "zoo_harness.h"
 #include "zoo_jsonl.h"
 
@@ -82,8 +95,23 @@ static void usage(FILE *f)
 "                                 each variant beside a blocker that leaves N\n"
 "                                 threads of every SM free (sleeping and\n"
 "                                 issue-bound blockers; N = 256,512,1024)\n"
+"  corun-offset --pairs FILE [--mode shared|partitioned] [--split X]\n"
+"        [--order ab|ba|both] [--delays LIST] [--repeats R] [--gate-us US]\n"
+"        [--peer-timeout-ms MS]\n"
+"                                 co-runs with B started a delay after A was\n"
+"                                 dispatched (ba: A after B), GPU-side;\n"
+"                                 LIST: us or multiples of the leader's\n"
+"                                 isolated duration (default\n"
+"                                 0,2,5,10,20,50,0.5x,1x,1.5x), R = 5\n"
+"  mps-offset --role a|b --ipc-file F --pairs FILE [--order ab|ba|both]\n"
+"        [--delays LIST] [--repeats R] [--peer-timeout-ms MS]\n"
+"        [--handle-wait-s S]\n"
+"                                 the same with A and B in two processes\n"
+"                                 (run both, under MPS); process a writes\n"
+"                                 the IPC handle to F (0600), b opens it\n"
 "common: --device N  -o FILE  --seed S  --time-budget SECONDS\n"
 "        --sync-timeout SECONDS (default 300)\n"
+"        --check-args: check the arguments (and --pairs) and exit, no GPU\n"
 "exit: 0 ok, 1 a measurement or check failed, 2 usage, 3 time budget spent,\n"
 "      4 CUDA context unusable or a kernel hung\n");
 }
@@ -159,7 +187,9 @@ enum {
     OPT_VARIANTS = 256, OPT_SMS, OPT_PAIRS, OPT_ALL_PAIRS, OPT_MODE,
     OPT_SPLIT, OPT_REPEATS, OPT_ORDER, OPT_VARIANT, OPT_START_AT,
     OPT_DEVICE, OPT_SEED, OPT_BUDGET, OPT_REPLAYS, OPT_GATE_US, OPT_SPIN_US,
-    OPT_INTERVAL, OPT_SYNC_TIMEOUT, OPT_PROBES, OPT_FREE_THREADS
+    OPT_INTERVAL, OPT_SYNC_TIMEOUT, OPT_PROBES, OPT_FREE_THREADS,
+    OPT_DELAYS, OPT_PEER_TIMEOUT, OPT_ROLE, OPT_IPC_FILE, OPT_HANDLE_WAIT,
+    OPT_CHECK_ARGS
 };
 
 static int bad(const char *what, const char *val)
@@ -245,6 +275,39 @@ static int parse_opt(int c, const char *a)
             return bad("--sync-timeout", a);
         g_opt.sync_timeout_s = d;
         return 0;
+    case OPT_DELAYS: {
+        struct zoo_delay tmp[ZOO_OFF_MAX_DELAYS];
+        char err[512];
+
+        g_opt.delays = a;
+        if (zoo_parse_delays(a, tmp, ZOO_OFF_MAX_DELAYS, err,
+                             sizeof(err)) < 0) {
+            fprintf(stderr, "mosaic-zoo: %s\n", err);
+            return -1;
+        }
+        return 0;
+    }
+    case OPT_PEER_TIMEOUT:
+        return parse_double(a, &g_opt.peer_timeout_ms) ||
+                       g_opt.peer_timeout_ms <= 0 ||
+                       g_opt.peer_timeout_ms > 600000
+                   ? bad("--peer-timeout-ms (0..600000]", a) : 0;
+    case OPT_ROLE:
+        if (strcmp(a, "a") && strcmp(a, "b"))
+            return bad("--role (a or b)", a);
+        g_opt.role = a[0] == 'b';
+        g_opt.role_set = 1;
+        return 0;
+    case OPT_IPC_FILE:
+        g_opt.ipc_file = a;
+        return 0;
+    case OPT_HANDLE_WAIT:
+        return parse_double(a, &g_opt.handle_wait_s) ||
+                       g_opt.handle_wait_s <= 0 || g_opt.handle_wait_s > 3600
+                   ? bad("--handle-wait-s (0..3600]", a) : 0;
+    case OPT_CHECK_ARGS:
+        g_opt.check_args = 1;
+        return 0;
     }
     return -1;
 }
@@ -273,6 +336,12 @@ static int parse_args(int argc, char **argv)
         {"sync-timeout", required_argument, NULL, OPT_SYNC_TIMEOUT},
         {"probes", required_argument, NULL, OPT_PROBES},
         {"free-threads", required_argument, NULL, OPT_FREE_THREADS},
+        {"delays", required_argument, NULL, OPT_DELAYS},
+        {"peer-timeout-ms", required_argument, NULL, OPT_PEER_TIMEOUT},
+        {"role", required_argument, NULL, OPT_ROLE},
+        {"ipc-file", required_argument, NULL, OPT_IPC_FILE},
+        {"handle-wait-s", required_argument, NULL, OPT_HANDLE_WAIT},
+        {"check-args", no_argument, NULL, OPT_CHECK_ARGS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -294,6 +363,9 @@ static int parse_args(int argc, char **argv)
     g_opt.interval_ms = 50.0;
     g_opt.sync_timeout_s = 300.0;
     g_opt.order_ab = 1;
+    g_opt.delays = "0,2,5,10,20,50,0.5x,1x,1.5x";
+    g_opt.peer_timeout_ms = 10000.0;
+    g_opt.handle_wait_s = 60.0;
     while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
         if (c == '?' || parse_opt(c, optarg))
             return -1;
@@ -320,6 +392,60 @@ static int parse_args(int argc, char **argv)
                 "--start-at\n");
         return -1;
     }
+    if ((g_opt.cmd == CMD_CORUN_OFFSET || g_opt.cmd == CMD_MPS_OFFSET) &&
+        !g_opt.pairs_path) {
+        fprintf(stderr, "mosaic-zoo: %s needs --pairs FILE\n",
+                g_opt.cmd_name);
+        return -1;
+    }
+    if ((g_opt.cmd == CMD_CORUN_OFFSET || g_opt.cmd == CMD_MPS_OFFSET) &&
+        g_opt.repeats > ZOO_OFF_MAX_REPEATS) {
+        fprintf(stderr, "mosaic-zoo: %s: --repeats at most %d\n",
+                g_opt.cmd_name, ZOO_OFF_MAX_REPEATS);
+        return -1;
+    }
+    if (g_opt.cmd == CMD_MPS_OFFSET && (!g_opt.role_set || !g_opt.ipc_file)) {
+        fprintf(stderr, "mosaic-zoo: mps-offset needs --role a|b and "
+                "--ipc-file FILE (the same file for both processes)\n");
+        return -1;
+    }
+    if (g_opt.cmd == CMD_CORUN_OFFSET && g_opt.ipc_file) {
+        fprintf(stderr, "mosaic-zoo: corun-offset runs in one process: "
+                "--ipc-file is for mps-offset\n");
+        return -1;
+    }
+    return 0;
+}
+
+/* --check-args: what can be checked without a GPU (the variant names of
+ * --pairs and --variants), so that a GPU script can be dry-run. Returns 0
+ * when the run would start; the problems go to stderr. */
+static int check_args(void)
+{
+    FILE *null = fopen("/dev/null", "w");
+    unsigned char *sel;
+    int *pairs = NULL, n = 0;
+
+    /* The error records go nowhere; error_record says it on stderr too. */
+    j_open(null ? null : stderr);
+    if (g_opt.pairs_path) {
+        if (read_pairs(g_opt.pairs_path, &pairs, &n) == 0 && n == 0)
+            error_record("--pairs: no pairs in the file");
+        free(pairs);
+    }
+    if (g_opt.variants &&
+        (sel = (unsigned char *)calloc((size_t)zoo_n_variants + 1, 1))) {
+        select_variants(g_opt.variants, sel);
+        free(sel);
+    }
+    j_free();
+    if (null)
+        fclose(null);
+    if (g_n_failed)
+        return -1;
+    fprintf(stderr, "mosaic-zoo: %s: arguments ok%s%s (%d pairs)\n",
+            g_opt.cmd_name, g_opt.pairs_path ? ", " : "",
+            g_opt.pairs_path ? g_opt.pairs_path : "", n);
     return 0;
 }
 
@@ -334,6 +460,8 @@ int main(int argc, char **argv)
         usage(stderr);
         return ZOO_EXIT_USAGE;
     }
+    if (g_opt.check_args)
+        return check_args() ? ZOO_EXIT_USAGE : ZOO_EXIT_OK;
     if (g_opt.out_path && !(out = fopen(g_opt.out_path, "w"))) {
         fprintf(stderr, "mosaic-zoo: cannot write %s: %s\n", g_opt.out_path,
                 strerror(errno));
