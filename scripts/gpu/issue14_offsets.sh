@@ -149,7 +149,7 @@ fi
 if has off_shared; then
     log "off_shared: one process, all SMs, $(wc -l <"$DS/pairs_offset.txt") pairs, delays $DELAYS"
     ZOO_TIMEOUT=$((BUDGET_SHARED + 90))
-    zoo corun-offset --pairs "$DS/pairs_offset.txt" --mode shared --delays "$DELAYS" \
+    zoo corun-offset --peer-timeout-ms "${PEER_TIMEOUT_MS:-2000}" --pairs "$DS/pairs_offset.txt" --mode shared --delays "$DELAYS" \
         "${COMMON[@]}" --time-budget "$BUDGET_SHARED" -o "$DS/offset_shared.jsonl" 2>"$OUT/off_shared.err"
     log "off_shared rc=$?"
     pack
@@ -158,7 +158,7 @@ if has off_part; then
     for x in $SPLITS; do
         log "off_part: one process, A on $x SMs, B on the rest"
         ZOO_TIMEOUT=$((BUDGET_PART + 90))
-        zoo corun-offset --pairs "$DS/pairs_offset.txt" --mode partitioned --split "$x" \
+        zoo corun-offset --peer-timeout-ms "${PEER_TIMEOUT_MS:-2000}" --pairs "$DS/pairs_offset.txt" --mode partitioned --split "$x" \
             --delays "$DELAYS" "${COMMON[@]}" --time-budget "$BUDGET_PART" \
             -o "$DS/offset_part$x.jsonl" 2>"$OUT/off_part$x.err"
         log "off_part $x rc=$?"
