@@ -208,7 +208,7 @@ namespace argus {
 struct Warp {
 };
 } /* namespace argus */
-#define ARGUS_CTA_BEGIN() argus::Warp argus_w_ = argus::Warp()
+#define ARGUS_CTA_BEGIN() [[maybe_unused]] argus::Warp argus_w_ = argus::Warp()
 #define ARGUS_CTA_END() ((void)argus_w_)
 #define ARGUS_WARP_PARAM argus::Warp &argus_w_
 #define ARGUS_WARP_ARG argus_w_

@@ -379,6 +379,7 @@ int argus_decode(const void *buf, size_t len, const argus_decode_opts *opts,
         return argus__fail(ARGUS_ENOMEM, msg, msglen,
                            "region buffer: no memory for %u warps", h.nslots);
     out->nwarps = h.nslots;
+    out->clock_method = ARGUS_CLOCK_NONE;
     if (opts != NULL && opts->cycles_per_ns > 0) {
         out->cycles_per_ns = opts->cycles_per_ns;
         out->clock_method = ARGUS_CLOCK_GIVEN;

@@ -143,7 +143,7 @@ int argus_report_json(const argus_trace *t, const argus_registry *reg, const arg
         cJSON_AddNumberToObject(d, "warp", g->slot % t->hdr.warps_per_cta);
         cJSON_AddNumberToObject(d, "record", g->index);
         id_str(g->value, idb, sizeof(idb));
-        cJSON_AddStringToObject(d, "value", idb);
+        cJSON_AddStringToObject(d, "id", idb);
         cJSON_AddNumberToObject(d, "count", (double)g->count);
         cJSON_AddItemToArray(diags, d);
     }

@@ -15,10 +15,11 @@ extern "C" __global__ void argus_known(float *out, int n)
     ARGUS_CTA_BEGIN();
     int tid = blockIdx.x * blockDim.x + threadIdx.x;
     float acc = 0.0f;
-    if ((threadIdx.x >> 5) == 0)
+    if ((threadIdx.x >> 5) == 0) {
         ARGUS_ROLE("producer");
-    else
+    } else {
         ARGUS_ROLE("consumer");
+    }
     ARGUS_REGION_BEGIN("outer");
     for (int i = 0; i < ITERS; i++) {
         ARGUS_ITER(i);
