@@ -52,7 +52,7 @@ static float time_launches(float *d, int n, unsigned ctas, int reps)
     return ms * 1000.0f / (float)reps;
 }
 
-static int save(const char *dir, const char *name, const void *p, size_t len)
+static __attribute__((unused)) int save(const char *dir, const char *name, const void *p, size_t len)
 {
     char path[4096];
     if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path))
@@ -112,6 +112,7 @@ int main(int argc, char **argv)
         return 2;
     }
 #ifndef ARGUS_ENABLE
+    (void)out;
     argus_driver drv;
     argus_launch l;
     char msg[512];
