@@ -52,7 +52,8 @@ static float time_launches(float *d, int n, unsigned ctas, int reps)
     return ms * 1000.0f / (float)reps;
 }
 
-static __attribute__((unused)) int save(const char *dir, const char *name, const void *p, size_t len)
+#ifdef ARGUS_ENABLE
+static int save(const char *dir, const char *name, const void *p, size_t len)
 {
     char path[4096];
     if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path))
@@ -93,10 +94,10 @@ static int run_armed(CUmodule mod, float *d, int n, unsigned ctas, uint32_t cap,
         fprintf(stderr, "collect: %s\n", msg);
     return rc;
 }
+#endif
 
 int main(int argc, char **argv)
 {
-    const char *out = argc > 1 ? argv[1] : ".";
     unsigned ctas = argc > 2 ? (unsigned)atoi(argv[2]) : 264;
     int n = 1 << 20;
     float *d;
@@ -112,7 +113,6 @@ int main(int argc, char **argv)
         return 2;
     }
 #ifndef ARGUS_ENABLE
-    (void)out;
     argus_driver drv;
     argus_launch l;
     char msg[512];
@@ -125,6 +125,7 @@ int main(int argc, char **argv)
            time_launches(d, n, ctas, 200), ctas);
     return failures ? 1 : 0;
 #else
+    const char *out = argc > 1 ? argv[1] : ".";
     void *raw;
     size_t len;
     if (run_armed(mod, d, n, ctas, 32, &raw, &len) != 0)
