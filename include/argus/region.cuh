@@ -233,9 +233,14 @@ struct Warp {
     }                                                                       \
     }
 
-/* The warp's role (a name, hashed with parent 0) and the current loop
- * iteration (its low 28 bits); both apply to the regions that follow. */
-#define ARGUS_ROLE(name) ARGUS__EMIT(ARGUS_REC_ROLE, argus::region_id(name, 0))
+/* The warp's role (a string literal, hashed with parent 0 at compile time)
+ * and the current loop iteration (its low 28 bits); both apply to the
+ * regions that follow. */
+#define ARGUS_ROLE(name)                                                    \
+    do {                                                                    \
+        constexpr uint32_t argus_role_ = argus::region_id(name, 0);         \
+        ARGUS__EMIT(ARGUS_REC_ROLE, argus_role_);                           \
+    } while (0)
 #define ARGUS_ITER(i) ARGUS__EMIT(ARGUS_REC_ITER, (uint32_t)(i))
 
 #endif /* ARGUS_REGION_CUH */
