@@ -160,25 +160,39 @@ static int check_header(const void *buf, size_t len, argus_buf_header *h,
     return 0;
 }
 
-/* Unwraps the surviving records' 32-bit clocks into d->clk. */
+/* Unwraps the surviving records' 32-bit clocks into d->clk. A hostile
+ * anchor near 0 or 2^64 would make the unwrapped clock wrap around; it is
+ * held at the limit instead, so that clocks stay monotonic, and *bad is set
+ * for a CLOCK diagnostic. */
 static int unwrap_clocks(decoder *d, const uint64_t *ring, uint32_t mask,
                          uint32_t start, uint32_t n, const argus_warp_info *w,
-                         int ended)
+                         int ended, int *bad)
 {
     if (argus__grow((void **)&d->clk, &d->clk_cap, n ? n : 1, sizeof(*d->clk)) != 0)
         return ARGUS_ENOMEM;
+    *bad = 0;
     if (ended) {
         uint64_t next = w->clk_end;
         for (uint32_t k = n; k-- > 0;) {
             uint32_t lo = ARGUS_REC_CLOCK(ring[(start + k) & mask]);
-            next -= (uint32_t)((uint32_t)next - lo);
+            uint32_t back = (uint32_t)next - lo;
+            if (back > next) {
+                *bad = 1;
+                back = (uint32_t)next;
+            }
+            next -= back;
             d->clk[k] = next;
         }
     } else {
         uint64_t prev = w->clk_start;
         for (uint32_t k = 0; k < n; k++) {
             uint32_t lo = ARGUS_REC_CLOCK(ring[(start + k) & mask]);
-            prev += (uint32_t)(lo - (uint32_t)prev);
+            uint32_t ahead = lo - (uint32_t)prev;
+            if (ahead > UINT64_MAX - prev) {
+                *bad = 1;
+                ahead = (uint32_t)(UINT64_MAX - prev);
+            }
+            prev += ahead;
             d->clk[k] = prev;
         }
     }
@@ -203,8 +217,11 @@ static int decode_warp(decoder *d, const argus_warp_info *w, const uint64_t *rin
     uint32_t n = n_avail;
     uint32_t start = w->n_lost ? (w->n_written & mask) : 0;
     int wrapped = w->n_lost > 0;
-    int rc = unwrap_clocks(d, ring, mask, start, n, w, ended);
+    int bad_clock;
+    int rc = unwrap_clocks(d, ring, mask, start, n, w, ended, &bad_clock);
     if (rc != 0)
+        return rc;
+    if (bad_clock && (rc = add_diag(d, ARGUS_DIAG_CLOCK, w->slot, 0, 0, 1)) != 0)
         return rc;
     size_t nopen = 0;
     uint32_t role = 0;

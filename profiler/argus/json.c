@@ -165,9 +165,11 @@ int argus_trace_json(const argus_trace *t, const argus_registry *reg, const char
         return ARGUS_ENOMEM;
     }
     cJSON_AddStringToObject(root, "displayTimeUnit", "ns");
-    double t0 = (double)t->gt_min;
-    /* Names for every SM and warp track that has an occurrence. */
-    unsigned char *named = calloc(t->nwarps, ARGUS_MAX_TRACKS);
+    /* Without a clock conversion times are cycles from each warp's start. */
+    double t0 = t->clock_method == ARGUS_CLOCK_NONE ? 0.0 : (double)t->gt_min;
+    /* Names for every warp track that has an occurrence: one bit per
+     * sub-track of each warp. */
+    uint16_t *named = calloc(t->nwarps ? t->nwarps : 1, sizeof(uint16_t));
     if (named == NULL) {
         cJSON_Delete(root);
         return ARGUS_ENOMEM;
@@ -176,8 +178,8 @@ int argus_trace_json(const argus_trace *t, const argus_registry *reg, const char
         const argus_occurrence *o = &t->occ[i];
         uint32_t track = o->track < ARGUS_MAX_TRACKS ? o->track : ARGUS_MAX_TRACKS - 1;
         double tid = (double)o->slot * ARGUS_MAX_TRACKS + track;
-        if (!named[o->slot * ARGUS_MAX_TRACKS + track]) {
-            named[o->slot * ARGUS_MAX_TRACKS + track] = 1;
+        if (!(named[o->slot] & (1u << track))) {
+            named[o->slot] |= (uint16_t)(1u << track);
             char tn[96];
             if (snprintf(tn, sizeof(tn), "CTA %u warp %u%s", o->cta, o->warp,
                          track ? " (overlap)" : "") < 0)

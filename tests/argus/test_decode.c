@@ -467,6 +467,36 @@ static void test_hostile_slots(void **state)
     free(b.p);
 }
 
+/* Anchors at the ends of the 64-bit range: the unwrapped clocks are held
+ * at the limit, stay monotonic, and the warp is reported. */
+static void test_hostile_anchors(void **state)
+{
+    (void)state;
+    dm_buf b;
+    assert_int_equal(dm_init(&b, 2, 32, 8), 0);
+    dm_warp w;
+    dm_begin(&w, &b, 0, 0, 0, 0, UINT64_MAX - 20, 1.0); /* never ends */
+    dm_emit(&w, B, id_outer, 10);
+    dm_emit(&w, E, id_outer, 30);
+    dm_begin(&w, &b, 1, 0, 0, 0, 0, 1.0);
+    dm_emit(&w, B, id_outer, 10);
+    dm_emit(&w, E, id_outer, 30);
+    dm_end(&w, 1);
+    dm_slot(&b, 1)->clk_start = 0;
+    dm_slot(&b, 1)->clk_end = 5; /* earlier than the records' clocks */
+    argus_trace t = decode_ok(&b, 1.0, NULL);
+    assert_int_equal(t.nocc, 2);
+    size_t clock_diags = 0;
+    for (size_t i = 0; i < t.ndiags; i++)
+        clock_diags += t.diags[i].kind == ARGUS_DIAG_CLOCK;
+    assert_int_equal(clock_diags, 2);
+    for (size_t i = 0; i < t.nocc; i++)
+        assert_true(t.occ[i].clk_end >= t.occ[i].clk_begin);
+    assert_int_equal(t.occ[0].clk_end, UINT64_MAX);
+    argus_trace_free(&t);
+    free(b.p);
+}
+
 /* Random damage to a valid buffer never crashes the decoder or makes it
  * read out of bounds (the ASan build runs this). */
 static void test_mutations(void **state)
@@ -530,6 +560,7 @@ int main(void)
         cmocka_unit_test(test_warp_not_ended_and_empty),
         cmocka_unit_test(test_hostile_headers),
         cmocka_unit_test(test_hostile_slots),
+        cmocka_unit_test(test_hostile_anchors),
         cmocka_unit_test(test_mutations),
     };
     return cmocka_run_group_tests(tests, setup_ids, NULL);
