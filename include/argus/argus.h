@@ -207,9 +207,16 @@ typedef struct argus_scope {
     uint32_t cta_lo, cta_hi;
     uint32_t sm_lo, sm_hi;
     uint32_t warp_lo, warp_hi; /* warp index inside the CTA */
+    uint32_t region; /* 0: any; else only this region's nodes and the
+                        nodes below them (argus_stats) */
 } argus_scope;
 
 void argus_scope_all(argus_scope *s);
+/* Sets s->region to the region named `name`. ARGUS_ENOREGION when the
+ * registry has none (or several, under different parents); msg then lists
+ * the registered regions. */
+int argus_scope_region(argus_scope *s, const argus_registry *reg, const char *name,
+                       char *msg, size_t msglen);
 int argus_scope_match(const argus_scope *s, const argus_occurrence *o);
 
 typedef struct argus_region_stats {

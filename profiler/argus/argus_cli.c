@@ -6,6 +6,7 @@
  *   argus registry SRC.cu... -o REG
  *
  * scope: --iter LO:HI  --role NAME  --cta LO:HI  --sm LO:HI  --warp LO:HI
+ *        --region NAME (that region and the regions below it)
  * --clock GHZ gives the SM clock instead of estimating it from the anchors.
  * Exit status: 0, 1 for bad input (a message says which file and field),
  * 2 for a usage error; 3 when the report was written but the buffer had
@@ -24,7 +25,7 @@ static void usage(FILE *f)
 {
     fputs("usage: argus report RAW [--registry REG] [--json OUT] [--kernel NAME] [--strict]\n"
           "                        [--clock GHZ] [--iter LO:HI] [--role NAME] [--cta LO:HI]\n"
-          "                        [--sm LO:HI] [--warp LO:HI]\n"
+          "                        [--sm LO:HI] [--warp LO:HI] [--region NAME]\n"
           "       argus trace RAW [--registry REG] [--kernel NAME] [--clock GHZ] -o OUT\n"
           "       argus registry SRC... -o REG\n"
           "RAW is a region buffer saved by argus_launch_collect; REG a registry JSON\n"
@@ -134,7 +135,8 @@ static int cmd_registry(int argc, char **argv)
 
 static int cmd_decode(int is_trace, int argc, char **argv)
 {
-    const char *raw = NULL, *regp = NULL, *json = NULL, *kernel = NULL, *role = NULL;
+    const char *raw = NULL, *regp = NULL, *json = NULL, *kernel = NULL, *role = NULL,
+               *region = NULL;
     double clock = 0;
     int strict = 0;
     argus_scope s;
@@ -175,6 +177,8 @@ static int cmd_decode(int is_trace, int argc, char **argv)
             }
         } else if (!is_trace && strcmp(a, "--role") == 0) {
             role = v;
+        } else if (!is_trace && strcmp(a, "--region") == 0) {
+            region = v;
         } else if (!is_trace && strcmp(a, "--iter") == 0) {
             if (parse_range(a, v, &lo, &hi) != 0)
                 return 2;
@@ -214,6 +218,11 @@ static int cmd_decode(int is_trace, int argc, char **argv)
             return 1;
         }
         s.role = rid;
+    }
+    if (region != NULL && argus_scope_region(&s, reg, region, msg, sizeof(msg)) != 0) {
+        fprintf(stderr, "argus: --region %s: %s\n", region, msg);
+        argus_registry_free(reg);
+        return 1;
     }
     void *buf;
     size_t len;

@@ -209,6 +209,67 @@ static int new_occ(decoder *d, int32_t *index)
     return 0;
 }
 
+/* A wrapped ring starts in the middle of regions whose begins were
+ * overwritten. Their ends come later, innermost first, as ends without a
+ * begin; a first pass finds them, and they are opened (flagged NO_BEGIN)
+ * outermost first before decoding, so that the regions that survived whole
+ * keep their real parents ("outer/load", not "load"). */
+static int open_lost(decoder *d, const argus_warp_info *w, const uint64_t *ring, uint32_t mask,
+                     uint32_t start, uint32_t n, uint64_t first_clk, size_t *nopen)
+{
+    argus_trace *t = d->t;
+    uint32_t *stack = malloc((n ? n : 1) * sizeof(uint32_t));
+    uint32_t *lost = malloc((n ? n : 1) * sizeof(uint32_t));
+    size_t depth = 0, nlost = 0;
+    int rc = ARGUS_ENOMEM;
+    if (stack == NULL || lost == NULL)
+        goto out;
+    for (uint32_t k = 0; k < n; k++) {
+        uint64_t rec = ring[(start + k) & mask];
+        uint32_t kind = ARGUS_REC_KIND(rec), value = ARGUS_REC_VALUE(rec);
+        if (kind == ARGUS_REC_BEGIN) {
+            stack[depth++] = value;
+        } else if (kind == ARGUS_REC_END) {
+            size_t p = depth;
+            while (p > 0 && stack[p - 1] != value)
+                p--;
+            if (p > 0) {
+                memmove(&stack[p - 1], &stack[p], (depth - p) * sizeof(*stack));
+                depth--;
+            } else {
+                lost[nlost++] = value;
+            }
+        }
+    }
+    for (size_t j = nlost; j-- > 0;) {
+        int32_t oi;
+        if ((rc = new_occ(d, &oi)) != 0)
+            goto out;
+        argus_occurrence *o = &t->occ[oi];
+        o->region = lost[j];
+        o->parent = *nopen ? d->open[*nopen - 1] : -1;
+        int32_t pnode = o->parent >= 0 ? (int32_t)t->occ[o->parent].node : -1;
+        if ((rc = node_of(d, lost[j], pnode, &o->node)) != 0)
+            goto out;
+        o->slot = w->slot;
+        o->cta = w->cta;
+        o->warp = w->warp;
+        o->sm = w->sm;
+        o->depth = (uint32_t)*nopen;
+        o->iter = -1;
+        o->flags = ARGUS_OCC_NO_BEGIN;
+        o->clk_begin = first_clk;
+        if ((rc = argus__grow((void **)&d->open, &d->open_cap, *nopen + 1, sizeof(*d->open))) != 0)
+            goto out;
+        d->open[(*nopen)++] = oi;
+    }
+    rc = 0;
+out:
+    free(stack);
+    free(lost);
+    return rc;
+}
+
 static int decode_warp(decoder *d, const argus_warp_info *w, const uint64_t *ring,
                        uint32_t cap, int ended, uint32_t n_avail)
 {
@@ -227,6 +288,8 @@ static int decode_warp(decoder *d, const argus_warp_info *w, const uint64_t *rin
     uint32_t role = 0;
     int64_t iter = -1;
     uint64_t first_clk = n ? d->clk[0] : w->clk_start;
+    if (wrapped && (rc = open_lost(d, w, ring, mask, start, n, first_clk, &nopen)) != 0)
+        return rc;
     for (uint32_t k = 0; k < n; k++) {
         uint64_t rec = ring[(start + k) & mask];
         uint32_t kind = ARGUS_REC_KIND(rec), value = ARGUS_REC_VALUE(rec);
@@ -267,8 +330,10 @@ static int decode_warp(decoder *d, const argus_warp_info *w, const uint64_t *rin
                 memmove(&d->open[p - 1], &d->open[p], (nopen - p) * sizeof(*d->open));
                 nopen--;
             } else if (wrapped) {
-                /* Its begin was overwritten: keep the part that survived,
-                 * flagged, so that the lost time is visible but not timed. */
+                /* Not opened by open_lost (it cannot happen with well-formed
+                 * records; kept for damaged ones): keep the part that
+                 * survived, flagged, so that the lost time is visible but
+                 * not timed. */
                 if ((rc = new_occ(d, &oi)) != 0)
                     return rc;
                 argus_occurrence *o = &t->occ[oi];

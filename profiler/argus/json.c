@@ -104,6 +104,8 @@ int argus_report_json(const argus_trace *t, const argus_registry *reg, const arg
     cJSON_AddNumberToObject(scope, "sm_hi", sc->sm_hi);
     cJSON_AddNumberToObject(scope, "warp_lo", sc->warp_lo);
     cJSON_AddNumberToObject(scope, "warp_hi", sc->warp_hi);
+    id_str(sc->region, idb, sizeof(idb));
+    cJSON_AddStringToObject(scope, "region", sc->region ? idb : "any");
     cJSON *regions = cJSON_AddArrayToObject(root, "regions");
     for (size_t i = 0; i < n; i++) {
         cJSON *r = cJSON_CreateObject();

@@ -23,6 +23,39 @@ void argus_scope_all(argus_scope *s)
     s->sm_hi = UINT32_MAX;
     s->warp_lo = 0;
     s->warp_hi = UINT32_MAX;
+    s->region = 0;
+}
+
+int argus_scope_region(argus_scope *s, const argus_registry *reg, const char *name,
+                       char *msg, size_t msglen)
+{
+    if (s == NULL || name == NULL)
+        return ARGUS_EINVAL;
+    uint32_t ids[2];
+    size_t found = argus_registry_find(reg, name, ids, 2);
+    if (found == 1) {
+        s->region = ids[0];
+        return 0;
+    }
+    if (msg == NULL || msglen == 0)
+        return ARGUS_ENOREGION;
+    if (reg == NULL)
+        return argus__fail(ARGUS_ENOREGION, msg, msglen,
+                           "no registry to look the region up in; pass one (argus registry SRC -o REG)");
+    /* The registered names, as many as fit, so that a typo is easy to see. */
+    int off = snprintf(msg, msglen, "%s; the registry has:",
+                       found ? "several regions of that name (under different parents)"
+                             : "no region of that name");
+    for (size_t i = 0; off >= 0 && (size_t)off < msglen && i < argus_registry_count(reg); i++) {
+        const char *n;
+        int is_role;
+        argus_registry_entry(reg, i, NULL, &n, NULL, &is_role);
+        if (!is_role) {
+            int w = snprintf(msg + off, msglen - (size_t)off, " %s", n);
+            off = w < 0 ? -1 : off + w;
+        }
+    }
+    return ARGUS_ENOREGION;
 }
 
 int argus_scope_match(const argus_scope *s, const argus_occurrence *o)
@@ -59,6 +92,18 @@ static double scoped_warp_time(const argus_trace *t, const argus_scope *s)
         sum += (double)(w->gt_end - w->gt_start);
     }
     return sum;
+}
+
+/* Whether node k is the scope's region or lies below it. Nodes come after
+ * their parents, so the walk up ends. */
+static int in_region(const argus_trace *t, const argus_scope *s, uint32_t k)
+{
+    if (s == NULL || s->region == 0)
+        return 1;
+    for (int32_t n = (int32_t)k; n >= 0; n = t->nodes[n].parent)
+        if (t->nodes[n].region == s->region)
+            return 1;
+    return 0;
 }
 
 int argus_stats(const argus_trace *t, const argus_scope *s, argus_region_stats **out, size_t *n)
@@ -103,7 +148,7 @@ int argus_stats(const argus_trace *t, const argus_scope *s, argus_region_stats *
     size_t m = 0;
     for (size_t k = 0; k < t->nnodes; k++) {
         argus_region_stats r = st[k];
-        if (r.count == 0)
+        if (r.count == 0 || !in_region(t, s, (uint32_t)k))
             continue;
         if (r.timed) {
             qsort(dur[k], r.timed, sizeof(double), cmp_double);

@@ -45,6 +45,14 @@ grep -Eq '^outer +' "$work/out" && fail "outer began before iteration 0: out of 
 expect_rc 0 "$argus" report "$work/k.raw" --cta 1 --warp 1
 grep -Eq ' +4 +0 ' "$work/out" || fail "cta/warp scope"
 
+# A region and what lies below it; a region that does not exist.
+expect_rc 0 "$argus" report "$work/k.raw" --registry "$work/reg.json" --region outer
+grep -Eq '^outer/load +16 ' "$work/out" || fail "region scope keeps outer/load"
+grep -Eq '^tail ' "$work/out" && fail "region scope keeps tail"
+expect_rc 1 "$argus" report "$work/k.raw" --registry "$work/reg.json" --region gemm
+grep -q 'no region of that name' "$work/err" || fail "unknown region message: $(cat "$work/err")"
+grep -q ' outer load compute tail' "$work/err" || fail "unknown region lists the regions"
+
 # Trace.
 expect_rc 0 "$argus" trace "$work/k.raw" --registry "$work/reg.json" -o "$work/trace.json"
 python3 - "$work/trace.json" <<'PY'

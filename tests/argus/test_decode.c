@@ -263,14 +263,30 @@ static void test_wrap_counts_lost(void **state)
     assert_true(has_diag(&t, ARGUS_DIAG_WRAPPED, 0));
     assert_int_equal(t.diags[0].count, 6);
     assert_false(has_diag(&t, ARGUS_DIAG_END_WITHOUT_BEGIN, id_load));
-    /* Survivors: E load, B load, E load, E outer. */
+    /* Survivors: E load, B load, E load, E outer. The lost begins of outer
+     * and of the first load are opened first, so that the load that
+     * survived whole is still outer's child. */
     assert_int_equal(t.nocc, 3);
+    assert_int_equal(t.occ[0].region, id_outer);
     assert_int_equal(t.occ[0].flags, ARGUS_OCC_NO_BEGIN);
-    assert_int_equal(t.occ[1].flags, 0);
-    assert_int_equal(t.occ[1].clk_end - t.occ[1].clk_begin, 5);
-    assert_int_equal(t.occ[1].clk_begin, 10 + 15 * 3 + 10);
-    assert_int_equal(t.occ[2].region, id_outer);
-    assert_int_equal(t.occ[2].flags, ARGUS_OCC_NO_BEGIN);
+    assert_int_equal(t.occ[0].clk_end, 80);
+    assert_int_equal(t.occ[1].region, id_load);
+    assert_int_equal(t.occ[1].flags, ARGUS_OCC_NO_BEGIN);
+    assert_int_equal(t.occ[1].parent, 0);
+    assert_int_equal(t.occ[2].flags, 0);
+    assert_int_equal(t.occ[2].parent, 0);
+    assert_int_equal(t.occ[2].node, t.occ[1].node);
+    assert_int_equal(t.occ[2].clk_end - t.occ[2].clk_begin, 5);
+    assert_int_equal(t.occ[2].clk_begin, 10 + 15 * 3 + 10);
+    argus_region_stats *st;
+    size_t n;
+    assert_int_equal(argus_stats(&t, NULL, &st, &n), 0);
+    assert_int_equal(n, 2); /* outer and outer/load */
+    assert_int_equal(st[1].count, 2);
+    assert_int_equal(st[1].partial, 1);
+    assert_int_equal(st[1].timed, 1);
+    assert_int_equal(st[1].total_cycles, 5);
+    free(st);
     argus_trace_free(&t);
     free(b.p);
 }

@@ -226,6 +226,39 @@ static void test_report_json(void **state)
     free(b.p);
 }
 
+static void test_region_scope(void **state)
+{
+    (void)state;
+    dm_buf b;
+    uint32_t outer, load, comp;
+    build(&b, &outer, &load, &comp);
+    argus_registry *reg;
+    assert_int_equal(argus_registry_new(&reg), 0);
+    assert_int_equal(argus_registry_add(reg, "outer", 0, 0, NULL, NULL, 0), 0);
+    assert_int_equal(argus_registry_add(reg, "load", outer, 0, NULL, NULL, 0), 0);
+    argus_trace t;
+    assert_int_equal(argus_decode(b.p, b.len, NULL, &t, NULL, 0), 0);
+    argus_scope s;
+    argus_scope_all(&s);
+    char msg[256];
+    argus_region_stats *st;
+    size_t n;
+    assert_int_equal(argus_scope_region(&s, reg, "load", msg, sizeof(msg)), 0);
+    assert_int_equal(s.region, load);
+    assert_int_equal(argus_stats(&t, &s, &st, &n), 0);
+    assert_int_equal(n, 2); /* outer/load and outer/load/compute (dynamic) */
+    assert_int_equal(st[0].region, load);
+    assert_int_equal(st[1].region, comp);
+    free(st);
+    assert_int_equal(argus_scope_region(&s, reg, "lod", msg, sizeof(msg)), ARGUS_ENOREGION);
+    assert_non_null(strstr(msg, "no region of that name; the registry has: outer load"));
+    assert_int_equal(argus_scope_region(&s, NULL, "load", msg, sizeof(msg)), ARGUS_ENOREGION);
+    assert_int_equal(argus_scope_region(&s, reg, "load", NULL, 0), 0);
+    argus_trace_free(&t);
+    argus_registry_free(reg);
+    free(b.p);
+}
+
 static int trace_fn(const argus_trace *t, const argus_registry *reg, const argus_scope *s,
                     const char *k, FILE *f)
 {
@@ -289,6 +322,7 @@ int main(void)
         cmocka_unit_test(test_scan_errors),
         cmocka_unit_test(test_report_json),
         cmocka_unit_test(test_trace_events),
+        cmocka_unit_test(test_region_scope),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
