@@ -52,6 +52,37 @@ body() { grep -vE '^\s*(//|\.file)' "$1"; }
 diff <(body "$off") <(body "$work/stripped.ptx") >/dev/null || fail "disabled PTX differs from the marker-free kernel"
 echo "argus PTX (sm_90): $markers markers, $records 8-byte record stores, 0 atomics, timer/smid reads 2 each; disabled PTX = marker-free PTX"
 
+# A device function with regions compiles in both builds; an END that does
+# not close the innermost region does not compile in either.
+cat >"$work/devfn.cu" <<'CU'
+#include <argus/region.cuh>
+__device__ float step(ARGUS_WARP_PARAM, float x)
+{
+    ARGUS_REGION_BEGIN("step");
+    x = x * 2.0f;
+    ARGUS_REGION_END("step");
+    return x;
+}
+extern "C" __global__ void k(float *p)
+{
+    ARGUS_CTA_BEGIN();
+    ARGUS_REGION_BEGIN("body");
+    p[threadIdx.x] = step(ARGUS_WARP_ARG, p[threadIdx.x]);
+    ARGUS_REGION_END("body");
+    ARGUS_CTA_END();
+}
+CU
+sed 's/ARGUS_REGION_END("body")/ARGUS_REGION_END("step")/' "$work/devfn.cu" >"$work/bad_end.cu"
+for flags in -DARGUS_ENABLE -DARGUS_OFF; do
+    "$nvcc" -std=c++17 -arch=sm_90 -I"$inc" "$flags" -ptx "$work/devfn.cu" -o "$work/devfn.ptx" ||
+        fail "a device function with regions does not compile ($flags)"
+    if "$nvcc" -std=c++17 -arch=sm_90 -I"$inc" "$flags" -ptx "$work/bad_end.cu" -o "$work/bad.ptx" 2>"$work/bad_end.err"; then
+        fail "a mismatched ARGUS_REGION_END compiled ($flags)"
+    fi
+    grep -q 'does not close the innermost' "$work/bad_end.err" || fail "mismatched END: no clear message"
+done
+echo "argus markers: device-function regions compile; a mismatched END is a compile error in both builds"
+
 cuobjdump=${CUOBJDUMP:-$(command -v cuobjdump || true)}
 if [[ -n $cuobjdump && -x $cuobjdump ]]; then
     sass() { "$cuobjdump" -sass "$1" | grep -E '^\s+/\*[0-9a-f]{4}\*/' | sed -E 's#^\s+/\*[0-9a-f]{4}\*/##; s#;.*#;#'; }
