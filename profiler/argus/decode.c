@@ -141,9 +141,17 @@ static int check_header(const void *buf, size_t len, argus_buf_header *h,
                            "region buffer: nslots %u / warps_per_cta %u out of "
                            "range (1..%u slots, 1..32 warps per CTA)",
                            h->nslots, h->warps_per_cta, ARGUS_MAX_SLOTS);
-    uint64_t ctas = (uint64_t)h->grid[0] * h->grid[1] * h->grid[2];
-    uint64_t threads = (uint64_t)h->block[0] * h->block[1] * h->block[2];
-    if (ctas * h->warps_per_cta != h->nslots || (threads + 31) / 32 != h->warps_per_cta)
+    /* Multiplied step by step under the slot limit, so that a hostile grid
+     * cannot overflow into a product that matches nslots. */
+    uint64_t ctas = 1, threads = 1;
+    for (int i = 0; i < 3; i++) {
+        if (h->grid[i] > ARGUS_MAX_SLOTS || h->block[i] > 1024)
+            ctas = 0;
+        ctas = ctas > ARGUS_MAX_SLOTS ? 0 : ctas * h->grid[i];
+        threads = threads > 1024 ? 0 : threads * h->block[i];
+    }
+    if (ctas * h->warps_per_cta != h->nslots || threads > 1024 ||
+        (threads + 31) / 32 != h->warps_per_cta)
         return argus__fail(ARGUS_EFORMAT, msg, msglen,
                            "region buffer: grid %ux%ux%u and block %ux%ux%u do not "
                            "give nslots %u with %u warps per CTA; the header is "

@@ -447,6 +447,15 @@ static void test_hostile_headers(void **state)
     h->block[0] = 33; /* 2 warps per CTA, not 3 */
     assert_int_equal(decode_rc(b.p, b.len, msg, sizeof(msg)), ARGUS_EFORMAT);
     assert_non_null(strstr(msg, "grid"));
+    /* A grid far past the slot limit (its product is checked step by step). */
+    h->block[0] = 96;
+    h->grid[0] = 0x80000000u;
+    h->grid[1] = 0x80000000u;
+    h->grid[2] = 1;
+    assert_int_equal(decode_rc(b.p, b.len, msg, sizeof(msg)), ARGUS_EFORMAT);
+    h->grid[0] = 4;
+    h->grid[1] = 1;
+    assert_int_equal(decode_rc(b.p, b.len, msg, sizeof(msg)), 0);
     free(b.p);
 }
 
