@@ -83,4 +83,28 @@ expect_rc 1 "$argus" report "$work/k.raw" --registry "$work/k.raw"
 expect_rc 2 "$argus" report "$work/k.raw" --iter 3:1
 expect_rc 2 "$argus" report
 expect_rc 2 "$argus" frobnicate
+# The JSON files against their schemas (profiler/argus/schema), where the
+# Python jsonschema package is installed.
+schemas=$src/../../profiler/argus/schema
+if python3 -c 'import jsonschema' 2>/dev/null; then
+    expect_rc 0 "$argus" report "$work/wrap.raw" --registry "$work/reg.json" --json "$work/wrap.json"
+    python3 - "$schemas" "$work" <<'PY'
+import json, sys, jsonschema
+schemas, work = sys.argv[1], sys.argv[2]
+for schema, doc in [("argus.report.v1.json", "report.json"), ("argus.report.v1.json", "wrap.json"),
+                    ("argus.registry.v1.json", "reg.json"), ("trace_event.json", "trace.json")]:
+    jsonschema.validate(json.load(open(f"{work}/{doc}")), json.load(open(f"{schemas}/{schema}")))
+# A report that breaks the schema is caught (the check can fail).
+bad = json.load(open(f"{work}/report.json"))
+bad["regions"][0]["count"]["mark"] = "guessed"
+try:
+    jsonschema.validate(bad, json.load(open(f"{schemas}/argus.report.v1.json")))
+    sys.exit("a wrong mark passed the schema")
+except jsonschema.ValidationError:
+    pass
+PY
+    echo "argus CLI: report, registry and trace valid against their schemas"
+else
+    echo "argus CLI: python3 jsonschema not installed; schemas not checked"
+fi
 echo "argus CLI: all checks passed"
