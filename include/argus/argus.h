@@ -54,6 +54,9 @@ const char *argus_strerror(int err);
  * allocate more than these imply). */
 #define ARGUS_MAX_SLOTS (1u << 24)
 #define ARGUS_MAX_CAP (1u << 20)
+/* Open regions per warp; a begin past it is a diagnostic (no kernel nests
+ * that deep; a damaged buffer could, and would cost quadratic time). */
+#define ARGUS_MAX_DEPTH 256u
 /* Sub-tracks per warp in a trace; more crossing regions share the last. */
 #define ARGUS_MAX_TRACKS 16u
 
@@ -142,7 +145,8 @@ typedef struct argus_node {
     X(ARGUS_DIAG_UNKNOWN_REGION, "region ID not in the registry")             \
     X(ARGUS_DIAG_WARP_NOT_ENDED, "warp did not run ARGUS_CTA_END")            \
     X(ARGUS_DIAG_SLOT_MISMATCH, "slot header names another CTA/warp")         \
-    X(ARGUS_DIAG_CLOCK, "clock anchors are inconsistent")
+    X(ARGUS_DIAG_CLOCK, "clock anchors are inconsistent")                    \
+    X(ARGUS_DIAG_TOO_DEEP, "regions nested deeper than ARGUS_MAX_DEPTH")
 
 enum argus_diag_kind {
 #define ARGUS_X_DIAG(name, what) name,

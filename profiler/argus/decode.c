@@ -55,6 +55,8 @@ typedef struct decoder {
     size_t open_cap;
     uint64_t *clk; /* unwrapped clocks of the current warp's records */
     size_t clk_cap;
+    uint32_t *hash; /* node index + 1 by (region, parent); 0: empty */
+    size_t hash_cap;
 } decoder;
 
 static int add_diag(decoder *d, int kind, uint32_t slot, uint32_t index,
@@ -77,12 +79,43 @@ static int add_diag(decoder *d, int kind, uint32_t slot, uint32_t index,
     return 0;
 }
 
+/* The dynamic tree's nodes are found through an open-addressing hash of
+ * (region, parent), so that a buffer with many distinct paths (a hostile
+ * one can have millions) decodes in linear time. */
+static size_t node_slot(uint32_t region, int32_t parent, size_t mask)
+{
+    uint64_t h = ((uint64_t)region << 32) ^ (uint32_t)parent;
+    h *= 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 20) & mask;
+}
+
+static int node_rehash(decoder *d, size_t cap)
+{
+    uint32_t *tab = calloc(cap, sizeof(*tab));
+    if (tab == NULL)
+        return ARGUS_ENOMEM;
+    for (size_t i = 0; i < d->t->nnodes; i++) {
+        size_t k = node_slot(d->t->nodes[i].region, d->t->nodes[i].parent, cap - 1);
+        while (tab[k] != 0)
+            k = (k + 1) & (cap - 1);
+        tab[k] = (uint32_t)i + 1;
+    }
+    free(d->hash);
+    d->hash = tab;
+    d->hash_cap = cap;
+    return 0;
+}
+
 static int node_of(decoder *d, uint32_t region, int32_t parent, uint32_t *out)
 {
     argus_trace *t = d->t;
-    for (size_t i = 0; i < t->nnodes; i++) {
-        if (t->nodes[i].region == region && t->nodes[i].parent == parent) {
-            *out = (uint32_t)i;
+    if ((t->nnodes + 1) * 2 > d->hash_cap && node_rehash(d, d->hash_cap ? d->hash_cap * 2 : 64) != 0)
+        return ARGUS_ENOMEM;
+    size_t mask = d->hash_cap - 1, k = node_slot(region, parent, mask);
+    for (; d->hash[k] != 0; k = (k + 1) & mask) {
+        const argus_node *n = &t->nodes[d->hash[k] - 1];
+        if (n->region == region && n->parent == parent) {
+            *out = d->hash[k] - 1;
             return 0;
         }
     }
@@ -91,6 +124,7 @@ static int node_of(decoder *d, uint32_t region, int32_t parent, uint32_t *out)
         return ARGUS_ENOMEM;
     t->nodes[t->nnodes].region = region;
     t->nodes[t->nnodes].parent = parent;
+    d->hash[k] = (uint32_t)t->nnodes + 1;
     *out = (uint32_t)t->nnodes++;
     return 0;
 }
@@ -236,8 +270,9 @@ static int open_lost(decoder *d, const argus_warp_info *w, const uint64_t *ring,
         uint64_t rec = ring[(start + k) & mask];
         uint32_t kind = ARGUS_REC_KIND(rec), value = ARGUS_REC_VALUE(rec);
         if (kind == ARGUS_REC_BEGIN) {
-            stack[depth++] = value;
-        } else if (kind == ARGUS_REC_END) {
+            if (depth < ARGUS_MAX_DEPTH) /* as the main pass: deeper begins are dropped */
+                stack[depth++] = value;
+        } else if (kind == ARGUS_REC_END && nlost < ARGUS_MAX_DEPTH) {
             size_t p = depth;
             while (p > 0 && stack[p - 1] != value)
                 p--;
@@ -304,6 +339,13 @@ static int decode_warp(decoder *d, const argus_warp_info *w, const uint64_t *rin
         int32_t oi;
         switch (kind) {
         case ARGUS_REC_BEGIN: {
+            if (nopen >= ARGUS_MAX_DEPTH) {
+                /* Deeper than any real kernel nests: a damaged buffer. The
+                 * limit also bounds the search of each end below. */
+                if ((rc = add_diag(d, ARGUS_DIAG_TOO_DEEP, w->slot, k, value, 1)) != 0)
+                    return rc;
+                break;
+            }
             if ((rc = check_known(d, value, w->slot, k)) != 0 || (rc = new_occ(d, &oi)) != 0)
                 return rc;
             argus_occurrence *o = &t->occ[oi];
@@ -554,12 +596,14 @@ int argus_decode(const void *buf, size_t len, const argus_decode_opts *opts,
     free(d.unknown);
     free(d.open);
     free(d.clk);
+    free(d.hash);
     return 0;
 fail:
     free(ring);
     free(d.unknown);
     free(d.open);
     free(d.clk);
+    free(d.hash);
     argus_trace_free(out);
     return argus__fail(rc, msg, msglen, "region buffer: decoding failed: %s",
                        argus_strerror(rc));

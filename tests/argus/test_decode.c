@@ -522,6 +522,71 @@ static void test_hostile_anchors(void **state)
     free(b.p);
 }
 
+/* Nesting past ARGUS_MAX_DEPTH: the deeper begins are reported, not
+ * opened, and their ends then have no begin. */
+static void test_too_deep(void **state)
+{
+    (void)state;
+    dm_buf b;
+    assert_int_equal(dm_init(&b, 1, 32, 1024), 0);
+    dm_warp w;
+    dm_begin(&w, &b, 0, 0, 0, 0, 0, 1.0);
+    for (uint32_t i = 1; i <= 300; i++)
+        dm_emit(&w, B, i, 1);
+    for (uint32_t i = 300; i >= 1; i--)
+        dm_emit(&w, E, i, 1);
+    dm_end(&w, 1);
+    argus_trace t = decode_ok(&b, 1.0, NULL);
+    assert_int_equal(t.nocc, ARGUS_MAX_DEPTH);
+    size_t deep = 0, orphan = 0;
+    for (size_t i = 0; i < t.ndiags; i++) {
+        deep += t.diags[i].kind == ARGUS_DIAG_TOO_DEEP;
+        orphan += t.diags[i].kind == ARGUS_DIAG_END_WITHOUT_BEGIN;
+    }
+    assert_int_equal(deep, 300 - ARGUS_MAX_DEPTH);
+    assert_int_equal(orphan, 300 - ARGUS_MAX_DEPTH);
+    assert_int_equal(t.occ[ARGUS_MAX_DEPTH - 1].depth, ARGUS_MAX_DEPTH - 1);
+    assert_int_equal(t.occ[0].clk_end, 600); /* the outermost closes last */
+    argus_trace_free(&t);
+    free(b.p);
+}
+
+/* Many distinct paths (the node hash), and repeated ones mapping to the
+ * same node. */
+static void test_many_nodes(void **state)
+{
+    (void)state;
+    enum { N = 20000 };
+    dm_buf b;
+    assert_int_equal(dm_init(&b, 1, 32, 131072), 0);
+    dm_warp w;
+    dm_begin(&w, &b, 0, 0, 0, 0, 0, 1.0);
+    dm_emit(&w, B, id_outer, 1);
+    for (uint32_t rep = 0; rep < 2; rep++) {
+        for (uint32_t i = 1; i <= N; i++) {
+            dm_emit(&w, B, i, 1);
+            dm_emit(&w, E, i, 1 + rep);
+        }
+    }
+    dm_emit(&w, E, id_outer, 1);
+    dm_end(&w, 1);
+    argus_trace t = decode_ok(&b, 1.0, NULL);
+    assert_int_equal(t.nnodes, N + 1);
+    assert_int_equal(t.nocc, 2 * N + 1);
+    assert_int_equal(t.occ[1].node, t.occ[N + 1].node);
+    assert_int_equal(t.nodes[t.occ[N].node].region, N);
+    assert_int_equal(t.nodes[t.occ[N].node].parent, (int32_t)t.occ[0].node);
+    argus_region_stats *st;
+    size_t n;
+    assert_int_equal(argus_stats(&t, NULL, &st, &n), 0);
+    assert_int_equal(n, N + 1);
+    assert_int_equal(st[5].count, 2);
+    assert_int_equal(st[5].total_cycles, 1 + 2);
+    free(st);
+    argus_trace_free(&t);
+    free(b.p);
+}
+
 /* Random damage to a valid buffer never crashes the decoder or makes it
  * read out of bounds (the ASan build runs this). */
 static void test_mutations(void **state)
@@ -586,6 +651,8 @@ int main(void)
         cmocka_unit_test(test_hostile_headers),
         cmocka_unit_test(test_hostile_slots),
         cmocka_unit_test(test_hostile_anchors),
+        cmocka_unit_test(test_too_deep),
+        cmocka_unit_test(test_many_nodes),
         cmocka_unit_test(test_mutations),
     };
     return cmocka_run_group_tests(tests, setup_ids, NULL);
