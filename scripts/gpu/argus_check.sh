@@ -20,6 +20,9 @@ OUT=${OUT:-$PWD/out-argus}
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 work=$OUT/build
 mkdir -p "$work"
+# cuobjdump (and the nvdisasm it runs) beside nvcc, for the SASS comparison.
+export PATH=$(dirname "$NVCC"):$PATH
+[[ -x $(dirname "$NVCC")/cuobjdump ]] && export CUOBJDUMP=${CUOBJDUMP:-$(dirname "$NVCC")/cuobjdump}
 log() { printf '[argus_check] %s\n' "$*" | tee -a "$OUT/script.log" >&2; }
 
 log "building the host runtime and the test kernel into $work"
@@ -68,7 +71,7 @@ else
     log "no argus CLI in $BUILD/bin: the JSON report and trace are not written"
 fi
 
-echo "== argus_check: $(head -2 "$OUT/env.txt" | tail -1)"
+echo "== argus_check: $(sed -n 3p "$OUT/env.txt")"
 grep -E '^(ok  |FAIL|time|info)' "$OUT/run_on.txt" "$OUT/run_off.txt" | sed 's#^.*/run_##'
 [[ -f $OUT/report.txt ]] && sed -n '1,12p' "$OUT/report.txt"
 echo "== result: markers build exit $rc_on, marker-free build exit $rc_off"
