@@ -28,7 +28,9 @@ log() { printf '[argus_check] %s\n' "$*" | tee -a "$OUT/script.log" >&2; }
 log "building the host runtime and the test kernel into $work"
 objs=()
 for f in common decode stats registry runtime; do
-    gcc -std=gnu11 -O2 -Wall -Wextra -Werror -fPIC -Iinclude -Iprofiler/argus \
+    # No -Werror here: another compiler on the GPU machine must not stop the
+    # run over a warning (CI builds these files with -Werror).
+    gcc -std=gnu11 -O2 -Wall -Wextra -fPIC -Iinclude -Iprofiler/argus \
         -c "profiler/argus/$f.c" -o "$work/$f.o"
     objs+=("$work/$f.o")
 done
