@@ -179,6 +179,26 @@ int main(int argc, char **argv)
           "SM clock from the anchors: %.4f GHz", t.cycles_per_ns);
     printf("info: kernel span %.3f us, %u SMs seen (max smid %u)\n", (double)(t.gt_max - t.gt_min) / 1e3,
            max_sm + 1, max_sm);
+    /* The globaltimer's update step bounds how well warps line up (each is
+     * placed by its own start anchor): the gcd of all anchors' distances. */
+    uint64_t g = 0;
+    for (size_t i = 0; i < t.nwarps; i++) {
+        const argus_warp_info *w = &t.warps[i];
+        if (w->flags & ARGUS_WARP_EMPTY)
+            continue;
+        uint64_t v[2] = {w->gt_start - t.gt_min, w->gt_end - t.gt_min};
+        for (int k = 0; k < 2; k++) {
+            uint64_t a = g, b = v[k];
+            while (b) {
+                uint64_t r = a % b;
+                a = b;
+                b = r;
+            }
+            g = a;
+        }
+    }
+    printf("info: globaltimer anchors are multiples of %llu ns apart (its update step or a divisor)\n",
+           (unsigned long long)g);
     FILE *rep = NULL;
     {
         char path[4096];
