@@ -181,24 +181,24 @@ int main(int argc, char **argv)
            max_sm + 1, max_sm);
     /* The globaltimer's update step bounds how well warps line up (each is
      * placed by its own start anchor): the gcd of all anchors' distances. */
-    uint64_t g = 0;
+    uint64_t step = 0;
     for (size_t i = 0; i < t.nwarps; i++) {
         const argus_warp_info *w = &t.warps[i];
         if (w->flags & ARGUS_WARP_EMPTY)
             continue;
         uint64_t v[2] = {w->gt_start - t.gt_min, w->gt_end - t.gt_min};
         for (int k = 0; k < 2; k++) {
-            uint64_t a = g, b = v[k];
+            uint64_t a = step, b = v[k];
             while (b) {
                 uint64_t r = a % b;
                 a = b;
                 b = r;
             }
-            g = a;
+            step = a;
         }
     }
     printf("info: globaltimer anchors are multiples of %llu ns apart (its update step or a divisor)\n",
-           (unsigned long long)g);
+           (unsigned long long)step);
     FILE *rep = NULL;
     {
         char path[4096];
