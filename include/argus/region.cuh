@@ -212,7 +212,7 @@ struct Warp {
 #define ARGUS_CTA_END() ((void)argus_w_)
 #define ARGUS_WARP_PARAM argus::Warp &argus_w_
 #define ARGUS_WARP_ARG argus_w_
-#define ARGUS__EMIT(kind, value) ((void)argus_w_)
+#define ARGUS__EMIT(kind, value) ((void)argus_w_, (void)(kind), (void)(value))
 
 #endif
 
