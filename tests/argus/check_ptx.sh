@@ -9,6 +9,7 @@
 #    every marker line deleted.
 # Prints the marker cost in SASS instructions when cuobjdump is available
 # (CUOBJDUMP, or on PATH; pip package nvidia-cuda-cuobjdump).
+# Warnings are errors, as in the C builds.
 # usage: check_ptx.sh NVCC INCLUDE_DIR WORK_DIR
 set -euo pipefail
 nvcc=$1 inc=$2 work=$3
@@ -20,7 +21,7 @@ sed -E '/ARGUS_(REGION_BEGIN|REGION_END|ROLE|ITER)\(/d' "$src" >"$work/cta_only.
 cp "$src" "$work/known.cu"
 build() { # build NAME SRC FLAGS...: PTX and cubin
     local name=$1 file=$2; shift 2
-    "$nvcc" -std=c++17 -arch=sm_90 -I"$inc" "$@" -ptx "$file" -o "$work/$name.ptx"
+    "$nvcc" -std=c++17 -arch=sm_90 -Werror all-warnings -I"$inc" "$@" -ptx "$file" -o "$work/$name.ptx"
     "$nvcc" -std=c++17 -arch=sm_90 -I"$inc" "$@" -cubin "$file" -o "$work/$name.cubin"
 }
 build on "$work/known.cu" -DARGUS_ENABLE
