@@ -95,7 +95,7 @@ typedef struct argus_slot_header {
     uint64_t clk_start; /* %clock64, SM cycles */
     uint64_t clk_end;
     uint32_t ended; /* 1 once ARGUS_CTA_END ran */
-    uint32_t reserved[3];
+    uint32_t reserved;
 } argus_slot_header;
 
 /* The device-global descriptor (ARGUS_DESC_SYMBOL, __constant__ memory):
@@ -107,6 +107,18 @@ typedef struct argus_device_desc {
     uint32_t warps_per_cta; /* slot = CTA * warps_per_cta + warp */
     uint32_t magic;         /* ARGUS_BUF_MAGIC when armed */
 } argus_device_desc;
+
+/* The device and the host read these structures through the same
+ * definitions; their sizes are part of the format. */
+#ifdef __cplusplus
+#define ARGUS__STATIC_ASSERT static_assert
+#else
+#define ARGUS__STATIC_ASSERT _Static_assert
+#endif
+ARGUS__STATIC_ASSERT(sizeof(argus_buf_header) == ARGUS_HEADER_BYTES, "argus_buf_header is 64 bytes");
+ARGUS__STATIC_ASSERT(sizeof(argus_slot_header) == ARGUS_SLOT_HEADER_BYTES,
+                     "argus_slot_header is 64 bytes");
+ARGUS__STATIC_ASSERT(sizeof(argus_device_desc) == 24, "argus_device_desc is 24 bytes");
 
 /* Region IDs: 32-bit FNV-1a over the parent's ID (4 bytes, little-endian)
  * and the name, folded to 28 bits; 0 is the root and never a region. The

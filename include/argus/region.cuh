@@ -157,7 +157,10 @@ __device__ __forceinline__ Warp cta_begin()
     w.mask = argus_desc_v1.cap_mask;
     w.lane0 = (tid & 31u) == 0;
     w.rec = 0;
-    if (argus_desc_v1.slots != 0 && slot < argus_desc_v1.nslots) {
+    /* A launch shaped unlike the one the host armed writes nothing past
+     * its slots (the decoder reports the slots it finds misplaced). */
+    if (argus_desc_v1.slots != 0 && warp < argus_desc_v1.warps_per_cta &&
+        slot < argus_desc_v1.nslots) {
         size_t stride = ARGUS_SLOT_HEADER_BYTES + ((size_t)w.mask + 1) * 8u;
         char *base = (char *)argus_desc_v1.slots + (size_t)slot * stride;
         w.rec = (unsigned long long *)(base + ARGUS_SLOT_HEADER_BYTES);
