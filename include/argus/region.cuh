@@ -33,10 +33,12 @@
  *   is the root; the decoder nests them under the caller's region at run
  *   time.
  *
- * Cost per marker (enabled): one %clock read, one predicated 8-byte store by
- * lane 0 into the warp's own slot, an add and a mask; no atomics, no loads
- * from global memory (the descriptor is __constant__). %globaltimer, %smid
- * and %clock64 are read only at ARGUS_CTA_BEGIN and ARGUS_CTA_END.
+ * Cost per marker (enabled): one %clock read, one 8-byte store by lane 0
+ * into the warp's own slot, the index mask and address arithmetic (six
+ * SASS instructions in straight-line code on sm_90; docs/argus.md has the
+ * measured totals); no atomics, no loads from global memory (the
+ * descriptor is __constant__). %globaltimer, %smid and %clock64 are read
+ * only at ARGUS_CTA_BEGIN and ARGUS_CTA_END.
  *
  * The host finds the descriptor through the module's global symbol
  * ARGUS_DESC_SYMBOL ("argus_desc_v1", cuModuleGetGlobal / cuLibraryGetGlobal)
@@ -45,7 +47,8 @@
  * write nothing. With relocatable device code (-rdc) define
  * ARGUS_DESC_EXTERN in every translation unit but one.
  *
- * Tested with nvcc 13.0 for sm_90 (PTX checked by tests/argus/check_ptx.sh).
+ * Tested with nvcc 13.0 for sm_90 (PTX and SASS checked by
+ * tests/argus/check_ptx.sh); not yet run on a GPU (scripts/gpu/argus_check.sh).
  */
 #ifndef ARGUS_REGION_CUH
 #define ARGUS_REGION_CUH
