@@ -11,6 +11,8 @@
  * uses the context current on the calling thread.
  */
 #include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,27 +46,32 @@ static int cu_global(void *c, void *m, const char *n, uint64_t *d, size_t *b)
     return ((cuda_fns *)c)->global(d, b, m, n);
 }
 
-int argus_driver_cuda(argus_driver *drv, char *msg, size_t msglen)
+/* Resolved once per process (pthread_once, so that threads arming launches
+ * at the same time do not race on the table); the driver stays loaded and
+ * the handle is never closed, so that the pointers stay valid. */
+static cuda_fns fns;
+static const char *fns_missing; /* what failed, NULL when all resolved */
+static char fns_dlerror[256];
+static pthread_once_t fns_once = PTHREAD_ONCE_INIT;
+
+static void resolve_fns(void)
 {
-    /* One table for the process: the driver stays loaded, and the handle is
-     * never closed so that the pointers stay valid. */
-    static cuda_fns fns;
-    if (drv == NULL)
-        return ARGUS_EINVAL;
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
-    if (h == NULL)
-        return argus__fail(ARGUS_EDRIVER, msg, msglen,
-                           "argus: cannot load libcuda.so.1 (%s); run on a machine "
-                           "with the NVIDIA driver", dlerror());
     static const char *const names[] = {"cuMemAlloc_v2", "cuMemFree_v2", "cuMemsetD8_v2",
                                         "cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2",
                                         "cuModuleGetGlobal_v2"};
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+    if (h == NULL) {
+        const char *e = dlerror();
+        snprintf(fns_dlerror, sizeof(fns_dlerror), "%s", e ? e : "unknown error");
+        fns_missing = "libcuda.so.1";
+        return;
+    }
     void *p[6];
     for (int i = 0; i < 6; i++) {
-        if ((p[i] = dlsym(h, names[i])) == NULL)
-            return argus__fail(ARGUS_EDRIVER, msg, msglen,
-                               "argus: libcuda.so.1 has no %s; the driver is older "
-                               "than CUDA 3.2", names[i]);
+        if ((p[i] = dlsym(h, names[i])) == NULL) {
+            fns_missing = names[i];
+            return;
+        }
     }
     /* Function pointers from dlsym: POSIX guarantees the conversion. */
     memcpy(&fns.alloc, &p[0], sizeof(p[0]));
@@ -73,6 +80,21 @@ int argus_driver_cuda(argus_driver *drv, char *msg, size_t msglen)
     memcpy(&fns.htod, &p[3], sizeof(p[3]));
     memcpy(&fns.dtoh, &p[4], sizeof(p[4]));
     memcpy(&fns.global, &p[5], sizeof(p[5]));
+}
+
+int argus_driver_cuda(argus_driver *drv, char *msg, size_t msglen)
+{
+    if (drv == NULL)
+        return ARGUS_EINVAL;
+    pthread_once(&fns_once, resolve_fns);
+    if (fns_missing != NULL && strcmp(fns_missing, "libcuda.so.1") == 0)
+        return argus__fail(ARGUS_EDRIVER, msg, msglen,
+                           "argus: cannot load libcuda.so.1 (%s); run on a machine "
+                           "with the NVIDIA driver", fns_dlerror);
+    if (fns_missing != NULL)
+        return argus__fail(ARGUS_EDRIVER, msg, msglen,
+                           "argus: libcuda.so.1 has no %s; the driver is older "
+                           "than CUDA 3.2", fns_missing);
     drv->ctx = &fns;
     drv->mem_alloc = cu_alloc;
     drv->mem_free = cu_free;

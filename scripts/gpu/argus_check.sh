@@ -41,7 +41,7 @@ for v in on off; do
     [[ $v == on ]] && flags=(-DARGUS_ENABLE)
     "$NVCC" -std=c++17 -O3 -arch=sm_90 "${flags[@]}" -Iinclude -Itests/argus \
         tests/argus/gpu_known_main.cu -o "$work/argus_known_$v" \
-        -L"$work" -largus_core -L"$cuda_lib" -L"$cuda_lib/stubs" -lcuda -ldl \
+        -L"$work" -largus_core -L"$cuda_lib" -L"$cuda_lib/stubs" -lcuda -ldl -lpthread \
         >"$work/nvcc_$v.log" 2>&1 || { cat "$work/nvcc_$v.log"; log "nvcc failed"; exit 1; }
 done
 tests/argus/check_ptx.sh "$NVCC" include "$work/ptx" | tee "$OUT/ptx_check.txt"
