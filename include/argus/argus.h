@@ -229,8 +229,9 @@ typedef struct argus_region_stats {
     uint64_t partial;  /* of them, flagged NO_END/NO_BEGIN: not timed */
     uint64_t timed;    /* count - partial */
     uint64_t total_cycles;               /* observed */
-    double total_ns, mean_ns, p50_ns, p99_ns, min_ns, max_ns; /* derived */
-    double share;      /* total_ns / warp_time_ns of the scoped warps */
+    double total_ns, mean_ns, p50_ns, p99_ns, min_ns, max_ns; /* derived;
+                          cycles when the trace's clock_method is NONE */
+    double share;      /* total_cycles / the scoped warps' lifetimes in cycles */
 } argus_region_stats;
 
 /* One entry per tree node with an occurrence in scope, in node order

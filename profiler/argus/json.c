@@ -106,6 +106,9 @@ int argus_report_json(const argus_trace *t, const argus_registry *reg, const arg
     cJSON_AddNumberToObject(scope, "warp_hi", sc->warp_hi);
     id_str(sc->region, idb, sizeof(idb));
     cJSON_AddStringToObject(scope, "region", sc->region ? idb : "any");
+    /* Without a usable clock conversion the times are the observed cycles. */
+    const char *tunit = t->clock_method == ARGUS_CLOCK_NONE ? "cycles" : "ns";
+    const char *tmark = t->clock_method == ARGUS_CLOCK_NONE ? "observed" : "derived";
     cJSON *regions = cJSON_AddArrayToObject(root, "regions");
     for (size_t i = 0; i < n; i++) {
         cJSON *r = cJSON_CreateObject();
@@ -123,14 +126,14 @@ int argus_report_json(const argus_trace *t, const argus_registry *reg, const arg
         cJSON_AddItemToObject(r, "partial", num((double)st[i].partial, "occurrences", "observed"));
         cJSON_AddItemToObject(r, "total_cycles", num((double)st[i].total_cycles, "cycles", "observed"));
         cJSON *timing = cJSON_AddObjectToObject(r, "time");
-        cJSON_AddStringToObject(timing, "method", "sm_clock_to_globaltimer");
+        cJSON_AddStringToObject(timing, "method", tunit[0] == 'c' ? "sm_clock" : "sm_clock_to_globaltimer");
         cJSON_AddNumberToObject(timing, "samples", (double)st[i].timed);
-        cJSON_AddItemToObject(timing, "total", num(st[i].total_ns, "ns", "derived"));
-        cJSON_AddItemToObject(timing, "mean", num(st[i].mean_ns, "ns", "derived"));
-        cJSON_AddItemToObject(timing, "p50", num(st[i].p50_ns, "ns", "derived"));
-        cJSON_AddItemToObject(timing, "p99", num(st[i].p99_ns, "ns", "derived"));
-        cJSON_AddItemToObject(timing, "min", num(st[i].min_ns, "ns", "derived"));
-        cJSON_AddItemToObject(timing, "max", num(st[i].max_ns, "ns", "derived"));
+        cJSON_AddItemToObject(timing, "total", num(st[i].total_ns, tunit, tmark));
+        cJSON_AddItemToObject(timing, "mean", num(st[i].mean_ns, tunit, tmark));
+        cJSON_AddItemToObject(timing, "p50", num(st[i].p50_ns, tunit, tmark));
+        cJSON_AddItemToObject(timing, "p99", num(st[i].p99_ns, tunit, tmark));
+        cJSON_AddItemToObject(timing, "min", num(st[i].min_ns, tunit, tmark));
+        cJSON_AddItemToObject(timing, "max", num(st[i].max_ns, tunit, tmark));
         cJSON_AddItemToObject(r, "share_of_warp_time", num(st[i].share, "fraction", "derived"));
         cJSON_AddItemToArray(regions, r);
     }

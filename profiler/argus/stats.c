@@ -76,10 +76,11 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The scoped warps' time: the denominator of a region's share. A scope on
- * role or iteration keeps all warps of its CTA/SM/warp range, because a
- * warp's lifetime is not split by iteration. */
-static double scoped_warp_time(const argus_trace *t, const argus_scope *s)
+/* The scoped warps' lifetimes in SM cycles: the denominator of a region's
+ * share, in the same unit as the region's cycles, so that a share needs no
+ * clock conversion. A scope on role or iteration keeps all warps of its
+ * CTA/SM/warp range, because a warp's lifetime is not split by iteration. */
+static double scoped_warp_cycles(const argus_trace *t, const argus_scope *s)
 {
     double sum = 0;
     for (size_t i = 0; i < t->nwarps; i++) {
@@ -89,7 +90,7 @@ static double scoped_warp_time(const argus_trace *t, const argus_scope *s)
         if (s && (w->cta < s->cta_lo || w->cta > s->cta_hi || w->sm < s->sm_lo ||
                   w->sm > s->sm_hi || w->warp < s->warp_lo || w->warp > s->warp_hi))
             continue;
-        sum += (double)(w->gt_end - w->gt_start);
+        sum += (double)(w->clk_end - w->clk_start);
     }
     return sum;
 }
@@ -144,7 +145,7 @@ int argus_stats(const argus_trace *t, const argus_scope *s, argus_region_stats *
         r->total_cycles += o->clk_end - o->clk_begin;
         dur[o->node][fill[o->node]++] = o->t_end_ns - o->t_begin_ns;
     }
-    double wt = scoped_warp_time(t, s);
+    double wc = scoped_warp_cycles(t, s);
     size_t m = 0;
     for (size_t k = 0; k < t->nnodes; k++) {
         argus_region_stats r = st[k];
@@ -159,7 +160,7 @@ int argus_stats(const argus_trace *t, const argus_scope *s, argus_region_stats *
             r.p99_ns = argus__percentile(dur[k], r.timed, 99);
             r.min_ns = dur[k][0];
             r.max_ns = dur[k][r.timed - 1];
-            r.share = wt > 0 ? r.total_ns / wt : 0;
+            r.share = wc > 0 ? (double)r.total_cycles / wc : 0;
         }
         st[m++] = r;
     }
@@ -219,8 +220,11 @@ int argus_report_text(const argus_trace *t, const argus_registry *reg, const arg
     fprintf(f, "kernel span %.3f us (globaltimer, observed); SM clock %.4f GHz (%s)\n",
             (double)(t->gt_max - t->gt_min) / 1e3, t->cycles_per_ns,
             clock_method_name(t->clock_method));
+    /* Without a clock conversion the times are thousands of cycles. */
+    int cyc = t->clock_method == ARGUS_CLOCK_NONE;
     fprintf(f, "%-32s %8s %8s %12s %10s %10s %10s %7s\n", "region", "count", "partial",
-            "total_us", "mean_us", "p50_us", "p99_us", "share");
+            cyc ? "total_kcyc" : "total_us", cyc ? "mean_kcyc" : "mean_us",
+            cyc ? "p50_kcyc" : "p50_us", cyc ? "p99_kcyc" : "p99_us", "share");
     fprintf(f, "%-32s %8s %8s %12s %10s %10s %10s %7s\n", "", "obs", "obs", "derived",
             "derived", "derived", "derived", "derived");
     for (size_t i = 0; i < n; i++) {
@@ -232,7 +236,7 @@ int argus_report_text(const argus_trace *t, const argus_registry *reg, const arg
                 st[i].total_ns / 1e3, st[i].mean_ns / 1e3, st[i].p50_ns / 1e3,
                 st[i].p99_ns / 1e3, 100.0 * st[i].share);
     }
-    fprintf(f, "share: region time summed over warps / the scoped warps' lifetimes\n");
+    fprintf(f, "share: region cycles summed over warps / the scoped warps' lifetimes in cycles\n");
     if (t->records_lost)
         fprintf(f, "WARNING: %llu records lost to ring wraps; regions cut by a wrap are "
                    "counted as partial and not timed (raise the per-warp capacity)\n",

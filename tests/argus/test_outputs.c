@@ -259,6 +259,43 @@ static void test_region_scope(void **state)
     free(b.p);
 }
 
+/* No usable anchors (a globaltimer that did not move): times stay cycles,
+ * and the report says so in its units and marks. */
+static void test_report_without_clock(void **state)
+{
+    (void)state;
+    uint32_t outer = argus_region_id("outer", 0);
+    dm_buf b;
+    assert_int_equal(dm_init(&b, 1, 32, 8), 0);
+    dm_warp w;
+    dm_begin(&w, &b, 0, 0, 0, 777, 1000, 1e12);
+    dm_emit(&w, ARGUS_REC_BEGIN, outer, 10);
+    dm_emit(&w, ARGUS_REC_END, outer, 300);
+    dm_end(&w, 10);
+    argus_trace t;
+    assert_int_equal(argus_decode(b.p, b.len, NULL, &t, NULL, 0), 0);
+    assert_int_equal(t.clock_method, ARGUS_CLOCK_NONE);
+    cJSON *j = dump(argus_report_json, &t, NULL);
+    const cJSON *time = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "regions"), 0), "time");
+    const cJSON *p50 = cJSON_GetObjectItem(time, "p50");
+    assert_string_equal(cJSON_GetObjectItem(p50, "unit")->valuestring, "cycles");
+    assert_string_equal(cJSON_GetObjectItem(p50, "mark")->valuestring, "observed");
+    assert_true(cJSON_GetObjectItem(p50, "value")->valuedouble == 300);
+    assert_string_equal(cJSON_GetObjectItem(time, "method")->valuestring, "sm_clock");
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "clock"), "method")->valuestring, "none");
+    cJSON_Delete(j);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_int_equal(argus_report_text(&t, NULL, NULL, "k", f), 0);
+    fclose(f);
+    assert_non_null(strstr(text, "p50_kcyc"));
+    assert_null(strstr(text, "_us"));
+    free(text);
+    argus_trace_free(&t);
+    free(b.p);
+}
+
 static int trace_fn(const argus_trace *t, const argus_registry *reg, const argus_scope *s,
                     const char *k, FILE *f)
 {
@@ -323,6 +360,7 @@ int main(void)
         cmocka_unit_test(test_report_json),
         cmocka_unit_test(test_trace_events),
         cmocka_unit_test(test_region_scope),
+        cmocka_unit_test(test_report_without_clock),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
