@@ -1,0 +1,289 @@
+/*
+ * argus: decode region buffers into reports and traces.
+ *
+ *   argus report RAW [--registry REG] [--json OUT] [--kernel NAME] [scope]
+ *   argus trace RAW [--registry REG] -o OUT [--kernel NAME]
+ *   argus registry SRC.cu... -o REG
+ *
+ * scope: --iter LO:HI  --role NAME  --cta LO:HI  --sm LO:HI  --warp LO:HI
+ *        --region NAME (that region and the regions below it)
+ * --clock GHZ gives the SM clock instead of estimating it from the anchors.
+ * Exit status: 0, 1 for bad input (a message says which file and field),
+ * 2 for a usage error; 3 when the report was written but the buffer had
+ * diagnostics and --strict was given.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "argus/argus.h"
+
+#define MSG_LEN 512
+
+static void usage(FILE *f)
+{
+    fputs("usage: argus report RAW [--registry REG] [--json OUT] [--kernel NAME] [--strict]\n"
+          "                        [--clock GHZ] [--iter LO:HI] [--role NAME] [--cta LO:HI]\n"
+          "                        [--sm LO:HI] [--warp LO:HI] [--region NAME]\n"
+          "       argus trace RAW [--registry REG] [--kernel NAME] [--clock GHZ] -o OUT\n"
+          "       argus registry SRC... -o REG\n"
+          "RAW is a region buffer saved by argus_launch_collect; REG a registry JSON\n"
+          "written by `argus registry` (docs/argus.md).\n",
+          f);
+}
+
+static int slurp(const char *path, void **buf, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        fprintf(stderr, "argus: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    size_t cap = 1 << 16, n = 0;
+    unsigned char *b = malloc(cap + 1);
+    for (;;) {
+        if (b == NULL) {
+            fclose(f);
+            fprintf(stderr, "argus: %s: out of memory\n", path);
+            return -1;
+        }
+        n += fread(b + n, 1, cap - n, f);
+        if (n < cap)
+            break;
+        if (cap >= ((size_t)1 << 34)) {
+            fclose(f);
+            free(b);
+            fprintf(stderr, "argus: %s: larger than 16 GiB\n", path);
+            return -1;
+        }
+        cap *= 2;
+        unsigned char *nb = realloc(b, cap + 1);
+        if (nb == NULL)
+            free(b);
+        b = nb;
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (err) {
+        free(b);
+        fprintf(stderr, "argus: %s: read error\n", path);
+        return -1;
+    }
+    b[n] = '\0';
+    *buf = b;
+    *len = n;
+    return 0;
+}
+
+static int parse_range(const char *opt, const char *arg, int64_t *lo, int64_t *hi)
+{
+    char *end;
+    errno = 0;
+    long long a = strtoll(arg, &end, 10), b = a;
+    if (*end == ':')
+        b = strtoll(end + 1, &end, 10);
+    if (errno || *end != '\0' || a < 0 || b < a || b > (long long)UINT32_MAX) {
+        fprintf(stderr, "argus: %s %s: expected LO:HI (or N), 0 <= LO <= HI\n", opt, arg);
+        return -1;
+    }
+    *lo = a;
+    *hi = b;
+    return 0;
+}
+
+static int cmd_registry(int argc, char **argv)
+{
+    const char *out = NULL;
+    argus_registry *r;
+    char msg[MSG_LEN] = "";
+    if (argus_registry_new(&r) != 0)
+        return 1;
+    int nsrc = 0, rc = 0;
+    for (int i = 0; i < argc && rc == 0; i++) {
+        if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
+            out = argv[++i];
+            continue;
+        }
+        void *text;
+        size_t len;
+        if (slurp(argv[i], &text, &len) != 0) {
+            rc = 1;
+            break;
+        }
+        nsrc++;
+        if (argus_registry_scan(r, text, argv[i], msg, sizeof(msg)) != 0) {
+            fprintf(stderr, "argus: %s\n", msg);
+            rc = 1;
+        }
+        free(text);
+    }
+    if (rc == 0 && (out == NULL || nsrc == 0)) {
+        usage(stderr);
+        rc = 2;
+    }
+    if (rc == 0 && argus_registry_save(r, out, msg, sizeof(msg)) != 0) {
+        fprintf(stderr, "argus: %s\n", msg);
+        rc = 1;
+    }
+    if (rc == 0)
+        printf("argus: %zu regions and roles from %d sources in %s\n",
+               argus_registry_count(r), nsrc, out);
+    argus_registry_free(r);
+    return rc;
+}
+
+static int cmd_decode(int is_trace, int argc, char **argv)
+{
+    const char *raw = NULL, *regp = NULL, *json = NULL, *kernel = NULL, *role = NULL,
+               *region = NULL;
+    double clock = 0;
+    int strict = 0;
+    argus_scope s;
+    argus_scope_all(&s);
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int64_t lo, hi;
+        if (strcmp(a, "--strict") == 0 && !is_trace) {
+            strict = 1;
+            continue;
+        }
+        if (a[0] != '-') {
+            if (raw != NULL) {
+                usage(stderr);
+                return 2;
+            }
+            raw = a;
+            continue;
+        }
+        if (v == NULL) {
+            fprintf(stderr, "argus: %s needs a value\n", a);
+            return 2;
+        }
+        i++;
+        if (strcmp(a, "--registry") == 0) {
+            regp = v;
+        } else if ((strcmp(a, "--json") == 0 && !is_trace) || (strcmp(a, "-o") == 0 && is_trace)) {
+            json = v;
+        } else if (strcmp(a, "--kernel") == 0) {
+            kernel = v;
+        } else if (strcmp(a, "--clock") == 0) {
+            char *end;
+            clock = strtod(v, &end);
+            if (*end != '\0' || !(clock > 0.01 && clock < 100)) {
+                fprintf(stderr, "argus: --clock %s: the SM clock in GHz, e.g. 1.98\n", v);
+                return 2;
+            }
+        } else if (!is_trace && strcmp(a, "--role") == 0) {
+            role = v;
+        } else if (!is_trace && strcmp(a, "--region") == 0) {
+            region = v;
+        } else if (!is_trace && strcmp(a, "--iter") == 0) {
+            if (parse_range(a, v, &lo, &hi) != 0)
+                return 2;
+            s.iter_lo = lo;
+            s.iter_hi = hi;
+        } else if (!is_trace && (strcmp(a, "--cta") == 0 || strcmp(a, "--sm") == 0 ||
+                                 strcmp(a, "--warp") == 0)) {
+            if (parse_range(a, v, &lo, &hi) != 0)
+                return 2;
+            uint32_t *pl = a[2] == 'c' ? &s.cta_lo : a[2] == 's' ? &s.sm_lo : &s.warp_lo;
+            uint32_t *ph = a[2] == 'c' ? &s.cta_hi : a[2] == 's' ? &s.sm_hi : &s.warp_hi;
+            *pl = (uint32_t)lo;
+            *ph = (uint32_t)hi;
+        } else {
+            fprintf(stderr, "argus: unknown option %s\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (raw == NULL || (is_trace && json == NULL)) {
+        usage(stderr);
+        return 2;
+    }
+    char msg[MSG_LEN] = "";
+    argus_registry *reg = NULL;
+    if (regp != NULL && argus_registry_load(regp, &reg, msg, sizeof(msg)) != 0) {
+        fprintf(stderr, "argus: %s\n", msg);
+        return 1;
+    }
+    if (role != NULL) {
+        uint32_t rid = argus_region_id(role, 0);
+        if (reg == NULL || argus_registry_name(reg, rid) == NULL) {
+            fprintf(stderr, "argus: --role %s: no such role in %s; the registry lists "
+                            "the roles its sources declare with ARGUS_ROLE\n",
+                    role, regp ? regp : "(no --registry given)");
+            argus_registry_free(reg);
+            return 1;
+        }
+        s.role = rid;
+    }
+    if (region != NULL && argus_scope_region(&s, reg, region, msg, sizeof(msg)) != 0) {
+        fprintf(stderr, "argus: --region %s: %s\n", region, msg);
+        argus_registry_free(reg);
+        return 1;
+    }
+    void *buf;
+    size_t len;
+    if (slurp(raw, &buf, &len) != 0) {
+        argus_registry_free(reg);
+        return 1;
+    }
+    argus_trace t;
+    argus_decode_opts o = {.cycles_per_ns = clock, .reg = reg};
+    int rc = argus_decode(buf, len, &o, &t, msg, sizeof(msg));
+    free(buf);
+    if (rc != 0) {
+        fprintf(stderr, "argus: %s: %s\n", raw, msg);
+        argus_registry_free(reg);
+        return 1;
+    }
+    int status = 0;
+    if (is_trace) {
+        FILE *f = fopen(json, "w");
+        if (f == NULL || argus_trace_json(&t, reg, kernel, f) != 0) {
+            fprintf(stderr, "argus: %s: cannot write the trace\n", json);
+            status = 1;
+        }
+        if (f != NULL && fclose(f) != 0)
+            status = 1;
+        if (status == 0)
+            printf("argus: %zu region occurrences of %llu warps in %s (open in ui.perfetto.dev)\n",
+                   t.nocc, (unsigned long long)t.warps_active, json);
+    } else {
+        if (argus_report_text(&t, reg, &s, kernel, stdout) != 0)
+            status = 1;
+        if (json != NULL) {
+            FILE *f = fopen(json, "w");
+            if (f == NULL || argus_report_json(&t, reg, &s, kernel, f) != 0) {
+                fprintf(stderr, "argus: %s: cannot write the report\n", json);
+                status = 1;
+            }
+            if (f != NULL && fclose(f) != 0)
+                status = 1;
+        }
+        if (status == 0 && strict && (t.ndiags > 0 || t.diags_dropped > 0))
+            status = 3;
+    }
+    argus_trace_free(&t);
+    argus_registry_free(reg);
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "report") == 0)
+        return cmd_decode(0, argc - 2, argv + 2);
+    if (strcmp(argv[1], "trace") == 0)
+        return cmd_decode(1, argc - 2, argv + 2);
+    if (strcmp(argv[1], "registry") == 0)
+        return cmd_registry(argc - 2, argv + 2);
+    fprintf(stderr, "argus: unknown command %s\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,27 @@
+/* Argus internals shared by the files of profiler/argus (not installed). */
+#ifndef ARGUS_INTERNAL_H
+#define ARGUS_INTERNAL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+#include "argus/argus.h"
+
+/* Writes a formatted sentence into msg (when msg is not NULL) and returns
+ * err, so that a failure path is one statement. */
+int argus__fail(int err, char *msg, size_t msglen, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Grows *arr (elements of size elem) so that it holds at least need; cap
+ * is the current capacity. Returns 0 or ARGUS_ENOMEM. */
+int argus__grow(void **arr, size_t *cap, size_t need, size_t elem);
+
+/* The name of a region or role for output: the registry's name, or the
+ * ID as 0x%07x in buf. */
+const char *argus__name(const argus_registry *reg, uint32_t id, char *buf,
+                        size_t len);
+
+/* Nearest-rank percentile of sorted v[0..n-1] (n > 0), p in [0, 100]. */
+double argus__percentile(const double *sorted, size_t n, double p);
+
+#endif /* ARGUS_INTERNAL_H */

@@ -1,0 +1,394 @@
+/*
+ * JSON outputs (cJSON): the region report (schema argus.report v1), the
+ * Chrome/Perfetto trace-event file, and the registry file (argus.registry
+ * v1). docs/argus.md documents all three.
+ *
+ * In the report every number is an object {"value", "unit", "mark"}, with
+ * mark "observed" (read from the records or the globaltimer), "derived"
+ * (computed from observed numbers, the method named beside it) or
+ * "attributed" (not used yet: Argus part 2 attributes counters to regions),
+ * so that a program reading the report can never mistake one for another.
+ */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "argus_internal.h"
+
+#define ARGUS_REPORT_SCHEMA "argus.report"
+#define ARGUS_REPORT_VERSION 1
+#define ARGUS_REGISTRY_SCHEMA "argus.registry"
+#define ARGUS_REGISTRY_VERSION 1
+
+static cJSON *num(double v, const char *unit, const char *mark)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (o == NULL)
+        return NULL;
+    cJSON_AddNumberToObject(o, "value", v);
+    cJSON_AddStringToObject(o, "unit", unit);
+    cJSON_AddStringToObject(o, "mark", mark);
+    return o;
+}
+
+static int write_json(cJSON *root, FILE *f)
+{
+    char *text = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    if (text == NULL)
+        return ARGUS_ENOMEM;
+    int ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF;
+    free(text);
+    return ok ? 0 : ARGUS_EIO;
+}
+
+static void id_str(uint32_t id, char *buf, size_t len)
+{
+    if (snprintf(buf, len, "0x%07x", id) < 0 && len)
+        buf[0] = '\0';
+}
+
+static const char *clock_method(int m)
+{
+    return m == ARGUS_CLOCK_GIVEN ? "given" : m == ARGUS_CLOCK_ANCHORS ? "globaltimer_anchors" : "none";
+}
+
+int argus_report_json(const argus_trace *t, const argus_registry *reg, const argus_scope *s,
+                      const char *kernel, FILE *f)
+{
+    if (t == NULL || f == NULL)
+        return ARGUS_EINVAL;
+    argus_region_stats *st;
+    size_t n;
+    int rc = argus_stats(t, s, &st, &n);
+    if (rc != 0)
+        return rc;
+    cJSON *root = cJSON_CreateObject();
+    if (root == NULL) {
+        free(st);
+        return ARGUS_ENOMEM;
+    }
+    cJSON_AddStringToObject(root, "schema", ARGUS_REPORT_SCHEMA);
+    cJSON_AddNumberToObject(root, "version", ARGUS_REPORT_VERSION);
+    cJSON_AddStringToObject(root, "kernel", kernel ? kernel : "");
+    cJSON *launch = cJSON_AddObjectToObject(root, "launch");
+    cJSON *grid = cJSON_AddArrayToObject(launch, "grid");
+    cJSON *block = cJSON_AddArrayToObject(launch, "block");
+    for (int i = 0; i < 3; i++) {
+        cJSON_AddItemToArray(grid, cJSON_CreateNumber(t->hdr.grid[i]));
+        cJSON_AddItemToArray(block, cJSON_CreateNumber(t->hdr.block[i]));
+    }
+    cJSON_AddItemToObject(launch, "warps", num((double)t->hdr.nslots, "warps", "observed"));
+    cJSON_AddItemToObject(launch, "warps_ran", num((double)t->warps_active, "warps", "observed"));
+    cJSON_AddItemToObject(launch, "records_per_warp", num(t->hdr.cap, "records", "observed"));
+    cJSON_AddItemToObject(launch, "records_lost", num((double)t->records_lost, "records", "observed"));
+    cJSON_AddItemToObject(launch, "span", num((double)(t->gt_max - t->gt_min), "ns", "observed"));
+    cJSON_AddItemToObject(launch, "warp_time", num(t->warp_time_ns, "ns", "derived"));
+    cJSON *clock = cJSON_AddObjectToObject(root, "clock");
+    cJSON_AddItemToObject(clock, "sm_clock",
+                          num(t->cycles_per_ns, "GHz",
+                              t->clock_method == ARGUS_CLOCK_GIVEN ? "observed" : "derived"));
+    cJSON_AddStringToObject(clock, "method", clock_method(t->clock_method));
+    cJSON *scope = cJSON_AddObjectToObject(root, "scope");
+    argus_scope all;
+    argus_scope_all(&all);
+    const argus_scope *sc = s ? s : &all;
+    cJSON_AddNumberToObject(scope, "iter_lo", (double)sc->iter_lo);
+    cJSON_AddNumberToObject(scope, "iter_hi", (double)sc->iter_hi);
+    char idb[16];
+    id_str(sc->role, idb, sizeof(idb));
+    cJSON_AddStringToObject(scope, "role", sc->role ? idb : "any");
+    cJSON_AddNumberToObject(scope, "cta_lo", sc->cta_lo);
+    cJSON_AddNumberToObject(scope, "cta_hi", sc->cta_hi);
+    cJSON_AddNumberToObject(scope, "sm_lo", sc->sm_lo);
+    cJSON_AddNumberToObject(scope, "sm_hi", sc->sm_hi);
+    cJSON_AddNumberToObject(scope, "warp_lo", sc->warp_lo);
+    cJSON_AddNumberToObject(scope, "warp_hi", sc->warp_hi);
+    id_str(sc->region, idb, sizeof(idb));
+    cJSON_AddStringToObject(scope, "region", sc->region ? idb : "any");
+    /* Without a usable clock conversion the times are the observed cycles. */
+    const char *tunit = t->clock_method == ARGUS_CLOCK_NONE ? "cycles" : "ns";
+    const char *tmark = t->clock_method == ARGUS_CLOCK_NONE ? "observed" : "derived";
+    cJSON *regions = cJSON_AddArrayToObject(root, "regions");
+    for (size_t i = 0; i < n; i++) {
+        cJSON *r = cJSON_CreateObject();
+        char path[512], nameb[16];
+        if (argus_node_path(t, reg, st[i].node, path, sizeof(path)) != 0)
+            id_str(st[i].region, path, sizeof(path));
+        id_str(st[i].region, idb, sizeof(idb));
+        cJSON_AddStringToObject(r, "id", idb);
+        cJSON_AddStringToObject(r, "name", argus__name(reg, st[i].region, nameb, sizeof(nameb)));
+        cJSON_AddBoolToObject(r, "registered", reg && argus_registry_name(reg, st[i].region));
+        cJSON_AddStringToObject(r, "path", path);
+        cJSON_AddNumberToObject(r, "node", st[i].node);
+        cJSON_AddNumberToObject(r, "parent_node", t->nodes[st[i].node].parent);
+        cJSON_AddItemToObject(r, "count", num((double)st[i].count, "occurrences", "observed"));
+        cJSON_AddItemToObject(r, "partial", num((double)st[i].partial, "occurrences", "observed"));
+        cJSON_AddItemToObject(r, "total_cycles", num((double)st[i].total_cycles, "cycles", "observed"));
+        cJSON *timing = cJSON_AddObjectToObject(r, "time");
+        cJSON_AddStringToObject(timing, "method", tunit[0] == 'c' ? "sm_clock" : "sm_clock_to_globaltimer");
+        cJSON_AddNumberToObject(timing, "samples", (double)st[i].timed);
+        cJSON_AddItemToObject(timing, "total", num(st[i].total_ns, tunit, tmark));
+        cJSON_AddItemToObject(timing, "mean", num(st[i].mean_ns, tunit, tmark));
+        cJSON_AddItemToObject(timing, "p50", num(st[i].p50_ns, tunit, tmark));
+        cJSON_AddItemToObject(timing, "p99", num(st[i].p99_ns, tunit, tmark));
+        cJSON_AddItemToObject(timing, "min", num(st[i].min_ns, tunit, tmark));
+        cJSON_AddItemToObject(timing, "max", num(st[i].max_ns, tunit, tmark));
+        cJSON_AddItemToObject(r, "share_of_warp_time", num(st[i].share, "fraction", "derived"));
+        cJSON_AddItemToArray(regions, r);
+    }
+    free(st);
+    cJSON *diags = cJSON_AddArrayToObject(root, "diagnostics");
+    for (size_t i = 0; i < t->ndiags; i++) {
+        const argus_diag *g = &t->diags[i];
+        cJSON *d = cJSON_CreateObject();
+        cJSON_AddStringToObject(d, "what", argus_diag_name(g->kind));
+        cJSON_AddNumberToObject(d, "slot", g->slot);
+        cJSON_AddNumberToObject(d, "cta", g->slot / t->hdr.warps_per_cta);
+        cJSON_AddNumberToObject(d, "warp", g->slot % t->hdr.warps_per_cta);
+        cJSON_AddNumberToObject(d, "record", g->index);
+        id_str(g->value, idb, sizeof(idb));
+        cJSON_AddStringToObject(d, "id", idb);
+        cJSON_AddNumberToObject(d, "count", (double)g->count);
+        cJSON_AddItemToArray(diags, d);
+    }
+    cJSON_AddNumberToObject(root, "diagnostics_dropped", (double)t->diags_dropped);
+    return write_json(root, f);
+}
+
+/* Trace events: one process per SM (CTAs grouped by SM), one thread per
+ * warp and sub-track, "X" events in microseconds (the trace-event format's
+ * unit) relative to the kernel's first globaltimer anchor. */
+int argus_trace_json(const argus_trace *t, const argus_registry *reg, const char *kernel, FILE *f)
+{
+    if (t == NULL || f == NULL)
+        return ARGUS_EINVAL;
+    cJSON *root = cJSON_CreateObject();
+    cJSON *ev = cJSON_AddArrayToObject(root, "traceEvents");
+    if (root == NULL || ev == NULL) {
+        cJSON_Delete(root);
+        return ARGUS_ENOMEM;
+    }
+    cJSON_AddStringToObject(root, "displayTimeUnit", "ns");
+    /* Without a clock conversion times are cycles from each warp's start. */
+    double t0 = t->clock_method == ARGUS_CLOCK_NONE ? 0.0 : (double)t->gt_min;
+    /* Names for every warp track that has an occurrence: one bit per
+     * sub-track of each warp. */
+    uint16_t *named = calloc(t->nwarps ? t->nwarps : 1, sizeof(uint16_t));
+    if (named == NULL) {
+        cJSON_Delete(root);
+        return ARGUS_ENOMEM;
+    }
+    for (size_t i = 0; i < t->nocc; i++) {
+        const argus_occurrence *o = &t->occ[i];
+        uint32_t track = o->track < ARGUS_MAX_TRACKS ? o->track : ARGUS_MAX_TRACKS - 1;
+        double tid = (double)o->slot * ARGUS_MAX_TRACKS + track;
+        if (!(named[o->slot] & (1u << track))) {
+            named[o->slot] |= (uint16_t)(1u << track);
+            char tn[96];
+            if (snprintf(tn, sizeof(tn), "CTA %u warp %u%s", o->cta, o->warp,
+                         track ? " (overlap)" : "") < 0)
+                tn[0] = '\0';
+            cJSON *m = cJSON_CreateObject();
+            cJSON_AddStringToObject(m, "ph", "M");
+            cJSON_AddStringToObject(m, "name", "thread_name");
+            cJSON_AddNumberToObject(m, "pid", o->sm);
+            cJSON_AddNumberToObject(m, "tid", tid);
+            cJSON_AddStringToObject(cJSON_AddObjectToObject(m, "args"), "name", tn);
+            cJSON_AddItemToArray(ev, m);
+            cJSON *sortm = cJSON_CreateObject();
+            cJSON_AddStringToObject(sortm, "ph", "M");
+            cJSON_AddStringToObject(sortm, "name", "thread_sort_index");
+            cJSON_AddNumberToObject(sortm, "pid", o->sm);
+            cJSON_AddNumberToObject(sortm, "tid", tid);
+            cJSON_AddNumberToObject(cJSON_AddObjectToObject(sortm, "args"), "sort_index", tid);
+            cJSON_AddItemToArray(ev, sortm);
+        }
+        char nameb[16], idb[16], path[512];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "ph", "X");
+        cJSON_AddStringToObject(e, "name", argus__name(reg, o->region, nameb, sizeof(nameb)));
+        cJSON_AddStringToObject(e, "cat", "region");
+        cJSON_AddNumberToObject(e, "pid", o->sm);
+        cJSON_AddNumberToObject(e, "tid", tid);
+        cJSON_AddNumberToObject(e, "ts", (o->t_begin_ns - t0) / 1e3);
+        cJSON_AddNumberToObject(e, "dur", (o->t_end_ns - o->t_begin_ns) / 1e3);
+        cJSON *a = cJSON_AddObjectToObject(e, "args");
+        id_str(o->region, idb, sizeof(idb));
+        cJSON_AddStringToObject(a, "id", idb);
+        if (argus_node_path(t, reg, o->node, path, sizeof(path)) == 0)
+            cJSON_AddStringToObject(a, "path", path);
+        cJSON_AddNumberToObject(a, "cycles", (double)(o->clk_end - o->clk_begin));
+        if (o->iter >= 0)
+            cJSON_AddNumberToObject(a, "iter", (double)o->iter);
+        if (o->role)
+            cJSON_AddStringToObject(a, "role", argus__name(reg, o->role, nameb, sizeof(nameb)));
+        if (o->flags & ARGUS_OCC_NO_BEGIN)
+            cJSON_AddStringToObject(a, "partial", "begin lost to a ring wrap");
+        if (o->flags & ARGUS_OCC_NO_END)
+            cJSON_AddStringToObject(a, "partial", "never ended");
+        cJSON_AddItemToArray(ev, e);
+    }
+    /* One process name per SM that ran a warp. */
+    unsigned char sm_named[1024] = {0};
+    for (size_t i = 0; i < t->nwarps; i++) {
+        const argus_warp_info *w = &t->warps[i];
+        if ((w->flags & ARGUS_WARP_EMPTY) || w->sm >= sizeof(sm_named) || sm_named[w->sm])
+            continue;
+        sm_named[w->sm] = 1;
+        char pn[96];
+        if (snprintf(pn, sizeof(pn), "SM %u%s%s", w->sm, kernel ? " " : "", kernel ? kernel : "") < 0)
+            pn[0] = '\0';
+        cJSON *m = cJSON_CreateObject();
+        cJSON_AddStringToObject(m, "ph", "M");
+        cJSON_AddStringToObject(m, "name", "process_name");
+        cJSON_AddNumberToObject(m, "pid", w->sm);
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(m, "args"), "name", pn);
+        cJSON_AddItemToArray(ev, m);
+    }
+    free(named);
+    return write_json(root, f);
+}
+
+/* ---- registry files ---------------------------------------------------- */
+
+static int read_file(const char *path, char **out, char *msg, size_t msglen)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return argus__fail(ARGUS_EIO, msg, msglen, "%s: cannot open the file", path);
+    size_t cap = 0, n = 0;
+    char *buf = NULL;
+    for (;;) {
+        if (argus__grow((void **)&buf, &cap, n + 4097, 1) != 0) {
+            fclose(f);
+            free(buf);
+            return ARGUS_ENOMEM;
+        }
+        size_t r = fread(buf + n, 1, 4096, f);
+        n += r;
+        if (r < 4096)
+            break;
+        if (n > (64u << 20)) {
+            fclose(f);
+            free(buf);
+            return argus__fail(ARGUS_ELIMIT, msg, msglen, "%s: larger than 64 MiB", path);
+        }
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (err) {
+        free(buf);
+        return argus__fail(ARGUS_EIO, msg, msglen, "%s: read error", path);
+    }
+    buf[n] = '\0';
+    *out = buf;
+    return 0;
+}
+
+int argus_registry_load(const char *path, argus_registry **out, char *msg, size_t msglen)
+{
+    if (path == NULL || out == NULL)
+        return ARGUS_EINVAL;
+    *out = NULL;
+    char *text = NULL;
+    int rc = read_file(path, &text, msg, msglen);
+    if (rc != 0)
+        return rc;
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    if (root == NULL)
+        return argus__fail(ARGUS_EREGISTRY, msg, msglen, "%s: not JSON", path);
+    const cJSON *schema = cJSON_GetObjectItem(root, "schema");
+    const cJSON *version = cJSON_GetObjectItem(root, "version");
+    const cJSON *regions = cJSON_GetObjectItem(root, "regions");
+    if (!cJSON_IsString(schema) || strcmp(schema->valuestring, ARGUS_REGISTRY_SCHEMA) != 0 ||
+        !cJSON_IsNumber(version) || version->valueint != ARGUS_REGISTRY_VERSION ||
+        !cJSON_IsArray(regions)) {
+        cJSON_Delete(root);
+        return argus__fail(ARGUS_EREGISTRY, msg, msglen,
+                           "%s: not an %s v%d file (needs \"schema\", \"version\" and a "
+                           "\"regions\" array); regenerate it with `argus registry`",
+                           path, ARGUS_REGISTRY_SCHEMA, ARGUS_REGISTRY_VERSION);
+    }
+    argus_registry *r;
+    if ((rc = argus_registry_new(&r)) != 0) {
+        cJSON_Delete(root);
+        return rc;
+    }
+    int i = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, regions)
+    {
+        const cJSON *name = cJSON_GetObjectItem(e, "name");
+        const cJSON *id = cJSON_GetObjectItem(e, "id");
+        const cJSON *parent = cJSON_GetObjectItem(e, "parent");
+        const cJSON *role = cJSON_GetObjectItem(e, "role");
+        unsigned long pid = 0, rid = 0;
+        char *end1 = NULL, *end2 = NULL;
+        if (cJSON_IsString(parent))
+            pid = strtoul(parent->valuestring, &end1, 16);
+        if (cJSON_IsString(id))
+            rid = strtoul(id->valuestring, &end2, 16);
+        uint32_t got;
+        if (!cJSON_IsString(name) || !cJSON_IsString(parent) || !cJSON_IsString(id) ||
+            *end1 != '\0' || *end2 != '\0' || pid > ARGUS_VALUE_MASK ||
+            (rc = argus_registry_add(r, name->valuestring, (uint32_t)pid, cJSON_IsTrue(role), &got,
+                                     msg, msglen)) != 0 ||
+            got != rid) {
+            if (rc == 0 || rc == ARGUS_EINVAL)
+                rc = argus__fail(ARGUS_EREGISTRY, msg, msglen,
+                                 "%s: regions[%d]: needs \"name\", \"id\" and \"parent\" (hex "
+                                 "strings) with id = hash(name, parent); regenerate the file "
+                                 "with `argus registry`",
+                                 path, i);
+            argus_registry_free(r);
+            cJSON_Delete(root);
+            return rc;
+        }
+        i++;
+    }
+    cJSON_Delete(root);
+    *out = r;
+    return 0;
+}
+
+int argus_registry_save(const argus_registry *r, const char *path, char *msg, size_t msglen)
+{
+    if (r == NULL || path == NULL)
+        return ARGUS_EINVAL;
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "schema", ARGUS_REGISTRY_SCHEMA);
+    cJSON_AddNumberToObject(root, "version", ARGUS_REGISTRY_VERSION);
+    cJSON *regions = cJSON_AddArrayToObject(root, "regions");
+    if (regions == NULL) {
+        cJSON_Delete(root);
+        return ARGUS_ENOMEM;
+    }
+    for (size_t i = 0; i < argus_registry_count(r); i++) {
+        uint32_t id, parent;
+        const char *name;
+        int is_role;
+        argus_registry_entry(r, i, &id, &name, &parent, &is_role);
+        char b[16];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "name", name);
+        id_str(id, b, sizeof(b));
+        cJSON_AddStringToObject(e, "id", b);
+        id_str(parent, b, sizeof(b));
+        cJSON_AddStringToObject(e, "parent", b);
+        cJSON_AddBoolToObject(e, "role", is_role);
+        cJSON_AddItemToArray(regions, e);
+    }
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        cJSON_Delete(root);
+        return argus__fail(ARGUS_EIO, msg, msglen, "%s: cannot create the file", path);
+    }
+    int rc = write_json(root, f);
+    if (fclose(f) != 0 && rc == 0)
+        rc = ARGUS_EIO;
+    if (rc != 0)
+        return argus__fail(rc, msg, msglen, "%s: writing failed", path);
+    return 0;
+}
