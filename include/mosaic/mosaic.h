@@ -14,6 +14,21 @@ extern "C" {
 
 #define MOSAIC_VERSION_STRING "0.1.0"
 
+/*
+ * sched: the codes of the arbiter daemon (mosaic-sched) and its client
+ * library (sched/). They sit at -100 and below so that codes added to the
+ * common list above them never collide.
+ */
+#define MOSAIC_SCHED_ERRORS(X)                                                \
+    X(MOSAIC_EPROTO, -100, "a scheduler message or shared segment is malformed") \
+    X(MOSAIC_EVERSION, -101, "the peer speaks another scheduler protocol version") \
+    X(MOSAIC_EREFUSED, -102, "the scheduler refused the client (no role granted)") \
+    X(MOSAIC_ERINGFULL, -103, "the ring to the scheduler is full; the event was dropped") \
+    X(MOSAIC_EDISCONNECTED, -104, "not connected to the scheduler daemon")   \
+    X(MOSAIC_ETIMEDOUT, -105, "timed out waiting for the scheduler")        \
+    X(MOSAIC_EUNSAFE, -106, "a path is not what it must be (wrong file type, a symlink, or in use)") \
+    X(MOSAIC_ESYS, -107, "a system call failed")
+
 /* X(name, value, message): the one list of error codes. */
 #define MOSAIC_ERRORS(X)                                                    \
     X(MOSAIC_OK, 0, "success")                                              \
@@ -23,7 +38,8 @@ extern "C" {
     X(MOSAIC_ENODRIVER, -4, "the CUDA driver (libcuda.so.1) is not loaded") \
     X(MOSAIC_ENOSYM, -5, "a required driver entry point is missing")        \
     X(MOSAIC_ERANGE, -6, "the buffer is too small for the result")          \
-    X(MOSAIC_ECONFIG, -7, "a MOSAIC_* setting is not valid")
+    X(MOSAIC_ECONFIG, -7, "a MOSAIC_* setting is not valid")                \
+    MOSAIC_SCHED_ERRORS(X)
 
 enum mosaic_error {
 #define MOSAIC_X_ENUM(name, value, msg) name = value,
