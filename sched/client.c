@@ -68,7 +68,8 @@ struct mosaic_sched_client {
     _Atomic uint32_t gen_futex; /* bumped when a connection starts or ends */
     _Atomic uint32_t next_ticket;
     _Atomic uint64_t dropped;
-    pthread_mutex_t lock; /* reason, retired list, connect/disconnect */
+    pthread_mutex_t lock;      /* reason, retired list, retiring */
+    pthread_mutex_t poll_lock; /* one monitor step (and connect) at a time */
     char reason[MOSAIC__SCHED_REASON_LEN + 64];
     struct conn *retired;
     int nretired;
@@ -88,6 +89,7 @@ struct mosaic_sched_client {
 static void set_reason(struct mosaic_sched_client *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Under c->lock. */
 static void set_reason(struct mosaic_sched_client *c, const char *fmt, ...)
 {
     va_list ap;
@@ -97,6 +99,14 @@ static void set_reason(struct mosaic_sched_client *c, const char *fmt, ...)
         c->reason[0] = '\0';
     va_end(ap);
 }
+
+/* The same, for code that does not hold c->lock. */
+#define SET_REASON(c, ...)                    \
+    do {                                      \
+        pthread_mutex_lock(&(c)->lock);       \
+        set_reason((c), __VA_ARGS__);         \
+        pthread_mutex_unlock(&(c)->lock);     \
+    } while (0)
 
 static void release_conn(struct conn *k)
 {
@@ -133,7 +143,12 @@ static void retire(struct mosaic_sched_client *c, struct conn *k, const char *wh
     mosaic__futex_wake(&k->shm.hdr->grant_futex);
 }
 
-/* Under c->lock: one connection attempt. */
+/*
+ * One connection attempt, by the one thread that holds c->poll_lock. It
+ * does its socket I/O without c->lock, so that a daemon that accepts but
+ * does not answer (stopped, or hostile) cannot block the threads that ask
+ * for the client's state.
+ */
 static int try_connect(struct mosaic_sched_client *c)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -155,7 +170,7 @@ static int try_connect(struct mosaic_sched_client *c)
         return MOSAIC_ESYS;
     setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     if (connect(sock, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-        set_reason(c, "no daemon at %s: %s", c->path, strerror(errno));
+        SET_REASON(c, "no daemon at %s: %s", c->path, strerror(errno));
         close(sock);
         return MOSAIC_EDISCONNECTED;
     }
@@ -169,15 +184,15 @@ static int try_connect(struct mosaic_sched_client *c)
         rc = n > 0 ? mosaic__msg_parse(in.buf, (size_t)n, &msg, why, sizeof(why))
                    : (n == 0 ? MOSAIC_EDISCONNECTED : (int)n);
         if (n > 0 && rc != 0)
-            set_reason(c, "bad answer from the daemon: %s", why);
+            SET_REASON(c, "bad answer from the daemon: %s", why);
         else if (n <= 0)
-            set_reason(c, "the daemon at %s did not answer the handshake", c->path);
+            SET_REASON(c, "the daemon at %s did not answer the handshake", c->path);
     }
     if (rc == 0 && msg.h.type == MOSAIC__MSG_REFUSE) {
-        set_reason(c, "refused: %s", msg.u.refuse.reason);
+        SET_REASON(c, "refused: %s", msg.u.refuse.reason);
         rc = MOSAIC_EREFUSED;
     } else if (rc == 0 && (msg.h.type != MOSAIC__MSG_WELCOME || fd < 0)) {
-        set_reason(c, "the daemon answered message type %u without a segment", msg.h.type);
+        SET_REASON(c, "the daemon answered message type %u without a segment", msg.h.type);
         rc = MOSAIC_EPROTO;
     }
     if (rc != 0) {
@@ -195,7 +210,7 @@ static int try_connect(struct mosaic_sched_client *c)
     rc = mosaic__shm_attach(fd, msg.u.welcome.shm_size, &k->shm, why, sizeof(why));
     close(fd);
     if (rc != 0) {
-        set_reason(c, "the daemon's segment is not usable: %s", why);
+        SET_REASON(c, "the daemon's segment is not usable: %s", why);
         free(k);
         close(sock);
         return rc;
@@ -209,7 +224,7 @@ static int try_connect(struct mosaic_sched_client *c)
     atomic_store(&c->be_timeout_ms, msg.u.welcome.be_timeout_ms);
     atomic_store(&c->be_on_timeout, (int)msg.u.welcome.be_on_timeout);
     atomic_store(&c->role, k->role);
-    c->reason[0] = '\0';
+    SET_REASON(c, "%s", "");
     atomic_fetch_add(&c->generation, 1);
     atomic_store_explicit(&c->cur, k, memory_order_release);
     atomic_fetch_add(&c->gen_futex, 1);
@@ -223,13 +238,16 @@ int mosaic_sched_client_poll(struct mosaic_sched_client *c)
     uint64_t now = mosaic__now_ns();
     int rc = 0;
 
-    pthread_mutex_lock(&c->lock);
+    /* Another thread is already doing this step. */
+    if (pthread_mutex_trylock(&c->poll_lock) != 0)
+        return 0;
     k = atomic_load(&c->cur);
     if (k) {
         struct pollfd p = {.fd = k->sock, .events = POLLIN};
         uint64_t beat = atomic_load_explicit(&k->shm.hdr->daemon_beat, memory_order_acquire);
 
         atomic_fetch_add_explicit(&k->shm.hdr->client_beat, 1, memory_order_relaxed);
+        pthread_mutex_lock(&c->lock);
         if (poll(&p, 1, 0) > 0) {
             /* The daemon sends nothing after the handshake: anything
              * readable is its end of the socket closing. */
@@ -243,14 +261,15 @@ int mosaic_sched_client_poll(struct mosaic_sched_client *c)
         } else if (now - k->beat_seen_ns > 5ull * k->heartbeat_ms * 1000000ull) {
             retire(c, k, "the daemon's heartbeat stopped");
         }
+        pthread_mutex_unlock(&c->lock);
     }
     if (!atomic_load(&c->cur) && now >= c->next_try_ns) {
         rc = try_connect(c);
         /* A refusal is a rule, not an accident: ask again less often. */
-        c->next_try_ns = now + (uint64_t)c->reconnect_ms * 1000000ull *
-                                   (rc == MOSAIC_EREFUSED ? 10 : 1);
+        c->next_try_ns = mosaic__now_ns() + (uint64_t)c->reconnect_ms * 1000000ull *
+                                                (rc == MOSAIC_EREFUSED ? 10 : 1);
     }
-    pthread_mutex_unlock(&c->lock);
+    pthread_mutex_unlock(&c->poll_lock);
     return rc;
 }
 
@@ -302,11 +321,10 @@ MOSAIC__EXPORT int mosaic_sched_client_open(const struct mosaic_sched_client_opt
     atomic_init(&c->role, opts->role);
     c->stop_fd = -1;
     pthread_mutex_init(&c->lock, NULL);
+    pthread_mutex_init(&c->poll_lock, NULL);
     pthread_mutex_init(&c->grant_lock, NULL);
-    pthread_mutex_lock(&c->lock);
     rc = try_connect(c);
     c->next_try_ns = mosaic__now_ns() + (uint64_t)c->reconnect_ms * 1000000ull;
-    pthread_mutex_unlock(&c->lock);
     if (!opts->no_monitor_thread) {
         c->stop_fd = eventfd(0, EFD_CLOEXEC);
         if (c->stop_fd < 0 || pthread_create(&c->thread, NULL, monitor, c) != 0) {
@@ -343,6 +361,7 @@ MOSAIC__EXPORT void mosaic_sched_client_close(struct mosaic_sched_client *c)
     }
     pthread_mutex_unlock(&c->lock);
     pthread_mutex_destroy(&c->lock);
+    pthread_mutex_destroy(&c->poll_lock);
     pthread_mutex_destroy(&c->grant_lock);
     free(c);
 }
