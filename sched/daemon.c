@@ -225,7 +225,8 @@ static void send_refuse(struct client *c, int code, const char *reason)
     memset(&r, 0, sizeof(r));
     mosaic__msg_init(&r.h, MOSAIC__MSG_REFUSE, sizeof(r));
     r.code = code;
-    snprintf(r.reason, sizeof(r.reason), "%s", reason);
+    /* Cut to fit (the message is fixed-size); memset above terminates it. */
+    memcpy(r.reason, reason, strnlen(reason, sizeof(r.reason) - 1));
     mosaic__send_msg(c->fd, &r, sizeof(r), -1);
 }
 
