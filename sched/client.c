@@ -421,11 +421,21 @@ static int post(struct mosaic_sched_client *c, struct conn *k, int type, uint32_
     struct mosaic__entry e = {.type = (uint16_t)type, .ticket = ticket, .id = id,
                               .value = value};
 
+    uint32_t used;
+
     if (mosaic__ring_push_mp(k->shm.ev_ctl, k->shm.ev, k->shm.ev_mask, &e) != 0) {
         atomic_fetch_add_explicit(&c->dropped, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&k->shm.hdr->ev_dropped, 1, memory_order_relaxed);
+        ring_doorbell(k);
         return MOSAIC_ERINGFULL;
     }
+    /* A sleeping daemon drains HP rings only at its heartbeat; a ring
+     * half full wakes it (one non-blocking send, only when the ring is
+     * running out of room, never while it has plenty). */
+    used = atomic_load_explicit(&k->shm.ev_ctl->head, memory_order_relaxed) -
+           atomic_load_explicit(&k->shm.ev_ctl->tail, memory_order_relaxed);
+    if (MOSAIC__UNLIKELY(used > k->shm.ev_mask / 2))
+        ring_doorbell(k);
     return 0;
 }
 

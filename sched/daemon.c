@@ -171,7 +171,7 @@ struct client {
     struct want *wants;
     unsigned nwants, cap_wants;
     unsigned be_in_flight;
-    uint64_t events, bad, dropped_seen;
+    uint64_t events, bad, dropped_seen, drop_logged_ns;
 };
 
 #define NBUCKETS 12
@@ -192,7 +192,7 @@ struct daemon {
     unsigned rr; /* round-robin start among BE clients */
     /* Metrics. */
     uint64_t admit_immediate, admit_after_hold, held_total, held_ns_total;
-    uint64_t proto_errors, refused, ring_full_grants;
+    uint64_t proto_errors, refused;
     uint64_t hist[NBUCKETS + 1], hist_count;
     double hist_sum;
     uint64_t clients_total;
@@ -469,12 +469,14 @@ static unsigned drain(struct daemon *d)
                 handle_event(d, c, &e);
         }
         dropped = atomic_load_explicit(&c->shm.hdr->ev_dropped, memory_order_relaxed);
-        if (dropped != c->dropped_seen) {
+        /* Logged at most once a second per client; the metric counts all. */
+        if (dropped != c->dropped_seen && mosaic__now_ns() - c->drop_logged_ns >= 1000000000ull) {
+            c->drop_logged_ns = mosaic__now_ns();
             mosaic__dlog(MOSAIC__L_WARN, "client %u (pid %d): its ring was full, %llu events "
                          "dropped so far (raise ring-entries)", c->id, (int)c->peer.pid,
                          (unsigned long long)dropped);
-            c->dropped_seen = dropped;
         }
+        c->dropped_seen = dropped;
     }
     for (unsigned i = 0; i < d->nclients; i++) {
         if (d->clients[i]->bad > BAD_LIMIT) {
@@ -701,6 +703,15 @@ static size_t metrics_text(struct daemon *d, char *buf, size_t cap)
                   "mosaic_hp_request_duration_seconds_count %llu\n",
               (unsigned long long)d->hist_count, d->hist_sum,
               (unsigned long long)d->hist_count);
+    {
+        uint64_t dropped = 0;
+        for (unsigned i = 0; i < d->nclients; i++)
+            dropped += d->clients[i]->dropped_seen;
+        sb_printf(&b, "# HELP mosaic_ring_dropped_events Events connected clients could not "
+                      "post because their ring was full.\n"
+                      "# TYPE mosaic_ring_dropped_events gauge\nmosaic_ring_dropped_events %llu\n",
+                  (unsigned long long)dropped);
+    }
     sb_printf(&b, "# HELP mosaic_protocol_errors_total Rejected messages and ring entries.\n"
                   "# TYPE mosaic_protocol_errors_total counter\n"
                   "mosaic_protocol_errors_total %llu\n"

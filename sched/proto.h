@@ -18,7 +18,13 @@
 #include "mosaic/mosaic.h"
 #include "mosaic/sched.h"
 
+/* The same definitions as preload/internal.h, for the shim that includes both. */
+#ifndef MOSAIC__EXPORT
 #define MOSAIC__EXPORT __attribute__((visibility("default")))
+#endif
+#ifndef MOSAIC__UNLIKELY
+#define MOSAIC__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#endif
 
 /* ---- socket messages (SOCK_SEQPACKET: one message per packet) -------- */
 

@@ -77,7 +77,7 @@ int main(int argc, char **argv)
         t1 = now_ns();
         total += t1 - t0;
         done += burst;
-        usleep(200);
+        usleep(2000);
     }
     printf("HP launch post (mosaic_sched_hp_launch, bursts of 256, %ld posts): %.1f ns each, "
            "%ld dropped\n", nhp, (double)total / (double)nhp, dropped);
