@@ -366,6 +366,42 @@ MOSAIC__EXPORT void mosaic_sched_client_close(struct mosaic_sched_client *c)
     free(c);
 }
 
+MOSAIC__EXPORT int mosaic_sched_client_atfork_child(struct mosaic_sched_client *c)
+{
+    struct conn *k;
+
+    /* Only the forking thread exists in the child: the monitor thread and
+     * any thread that held a lock are gone, so the locks start afresh. */
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_mutex_init(&c->poll_lock, NULL);
+    pthread_mutex_init(&c->grant_lock, NULL);
+    k = atomic_exchange(&c->cur, NULL);
+    if (k) {
+        k->next = c->retired;
+        c->retired = k;
+    }
+    /* The parent's connections are the parent's: close the child's copies
+     * of their sockets (a shutdown would cut the parent's too) and unmap
+     * their segments, which the child must never write. */
+    while ((k = c->retired)) {
+        c->retired = k->next;
+        release_conn(k);
+    }
+    c->nretired = 0;
+    memset(c->granted, 0, sizeof(c->granted));
+    atomic_store(&c->generation, 0);
+    c->next_try_ns = 0;
+    if (c->has_thread) {
+        close(c->stop_fd);
+        c->has_thread = 0;
+        c->stop_fd = eventfd(0, EFD_CLOEXEC);
+        if (c->stop_fd < 0 || pthread_create(&c->thread, NULL, monitor, c) != 0)
+            return MOSAIC_ESYS;
+        c->has_thread = 1;
+    }
+    return 0;
+}
+
 MOSAIC__EXPORT int mosaic_sched_client_state(const struct mosaic_sched_client *c)
 {
     struct mosaic_sched_client *m = (struct mosaic_sched_client *)c;

@@ -80,6 +80,14 @@ int mosaic_sched_client_open(const struct mosaic_sched_client_opts *opts,
                              struct mosaic_sched_client **out);
 void mosaic_sched_client_close(struct mosaic_sched_client *c);
 
+/*
+ * In a child after fork(): drops the parent's connection (the child must
+ * not post into the parent's rings), restarts the monitor thread, and lets
+ * the child connect as a client of its own. Call it from a pthread_atfork
+ * child handler, before the child posts anything.
+ */
+int mosaic_sched_client_atfork_child(struct mosaic_sched_client *c);
+
 /* One monitor step (socket, heartbeat, reconnect); for no_monitor_thread. */
 int mosaic_sched_client_poll(struct mosaic_sched_client *c);
 

@@ -184,6 +184,15 @@ static char *status(const struct dmn *d)
     return buf + sizeof(h);
 }
 
+static int count(const char *hay, const char *needle)
+{
+    int n = 0;
+
+    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+        n++;
+    return n;
+}
+
 static struct mosaic_sched_client *client(const struct dmn *d, int role)
 {
     struct mosaic_sched_client_opts o = {.socket_path = d->sock, .role = role,
@@ -668,6 +677,39 @@ static void a_stopped_daemon_is_noticed_by_its_heartbeat(void **state)
     dmn_stop(&d);
 }
 
+static void forked_child_becomes_its_own_client(void **state)
+{
+    struct dmn d;
+    struct mosaic_sched_client *hp;
+    int status_code;
+    pid_t child;
+
+    (void)state;
+    dmn_start(&d, NULL);
+    hp = client(&d, MOSAIC_SCHED_ROLE_HP);
+    child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        int ok = mosaic_sched_client_atfork_child(hp) == 0;
+        for (int i = 0; ok && i < 500 && mosaic_sched_client_generation(hp) == 0; i++)
+            msleep(10);
+        ok = ok && mosaic_sched_client_state(hp) == MOSAIC_SCHED_CONNECTED &&
+             mosaic_sched_hp_request_begin(hp, 77, 0) == 0;
+        msleep(300); /* long enough for the parent to see two clients */
+        _exit(ok ? 0 : 1);
+    }
+    WAIT_UNTIL(strstr(status(&d), "\"requests_in_flight\":1"), 5000);
+    assert_int_equal(count(status(&d), "\"role\":\"hp\""), 2); /* parent and child */
+    waitpid(child, &status_code, 0);
+    assert_true(WIFEXITED(status_code) && WEXITSTATUS(status_code) == 0);
+    /* The parent's connection never noticed. */
+    assert_int_equal(mosaic_sched_client_generation(hp), 1);
+    assert_int_equal(mosaic_sched_hp_launch(hp, 6), 0);
+    WAIT_UNTIL(strstr(status(&d), "\"hp_requests_in_flight\":0"), 5000);
+    mosaic_sched_client_close(hp);
+    dmn_stop(&d);
+}
+
 static void systemd_readiness(void **state)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -719,6 +761,7 @@ int main(void)
         cmocka_unit_test(ring_full_is_reported_and_never_blocks_hp),
         cmocka_unit_test(daemon_sigkill_and_restart),
         cmocka_unit_test(a_stopped_daemon_is_noticed_by_its_heartbeat),
+        cmocka_unit_test(forked_child_becomes_its_own_client),
         cmocka_unit_test(systemd_readiness),
     };
     signal(SIGPIPE, SIG_IGN);
