@@ -51,6 +51,8 @@ enum ktype { K_STR, K_UINT, K_MODE, K_SLO, K_ENUM };
       "microseconds the daemon polls rings after activity before sleeping")            \
     X("be-timeout-ms", K_UINT, be_timeout_ms, 0, 86400000, NULL, "2000",               \
       "milliseconds a BE kernel waits for an absent daemon")                           \
+    X("hp-request-timeout-ms", K_UINT, hp_request_timeout_ms, 10, 3600000, NULL, "10000",  \
+      "milliseconds, 10 to 3600000, after which an unfinished HP request is ended")    \
     X("be-on-timeout", K_ENUM, be_on_timeout, 0, 0, timeout_names, "run",              \
       "run or hold")                                                                   \
     X("log-level", K_ENUM, log_level, 0, 0, level_names, "info",                       \

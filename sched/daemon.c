@@ -165,7 +165,8 @@ struct client {
     struct mosaic__shm shm;
     uint32_t ev_pos, gr_pos;
     struct {
-        uint64_t id, begin_ns;
+        uint64_t id, begin_ns; /* begin_ns: the client's clock, for latency */
+        uint64_t seen_ns;      /* the daemon's, for hp-request-timeout-ms */
     } open[MAX_OPEN_REQUESTS];
     unsigned nopen;
     struct want *wants;
@@ -192,7 +193,7 @@ struct daemon {
     unsigned rr; /* round-robin start among BE clients */
     /* Metrics. */
     uint64_t admit_immediate, admit_after_hold, held_total, held_ns_total;
-    uint64_t proto_errors, refused;
+    uint64_t proto_errors, refused, hp_expired;
     uint64_t hist[NBUCKETS + 1], hist_count;
     double hist_sum;
     uint64_t clients_total;
@@ -405,6 +406,7 @@ static void handle_event(struct daemon *d, struct client *c, const struct mosaic
         if (c->nopen < MAX_OPEN_REQUESTS) {
             c->open[c->nopen].id = e->id;
             c->open[c->nopen].begin_ns = e->value;
+            c->open[c->nopen].seen_ns = mosaic__now_ns();
             c->nopen++;
         } else {
             protocol_error(d, c, "more than 64 HP requests open at once");
@@ -585,6 +587,19 @@ static void tick(struct daemon *d, uint64_t now)
             i--;
             continue;
         }
+        /* An HP request that never ends (a client bug, a lost event) would
+         * hold BE work forever under hold-be: past the timeout it is ended. */
+        for (unsigned r = 0; c->active && r < c->nopen; r++) {
+            if (now - c->open[r].seen_ns > (uint64_t)d->cfg->hp_request_timeout_ms * 1000000ull) {
+                mosaic__dlog(MOSAIC__L_WARN, "client %u (pid %d): HP request %llu open for more "
+                             "than %u ms: treated as ended, BE work no longer waits for it "
+                             "(raise hp-request-timeout-ms if requests really last this long)",
+                             c->id, (int)c->peer.pid, (unsigned long long)c->open[r].id,
+                             d->cfg->hp_request_timeout_ms);
+                c->open[r--] = c->open[--c->nopen];
+                d->hp_expired++;
+            }
+        }
         /* A process that died while a forked child still holds its socket
          * is noticed here rather than by EOF. */
         if (c->active && kill(c->peer.pid, 0) != 0 && errno == ESRCH) {
@@ -716,8 +731,13 @@ static size_t metrics_text(struct daemon *d, char *buf, size_t cap)
                   "# TYPE mosaic_protocol_errors_total counter\n"
                   "mosaic_protocol_errors_total %llu\n"
                   "# HELP mosaic_refused_total Clients refused a role.\n"
-                  "# TYPE mosaic_refused_total counter\nmosaic_refused_total %llu\n",
-              (unsigned long long)d->proto_errors, (unsigned long long)d->refused);
+                  "# TYPE mosaic_refused_total counter\nmosaic_refused_total %llu\n"
+                  "# HELP mosaic_hp_requests_expired_total HP requests ended by "
+                  "hp-request-timeout-ms.\n"
+                  "# TYPE mosaic_hp_requests_expired_total counter\n"
+                  "mosaic_hp_requests_expired_total %llu\n",
+              (unsigned long long)d->proto_errors, (unsigned long long)d->refused,
+              (unsigned long long)d->hp_expired);
     sb_printf(&b, "# HELP mosaic_concurrent 1 when kernels of separate processes can run "
                   "concurrently (MPS).\n# TYPE mosaic_concurrent gauge\nmosaic_concurrent %d\n"
                   "# HELP mosaic_slo_ratio The configured HP p99 bound over isolated p99.\n"

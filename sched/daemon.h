@@ -48,6 +48,7 @@ struct mosaic__sched_config {
     unsigned max_clients;
     unsigned spin_us;
     unsigned be_timeout_ms;
+    unsigned hp_request_timeout_ms;
     int be_on_timeout;
     int log_level;
     struct mosaic__rule rules[MOSAIC__MAX_RULES];

@@ -76,6 +76,7 @@ static void shipped_file_states_every_default(void **state)
     assert_int_equal(got.max_clients, def.max_clients);
     assert_int_equal(got.spin_us, def.spin_us);
     assert_int_equal(got.be_timeout_ms, def.be_timeout_ms);
+    assert_int_equal(got.hp_request_timeout_ms, def.hp_request_timeout_ms);
     assert_int_equal(got.be_on_timeout, def.be_on_timeout);
     assert_int_equal(got.log_level, def.log_level);
     assert_int_equal(got.nrules, 1);

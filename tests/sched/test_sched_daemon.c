@@ -472,6 +472,27 @@ static void be_held_while_hp_request_in_flight(void **state)
     dmn_stop(&d);
 }
 
+static void an_hp_request_that_never_ends_expires(void **state)
+{
+    struct dmn d;
+    struct mosaic_sched_client *hp, *be;
+    struct admit a;
+
+    (void)state;
+    dmn_start(&d, "rule requested any\nhp-request-timeout-ms 300");
+    hp = client(&d, MOSAIC_SCHED_ROLE_HP);
+    be = client(&d, MOSAIC_SCHED_ROLE_BE);
+    assert_int_equal(mosaic_sched_hp_request_begin(hp, 5, 0), 0);
+    WAIT_UNTIL(strstr(status(&d), "\"hp_requests_in_flight\":1"), 5000);
+    admit_start(&a, be);
+    admit_join(&a); /* granted once the request expired, with no end event */
+    assert_int_equal(a.outcome, MOSAIC_SCHED_GRANTED);
+    assert_true(log_has(&d, "HP request 5 open for more than 300 ms: treated as ended"));
+    mosaic_sched_client_close(hp);
+    mosaic_sched_client_close(be);
+    dmn_stop(&d);
+}
+
 static void client_killed_mid_request_frees_its_state(void **state)
 {
     struct dmn d;
@@ -756,6 +777,7 @@ int main(void)
         cmocka_unit_test(hostile_handshakes_are_refused),
         cmocka_unit_test(role_rules_refuse_with_a_reason),
         cmocka_unit_test(be_held_while_hp_request_in_flight),
+        cmocka_unit_test(an_hp_request_that_never_ends_expires),
         cmocka_unit_test(client_killed_mid_request_frees_its_state),
         cmocka_unit_test(hostile_ring_entries_are_rejected),
         cmocka_unit_test(ring_full_is_reported_and_never_blocks_hp),
