@@ -225,8 +225,10 @@ static int try_connect(struct mosaic_sched_client *c)
     atomic_store(&c->be_on_timeout, (int)msg.u.welcome.be_on_timeout);
     atomic_store(&c->role, k->role);
     SET_REASON(c, "%s", "");
-    atomic_fetch_add(&c->generation, 1);
+    /* Published before the generation moves, so that whoever sees the new
+     * generation also sees the connection. */
     atomic_store_explicit(&c->cur, k, memory_order_release);
+    atomic_fetch_add(&c->generation, 1);
     atomic_fetch_add(&c->gen_futex, 1);
     mosaic__futex_wake(&c->gen_futex);
     return 0;

@@ -87,7 +87,9 @@ static void dmn_spawn(struct dmn *d)
     FILE *fp = fopen(d->conf, "w");
 
     assert_non_null(fp);
-    fprintf(fp, "socket %s\nmetrics-port %u\nheartbeat-ms 20\nring-entries %d\n"
+    /* heartbeat-ms 100: a client declares the daemon gone after 500 ms
+     * without a beat, which a loaded machine does not reach by accident. */
+    fprintf(fp, "socket %s\nmetrics-port %u\nheartbeat-ms 100\nring-entries %d\n"
                 "be-timeout-ms 300\nlog-level debug\nmps off\n%s\n",
             d->sock, d->metrics_port, RING, d->extra);
     fclose(fp);
@@ -702,27 +704,35 @@ static void forked_child_becomes_its_own_client(void **state)
 {
     struct dmn d;
     struct mosaic_sched_client *hp;
-    int status_code;
+    int status_code, go[2];
     pid_t child;
+    char ch = 0;
 
     (void)state;
     dmn_start(&d, NULL);
     hp = client(&d, MOSAIC_SCHED_ROLE_HP);
+    assert_int_equal(pipe(go), 0);
     child = fork();
     assert_true(child >= 0);
     if (child == 0) {
         int ok = mosaic_sched_client_atfork_child(hp) == 0;
-        for (int i = 0; ok && i < 500 && mosaic_sched_client_generation(hp) == 0; i++)
+        close(go[1]); /* a parent that fails ends this child's wait */
+        for (int i = 0; ok && i < 1000 && mosaic_sched_client_generation(hp) == 0; i++)
             msleep(10);
         ok = ok && mosaic_sched_client_state(hp) == MOSAIC_SCHED_CONNECTED &&
              mosaic_sched_hp_request_begin(hp, 77, 0) == 0;
-        msleep(300); /* long enough for the parent to see two clients */
+        /* Stay connected until the parent has seen both clients. */
+        if (read(go[0], &ch, 1) != 1)
+            ok = 0;
         _exit(ok ? 0 : 1);
     }
-    WAIT_UNTIL(strstr(status(&d), "\"requests_in_flight\":1"), 5000);
+    WAIT_UNTIL(strstr(status(&d), "\"requests_in_flight\":1"), 10000);
     assert_int_equal(count(status(&d), "\"role\":\"hp\""), 2); /* parent and child */
+    assert_int_equal(write(go[1], "x", 1), 1);
     waitpid(child, &status_code, 0);
     assert_true(WIFEXITED(status_code) && WEXITSTATUS(status_code) == 0);
+    close(go[0]);
+    close(go[1]);
     /* The parent's connection never noticed. */
     assert_int_equal(mosaic_sched_client_generation(hp), 1);
     assert_int_equal(mosaic_sched_hp_launch(hp, 6), 0);
