@@ -241,6 +241,15 @@ static void protocol_error(struct daemon *d, struct client *c, const char *what)
                      (int)c->peer.pid, (unsigned)c->peer.uid, what);
 }
 
+static unsigned count_role(struct daemon *d, int role)
+{
+    unsigned n = 0;
+
+    for (unsigned i = 0; i < d->nclients; i++)
+        n += d->clients[i]->active && d->clients[i]->role == role;
+    return n;
+}
+
 static cJSON *status_json(struct daemon *d);
 
 static int handle_status(struct daemon *d, struct client *c)
@@ -251,6 +260,16 @@ static int handle_status(struct daemon *d, struct client *c)
     char *buf;
     int rc = MOSAIC_ENOMEM;
 
+    /* Hundreds of clients with long paths may not fit one message: the
+     * per-client list is then left out and says so, the totals stay. */
+    if (text && n + sizeof(struct mosaic__msg_hdr) > MOSAIC__SCHED_STATUS_MAX) {
+        cJSON_DeleteItemFromObjectCaseSensitive(j, "clients");
+        cJSON_AddNumberToObject(j, "clients_omitted", count_role(d, MOSAIC_SCHED_ROLE_HP) +
+                                                          count_role(d, MOSAIC_SCHED_ROLE_BE));
+        free(text);
+        text = cJSON_PrintUnformatted(j);
+        n = text ? strlen(text) : 0;
+    }
     cJSON_Delete(j);
     if (text && n + sizeof(struct mosaic__msg_hdr) <= MOSAIC__SCHED_STATUS_MAX &&
         (buf = malloc(n + sizeof(struct mosaic__msg_hdr)))) {
@@ -264,14 +283,6 @@ static int handle_status(struct daemon *d, struct client *c)
     return rc;
 }
 
-static unsigned count_role(struct daemon *d, int role)
-{
-    unsigned n = 0;
-
-    for (unsigned i = 0; i < d->nclients; i++)
-        n += d->clients[i]->active && d->clients[i]->role == role;
-    return n;
-}
 
 static void handle_hello(struct daemon *d, struct client *c, const struct mosaic__msg_hello *h)
 {

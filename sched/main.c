@@ -125,6 +125,9 @@ static int print_status(const char *json)
                num(c, "pid"), num(c, "uid"), str(c, "role"), num(c, "requests_in_flight"),
                num(c, "be_waiting"), num(c, "events"), str(c, "exe"));
     }
+    if (cJSON_GetObjectItemCaseSensitive(j, "clients_omitted"))
+        printf("(%.0f clients not listed: the list did not fit one status message)\n",
+               num(j, "clients_omitted"));
     cJSON_Delete(j);
     return 0;
 }
