@@ -741,6 +741,69 @@ static void forked_child_becomes_its_own_client(void **state)
     dmn_stop(&d);
 }
 
+/* Runs the mosaic-sched binary through the shell; returns its exit code
+ * and its stdout+stderr in out. */
+static int run_cli(const char *args, char *out, size_t len)
+{
+    char cmd[1024];
+    FILE *fp;
+    size_t n;
+    int st;
+
+    snprintf(cmd, sizeof(cmd), "%s %s 2>&1", MOSAIC_SCHED_BIN, args);
+    fp = popen(cmd, "r");
+    assert_non_null(fp);
+    n = fread(out, 1, len - 1, fp);
+    out[n] = '\0';
+    st = pclose(fp);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void command_line_and_precedence(void **state)
+{
+    char out[4096], args[512];
+    struct dmn d;
+
+    (void)state;
+    assert_int_equal(run_cli("version", out, sizeof(out)), 0);
+    assert_non_null(strstr(out, "mosaic-sched " MOSAIC_VERSION_STRING " (protocol 1"));
+    assert_int_equal(run_cli("frobnicate", out, sizeof(out)), 2);
+    assert_non_null(strstr(out, "unknown command 'frobnicate'"));
+    assert_int_equal(run_cli("--slo 0.9 daemon", out, sizeof(out)), 2);
+    assert_non_null(strstr(out, "--slo: slo: '0.9' is not valid: use a number above 1.0"));
+    assert_int_equal(run_cli("--config /nonexistent.conf daemon", out, sizeof(out)), 2);
+    assert_non_null(strstr(out, "/nonexistent.conf: cannot open"));
+
+    /* file < environment < flag, seen in the socket status tries. */
+    dmn_start(&d, NULL);
+    snprintf(args, sizeof(args), "--config %s status", d.conf);
+    assert_int_equal(run_cli(args, out, sizeof(out)), 0);
+    assert_non_null(strstr(out, "policy hold-be, slo 1.25"));
+    snprintf(args, sizeof(args), "--config %s --json status", d.conf);
+    assert_int_equal(run_cli(args, out, sizeof(out)), 0);
+    assert_non_null(strstr(out, "\"clients\":[]"));
+    snprintf(args, sizeof(args), "MOSAIC_SCHED_SOCKET=%s/env.sock %s --config %s status", d.dir,
+             MOSAIC_SCHED_BIN, d.conf);
+    {
+        char cmd[1024];
+        FILE *fp;
+        size_t n;
+        snprintf(cmd, sizeof(cmd), "env %s 2>&1", args);
+        fp = popen(cmd, "r");
+        n = fread(out, 1, sizeof(out) - 1, fp);
+        out[n] = '\0';
+        assert_int_equal(WEXITSTATUS(pclose(fp)), 1);
+        assert_non_null(strstr(out, "env.sock")); /* the environment beat the file */
+        snprintf(cmd, sizeof(cmd), "env %s --socket=%s/flag.sock 2>&1", args, d.dir);
+        fp = popen(cmd, "r");
+        n = fread(out, 1, sizeof(out) - 1, fp);
+        out[n] = '\0';
+        pclose(fp);
+        assert_non_null(strstr(out, "flag.sock")); /* and the flag beat both */
+    }
+    dmn_stop(&d);
+}
+
 static void systemd_readiness(void **state)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -794,6 +857,7 @@ int main(void)
         cmocka_unit_test(daemon_sigkill_and_restart),
         cmocka_unit_test(a_stopped_daemon_is_noticed_by_its_heartbeat),
         cmocka_unit_test(forked_child_becomes_its_own_client),
+        cmocka_unit_test(command_line_and_precedence),
         cmocka_unit_test(systemd_readiness),
     };
     signal(SIGPIPE, SIG_IGN);
