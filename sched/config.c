@@ -222,6 +222,12 @@ static int add_rule(struct mosaic__sched_config *cfg, const char *value, const c
     if ((r.match == MOSAIC__MATCH_ANY) != (n == 2))
         return cfail(err, errlen, "%s: rule: '%s': %s (`any` takes no value)", at, value,
                      usage);
+    /* Rules written anywhere replace the built-in one, never extend it:
+     * `requested any` ahead of them would match every peer. */
+    if (cfg->rules_are_default) {
+        cfg->nrules = 0;
+        cfg->rules_are_default = 0;
+    }
     if (cfg->nrules >= MOSAIC__MAX_RULES)
         return cfail(err, errlen, "%s: rule: more than %d rules: merge some (a cgroup prefix "
                      "covers many services)", at, MOSAIC__MAX_RULES);
@@ -277,6 +283,12 @@ void mosaic__config_defaults(struct mosaic__sched_config *cfg)
     memset(cfg, 0, sizeof(*cfg));
     for (size_t i = 0; i < NKEYS; i++)
         set_key(cfg, &keys[i], keys[i].def, "default", err, sizeof(err));
+    /* With no rules configured, the client's MOSAIC_ROLE decides; the
+     * default 0600 socket admits only the daemon's own user anyway. */
+    cfg->rules[0] = (struct mosaic__rule){.grant = MOSAIC__GRANT_REQUESTED,
+                                          .match = MOSAIC__MATCH_ANY};
+    cfg->nrules = 1;
+    cfg->rules_are_default = 1;
 }
 
 static char *trim(char *s)

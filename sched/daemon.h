@@ -53,6 +53,7 @@ struct mosaic__sched_config {
     int log_level;
     struct mosaic__rule rules[MOSAIC__MAX_RULES];
     int nrules;
+    int rules_are_default; /* the first `rule` line replaces the default */
 };
 
 /* Fills cfg with every key's default. */

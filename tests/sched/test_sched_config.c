@@ -215,6 +215,11 @@ static void rules_parse(void **state)
 
     (void)state;
     mosaic__config_defaults(&cfg);
+    /* The built-in rule (the shipped file's) lets MOSAIC_ROLE decide... */
+    assert_int_equal(cfg.nrules, 1);
+    assert_int_equal(cfg.rules[0].grant, MOSAIC__GRANT_REQUESTED);
+    assert_int_equal(cfg.rules[0].match, MOSAIC__MATCH_ANY);
+    /* ...and written rules replace it rather than follow it. */
     assert_int_equal(mosaic__config_load_file(&cfg, p, 0, err, sizeof(err)), 0);
     assert_int_equal(cfg.nrules, 5);
     assert_int_equal(cfg.rules[0].grant, MOSAIC__GRANT_HP);
