@@ -804,6 +804,50 @@ static void command_line_and_precedence(void **state)
     dmn_stop(&d);
 }
 
+static void mps_is_checked_and_started(void **state)
+{
+    struct dmn d;
+    char extra[512], fifo[160], script[160], *s;
+    FILE *fp;
+
+    (void)state;
+    /* No control FIFO: said plainly, in the log and the status. */
+    dmn_start(&d, "rule requested any\nmps check\nmps-pipe-dir /nonexistent-mps");
+    s = status(&d);
+    assert_non_null(strstr(s, "\"concurrent\":false"));
+    assert_non_null(strstr(s, "NOT concurrent"));
+    assert_true(log_has(&d, "no MPS control daemon (no FIFO /nonexistent-mps/control)"));
+    dmn_stop(&d);
+
+    /* A control FIFO present: concurrent. */
+    dmn_start(&d, NULL);
+    snprintf(fifo, sizeof(fifo), "%s/control", d.dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    dmn_kill(&d, SIGTERM);
+    snprintf(extra, sizeof(extra), "rule requested any\nmps check\nmps-pipe-dir %s", d.dir);
+    snprintf(d.extra, sizeof(d.extra), "%s", extra);
+    dmn_spawn(&d);
+    assert_non_null(strstr(status(&d), "\"concurrent\":true"));
+    dmn_kill(&d, SIGTERM);
+
+    /* mps start runs the control program (a stand-in that makes the FIFO
+     * where CUDA_MPS_PIPE_DIRECTORY says) and waits for its pipe. */
+    unlink(fifo);
+    snprintf(script, sizeof(script), "%s/fake-mps-control", d.dir);
+    fp = fopen(script, "w");
+    assert_non_null(fp);
+    fprintf(fp, "#!/bin/sh\n[ \"$1\" = -d ] || exit 3\n"
+                "mkfifo \"$CUDA_MPS_PIPE_DIRECTORY/control\"\n");
+    fclose(fp);
+    assert_int_equal(chmod(script, 0700), 0);
+    snprintf(d.extra, sizeof(d.extra), "rule requested any\nmps start\nmps-pipe-dir %s\n"
+             "mps-control %s", d.dir, script);
+    dmn_spawn(&d);
+    assert_non_null(strstr(status(&d), "\"concurrent\":true"));
+    assert_true(log_has(&d, "MPS control daemon started"));
+    dmn_stop(&d);
+}
+
 static void systemd_readiness(void **state)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -858,6 +902,7 @@ int main(void)
         cmocka_unit_test(a_stopped_daemon_is_noticed_by_its_heartbeat),
         cmocka_unit_test(forked_child_becomes_its_own_client),
         cmocka_unit_test(command_line_and_precedence),
+        cmocka_unit_test(mps_is_checked_and_started),
         cmocka_unit_test(systemd_readiness),
     };
     signal(SIGPIPE, SIG_IGN);
