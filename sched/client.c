@@ -280,14 +280,19 @@ static void *monitor(void *arg)
     struct mosaic_sched_client *c = arg;
 
     for (;;) {
-        struct conn *k = atomic_load(&c->cur);
-        struct pollfd p[2] = {{.fd = c->stop_fd, .events = POLLIN},
-                              {.fd = k ? k->sock : -1, .events = POLLIN}};
-        int ms = k ? (int)(k->heartbeat_ms / 2 + 1) : (int)c->reconnect_ms;
+        struct conn *k;
+        struct pollfd p[2];
+        int ms;
 
+        mosaic_sched_client_poll(c);
+        /* Sleep until the daemon's socket or the stop word says something,
+         * or the next heartbeat check or reconnect attempt is due. */
+        k = atomic_load(&c->cur);
+        p[0] = (struct pollfd){.fd = c->stop_fd, .events = POLLIN};
+        p[1] = (struct pollfd){.fd = k ? k->sock : -1, .events = POLLIN};
+        ms = k ? (int)(k->heartbeat_ms / 2 + 1) : (int)c->reconnect_ms;
         if (poll(p, 2, ms) > 0 && (p[0].revents & POLLIN))
             break;
-        mosaic_sched_client_poll(c);
     }
     return NULL;
 }
@@ -325,8 +330,13 @@ MOSAIC__EXPORT int mosaic_sched_client_open(const struct mosaic_sched_client_opt
     pthread_mutex_init(&c->lock, NULL);
     pthread_mutex_init(&c->poll_lock, NULL);
     pthread_mutex_init(&c->grant_lock, NULL);
-    rc = try_connect(c);
-    c->next_try_ns = mosaic__now_ns() + (uint64_t)c->reconnect_ms * 1000000ull;
+    if (opts->async_connect && !opts->no_monitor_thread) {
+        rc = 0;
+        c->next_try_ns = 0; /* the monitor's first step connects */
+    } else {
+        rc = try_connect(c);
+        c->next_try_ns = mosaic__now_ns() + (uint64_t)c->reconnect_ms * 1000000ull;
+    }
     if (!opts->no_monitor_thread) {
         c->stop_fd = eventfd(0, EFD_CLOEXEC);
         if (c->stop_fd < 0 || pthread_create(&c->thread, NULL, monitor, c) != 0) {

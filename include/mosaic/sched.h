@@ -63,6 +63,7 @@ struct mosaic_sched_client_opts {
     int be_on_timeout;         /* enum mosaic_sched_on_timeout */
     uint32_t reconnect_ms;     /* 0: 200; how often to retry the daemon */
     int no_monitor_thread;     /* 1: the caller drives mosaic_sched_client_poll() */
+    int async_connect;         /* 1: open returns at once, the monitor connects */
 };
 
 #define MOSAIC_SCHED_DEFAULT_SOCKET "/run/mosaic/sched.sock"
@@ -70,7 +71,9 @@ struct mosaic_sched_client_opts {
 struct mosaic_sched_client;
 
 /*
- * Creates a client and tries to connect once. A daemon that is not there
+ * Creates a client and tries to connect once (unless async_connect: a
+ * daemon that accepts but does not answer could hold the first attempt up
+ * to 2 s, too long for a library constructor). A daemon that is not there
  * is not an error (the client retries in the background): *out is set and
  * 0 returned. MOSAIC_EREFUSED when the daemon refused the role (the reason
  * is in mosaic_sched_client_reason()); the client is still returned and

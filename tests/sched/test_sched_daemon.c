@@ -431,6 +431,12 @@ static void role_rules_refuse_with_a_reason(void **state)
     assert_int_equal(mosaic_sched_client_role(c), MOSAIC_SCHED_ROLE_BE);
     mosaic_sched_client_close(c);
     assert_true(log_has(&d, "refused pid"));
+    /* An asynchronous open returns at once; the monitor connects. */
+    o.async_connect = 1;
+    assert_int_equal(mosaic_sched_client_open(&o, &c), 0);
+    WAIT_UNTIL(mosaic_sched_client_state(c) == MOSAIC_SCHED_CONNECTED, 5000);
+    assert_int_equal(mosaic_sched_client_role(c), MOSAIC_SCHED_ROLE_BE);
+    mosaic_sched_client_close(c);
     dmn_stop(&d);
 }
 
