@@ -173,6 +173,7 @@ struct client {
     unsigned nwants, cap_wants;
     unsigned be_in_flight;
     uint64_t events, bad, dropped_seen, drop_logged_ns;
+    uint64_t client_beat, client_beat_ns; /* its counter, and when it last moved */
 };
 
 #define NBUCKETS 12
@@ -591,7 +592,12 @@ static void tick(struct daemon *d, uint64_t now)
     for (unsigned i = 0; i < d->nclients; i++) {
         struct client *c = d->clients[i];
         if (c->active) {
+            uint64_t beat = atomic_load_explicit(&c->shm.hdr->client_beat, memory_order_relaxed);
             atomic_store_explicit(&c->shm.hdr->daemon_beat, d->beat, memory_order_release);
+            if (beat != c->client_beat || !c->client_beat_ns) {
+                c->client_beat = beat;
+                c->client_beat_ns = now;
+            }
         } else if (now - c->accepted_ns > 2000000000ull) {
             protocol_error(d, c, "no handshake within 2 s");
             client_free(d, c, "handshake timeout");
@@ -669,6 +675,12 @@ static cJSON *status_json(struct daemon *d)
         cJSON_AddNumberToObject(o, "events", (double)c->events);
         cJSON_AddNumberToObject(o, "dropped", (double)c->dropped_seen);
         cJSON_AddNumberToObject(o, "rejected", (double)c->bad);
+        /* A client whose monitor stopped (hung, or a caller that never
+         * polls) shows here; its socket still decides when it is gone. */
+        cJSON_AddNumberToObject(o, "heartbeat_age_ms",
+                                c->client_beat_ns
+                                    ? (double)(mosaic__now_ns() - c->client_beat_ns) / 1e6
+                                    : 0.0);
         cJSON_AddItemToArray(arr, o);
     }
     return j;

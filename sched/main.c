@@ -117,13 +117,14 @@ static int print_status(const char *json)
            "messages, %.0f refused clients\n",
            num(adm, "immediate"), num(adm, "after_hold"), num(adm, "held"),
            num(j, "protocol_errors"), num(j, "refused"));
-    printf("%-4s %-8s %-6s %-4s %-9s %-8s %-10s %s\n", "id", "pid", "uid", "role", "requests",
-           "waiting", "events", "exe");
+    printf("%-4s %-8s %-6s %-4s %-9s %-8s %-10s %-9s %s\n", "id", "pid", "uid", "role",
+           "requests", "waiting", "events", "beat_ms", "exe");
     cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(j, "clients"))
     {
-        printf("%-4.0f %-8.0f %-6.0f %-4s %-9.0f %-8.0f %-10.0f %s\n", num(c, "id"),
+        printf("%-4.0f %-8.0f %-6.0f %-4s %-9.0f %-8.0f %-10.0f %-9.0f %s\n", num(c, "id"),
                num(c, "pid"), num(c, "uid"), str(c, "role"), num(c, "requests_in_flight"),
-               num(c, "be_waiting"), num(c, "events"), str(c, "exe"));
+               num(c, "be_waiting"), num(c, "events"), num(c, "heartbeat_age_ms"),
+               str(c, "exe"));
     }
     if (cJSON_GetObjectItemCaseSensitive(j, "clients_omitted"))
         printf("(%.0f clients not listed: the list did not fit one status message)\n",

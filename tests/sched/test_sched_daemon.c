@@ -262,6 +262,19 @@ static unsigned free_port(void)
     return port;
 }
 
+/* Every listed client's heartbeat moved within the last second. */
+static int client_beats_fresh(const char *s)
+{
+    int n = 0;
+
+    for (const char *p = s; (p = strstr(p, "\"heartbeat_age_ms\":")); n++) {
+        p += strlen("\"heartbeat_age_ms\":");
+        if (atof(p) >= 1000.0)
+            return 0;
+    }
+    return n > 0;
+}
+
 static char *scrape(unsigned port)
 {
     static char buf[32768];
@@ -306,6 +319,10 @@ static void handshake_status_and_metrics(void **state)
     assert_int_equal(outcome, MOSAIC_SCHED_GRANTED);
     assert_int_equal(mosaic_sched_be_done(be, 5), 0);
 
+    /* The clients' monitors bump their heartbeat (every 50 ms here): after
+     * longer than the freshness bound, every beat is still recent. */
+    msleep(1200);
+    WAIT_UNTIL(client_beats_fresh(status(&d)), 5000);
     s = status(&d);
     assert_non_null(strstr(s, "\"role\":\"hp\""));
     assert_non_null(strstr(s, "\"role\":\"be\""));
