@@ -234,7 +234,7 @@ static int try_connect(struct mosaic_sched_client *c)
     return 0;
 }
 
-int mosaic_sched_client_poll(struct mosaic_sched_client *c)
+MOSAIC__EXPORT int mosaic_sched_client_poll(struct mosaic_sched_client *c)
 {
     struct conn *k;
     uint64_t now = mosaic__now_ns();
