@@ -25,6 +25,8 @@ extern "C" {
 
 /* The one visibility macro: everything else stays inside its library. */
 #define MOSAIC__EXPORT __attribute__((visibility("default")))
+/* A branch taken only on failure, off the hot path. */
+#define MOSAIC__UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 /*
  * Writes "file: field: message" into err (or "file: message" when field is

@@ -23,7 +23,6 @@
 #include "json.h"
 #include "mosaic/mosaic.h"
 
-#define MOSAIC__UNLIKELY(x) __builtin_expect(!!(x), 0)
 /* For code that a sanitizer runtime may call before it has initialised
  * itself (it resolves its interceptors through dlsym, and so through us). */
 #define MOSAIC__NO_SANITIZE __attribute__((no_sanitize("address", "undefined")))

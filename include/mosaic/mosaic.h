@@ -15,6 +15,21 @@ extern "C" {
 #define MOSAIC_VERSION_STRING "0.1.0"
 
 /*
+ * sched: the codes of the arbiter daemon (mosaic-sched) and its client
+ * library (sched/). They sit at -100 and below so that codes added to the
+ * common list above them never collide.
+ */
+#define MOSAIC_SCHED_ERRORS(X)                                                \
+    X(MOSAIC_EPROTO, -100, "a scheduler message or shared segment is malformed") \
+    X(MOSAIC_EVERSION, -101, "the peer speaks another scheduler protocol version") \
+    X(MOSAIC_EREFUSED, -102, "the scheduler refused the client (no role granted)") \
+    X(MOSAIC_ERINGFULL, -103, "the ring to the scheduler is full; the event was dropped") \
+    X(MOSAIC_EDISCONNECTED, -104, "not connected to the scheduler daemon")   \
+    X(MOSAIC_ETIMEDOUT, -105, "timed out waiting for the scheduler")        \
+    X(MOSAIC_EUNSAFE, -106, "a path is not what it must be (wrong file type, a symlink, or in use)") \
+    X(MOSAIC_ESYS, -107, "a system call failed")
+
+/*
  * X(name, value, message): the one list of error codes. A value is never
  * reused for another meaning. EINVAL is a caller's mistake (a NULL pointer,
  * a value out of range); EFORMAT is input (a file, a string) that does not
@@ -32,7 +47,8 @@ extern "C" {
     X(MOSAIC_ECONFIG, -7, "a MOSAIC_* setting is not valid")              \
     X(MOSAIC_EFORMAT, -8,                                                   \
       "the input is malformed: it is not in the format that was expected")  \
-    X(MOSAIC_ETOOBIG, -9, "the input is larger than the accepted limit")
+    X(MOSAIC_ETOOBIG, -9, "the input is larger than the accepted limit")   \
+    MOSAIC_SCHED_ERRORS(X)
 
 enum mosaic_error {
 #define MOSAIC_X_ENUM(name, value, msg) name = value,

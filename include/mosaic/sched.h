@@ -1,0 +1,130 @@
+/*
+ * mosaic/sched.h: the client side of the arbiter daemon (mosaic-sched), the
+ * library a process links (the shim, libmosaic.so, or a test program) to be
+ * admitted by the daemon. Protocol and failure behaviour: docs/sched.md.
+ *
+ * A client opens one connection per process. The daemon answers the
+ * handshake with a role (hp or be) and a shared-memory segment of rings;
+ * from then on every event is a memory write:
+ *
+ *   - HP calls (request begin/end, launch posted, kernel completed) never
+ *     wait on the daemon and never make a system call on the launch path.
+ *     While the daemon is away they return MOSAIC_EDISCONNECTED at once,
+ *     and the caller simply runs uncontrolled.
+ *   - mosaic_sched_be_admit() holds the calling thread until the daemon
+ *     grants the kernel (spin briefly, then a futex on the shared segment),
+ *     or, when the daemon is away, up to the configured timeout after which
+ *     the kernel runs uncontrolled or stays held (configurable).
+ *
+ * A monitor thread watches the socket and the daemon's heartbeat and
+ * reconnects when the daemon returns. Every function returns 0 or a
+ * negative MOSAIC_E* code (mosaic/mosaic.h).
+ */
+#ifndef MOSAIC_SCHED_H
+#define MOSAIC_SCHED_H
+
+#include <stdint.h>
+
+#include "mosaic/mosaic.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The same numbering as the shim's MOSAIC_ROLE (preload/internal.h). */
+enum mosaic_sched_role {
+    MOSAIC_SCHED_ROLE_NONE = 0, /* ask the daemon to choose from its rules */
+    MOSAIC_SCHED_ROLE_HP = 1,
+    MOSAIC_SCHED_ROLE_BE = 2,
+};
+
+/* What a BE process does once the daemon has been away for be_timeout_ms. */
+enum mosaic_sched_on_timeout {
+    MOSAIC_SCHED_TIMEOUT_RUN = 0,  /* run the kernel uncontrolled */
+    MOSAIC_SCHED_TIMEOUT_HOLD = 1, /* keep it held until the daemon returns */
+};
+
+/* The outcome of mosaic_sched_be_admit(). */
+enum mosaic_sched_admit {
+    MOSAIC_SCHED_GRANTED = 0,      /* the daemon admitted the kernel */
+    MOSAIC_SCHED_UNCONTROLLED = 1, /* no daemon: running without control */
+};
+
+enum mosaic_sched_state {
+    MOSAIC_SCHED_DISCONNECTED = 0,
+    MOSAIC_SCHED_CONNECTED = 1,
+};
+
+struct mosaic_sched_client_opts {
+    const char *socket_path;   /* NULL: MOSAIC_SCHED_DEFAULT_SOCKET */
+    int role;                  /* enum mosaic_sched_role, requested */
+    /* Until the first handshake (the daemon's values replace these). */
+    uint32_t be_timeout_ms;    /* 0: 2000 */
+    int be_on_timeout;         /* enum mosaic_sched_on_timeout */
+    uint32_t reconnect_ms;     /* 0: 200; how often to retry the daemon */
+    int no_monitor_thread;     /* 1: the caller drives mosaic_sched_client_poll() */
+    int async_connect;         /* 1: open returns at once, the monitor connects */
+};
+
+#define MOSAIC_SCHED_DEFAULT_SOCKET "/run/mosaic/sched.sock"
+
+struct mosaic_sched_client;
+
+/*
+ * Creates a client and tries to connect once (unless async_connect: a
+ * daemon that accepts but does not answer could hold the first attempt up
+ * to 2 s, too long for a library constructor). A daemon that is not there
+ * is not an error (the client retries in the background): *out is set and
+ * 0 returned. MOSAIC_EREFUSED when the daemon refused the role (the reason
+ * is in mosaic_sched_client_reason()); the client is still returned and
+ * keeps retrying, since the daemon's rules may change on restart.
+ */
+int mosaic_sched_client_open(const struct mosaic_sched_client_opts *opts,
+                             struct mosaic_sched_client **out);
+void mosaic_sched_client_close(struct mosaic_sched_client *c);
+
+/*
+ * In a child after fork(): drops the parent's connection (the child must
+ * not post into the parent's rings), restarts the monitor thread, and lets
+ * the child connect as a client of its own. Call it from a pthread_atfork
+ * child handler, before the child posts anything.
+ */
+int mosaic_sched_client_atfork_child(struct mosaic_sched_client *c);
+
+/* One monitor step (socket, heartbeat, reconnect); for no_monitor_thread. */
+int mosaic_sched_client_poll(struct mosaic_sched_client *c);
+
+int mosaic_sched_client_state(const struct mosaic_sched_client *c);
+int mosaic_sched_client_role(const struct mosaic_sched_client *c);
+/* The daemon's last refusal or the last connection problem ("" if none). */
+const char *mosaic_sched_client_reason(struct mosaic_sched_client *c, char *buf,
+                                       unsigned len);
+/* How many connections this client has made (a reconnect counts again). */
+uint64_t mosaic_sched_client_generation(const struct mosaic_sched_client *c);
+/* Events dropped because the ring was full (also counted by the daemon). */
+uint64_t mosaic_sched_client_dropped(const struct mosaic_sched_client *c);
+
+/* HP side: never waits. ts_ns: CLOCK_MONOTONIC, 0 to read it here. */
+int mosaic_sched_hp_request_begin(struct mosaic_sched_client *c, uint64_t request_id,
+                                  uint64_t ts_ns);
+int mosaic_sched_hp_request_end(struct mosaic_sched_client *c, uint64_t request_id,
+                                uint64_t ts_ns);
+int mosaic_sched_hp_launch(struct mosaic_sched_client *c, uint64_t kernel_id);
+int mosaic_sched_hp_complete(struct mosaic_sched_client *c, uint64_t kernel_id,
+                             uint64_t duration_ns);
+
+/*
+ * BE side: asks admission for one kernel (its id and predicted isolated
+ * duration) and waits. *outcome is enum mosaic_sched_admit. Returns 0, or
+ * MOSAIC_ETIMEDOUT when held past the timeout with be_on_timeout "hold"
+ * (the caller asks again), or MOSAIC_ERINGFULL.
+ */
+int mosaic_sched_be_admit(struct mosaic_sched_client *c, uint64_t kernel_id,
+                          uint64_t predicted_ns, int *outcome);
+/* The granted kernel finished (optional; lets the daemon count BE in flight). */
+int mosaic_sched_be_done(struct mosaic_sched_client *c, uint64_t kernel_id);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MOSAIC_SCHED_H */

@@ -1,0 +1,631 @@
+/*
+ * The client side of mosaic-sched (include/mosaic/sched.h): what the shim
+ * links to be admitted by the daemon.
+ *
+ * Threads: any number of application threads post events; one monitor
+ * thread (or the caller through mosaic_sched_client_poll) owns the socket,
+ * watches the daemon's heartbeat and reconnects. A connection is a
+ * `struct conn` published through one atomic pointer; posting threads read
+ * it with an acquire load and never take a lock, so the HP path is a load,
+ * a compare-and-swap on the ring head and a release store.
+ *
+ * A connection that ends is retired, not freed: a thread that loaded the
+ * pointer just before may still write into its ring, so its mapping and
+ * its socket descriptor stay open (the socket shut down, so that a
+ * doorbell can never reach a descriptor number the host program reused)
+ * until the client is closed. The list is capped (MAX_RETIRED), beyond
+ * which the oldest is released; a thread would have to stall across that
+ * many daemon restarts to touch it.
+ */
+#define _GNU_SOURCE 1
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "proto.h"
+
+#define MAX_RETIRED 32
+#define GRANT_SLOTS 256
+#define SPIN_NS 20000ull /* spin this long for a grant before sleeping */
+
+#if defined(__x86_64__) || defined(__i386__)
+#define cpu_relax() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define cpu_relax() __asm__ __volatile__("yield")
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+struct conn {
+    struct mosaic__shm shm;
+    int sock;
+    int role;
+    uint32_t id;
+    uint32_t heartbeat_ms;
+    _Atomic int dead;
+    uint64_t last_beat;    /* monitor only: the daemon's counter last seen */
+    uint64_t beat_seen_ns; /* monitor only: when it last changed */
+    struct conn *next;     /* retired list */
+};
+
+struct mosaic_sched_client {
+    char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    int req_role;
+    uint32_t reconnect_ms;
+    _Atomic uint32_t be_timeout_ms;
+    _Atomic int be_on_timeout;
+    _Atomic(struct conn *) cur;
+    _Atomic int role;
+    _Atomic uint64_t generation;
+    _Atomic uint32_t gen_futex; /* bumped when a connection starts or ends */
+    _Atomic uint32_t next_ticket;
+    _Atomic uint64_t dropped;
+    pthread_mutex_t lock;      /* reason, retired list, retiring */
+    pthread_mutex_t poll_lock; /* one monitor step (and connect) at a time */
+    char reason[MOSAIC__SCHED_REASON_LEN + 64];
+    struct conn *retired;
+    int nretired;
+    uint64_t next_try_ns;
+    /* Grants drained by one waiting thread on behalf of the others. */
+    pthread_mutex_t grant_lock;
+    struct {
+        struct conn *conn;
+        uint32_t ticket;
+    } granted[GRANT_SLOTS];
+    unsigned granted_next;
+    int has_thread;
+    int stop_fd;
+    pthread_t thread;
+};
+
+static void set_reason(struct mosaic_sched_client *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Under c->lock. */
+static void set_reason(struct mosaic_sched_client *c, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    if (vsnprintf(c->reason, sizeof(c->reason), fmt, ap) < 0)
+        c->reason[0] = '\0';
+    va_end(ap);
+}
+
+/* The same, for code that does not hold c->lock. */
+#define SET_REASON(c, ...)                    \
+    do {                                      \
+        pthread_mutex_lock(&(c)->lock);       \
+        set_reason((c), __VA_ARGS__);         \
+        pthread_mutex_unlock(&(c)->lock);     \
+    } while (0)
+
+static void release_conn(struct conn *k)
+{
+    mosaic__shm_unmap(&k->shm);
+    if (k->sock >= 0)
+        close(k->sock);
+    free(k);
+}
+
+/* Under c->lock: ends the current connection (if it is k). */
+static void retire(struct mosaic_sched_client *c, struct conn *k, const char *why)
+{
+    struct conn *expect = k;
+
+    if (!atomic_compare_exchange_strong(&c->cur, &expect, NULL))
+        return;
+    atomic_store(&k->dead, 1);
+    shutdown(k->sock, SHUT_RDWR);
+    k->next = c->retired;
+    c->retired = k;
+    if (++c->nretired > MAX_RETIRED) {
+        struct conn **pp = &c->retired;
+        while ((*pp)->next)
+            pp = &(*pp)->next;
+        release_conn(*pp);
+        *pp = NULL;
+        c->nretired--;
+    }
+    set_reason(c, "%s", why);
+    atomic_fetch_add(&c->gen_futex, 1);
+    mosaic__futex_wake(&c->gen_futex);
+    /* BE threads sleeping on the old segment's grant word wake up too. */
+    atomic_fetch_add(&k->shm.hdr->grant_futex, 1);
+    mosaic__futex_wake(&k->shm.hdr->grant_futex);
+}
+
+/*
+ * One connection attempt, by the one thread that holds c->poll_lock. It
+ * does its socket I/O without c->lock, so that a daemon that accepts but
+ * does not answer (stopped, or hostile) cannot block the threads that ask
+ * for the client's state.
+ */
+static int try_connect(struct mosaic_sched_client *c)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    struct mosaic__msg_hello hello;
+    struct timeval tv = {.tv_sec = 2};
+    union {
+        char buf[MOSAIC__SCHED_MSG_MAX];
+        struct mosaic__msg_hdr align;
+    } in;
+    struct mosaic__msg msg;
+    char why[160];
+    struct conn *k;
+    long n;
+    int sock, fd = -1, rc;
+
+    memcpy(sa.sun_path, c->path, sizeof(sa.sun_path));
+    sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (sock < 0)
+        return MOSAIC_ESYS;
+    setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    if (connect(sock, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+        SET_REASON(c, "no daemon at %s: %s", c->path, strerror(errno));
+        close(sock);
+        return MOSAIC_EDISCONNECTED;
+    }
+    memset(&hello, 0, sizeof(hello));
+    mosaic__msg_init(&hello.h, MOSAIC__MSG_HELLO, sizeof(hello));
+    hello.pid = (int32_t)getpid();
+    hello.role = (uint32_t)c->req_role;
+    rc = mosaic__send_msg(sock, &hello, sizeof(hello), -1);
+    if (rc == 0) {
+        n = mosaic__recv_msg(sock, in.buf, sizeof(in.buf), &fd, 0);
+        rc = n > 0 ? mosaic__msg_parse(in.buf, (size_t)n, &msg, why, sizeof(why))
+                   : (n == 0 ? MOSAIC_EDISCONNECTED : (int)n);
+        if (n > 0 && rc != 0)
+            SET_REASON(c, "bad answer from the daemon: %s", why);
+        else if (n <= 0)
+            SET_REASON(c, "the daemon at %s did not answer the handshake", c->path);
+    }
+    if (rc == 0 && msg.h.type == MOSAIC__MSG_REFUSE) {
+        SET_REASON(c, "refused: %s", msg.u.refuse.reason);
+        rc = MOSAIC_EREFUSED;
+    } else if (rc == 0 && (msg.h.type != MOSAIC__MSG_WELCOME || fd < 0)) {
+        SET_REASON(c, "the daemon answered message type %u without a segment", msg.h.type);
+        rc = MOSAIC_EPROTO;
+    }
+    if (rc != 0) {
+        if (fd >= 0)
+            close(fd);
+        close(sock);
+        return rc;
+    }
+    k = calloc(1, sizeof(*k));
+    if (!k) {
+        close(fd);
+        close(sock);
+        return MOSAIC_ENOMEM;
+    }
+    rc = mosaic__shm_attach(fd, msg.u.welcome.shm_size, &k->shm, why, sizeof(why));
+    close(fd);
+    if (rc != 0) {
+        SET_REASON(c, "the daemon's segment is not usable: %s", why);
+        free(k);
+        close(sock);
+        return rc;
+    }
+    k->sock = sock;
+    k->role = (int)msg.u.welcome.role;
+    k->id = msg.u.welcome.client_id;
+    k->heartbeat_ms = msg.u.welcome.heartbeat_ms ? msg.u.welcome.heartbeat_ms : 100;
+    k->last_beat = atomic_load(&k->shm.hdr->daemon_beat);
+    k->beat_seen_ns = mosaic__now_ns();
+    atomic_store(&c->be_timeout_ms, msg.u.welcome.be_timeout_ms);
+    atomic_store(&c->be_on_timeout, (int)msg.u.welcome.be_on_timeout);
+    atomic_store(&c->role, k->role);
+    SET_REASON(c, "%s", "");
+    /* Published before the generation moves, so that whoever sees the new
+     * generation also sees the connection. */
+    atomic_store_explicit(&c->cur, k, memory_order_release);
+    atomic_fetch_add(&c->generation, 1);
+    atomic_fetch_add(&c->gen_futex, 1);
+    mosaic__futex_wake(&c->gen_futex);
+    return 0;
+}
+
+MOSAIC__EXPORT int mosaic_sched_client_poll(struct mosaic_sched_client *c)
+{
+    struct conn *k;
+    uint64_t now = mosaic__now_ns();
+    int rc = 0;
+
+    /* Another thread is already doing this step. */
+    if (pthread_mutex_trylock(&c->poll_lock) != 0)
+        return 0;
+    k = atomic_load(&c->cur);
+    if (k) {
+        struct pollfd p = {.fd = k->sock, .events = POLLIN};
+        uint64_t beat = atomic_load_explicit(&k->shm.hdr->daemon_beat, memory_order_acquire);
+
+        atomic_fetch_add_explicit(&k->shm.hdr->client_beat, 1, memory_order_relaxed);
+        pthread_mutex_lock(&c->lock);
+        if (poll(&p, 1, 0) > 0) {
+            /* The daemon sends nothing after the handshake: anything
+             * readable is its end of the socket closing. */
+            char tmp[MOSAIC__SCHED_MSG_MAX];
+            long n = mosaic__recv_msg(k->sock, tmp, sizeof(tmp), NULL, MSG_DONTWAIT);
+            if (n == 0 || (n < 0 && n != MOSAIC_ETIMEDOUT))
+                retire(c, k, "the daemon closed the connection");
+        } else if (beat != k->last_beat) {
+            k->last_beat = beat;
+            k->beat_seen_ns = now;
+        } else if (now - k->beat_seen_ns > 5ull * k->heartbeat_ms * 1000000ull) {
+            retire(c, k, "the daemon's heartbeat stopped");
+        }
+        pthread_mutex_unlock(&c->lock);
+    }
+    if (!atomic_load(&c->cur) && now >= c->next_try_ns) {
+        rc = try_connect(c);
+        /* A refusal is a rule, not an accident: ask again less often. */
+        c->next_try_ns = mosaic__now_ns() + (uint64_t)c->reconnect_ms * 1000000ull *
+                                                (rc == MOSAIC_EREFUSED ? 10 : 1);
+    }
+    pthread_mutex_unlock(&c->poll_lock);
+    return rc;
+}
+
+static void *monitor(void *arg)
+{
+    struct mosaic_sched_client *c = arg;
+
+    for (;;) {
+        struct conn *k;
+        struct pollfd p[2];
+        int ms;
+
+        mosaic_sched_client_poll(c);
+        /* Sleep until the daemon's socket or the stop word says something,
+         * or the next heartbeat check or reconnect attempt is due. */
+        k = atomic_load(&c->cur);
+        p[0] = (struct pollfd){.fd = c->stop_fd, .events = POLLIN};
+        p[1] = (struct pollfd){.fd = k ? k->sock : -1, .events = POLLIN};
+        ms = k ? (int)(k->heartbeat_ms / 2 + 1) : (int)c->reconnect_ms;
+        if (poll(p, 2, ms) > 0 && (p[0].revents & POLLIN))
+            break;
+    }
+    return NULL;
+}
+
+MOSAIC__EXPORT int mosaic_sched_client_open(const struct mosaic_sched_client_opts *opts,
+                                            struct mosaic_sched_client **out)
+{
+    static const struct mosaic_sched_client_opts defaults;
+    const char *path;
+    struct mosaic_sched_client *c;
+    int rc;
+
+    *out = NULL;
+    if (!opts)
+        opts = &defaults;
+    path = opts->socket_path ? opts->socket_path : MOSAIC_SCHED_DEFAULT_SOCKET;
+    if (opts->role < MOSAIC_SCHED_ROLE_NONE || opts->role > MOSAIC_SCHED_ROLE_BE ||
+        opts->be_on_timeout < MOSAIC_SCHED_TIMEOUT_RUN ||
+        opts->be_on_timeout > MOSAIC_SCHED_TIMEOUT_HOLD)
+        return MOSAIC_EINVAL;
+    c = calloc(1, sizeof(*c));
+    if (!c)
+        return MOSAIC_ENOMEM;
+    if (strlen(path) >= sizeof(c->path)) {
+        free(c);
+        return MOSAIC_EINVAL;
+    }
+    strcpy(c->path, path);
+    c->req_role = opts->role;
+    c->reconnect_ms = opts->reconnect_ms ? opts->reconnect_ms : 200;
+    atomic_init(&c->be_timeout_ms, opts->be_timeout_ms ? opts->be_timeout_ms : 2000);
+    atomic_init(&c->be_on_timeout, opts->be_on_timeout);
+    atomic_init(&c->role, opts->role);
+    c->stop_fd = -1;
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_mutex_init(&c->poll_lock, NULL);
+    pthread_mutex_init(&c->grant_lock, NULL);
+    if (opts->async_connect && !opts->no_monitor_thread) {
+        rc = 0;
+        c->next_try_ns = 0; /* the monitor's first step connects */
+    } else {
+        rc = try_connect(c);
+        c->next_try_ns = mosaic__now_ns() + (uint64_t)c->reconnect_ms * 1000000ull;
+    }
+    if (!opts->no_monitor_thread) {
+        c->stop_fd = eventfd(0, EFD_CLOEXEC);
+        if (c->stop_fd < 0 || pthread_create(&c->thread, NULL, monitor, c) != 0) {
+            mosaic_sched_client_close(c);
+            return MOSAIC_ESYS;
+        }
+        c->has_thread = 1;
+    }
+    *out = c;
+    return rc == MOSAIC_EREFUSED ? rc : 0;
+}
+
+MOSAIC__EXPORT void mosaic_sched_client_close(struct mosaic_sched_client *c)
+{
+    struct conn *k;
+
+    if (!c)
+        return;
+    if (c->has_thread) {
+        uint64_t one = 1;
+        if (write(c->stop_fd, &one, sizeof(one)) != (ssize_t)sizeof(one))
+            pthread_cancel(c->thread);
+        pthread_join(c->thread, NULL);
+    }
+    if (c->stop_fd >= 0)
+        close(c->stop_fd);
+    pthread_mutex_lock(&c->lock);
+    k = atomic_load(&c->cur);
+    if (k)
+        retire(c, k, "closed");
+    while ((k = c->retired)) {
+        c->retired = k->next;
+        release_conn(k);
+    }
+    pthread_mutex_unlock(&c->lock);
+    pthread_mutex_destroy(&c->lock);
+    pthread_mutex_destroy(&c->poll_lock);
+    pthread_mutex_destroy(&c->grant_lock);
+    free(c);
+}
+
+MOSAIC__EXPORT int mosaic_sched_client_atfork_child(struct mosaic_sched_client *c)
+{
+    struct conn *k;
+
+    /* Only the forking thread exists in the child: the monitor thread and
+     * any thread that held a lock are gone, so the locks start afresh. */
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_mutex_init(&c->poll_lock, NULL);
+    pthread_mutex_init(&c->grant_lock, NULL);
+    k = atomic_exchange(&c->cur, NULL);
+    if (k) {
+        k->next = c->retired;
+        c->retired = k;
+    }
+    /* The parent's connections are the parent's: close the child's copies
+     * of their sockets (a shutdown would cut the parent's too) and unmap
+     * their segments, which the child must never write. */
+    while ((k = c->retired)) {
+        c->retired = k->next;
+        release_conn(k);
+    }
+    c->nretired = 0;
+    memset(c->granted, 0, sizeof(c->granted));
+    atomic_store(&c->generation, 0);
+    c->next_try_ns = 0;
+    if (c->has_thread) {
+        close(c->stop_fd);
+        c->has_thread = 0;
+        c->stop_fd = eventfd(0, EFD_CLOEXEC);
+        if (c->stop_fd < 0 || pthread_create(&c->thread, NULL, monitor, c) != 0)
+            return MOSAIC_ESYS;
+        c->has_thread = 1;
+    }
+    return 0;
+}
+
+MOSAIC__EXPORT int mosaic_sched_client_state(const struct mosaic_sched_client *c)
+{
+    struct mosaic_sched_client *m = (struct mosaic_sched_client *)c;
+
+    return atomic_load(&m->cur) ? MOSAIC_SCHED_CONNECTED : MOSAIC_SCHED_DISCONNECTED;
+}
+
+MOSAIC__EXPORT int mosaic_sched_client_role(const struct mosaic_sched_client *c)
+{
+    return atomic_load(&((struct mosaic_sched_client *)c)->role);
+}
+
+MOSAIC__EXPORT const char *mosaic_sched_client_reason(struct mosaic_sched_client *c,
+                                                      char *buf, unsigned len)
+{
+    if (!len)
+        return buf;
+    pthread_mutex_lock(&c->lock);
+    if (snprintf(buf, len, "%s", c->reason) < 0)
+        buf[0] = '\0';
+    pthread_mutex_unlock(&c->lock);
+    return buf;
+}
+
+MOSAIC__EXPORT uint64_t mosaic_sched_client_generation(const struct mosaic_sched_client *c)
+{
+    return atomic_load(&((struct mosaic_sched_client *)c)->generation);
+}
+
+MOSAIC__EXPORT uint64_t mosaic_sched_client_dropped(const struct mosaic_sched_client *c)
+{
+    return atomic_load(&((struct mosaic_sched_client *)c)->dropped);
+}
+
+/* The doorbell: a packet on the socket, only while the daemon sleeps. */
+static void ring_doorbell(struct conn *k)
+{
+    struct mosaic__msg_hdr h;
+
+    /* Pairs with the daemon's fence between setting NEED_WAKEUP and its
+     * last look at the rings: one of the two sides sees the other. */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (!(atomic_load_explicit(&k->shm.hdr->daemon_flags, memory_order_relaxed) &
+          MOSAIC__SHM_NEED_WAKEUP))
+        return;
+    mosaic__msg_init(&h, MOSAIC__MSG_DOORBELL, sizeof(h));
+    mosaic__send_msg(k->sock, &h, sizeof(h), -1);
+}
+
+static int post(struct mosaic_sched_client *c, struct conn *k, int type, uint32_t ticket,
+                uint64_t id, uint64_t value)
+{
+    struct mosaic__entry e = {.type = (uint16_t)type, .ticket = ticket, .id = id,
+                              .value = value};
+
+    uint32_t used;
+
+    if (mosaic__ring_push_mp(k->shm.ev_ctl, k->shm.ev, k->shm.ev_mask, &e) != 0) {
+        atomic_fetch_add_explicit(&c->dropped, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&k->shm.hdr->ev_dropped, 1, memory_order_relaxed);
+        ring_doorbell(k);
+        return MOSAIC_ERINGFULL;
+    }
+    /* A sleeping daemon drains HP rings only at its heartbeat; a ring
+     * half full wakes it (one non-blocking send, only when the ring is
+     * running out of room, never while it has plenty). */
+    used = atomic_load_explicit(&k->shm.ev_ctl->head, memory_order_relaxed) -
+           atomic_load_explicit(&k->shm.ev_ctl->tail, memory_order_relaxed);
+    if (MOSAIC__UNLIKELY(used > k->shm.ev_mask / 2))
+        ring_doorbell(k);
+    return 0;
+}
+
+static struct conn *live(struct mosaic_sched_client *c, int role)
+{
+    struct conn *k = atomic_load_explicit(&c->cur, memory_order_acquire);
+
+    if (!k || k->role != role)
+        return NULL;
+    return k;
+}
+
+static int hp_post(struct mosaic_sched_client *c, int type, uint64_t id, uint64_t value)
+{
+    struct conn *k = live(c, MOSAIC_SCHED_ROLE_HP);
+
+    if (!k)
+        return atomic_load(&c->cur) ? MOSAIC_EINVAL : MOSAIC_EDISCONNECTED;
+    return post(c, k, type, 0, id, value);
+}
+
+MOSAIC__EXPORT int mosaic_sched_hp_request_begin(struct mosaic_sched_client *c,
+                                                 uint64_t request_id, uint64_t ts_ns)
+{
+    return hp_post(c, MOSAIC__EV_HP_REQ_BEGIN, request_id, ts_ns ? ts_ns : mosaic__now_ns());
+}
+
+MOSAIC__EXPORT int mosaic_sched_hp_request_end(struct mosaic_sched_client *c,
+                                               uint64_t request_id, uint64_t ts_ns)
+{
+    struct conn *k = live(c, MOSAIC_SCHED_ROLE_HP);
+    int rc = hp_post(c, MOSAIC__EV_HP_REQ_END, request_id, ts_ns ? ts_ns : mosaic__now_ns());
+
+    /* The end of a request may release held BE work: wake a sleeping
+     * daemon (a non-blocking send, off the launch path). */
+    if (rc == 0 && k)
+        ring_doorbell(k);
+    return rc;
+}
+
+MOSAIC__EXPORT int mosaic_sched_hp_launch(struct mosaic_sched_client *c, uint64_t kernel_id)
+{
+    return hp_post(c, MOSAIC__EV_HP_LAUNCH, kernel_id, mosaic__now_ns());
+}
+
+MOSAIC__EXPORT int mosaic_sched_hp_complete(struct mosaic_sched_client *c,
+                                            uint64_t kernel_id, uint64_t duration_ns)
+{
+    return hp_post(c, MOSAIC__EV_HP_COMPLETE, kernel_id, duration_ns);
+}
+
+/* Drains k's grant ring into the shared table; 1 if ticket was granted. */
+static int take_grant(struct mosaic_sched_client *c, struct conn *k, uint32_t ticket)
+{
+    struct mosaic__entry e;
+    int found = 0;
+
+    pthread_mutex_lock(&c->grant_lock);
+    while (mosaic__ring_pop_shared(k->shm.gr_ctl, k->shm.gr, k->shm.gr_mask, &e)) {
+        if (e.type != MOSAIC__EV_GRANT)
+            continue;
+        c->granted[c->granted_next].conn = k;
+        c->granted[c->granted_next].ticket = e.ticket;
+        c->granted_next = (c->granted_next + 1) % GRANT_SLOTS;
+    }
+    for (unsigned i = 0; i < GRANT_SLOTS; i++) {
+        if (c->granted[i].conn == k && c->granted[i].ticket == ticket) {
+            c->granted[i].conn = NULL;
+            found = 1;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&c->grant_lock);
+    return found;
+}
+
+MOSAIC__EXPORT int mosaic_sched_be_admit(struct mosaic_sched_client *c, uint64_t kernel_id,
+                                         uint64_t predicted_ns, int *outcome)
+{
+    uint32_t ticket = atomic_fetch_add(&c->next_ticket, 1);
+    uint64_t start = mosaic__now_ns(), away_since = 0;
+    struct conn *posted = NULL;
+
+    *outcome = MOSAIC_SCHED_UNCONTROLLED;
+    for (;;) {
+        struct conn *k = live(c, MOSAIC_SCHED_ROLE_BE);
+        uint64_t now = mosaic__now_ns();
+
+        if (!k) {
+            uint32_t gen = atomic_load(&c->gen_futex);
+            uint64_t limit = (uint64_t)atomic_load(&c->be_timeout_ms) * 1000000ull;
+            if (atomic_load(&c->cur))
+                return MOSAIC_EINVAL; /* connected, but not as BE */
+            if (!away_since)
+                away_since = now;
+            if (now - away_since >= limit) {
+                if (atomic_load(&c->be_on_timeout) == MOSAIC_SCHED_TIMEOUT_RUN)
+                    return 0;
+                return MOSAIC_ETIMEDOUT;
+            }
+            if (!c->has_thread)
+                mosaic_sched_client_poll(c);
+            mosaic__futex_wait(&c->gen_futex, gen, 10000);
+            continue;
+        }
+        away_since = 0;
+        if (posted != k) {
+            if (post(c, k, MOSAIC__EV_BE_WANT, ticket, kernel_id, predicted_ns) != 0) {
+                /* BE may wait: give the daemon a moment to drain. */
+                ring_doorbell(k);
+                if (now - start > 1000000000ull)
+                    return MOSAIC_ERINGFULL;
+                usleep(100);
+                continue;
+            }
+            posted = k;
+            ring_doorbell(k);
+        }
+        uint32_t seen = atomic_load_explicit(&k->shm.hdr->grant_futex, memory_order_acquire);
+        if (take_grant(c, k, ticket)) {
+            *outcome = MOSAIC_SCHED_GRANTED;
+            return 0;
+        }
+        if (atomic_load(&k->dead))
+            continue;
+        if (now - start < SPIN_NS) {
+            cpu_relax();
+            continue;
+        }
+        atomic_fetch_add(&k->shm.hdr->grant_waiters, 1);
+        mosaic__futex_wait(&k->shm.hdr->grant_futex, seen, 10000);
+        atomic_fetch_sub(&k->shm.hdr->grant_waiters, 1);
+        if (!c->has_thread)
+            mosaic_sched_client_poll(c);
+    }
+}
+
+MOSAIC__EXPORT int mosaic_sched_be_done(struct mosaic_sched_client *c, uint64_t kernel_id)
+{
+    struct conn *k = live(c, MOSAIC_SCHED_ROLE_BE);
+
+    if (!k)
+        return MOSAIC_EDISCONNECTED;
+    return post(c, k, MOSAIC__EV_BE_DONE, 0, kernel_id, 0);
+}

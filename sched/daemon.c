@@ -1,0 +1,991 @@
+/*
+ * The mosaic-sched event loop: one thread, one epoll set (control socket,
+ * clients' sockets, signals, metrics), and a scan of every client's event
+ * ring on each turn.
+ *
+ * Clients post events without system calls, so the daemon polls their
+ * rings: it keeps polling for spin-us after the last activity (a BE grant
+ * round trip then costs a few microseconds), then sets NEED_WAKEUP in every
+ * segment and sleeps in epoll_wait until a doorbell packet, a socket event
+ * or the next heartbeat tick. This is io_uring's SQPOLL idea, with the
+ * same fence pairing on both sides so that no event is left unseen.
+ *
+ * Nothing a client writes is trusted: ring indices are the daemon's own,
+ * every entry is checked against the client's role, and a client that
+ * keeps sending bad entries or messages is disconnected, which affects no
+ * other client.
+ */
+#define _GNU_SOURCE 1
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cJSON.h>
+
+#include "daemon.h"
+
+int mosaic__dlog_level = MOSAIC__L_INFO;
+
+void mosaic__dlog(int level, const char *fmt, ...)
+{
+    static const char *const tags[] = {"error", "warn", "info", "debug"};
+    char line[1400];
+    int n;
+    va_list ap;
+
+    if (level > mosaic__dlog_level)
+        return;
+    n = snprintf(line, sizeof(line), "mosaic-sched %s: ", tags[level]);
+    va_start(ap, fmt);
+    if (n > 0 && (size_t)n < sizeof(line))
+        vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+    va_end(ap);
+    /* One write per line so that lines never interleave. */
+    n = (int)strlen(line);
+    if ((size_t)n >= sizeof(line) - 1)
+        n = (int)sizeof(line) - 2;
+    line[n++] = '\n';
+    if (write(STDERR_FILENO, line, (size_t)n) < 0)
+        return;
+}
+
+/* ---- the control socket --------------------------------------------------- */
+
+int mosaic__listen_socket(const struct mosaic__sched_config *cfg, int *out, char *err,
+                          size_t errlen)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    struct stat st;
+    mode_t old;
+    int fd, rc;
+
+    *out = -1;
+    if (strlen(cfg->socket) >= sizeof(sa.sun_path)) {
+        snprintf(err, errlen, "socket %s: the path is too long for a Unix socket", cfg->socket);
+        return MOSAIC_EINVAL;
+    }
+    strcpy(sa.sun_path, cfg->socket);
+    if (lstat(cfg->socket, &st) == 0) {
+        int probe;
+        if (!S_ISSOCK(st.st_mode)) {
+            snprintf(err, errlen, "socket %s: something that is not a socket is there (%s); "
+                     "it is not replaced: remove it or choose another `socket` path",
+                     cfg->socket, S_ISLNK(st.st_mode) ? "a symlink" : "a file");
+            return MOSAIC_EUNSAFE;
+        }
+        /* A socket that still answers belongs to a running daemon. */
+        probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+            close(probe);
+            snprintf(err, errlen, "socket %s: another mosaic-sched is listening there; stop "
+                     "it first (one daemon per GPU node)", cfg->socket);
+            return MOSAIC_EUNSAFE;
+        }
+        if (probe >= 0)
+            close(probe);
+        if (st.st_uid != geteuid()) {
+            snprintf(err, errlen, "socket %s: a stale socket owned by uid %u, not this "
+                     "daemon's: remove it by hand", cfg->socket, (unsigned)st.st_uid);
+            return MOSAIC_EUNSAFE;
+        }
+        mosaic__dlog(MOSAIC__L_INFO, "removing the stale socket %s (no daemon answers it)",
+                     cfg->socket);
+        if (unlink(cfg->socket) != 0) {
+            snprintf(err, errlen, "socket %s: cannot remove the stale socket: %s", cfg->socket,
+                     strerror(errno));
+            return MOSAIC_ESYS;
+        }
+    }
+    fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return MOSAIC_ESYS;
+    /* The umask makes the socket's mode right from the moment it exists
+     * (a chmod afterwards would leave a window). */
+    old = umask(cfg->socket_mode == 0660 ? 0117 : 0177);
+    rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+    umask(old);
+    if (rc != 0) {
+        snprintf(err, errlen, "socket %s: cannot bind: %s (does the directory exist? "
+                 "systemd's RuntimeDirectory=mosaic creates /run/mosaic)",
+                 cfg->socket, strerror(errno));
+        close(fd);
+        return MOSAIC_ESYS;
+    }
+    if (cfg->socket_group[0]) {
+        struct group *gr = getgrnam(cfg->socket_group);
+        if (!gr || fchownat(AT_FDCWD, cfg->socket, (uid_t)-1, gr->gr_gid,
+                            AT_SYMLINK_NOFOLLOW) != 0) {
+            snprintf(err, errlen, "socket-group %s: %s", cfg->socket_group,
+                     gr ? strerror(errno) : "no such group");
+            close(fd);
+            unlink(cfg->socket);
+            return MOSAIC_ECONFIG;
+        }
+    }
+    if (listen(fd, 64) != 0) {
+        close(fd);
+        return MOSAIC_ESYS;
+    }
+    *out = fd;
+    return 0;
+}
+
+/* ---- clients ---------------------------------------------------------------- */
+
+#define MAX_OPEN_REQUESTS 64
+#define BAD_LIMIT 64 /* bad entries or messages before a client is dropped */
+
+struct want {
+    uint32_t ticket;
+    uint64_t kernel_id, predicted_ns, since_ns;
+    int held; /* a decision already held it once */
+};
+
+struct client {
+    int fd;
+    int active; /* handshake done */
+    uint32_t id;
+    int role;
+    struct mosaic__peer peer;
+    uint64_t accepted_ns;
+    struct mosaic__shm shm;
+    uint32_t ev_pos, gr_pos;
+    struct {
+        uint64_t id, begin_ns; /* begin_ns: the client's clock, for latency */
+        uint64_t seen_ns;      /* the daemon's, for hp-request-timeout-ms */
+    } open[MAX_OPEN_REQUESTS];
+    unsigned nopen;
+    struct want *wants;
+    unsigned nwants, cap_wants;
+    unsigned be_in_flight;
+    uint64_t events, bad, dropped_seen, drop_logged_ns;
+    uint64_t client_beat, client_beat_ns; /* its counter, and when it last moved */
+};
+
+#define NBUCKETS 12
+static const double hist_le[NBUCKETS] = {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02,
+                                         0.05,   0.1,   0.2,   0.5,   1.0,  2.0};
+
+struct daemon {
+    const struct mosaic__sched_config *cfg;
+    struct mosaic__policy policy;
+    int ep, lfd, sfd, mfd;
+    struct client **clients;
+    unsigned nclients;
+    uint32_t next_id;
+    int concurrent;
+    char mps_msg[512];
+    uint64_t started_ns, last_activity_ns, next_tick_ns, beat;
+    uint64_t watchdog_ns, next_watchdog_ns;
+    unsigned rr; /* round-robin start among BE clients */
+    /* Metrics. */
+    uint64_t admit_immediate, admit_after_hold, held_total, held_ns_total;
+    uint64_t proto_errors, refused, hp_expired;
+    uint64_t hist[NBUCKETS + 1], hist_count;
+    double hist_sum;
+    uint64_t clients_total;
+};
+
+static char tag_listen, tag_signal, tag_metrics;
+
+static void client_free(struct daemon *d, struct client *c, const char *why)
+{
+    if (c->active)
+        mosaic__dlog(MOSAIC__L_INFO, "client %u (pid %d, %s) gone: %s; its state is freed",
+                     c->id, (int)c->peer.pid, mosaic__role_str(c->role), why);
+    epoll_ctl(d->ep, EPOLL_CTL_DEL, c->fd, NULL);
+    close(c->fd);
+    mosaic__shm_unmap(&c->shm);
+    free(c->wants);
+    for (unsigned i = 0; i < d->nclients; i++) {
+        if (d->clients[i] == c) {
+            d->clients[i] = d->clients[--d->nclients];
+            break;
+        }
+    }
+    free(c);
+}
+
+static void send_refuse(struct client *c, int code, const char *reason)
+{
+    struct mosaic__msg_refuse r;
+
+    memset(&r, 0, sizeof(r));
+    mosaic__msg_init(&r.h, MOSAIC__MSG_REFUSE, sizeof(r));
+    r.code = code;
+    /* Cut to fit (the message is fixed-size); memset above terminates it. */
+    memcpy(r.reason, reason, strnlen(reason, sizeof(r.reason) - 1));
+    mosaic__send_msg(c->fd, &r, sizeof(r), -1);
+}
+
+static void protocol_error(struct daemon *d, struct client *c, const char *what)
+{
+    d->proto_errors++;
+    c->bad++;
+    /* The first few are logged; a flood is summarised by the drop. */
+    if (c->bad <= 4)
+        mosaic__dlog(MOSAIC__L_WARN, "client %u (pid %d, uid %u): rejected: %s", c->id,
+                     (int)c->peer.pid, (unsigned)c->peer.uid, what);
+}
+
+static unsigned count_role(struct daemon *d, int role)
+{
+    unsigned n = 0;
+
+    for (unsigned i = 0; i < d->nclients; i++)
+        n += d->clients[i]->active && d->clients[i]->role == role;
+    return n;
+}
+
+static cJSON *status_json(struct daemon *d);
+
+static int handle_status(struct daemon *d, struct client *c)
+{
+    cJSON *j = status_json(d);
+    char *text = j ? cJSON_PrintUnformatted(j) : NULL;
+    size_t n = text ? strlen(text) : 0;
+    char *buf;
+    int rc = MOSAIC_ENOMEM;
+
+    /* Hundreds of clients with long paths may not fit one message: the
+     * per-client list is then left out and says so, the totals stay. */
+    if (text && n + sizeof(struct mosaic__msg_hdr) > MOSAIC__SCHED_STATUS_MAX) {
+        cJSON_DeleteItemFromObjectCaseSensitive(j, "clients");
+        cJSON_AddNumberToObject(j, "clients_omitted", count_role(d, MOSAIC_SCHED_ROLE_HP) +
+                                                          count_role(d, MOSAIC_SCHED_ROLE_BE));
+        free(text);
+        text = cJSON_PrintUnformatted(j);
+        n = text ? strlen(text) : 0;
+    }
+    cJSON_Delete(j);
+    if (text && n + sizeof(struct mosaic__msg_hdr) <= MOSAIC__SCHED_STATUS_MAX &&
+        (buf = malloc(n + sizeof(struct mosaic__msg_hdr)))) {
+        mosaic__msg_init((struct mosaic__msg_hdr *)(void *)buf, MOSAIC__MSG_STATUS_REPLY,
+                         n + sizeof(struct mosaic__msg_hdr));
+        memcpy(buf + sizeof(struct mosaic__msg_hdr), text, n);
+        rc = mosaic__send_msg(c->fd, buf, n + sizeof(struct mosaic__msg_hdr), -1);
+        free(buf);
+    }
+    free(text);
+    return rc;
+}
+
+
+static void handle_hello(struct daemon *d, struct client *c, const struct mosaic__msg_hello *h)
+{
+    struct mosaic__msg_welcome w;
+    char why[MOSAIC__SCHED_REASON_LEN];
+    int role, fd, rc;
+
+    if (h->pid != c->peer.pid)
+        mosaic__dlog(MOSAIC__L_DEBUG, "client pid %d says it is %d (another pid namespace?); "
+                     "the kernel's SO_PEERCRED pid is used", (int)c->peer.pid, (int)h->pid);
+    role = mosaic__role_decide(d->cfg, &c->peer, (int)h->role, why, sizeof(why));
+    if (role < 0) {
+        d->refused++;
+        mosaic__dlog(MOSAIC__L_WARN, "refused pid %d (uid %u, %s): %s", (int)c->peer.pid,
+                     (unsigned)c->peer.uid, c->peer.exe[0] ? c->peer.exe : "?", why);
+        send_refuse(c, MOSAIC_EREFUSED, why);
+        client_free(d, c, "refused");
+        return;
+    }
+    rc = mosaic__shm_create(d->cfg->ring_entries, c->id, (uint32_t)role, &c->shm, &fd);
+    if (rc != 0) {
+        mosaic__dlog(MOSAIC__L_ERROR, "cannot create a segment for pid %d: %s (%s)",
+                     (int)c->peer.pid, mosaic_strerror(rc), strerror(errno));
+        send_refuse(c, rc, "the daemon could not create the shared segment");
+        client_free(d, c, "no segment");
+        return;
+    }
+    c->role = role;
+    c->cap_wants = d->cfg->ring_entries;
+    c->wants = calloc(c->cap_wants, sizeof(*c->wants));
+    atomic_store(&c->shm.hdr->daemon_beat, d->beat);
+    memset(&w, 0, sizeof(w));
+    mosaic__msg_init(&w.h, MOSAIC__MSG_WELCOME, sizeof(w));
+    w.role = (uint32_t)role;
+    w.client_id = c->id;
+    w.shm_size = (uint32_t)c->shm.size;
+    w.heartbeat_ms = d->cfg->heartbeat_ms;
+    w.be_timeout_ms = d->cfg->be_timeout_ms;
+    w.be_on_timeout = (uint32_t)d->cfg->be_on_timeout;
+    rc = c->wants ? mosaic__send_msg(c->fd, &w, sizeof(w), fd) : MOSAIC_ENOMEM;
+    close(fd);
+    if (rc != 0) {
+        client_free(d, c, "the welcome could not be sent");
+        return;
+    }
+    c->active = 1;
+    d->clients_total++;
+    mosaic__dlog(MOSAIC__L_INFO, "client %u: pid %d uid %u %s granted %s", c->id,
+                 (int)c->peer.pid, (unsigned)c->peer.uid, c->peer.exe[0] ? c->peer.exe : "?",
+                 mosaic__role_str(role));
+}
+
+/* A packet on a client's socket (or its end). */
+static void handle_socket(struct daemon *d, struct client *c, uint32_t events)
+{
+    union {
+        char buf[MOSAIC__SCHED_MSG_MAX];
+        struct mosaic__msg_hdr align;
+    } in;
+    struct mosaic__msg m;
+    char why[200];
+    long n;
+    int rc;
+
+    (void)events;
+    for (int round = 0; round < 16; round++) {
+        n = mosaic__recv_msg(c->fd, in.buf, sizeof(in.buf), NULL, MSG_DONTWAIT);
+        if (n == MOSAIC_ETIMEDOUT)
+            return; /* nothing more to read */
+        if (n == 0 || n == MOSAIC_EDISCONNECTED) {
+            client_free(d, c, "socket closed");
+            return;
+        }
+        if (n < 0) {
+            protocol_error(d, c, "a message longer than the protocol allows");
+            if (!c->active) {
+                send_refuse(c, MOSAIC_EPROTO, "message too long");
+                client_free(d, c, "oversized handshake");
+                return;
+            }
+            continue;
+        }
+        rc = mosaic__msg_parse(in.buf, (size_t)n, &m, why, sizeof(why));
+        if (rc == 0 && m.h.type == MOSAIC__MSG_STATUS) {
+            handle_status(d, c);
+            if (!c->active) {
+                client_free(d, c, "status answered");
+                return;
+            }
+            continue;
+        }
+        if (!c->active) {
+            if (rc == 0 && m.h.type == MOSAIC__MSG_HELLO) {
+                handle_hello(d, c, &m.u.hello);
+                return;
+            }
+            if (rc == 0)
+                snprintf(why, sizeof(why), "message type %u before the handshake", m.h.type);
+            protocol_error(d, c, why);
+            send_refuse(c, rc ? rc : MOSAIC_EPROTO, why);
+            client_free(d, c, "bad handshake");
+            return;
+        }
+        if (rc == 0 && m.h.type == MOSAIC__MSG_DOORBELL)
+            continue; /* the wake-up itself was the point */
+        if (rc == 0)
+            snprintf(why, sizeof(why), "unexpected message type %u", m.h.type);
+        protocol_error(d, c, why);
+        if (c->bad > BAD_LIMIT) {
+            client_free(d, c, "too many bad messages");
+            return;
+        }
+    }
+}
+
+static void observe_latency(struct daemon *d, uint64_t ns)
+{
+    double s = (double)ns / 1e9;
+    int b = 0;
+
+    while (b < NBUCKETS && s > hist_le[b])
+        b++;
+    d->hist[b]++;
+    d->hist_count++;
+    d->hist_sum += s;
+}
+
+static void handle_event(struct daemon *d, struct client *c, const struct mosaic__entry *e)
+{
+    switch (e->type) {
+    case MOSAIC__EV_HP_REQ_BEGIN:
+        if (c->nopen < MAX_OPEN_REQUESTS) {
+            c->open[c->nopen].id = e->id;
+            c->open[c->nopen].begin_ns = e->value;
+            c->open[c->nopen].seen_ns = mosaic__now_ns();
+            c->nopen++;
+        } else {
+            protocol_error(d, c, "more than 64 HP requests open at once");
+        }
+        break;
+    case MOSAIC__EV_HP_REQ_END:
+        for (unsigned i = 0; i < c->nopen; i++) {
+            if (c->open[i].id == e->id) {
+                if (e->value >= c->open[i].begin_ns)
+                    observe_latency(d, e->value - c->open[i].begin_ns);
+                c->open[i] = c->open[--c->nopen];
+                return;
+            }
+        }
+        protocol_error(d, c, "end of an HP request that never began");
+        break;
+    case MOSAIC__EV_HP_LAUNCH:
+    case MOSAIC__EV_HP_COMPLETE:
+        /* Kept for the predictor-driven policy (issue 10 item 4), which
+         * needs the HP request's progress; the policies here do not. */
+        break;
+    case MOSAIC__EV_BE_WANT:
+        if (c->nwants >= c->cap_wants) {
+            protocol_error(d, c, "more BE kernels waiting than the ring holds");
+            break;
+        }
+        c->wants[c->nwants++] = (struct want){.ticket = e->ticket, .kernel_id = e->id,
+                                              .predicted_ns = e->value,
+                                              .since_ns = mosaic__now_ns()};
+        break;
+    case MOSAIC__EV_BE_DONE:
+        if (c->be_in_flight)
+            c->be_in_flight--;
+        break;
+    default:
+        break;
+    }
+}
+
+/* Drains every client's event ring; returns how many events were read. */
+static unsigned drain(struct daemon *d)
+{
+    unsigned total = 0;
+    char why[160];
+
+    for (unsigned i = 0; i < d->nclients; i++) {
+        struct client *c = d->clients[i];
+        struct mosaic__entry e;
+        uint64_t dropped;
+
+        if (!c->active)
+            continue;
+        /* Bounded per turn so that one busy client cannot starve others. */
+        for (unsigned k = 0; k < 4096 && mosaic__ring_pop_private(c->shm.ev_ctl, c->shm.ev,
+                                                                  c->shm.ev_mask, &c->ev_pos, &e);
+             k++) {
+            total++;
+            c->events++;
+            if (mosaic__entry_check(&e, c->role, why, sizeof(why)) != 0)
+                protocol_error(d, c, why);
+            else
+                handle_event(d, c, &e);
+        }
+        dropped = atomic_load_explicit(&c->shm.hdr->ev_dropped, memory_order_relaxed);
+        /* Logged at most once a second per client; the metric counts all. */
+        if (dropped != c->dropped_seen && mosaic__now_ns() - c->drop_logged_ns >= 1000000000ull) {
+            c->drop_logged_ns = mosaic__now_ns();
+            mosaic__dlog(MOSAIC__L_WARN, "client %u (pid %d): its ring was full, %llu events "
+                         "dropped so far (raise ring-entries)", c->id, (int)c->peer.pid,
+                         (unsigned long long)dropped);
+        }
+        c->dropped_seen = dropped;
+    }
+    for (unsigned i = 0; i < d->nclients; i++) {
+        if (d->clients[i]->bad > BAD_LIMIT) {
+            client_free(d, d->clients[i], "too many bad ring entries");
+            i--;
+        }
+    }
+    return total;
+}
+
+static struct mosaic__sched_view view(struct daemon *d)
+{
+    struct mosaic__sched_view v = {.slo = d->cfg->slo};
+
+    for (unsigned i = 0; i < d->nclients; i++) {
+        struct client *c = d->clients[i];
+        if (!c->active)
+            continue;
+        if (c->role == MOSAIC_SCHED_ROLE_HP) {
+            v.hp_clients++;
+            v.hp_requests_in_flight += c->nopen;
+        } else {
+            v.be_in_flight += c->be_in_flight;
+        }
+    }
+    return v;
+}
+
+/* Runs the policy over every waiting BE kernel; returns grants made. */
+static unsigned decide(struct daemon *d)
+{
+    struct mosaic__sched_view v = view(d);
+    uint64_t now = mosaic__now_ns();
+    unsigned granted = 0, n = d->nclients;
+
+    for (unsigned r = 0; r < n; r++) {
+        struct client *c = d->clients[(d->rr + r) % n];
+        unsigned kept = 0, here = 0;
+
+        if (!c->active || c->nwants == 0)
+            continue;
+        for (unsigned i = 0; i < c->nwants; i++) {
+            struct want *w = &c->wants[i];
+            struct mosaic__be_want bw = {.client_id = c->id, .kernel_id = w->kernel_id,
+                                         .predicted_ns = w->predicted_ns,
+                                         .waited_ns = now - w->since_ns};
+            struct mosaic__entry g = {.type = MOSAIC__EV_GRANT, .ticket = w->ticket,
+                                      .id = w->kernel_id, .value = now};
+
+            if (d->policy.decide(d->policy.state, &v, &bw) == MOSAIC__ADMIT &&
+                mosaic__ring_push_private(c->shm.gr_ctl, c->shm.gr, c->shm.gr_mask,
+                                          &c->gr_pos, &g) == 0) {
+                if (w->held) {
+                    d->admit_after_hold++;
+                    d->held_ns_total += now - w->since_ns;
+                } else {
+                    d->admit_immediate++;
+                }
+                c->be_in_flight++;
+                v.be_in_flight++;
+                here++;
+                continue;
+            }
+            if (!w->held) {
+                w->held = 1;
+                d->held_total++;
+            }
+            c->wants[kept++] = *w;
+        }
+        c->nwants = kept;
+        if (here) {
+            atomic_fetch_add_explicit(&c->shm.hdr->grant_futex, 1, memory_order_release);
+            if (atomic_load(&c->shm.hdr->grant_waiters))
+                mosaic__futex_wake(&c->shm.hdr->grant_futex);
+            granted += here;
+        }
+    }
+    if (n)
+        d->rr = (d->rr + 1) % n;
+    return granted;
+}
+
+static void set_wakeup(struct daemon *d, int on)
+{
+    for (unsigned i = 0; i < d->nclients; i++) {
+        struct client *c = d->clients[i];
+        if (!c->active)
+            continue;
+        if (on)
+            atomic_fetch_or(&c->shm.hdr->daemon_flags, MOSAIC__SHM_NEED_WAKEUP);
+        else
+            atomic_fetch_and(&c->shm.hdr->daemon_flags, ~MOSAIC__SHM_NEED_WAKEUP);
+    }
+}
+
+static void tick(struct daemon *d, uint64_t now)
+{
+    d->beat++;
+    for (unsigned i = 0; i < d->nclients; i++) {
+        struct client *c = d->clients[i];
+        if (c->active) {
+            uint64_t beat = atomic_load_explicit(&c->shm.hdr->client_beat, memory_order_relaxed);
+            atomic_store_explicit(&c->shm.hdr->daemon_beat, d->beat, memory_order_release);
+            if (beat != c->client_beat || !c->client_beat_ns) {
+                c->client_beat = beat;
+                c->client_beat_ns = now;
+            }
+        } else if (now - c->accepted_ns > 2000000000ull) {
+            protocol_error(d, c, "no handshake within 2 s");
+            client_free(d, c, "handshake timeout");
+            i--;
+            continue;
+        }
+        /* An HP request that never ends (a client bug, a lost event) would
+         * hold BE work forever under hold-be: past the timeout it is ended. */
+        for (unsigned r = 0; c->active && r < c->nopen; r++) {
+            if (now - c->open[r].seen_ns > (uint64_t)d->cfg->hp_request_timeout_ms * 1000000ull) {
+                mosaic__dlog(MOSAIC__L_WARN, "client %u (pid %d): HP request %llu open for more "
+                             "than %u ms: treated as ended, BE work no longer waits for it "
+                             "(raise hp-request-timeout-ms if requests really last this long)",
+                             c->id, (int)c->peer.pid, (unsigned long long)c->open[r].id,
+                             d->cfg->hp_request_timeout_ms);
+                c->open[r--] = c->open[--c->nopen];
+                d->hp_expired++;
+            }
+        }
+        /* A process that died while a forked child still holds its socket
+         * is noticed here rather than by EOF. */
+        if (c->active && kill(c->peer.pid, 0) != 0 && errno == ESRCH) {
+            client_free(d, c, "its process is gone");
+            i--;
+        }
+    }
+    if (d->watchdog_ns && now >= d->next_watchdog_ns) {
+        mosaic__sd_notify("WATCHDOG=1");
+        d->next_watchdog_ns = now + d->watchdog_ns / 2;
+    }
+}
+
+/* ---- status and metrics ----------------------------------------------------- */
+
+static cJSON *status_json(struct daemon *d)
+{
+    cJSON *j = cJSON_CreateObject(), *arr, *adm;
+    struct mosaic__sched_view v = view(d);
+
+    if (!j)
+        return NULL;
+    cJSON_AddStringToObject(j, "version", MOSAIC_VERSION_STRING);
+    cJSON_AddNumberToObject(j, "protocol", MOSAIC__SCHED_PROTO);
+    cJSON_AddNumberToObject(j, "pid", getpid());
+    cJSON_AddNumberToObject(j, "uptime_s", (double)(mosaic__now_ns() - d->started_ns) / 1e9);
+    cJSON_AddNumberToObject(j, "slo", d->cfg->slo);
+    cJSON_AddStringToObject(j, "policy", d->policy.name);
+    cJSON_AddStringToObject(j, "mode", "full-gpu");
+    cJSON_AddBoolToObject(j, "concurrent", d->concurrent);
+    cJSON_AddStringToObject(j, "mps", d->mps_msg);
+    cJSON_AddNumberToObject(j, "hp_requests_in_flight", v.hp_requests_in_flight);
+    cJSON_AddNumberToObject(j, "be_in_flight", v.be_in_flight);
+    adm = cJSON_AddObjectToObject(j, "admissions");
+    cJSON_AddNumberToObject(adm, "immediate", (double)d->admit_immediate);
+    cJSON_AddNumberToObject(adm, "after_hold", (double)d->admit_after_hold);
+    cJSON_AddNumberToObject(adm, "held", (double)d->held_total);
+    cJSON_AddNumberToObject(j, "protocol_errors", (double)d->proto_errors);
+    cJSON_AddNumberToObject(j, "refused", (double)d->refused);
+    arr = cJSON_AddArrayToObject(j, "clients");
+    for (unsigned i = 0; i < d->nclients; i++) {
+        struct client *c = d->clients[i];
+        cJSON *o;
+        if (!c->active)
+            continue;
+        o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "id", c->id);
+        cJSON_AddNumberToObject(o, "pid", c->peer.pid);
+        cJSON_AddNumberToObject(o, "uid", c->peer.uid);
+        cJSON_AddStringToObject(o, "role", mosaic__role_str(c->role));
+        cJSON_AddStringToObject(o, "exe", c->peer.exe);
+        cJSON_AddStringToObject(o, "cgroup", c->peer.cgroup);
+        cJSON_AddNumberToObject(o, "requests_in_flight", c->nopen);
+        cJSON_AddNumberToObject(o, "be_waiting", c->nwants);
+        cJSON_AddNumberToObject(o, "be_in_flight", c->be_in_flight);
+        cJSON_AddNumberToObject(o, "events", (double)c->events);
+        cJSON_AddNumberToObject(o, "dropped", (double)c->dropped_seen);
+        cJSON_AddNumberToObject(o, "rejected", (double)c->bad);
+        /* A client whose monitor stopped (hung, or a caller that never
+         * polls) shows here; its socket still decides when it is gone. */
+        cJSON_AddNumberToObject(o, "heartbeat_age_ms",
+                                c->client_beat_ns
+                                    ? (double)(mosaic__now_ns() - c->client_beat_ns) / 1e6
+                                    : 0.0);
+        cJSON_AddItemToArray(arr, o);
+    }
+    return j;
+}
+
+struct sbuf {
+    char *p;
+    size_t n, cap;
+};
+
+static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void sb_printf(struct sbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (b->n >= b->cap)
+        return;
+    va_start(ap, fmt);
+    n = vsnprintf(b->p + b->n, b->cap - b->n, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        b->n = b->n + (size_t)n < b->cap ? b->n + (size_t)n : b->cap;
+}
+
+static size_t metrics_text(struct daemon *d, char *buf, size_t cap)
+{
+    struct sbuf b = {buf, 0, cap};
+    uint64_t cum = 0;
+
+    sb_printf(&b, "# HELP mosaic_admissions_total BE kernels admitted, by decision.\n"
+                  "# TYPE mosaic_admissions_total counter\n"
+                  "mosaic_admissions_total{decision=\"immediate\"} %llu\n"
+                  "mosaic_admissions_total{decision=\"after_hold\"} %llu\n",
+              (unsigned long long)d->admit_immediate, (unsigned long long)d->admit_after_hold);
+    sb_printf(&b, "# HELP mosaic_be_held_total BE kernels held at least once.\n"
+                  "# TYPE mosaic_be_held_total counter\nmosaic_be_held_total %llu\n",
+              (unsigned long long)d->held_total);
+    sb_printf(&b, "# HELP mosaic_be_held_seconds_total Time BE kernels spent held before "
+                  "admission.\n# TYPE mosaic_be_held_seconds_total counter\n"
+                  "mosaic_be_held_seconds_total %.9f\n",
+              (double)d->held_ns_total / 1e9);
+    sb_printf(&b, "# HELP mosaic_clients Connected client processes, by role.\n"
+                  "# TYPE mosaic_clients gauge\nmosaic_clients{role=\"hp\"} %u\n"
+                  "mosaic_clients{role=\"be\"} %u\n",
+              count_role(d, MOSAIC_SCHED_ROLE_HP), count_role(d, MOSAIC_SCHED_ROLE_BE));
+    sb_printf(&b, "# HELP mosaic_hp_request_duration_seconds HP request latency (client "
+                  "CLOCK_MONOTONIC, begin to end).\n"
+                  "# TYPE mosaic_hp_request_duration_seconds histogram\n");
+    for (int i = 0; i < NBUCKETS; i++) {
+        cum += d->hist[i];
+        sb_printf(&b, "mosaic_hp_request_duration_seconds_bucket{le=\"%g\"} %llu\n", hist_le[i],
+                  (unsigned long long)cum);
+    }
+    sb_printf(&b, "mosaic_hp_request_duration_seconds_bucket{le=\"+Inf\"} %llu\n"
+                  "mosaic_hp_request_duration_seconds_sum %.9f\n"
+                  "mosaic_hp_request_duration_seconds_count %llu\n",
+              (unsigned long long)d->hist_count, d->hist_sum,
+              (unsigned long long)d->hist_count);
+    {
+        uint64_t dropped = 0;
+        for (unsigned i = 0; i < d->nclients; i++)
+            dropped += d->clients[i]->dropped_seen;
+        sb_printf(&b, "# HELP mosaic_ring_dropped_events Events connected clients could not "
+                      "post because their ring was full.\n"
+                      "# TYPE mosaic_ring_dropped_events gauge\nmosaic_ring_dropped_events %llu\n",
+                  (unsigned long long)dropped);
+    }
+    sb_printf(&b, "# HELP mosaic_protocol_errors_total Rejected messages and ring entries.\n"
+                  "# TYPE mosaic_protocol_errors_total counter\n"
+                  "mosaic_protocol_errors_total %llu\n"
+                  "# HELP mosaic_refused_total Clients refused a role.\n"
+                  "# TYPE mosaic_refused_total counter\nmosaic_refused_total %llu\n"
+                  "# HELP mosaic_hp_requests_expired_total HP requests ended by "
+                  "hp-request-timeout-ms.\n"
+                  "# TYPE mosaic_hp_requests_expired_total counter\n"
+                  "mosaic_hp_requests_expired_total %llu\n",
+              (unsigned long long)d->proto_errors, (unsigned long long)d->refused,
+              (unsigned long long)d->hp_expired);
+    sb_printf(&b, "# HELP mosaic_concurrent 1 when kernels of separate processes can run "
+                  "concurrently (MPS).\n# TYPE mosaic_concurrent gauge\nmosaic_concurrent %d\n"
+                  "# HELP mosaic_slo_ratio The configured HP p99 bound over isolated p99.\n"
+                  "# TYPE mosaic_slo_ratio gauge\nmosaic_slo_ratio %g\n",
+              d->concurrent, d->cfg->slo);
+    return b.n;
+}
+
+static void serve_metrics(struct daemon *d)
+{
+    static char body[16384];
+    char req[1024], head[160];
+    struct pollfd p;
+    size_t n;
+    int fd = accept4(d->mfd, NULL, NULL, SOCK_CLOEXEC), h;
+
+    if (fd < 0)
+        return;
+    /* A scraper sends its request at once; a silent peer gets 50 ms, so
+     * that it cannot stall BE grants. */
+    p = (struct pollfd){.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, 50) == 1 && recv(fd, req, sizeof(req) - 1, MSG_DONTWAIT) > 0) {
+        n = metrics_text(d, body, sizeof(body));
+        h = snprintf(head, sizeof(head), "HTTP/1.0 200 OK\r\nContent-Type: text/plain; "
+                     "version=0.0.4\r\nContent-Length: %zu\r\n\r\n", n);
+        if (h > 0 && (size_t)h < sizeof(head) &&
+            send(fd, head, (size_t)h, MSG_NOSIGNAL | MSG_DONTWAIT) == h)
+            send(fd, body, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+    close(fd);
+}
+
+static int metrics_listen(unsigned port)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int one = 1, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+    if (fd < 0)
+        return -1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 16) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* ---- the loop ------------------------------------------------------------- */
+
+static void accept_clients(struct daemon *d)
+{
+    for (;;) {
+        int fd = accept4(d->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        struct client *c;
+        struct epoll_event ev = {.events = EPOLLIN};
+
+        if (fd < 0)
+            return;
+        c = calloc(1, sizeof(*c));
+        if (!c || d->nclients >= d->cfg->max_clients ||
+            mosaic__peer_identify(fd, &c->peer, NULL) != 0) {
+            if (c) {
+                c->fd = fd;
+                send_refuse(c, MOSAIC_EREFUSED, "the daemon has max-clients connected");
+                mosaic__dlog(MOSAIC__L_WARN, "refused a connection: %u clients (max-clients)",
+                             d->nclients);
+            }
+            free(c);
+            close(fd);
+            continue;
+        }
+        c->fd = fd;
+        c->id = ++d->next_id;
+        c->accepted_ns = mosaic__now_ns();
+        ev.data.ptr = c;
+        d->clients[d->nclients++] = c;
+        if (epoll_ctl(d->ep, EPOLL_CTL_ADD, fd, &ev) != 0)
+            client_free(d, c, "epoll");
+    }
+}
+
+static int handle_signals(struct daemon *d)
+{
+    struct signalfd_siginfo si;
+
+    while (read(d->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+        if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+            mosaic__dlog(MOSAIC__L_INFO, "signal %u: stopping; clients continue uncontrolled "
+                         "and reconnect when a daemon returns", si.ssi_signo);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int run_loop(struct daemon *d)
+{
+    struct epoll_event evs[64];
+
+    for (;;) {
+        uint64_t now = mosaic__now_ns();
+        unsigned work = drain(d);
+        int timeout = 0, n;
+
+        work += decide(d);
+        if (work)
+            d->last_activity_ns = now;
+        if (now >= d->next_tick_ns) {
+            tick(d, now);
+            d->next_tick_ns = now + (uint64_t)d->cfg->heartbeat_ms * 1000000ull;
+        }
+        if (now - d->last_activity_ns >= (uint64_t)d->cfg->spin_us * 1000ull) {
+            /* About to sleep: say so, then look once more (see the top). */
+            set_wakeup(d, 1);
+            atomic_thread_fence(memory_order_seq_cst);
+            if (drain(d) + decide(d) == 0) {
+                uint64_t left = d->next_tick_ns > now ? d->next_tick_ns - now : 0;
+                timeout = (int)(left / 1000000ull) + 1;
+            } else {
+                d->last_activity_ns = mosaic__now_ns();
+            }
+        }
+        n = epoll_wait(d->ep, evs, 64, timeout);
+        set_wakeup(d, 0);
+        for (int i = 0; i < n; i++) {
+            void *p = evs[i].data.ptr;
+            if (p == &tag_signal) {
+                if (handle_signals(d))
+                    return 0;
+            } else if (p == &tag_listen) {
+                accept_clients(d);
+            } else if (p == &tag_metrics) {
+                serve_metrics(d);
+            } else {
+                /* A client freed by an earlier event of this batch has
+                 * been removed from epoll, but its pointer may still sit
+                 * in evs: only act on a client still in the table. */
+                for (unsigned k = 0; k < d->nclients; k++) {
+                    if (d->clients[k] == p) {
+                        handle_socket(d, p, evs[i].events);
+                        break;
+                    }
+                }
+            }
+            d->last_activity_ns = mosaic__now_ns();
+        }
+    }
+}
+
+int mosaic__daemon_run(const struct mosaic__sched_config *cfg)
+{
+    struct daemon d = {.cfg = cfg, .lfd = -1, .sfd = -1, .mfd = -1, .ep = -1};
+    struct epoll_event ev = {.events = EPOLLIN};
+    char err[600], ready[700];
+    sigset_t mask;
+    const char *wd = getenv("WATCHDOG_USEC");
+    int rc;
+
+    mosaic__dlog_level = cfg->log_level;
+    signal(SIGPIPE, SIG_IGN);
+    rc = mosaic__policy_get(cfg->policy, &d.policy);
+    if (rc != 0)
+        return rc;
+    d.clients = calloc(cfg->max_clients, sizeof(*d.clients));
+    if (!d.clients)
+        return MOSAIC_ENOMEM;
+    d.concurrent = mosaic__mps_check(cfg, d.mps_msg, sizeof(d.mps_msg));
+    mosaic__dlog(d.concurrent ? MOSAIC__L_INFO : MOSAIC__L_WARN, "%s", d.mps_msg);
+    rc = mosaic__listen_socket(cfg, &d.lfd, err, sizeof(err));
+    if (rc != 0) {
+        mosaic__dlog(MOSAIC__L_ERROR, "%s", err);
+        free(d.clients);
+        return rc;
+    }
+    if (cfg->metrics_port) {
+        d.mfd = metrics_listen(cfg->metrics_port);
+        if (d.mfd < 0)
+            mosaic__dlog(MOSAIC__L_WARN, "metrics: cannot listen on 127.0.0.1:%u (%s); "
+                         "continuing without metrics (set metrics-port)", cfg->metrics_port,
+                         strerror(errno));
+    }
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigprocmask(SIG_BLOCK, &mask, NULL);
+    d.sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    d.ep = epoll_create1(EPOLL_CLOEXEC);
+    if (d.sfd < 0 || d.ep < 0) {
+        rc = MOSAIC_ESYS;
+        goto out;
+    }
+    ev.data.ptr = &tag_listen;
+    epoll_ctl(d.ep, EPOLL_CTL_ADD, d.lfd, &ev);
+    ev.data.ptr = &tag_signal;
+    epoll_ctl(d.ep, EPOLL_CTL_ADD, d.sfd, &ev);
+    if (d.mfd >= 0) {
+        ev.data.ptr = &tag_metrics;
+        epoll_ctl(d.ep, EPOLL_CTL_ADD, d.mfd, &ev);
+    }
+    if (wd && atoll(wd) > 0)
+        d.watchdog_ns = (uint64_t)atoll(wd) * 1000ull;
+    d.started_ns = d.last_activity_ns = mosaic__now_ns();
+    mosaic__dlog(MOSAIC__L_INFO, "listening on %s (mode %04o), policy %s, slo %g, metrics %s%u",
+                 cfg->socket, cfg->socket_mode, d.policy.name, cfg->slo,
+                 d.mfd >= 0 ? "127.0.0.1:" : "off ", d.mfd >= 0 ? cfg->metrics_port : 0);
+    if (snprintf(ready, sizeof(ready), "READY=1\nSTATUS=policy %s, slo %g, %s", d.policy.name,
+                 cfg->slo, d.concurrent ? "MPS: concurrent" : "no MPS: time-sliced") <
+        (int)sizeof(ready))
+        mosaic__sd_notify(ready);
+    rc = run_loop(&d);
+    mosaic__sd_notify("STOPPING=1");
+out:
+    while (d.nclients)
+        client_free(&d, d.clients[0], "daemon stopping");
+    if (d.lfd >= 0) {
+        close(d.lfd);
+        unlink(cfg->socket);
+    }
+    if (d.mfd >= 0)
+        close(d.mfd);
+    if (d.sfd >= 0)
+        close(d.sfd);
+    if (d.ep >= 0)
+        close(d.ep);
+    free(d.clients);
+    return rc;
+}

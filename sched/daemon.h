@@ -1,0 +1,148 @@
+/*
+ * Internal interfaces of the mosaic-sched daemon (not of the client
+ * library): configuration, role rules, admission policies, the event loop.
+ */
+#ifndef MOSAIC_SCHED_DAEMON_H
+#define MOSAIC_SCHED_DAEMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "proto.h"
+
+/* ---- config.c --------------------------------------------------------- */
+
+enum mosaic__policy_id { MOSAIC__POLICY_NONE, MOSAIC__POLICY_HOLD_BE };
+enum mosaic__mps_mode { MOSAIC__MPS_CHECK, MOSAIC__MPS_START, MOSAIC__MPS_OFF };
+enum mosaic__level { MOSAIC__L_ERROR, MOSAIC__L_WARN, MOSAIC__L_INFO, MOSAIC__L_DEBUG };
+
+/* rule ROLE MATCH VALUE: the first rule that matches a peer decides. */
+enum mosaic__rule_role { MOSAIC__GRANT_HP, MOSAIC__GRANT_BE, MOSAIC__GRANT_REQUESTED,
+                         MOSAIC__GRANT_DENY };
+enum mosaic__rule_match { MOSAIC__MATCH_UID, MOSAIC__MATCH_GID, MOSAIC__MATCH_CGROUP,
+                          MOSAIC__MATCH_EXE, MOSAIC__MATCH_ANY };
+
+struct mosaic__rule {
+    int grant; /* enum mosaic__rule_role */
+    int match; /* enum mosaic__rule_match */
+    unsigned long id;  /* uid or gid */
+    char path[256];    /* cgroup prefix or executable path */
+    int line;          /* where it was written, for the log */
+};
+
+#define MOSAIC__MAX_RULES 64
+
+struct mosaic__sched_config {
+    char socket[108];
+    unsigned socket_mode;
+    char socket_group[64];
+    double slo;
+    int policy;
+    unsigned metrics_port;
+    int mps;
+    char mps_pipe_dir[256];
+    char mps_control[256];
+    unsigned heartbeat_ms;
+    unsigned ring_entries;
+    unsigned max_clients;
+    unsigned spin_us;
+    unsigned be_timeout_ms;
+    unsigned hp_request_timeout_ms;
+    int be_on_timeout;
+    int log_level;
+    struct mosaic__rule rules[MOSAIC__MAX_RULES];
+    int nrules;
+    int rules_are_default; /* the first `rule` line replaces the default */
+};
+
+/* Fills cfg with every key's default. */
+void mosaic__config_defaults(struct mosaic__sched_config *cfg);
+/* Applies one `key value` (from src: "FILE:LINE", "environment NAME" or
+ * "--flag"). Returns 0 or MOSAIC_ECONFIG with err naming src and the fix. */
+int mosaic__config_set(struct mosaic__sched_config *cfg, const char *key, const char *value,
+                       const char *src, int line, char *err, size_t errlen);
+/* Reads a config file; a missing file is MOSAIC_EIO unless optional. */
+int mosaic__config_load_file(struct mosaic__sched_config *cfg, const char *path,
+                             int optional, char *err, size_t errlen);
+/* MOSAIC_SCHED_<KEY> variables of envp (NULL-terminated). */
+int mosaic__config_load_env(struct mosaic__sched_config *cfg, char *const *envp, char *err,
+                            size_t errlen);
+/* The list of keys, for messages and for the shipped-file test. */
+const char *mosaic__config_key(int i); /* NULL past the end */
+const char *mosaic__policy_name(int policy);
+
+/* ---- ident.c: who is on the other end of the socket ------------------- */
+
+struct mosaic__peer {
+    pid_t pid;
+    uid_t uid;
+    gid_t gid;
+    char exe[4096];    /* "" when /proc/PID/exe could not be read */
+    char cgroup[1024]; /* the cgroup v2 path, "" when unknown */
+};
+
+/* SO_PEERCRED of a connected socket, plus exe and cgroup from /proc. */
+int mosaic__peer_identify(int sock, struct mosaic__peer *peer, const char *proc_root);
+/*
+ * Decides the role of a peer that requested `requested`. Returns
+ * MOSAIC_SCHED_ROLE_HP or _BE, or MOSAIC_EREFUSED with why saying which rule
+ * (or no rule) refused and what to change.
+ */
+int mosaic__role_decide(const struct mosaic__sched_config *cfg, const struct mosaic__peer *peer,
+                        int requested, char *why, size_t whylen);
+
+/* ---- policy.c: admission ---------------------------------------------- */
+
+/* What a policy sees: the node's HP state at the moment of a decision. */
+struct mosaic__sched_view {
+    unsigned hp_clients;
+    unsigned hp_requests_in_flight;
+    unsigned be_in_flight;
+    double slo;
+};
+
+struct mosaic__be_want {
+    uint32_t client_id;
+    uint64_t kernel_id;
+    uint64_t predicted_ns;
+    uint64_t waited_ns;
+};
+
+enum mosaic__decision { MOSAIC__ADMIT, MOSAIC__HOLD };
+
+/* A policy decides for one waiting BE kernel; the mechanism (rings,
+ * wake-ups, accounting, failure) is the daemon's. */
+struct mosaic__policy {
+    const char *name;
+    int (*decide)(void *state, const struct mosaic__sched_view *v,
+                  const struct mosaic__be_want *w);
+    void *state;
+};
+
+int mosaic__policy_get(int id, struct mosaic__policy *out);
+
+/* ---- sys.c: systemd and MPS ------------------------------------------- */
+
+/* sd_notify by hand: one datagram to $NOTIFY_SOCKET (no-op when unset). */
+int mosaic__sd_notify(const char *state);
+/*
+ * Checks (or starts, per cfg->mps) the MPS control daemon. Returns 1 when
+ * kernels of separate processes can run concurrently, 0 when not; msg says
+ * which and why in a sentence for the log and status.
+ */
+int mosaic__mps_check(const struct mosaic__sched_config *cfg, char *msg, size_t msglen);
+
+/* ---- daemon.c --------------------------------------------------------- */
+
+void mosaic__dlog(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+extern int mosaic__dlog_level;
+
+/* Runs the daemon until SIGTERM/SIGINT; returns 0 or a MOSAIC_E* code. */
+int mosaic__daemon_run(const struct mosaic__sched_config *cfg);
+/* Creates the listening socket safely (exposed for the tests). */
+int mosaic__listen_socket(const struct mosaic__sched_config *cfg, int *fd, char *err,
+                          size_t errlen);
+
+
+#endif /* MOSAIC_SCHED_DAEMON_H */

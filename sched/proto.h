@@ -1,0 +1,218 @@
+/*
+ * The protocol between mosaic-sched and its clients: the socket messages,
+ * the shared segment's layout and its rings. Internal to sched/ (the
+ * daemon and sched/client.c); the layout is described in docs/sched.md.
+ *
+ * Everything a peer sends, and everything in a shared segment, is
+ * untrusted: the parsers here check sizes, magic, version and every field
+ * before anything is used, and the daemon keeps its own copies of ring
+ * indices so that a client scribbling over its segment hurts only itself.
+ */
+#ifndef MOSAIC_SCHED_PROTO_H
+#define MOSAIC_SCHED_PROTO_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core.h"
+#include "mosaic/mosaic.h"
+#include "mosaic/sched.h"
+
+/* ---- socket messages (SOCK_SEQPACKET: one message per packet) -------- */
+
+#define MOSAIC__SCHED_MAGIC 0x4843534du /* "MSCH" little-endian */
+#define MOSAIC__SCHED_PROTO 1u
+/* The largest message a peer may send the daemon; anything longer is cut
+ * by the kernel (MSG_TRUNC) and refused. Status replies go the other way
+ * and may be longer. */
+#define MOSAIC__SCHED_MSG_MAX 512u
+#define MOSAIC__SCHED_STATUS_MAX 65536u
+#define MOSAIC__SCHED_REASON_LEN 192u
+
+enum mosaic__msg_type {
+    MOSAIC__MSG_HELLO = 1,   /* client -> daemon: who I am, which role */
+    MOSAIC__MSG_WELCOME = 2, /* daemon -> client: granted, segment attached */
+    MOSAIC__MSG_REFUSE = 3,  /* daemon -> client: refused, with the reason */
+    MOSAIC__MSG_DOORBELL = 4, /* client -> daemon: the ring has work, wake up */
+    MOSAIC__MSG_STATUS = 5,  /* client -> daemon: send the status JSON */
+    MOSAIC__MSG_STATUS_REPLY = 6,
+};
+
+struct mosaic__msg_hdr {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t type;
+    uint32_t length; /* the whole message, header included */
+    uint32_t reserved; /* 0 */
+};
+
+struct mosaic__msg_hello {
+    struct mosaic__msg_hdr h;
+    int32_t pid;    /* the sender's own pid (informational: SO_PEERCRED rules) */
+    uint32_t role;  /* enum mosaic_sched_role requested */
+    uint32_t flags; /* 0 */
+    uint32_t reserved;
+};
+
+struct mosaic__msg_welcome {
+    struct mosaic__msg_hdr h;
+    uint32_t role;
+    uint32_t client_id;
+    uint32_t shm_size;
+    uint32_t heartbeat_ms;
+    uint32_t be_timeout_ms;
+    uint32_t be_on_timeout;
+};
+
+struct mosaic__msg_refuse {
+    struct mosaic__msg_hdr h;
+    int32_t code; /* MOSAIC_E* */
+    uint32_t reserved;
+    char reason[MOSAIC__SCHED_REASON_LEN]; /* NUL-terminated */
+};
+
+/* A parsed message: the header plus the body of its type. */
+struct mosaic__msg {
+    struct mosaic__msg_hdr h;
+    union {
+        struct mosaic__msg_hello hello;
+        struct mosaic__msg_welcome welcome;
+        struct mosaic__msg_refuse refuse;
+    } u;
+    const char *text; /* STATUS_REPLY: the JSON inside the caller's buffer */
+    size_t text_len;
+};
+
+/*
+ * Parses one received message of len bytes. Returns 0, MOSAIC_EVERSION for
+ * another protocol version, or MOSAIC_EPROTO (why says what was wrong).
+ */
+int mosaic__msg_parse(const void *buf, size_t len, struct mosaic__msg *out,
+                      char *why, size_t whylen);
+void mosaic__msg_init(struct mosaic__msg_hdr *h, int type, size_t length);
+
+/* ---- the shared segment ---------------------------------------------- */
+
+#define MOSAIC__SHM_MAGIC 0x314d48534153534dull /* "MSSAHSM1" */
+#define MOSAIC__SHM_VERSION 1u
+#define MOSAIC__RING_MIN 8u
+#define MOSAIC__RING_MAX 65536u
+#define MOSAIC__CACHELINE 64
+
+/* Event types, client -> daemon (the ev ring) and daemon -> client (gr). */
+enum mosaic__ev_type {
+    MOSAIC__EV_HP_REQ_BEGIN = 1, /* id: request id, value: ts ns */
+    MOSAIC__EV_HP_REQ_END = 2,   /* id: request id, value: ts ns */
+    MOSAIC__EV_HP_LAUNCH = 3,    /* id: kernel id, value: ts ns */
+    MOSAIC__EV_HP_COMPLETE = 4,  /* id: kernel id, value: duration ns */
+    MOSAIC__EV_BE_WANT = 5,      /* ticket, id: kernel id, value: predicted ns */
+    MOSAIC__EV_BE_DONE = 6,      /* ticket, id: kernel id */
+    MOSAIC__EV_GRANT = 16,       /* daemon -> client: ticket granted */
+};
+
+/* One ring entry: 32 bytes, the seq word first (see mosaic__ring_*). */
+struct mosaic__entry {
+    _Atomic uint32_t seq;
+    uint16_t type;
+    uint16_t flags;
+    uint32_t ticket;
+    uint32_t reserved;
+    uint64_t id;
+    uint64_t value;
+};
+
+/* Ring control words, each on its own cache line. */
+struct mosaic__ring_ctl {
+    _Alignas(MOSAIC__CACHELINE) _Atomic uint32_t head; /* next to produce */
+    _Alignas(MOSAIC__CACHELINE) _Atomic uint32_t tail; /* next to consume */
+};
+
+#define MOSAIC__SHM_NEED_WAKEUP 1u /* daemon flag: sleeping, ring the doorbell */
+
+struct mosaic__shm_hdr {
+    uint64_t magic;
+    uint32_t version;
+    uint32_t hdr_size;   /* sizeof(struct mosaic__shm_hdr) */
+    uint32_t total_size; /* the whole segment */
+    uint32_t entry_size; /* sizeof(struct mosaic__entry) */
+    uint32_t ev_ctl_off, ev_off, ev_entries; /* client -> daemon */
+    uint32_t gr_ctl_off, gr_off, gr_entries; /* daemon -> client */
+    uint32_t client_id;
+    uint32_t role;
+    _Alignas(MOSAIC__CACHELINE) _Atomic uint64_t daemon_beat;
+    _Atomic uint32_t daemon_flags;
+    _Alignas(MOSAIC__CACHELINE) _Atomic uint64_t client_beat;
+    _Atomic uint64_t ev_dropped; /* events the client could not post */
+    _Alignas(MOSAIC__CACHELINE) _Atomic uint32_t grant_futex; /* bumped per grant batch */
+    _Atomic uint32_t grant_waiters;
+};
+
+/* A mapped segment with its rings located. */
+struct mosaic__shm {
+    void *base;
+    size_t size;
+    struct mosaic__shm_hdr *hdr;
+    struct mosaic__ring_ctl *ev_ctl, *gr_ctl;
+    struct mosaic__entry *ev, *gr;
+    uint32_t ev_mask, gr_mask;
+};
+
+/* Bytes a segment with two rings of `entries` each needs. */
+size_t mosaic__shm_size(uint32_t entries);
+/* Daemon: a sealed memfd of that size, mode 0600, mapped and initialised. */
+int mosaic__shm_create(uint32_t entries, uint32_t client_id, uint32_t role,
+                       struct mosaic__shm *shm, int *fd_out);
+/* Client: maps fd and checks magic, version, sizes and offsets. */
+int mosaic__shm_attach(int fd, size_t expect_size, struct mosaic__shm *shm,
+                       char *why, size_t whylen);
+/* Checks a mapped segment's header (exposed for the tests and the fuzzer). */
+int mosaic__shm_check(const void *base, size_t size, char *why, size_t whylen);
+void mosaic__shm_unmap(struct mosaic__shm *shm);
+
+/*
+ * Rings: fixed-size entries, a power-of-two count, one seq word per entry
+ * (Vyukov's bounded queue). An entry at position p is free to produce when
+ * seq == p, and holds a produced event when seq == p + 1; consuming sets it
+ * to p + entries. Producers publish with a release store of seq and
+ * consumers read it with an acquire load, so no system call and no lock is
+ * needed while the ring has room.
+ *
+ * mosaic__ring_push_mp is for a client's many threads (the head is claimed
+ * with a compare-and-swap). The daemon, which trusts nothing in the
+ * segment, produces and consumes with its own private index (*pos) and
+ * only publishes it to the shared word for the peer's information.
+ */
+int mosaic__ring_push_mp(struct mosaic__ring_ctl *ctl, struct mosaic__entry *ring,
+                         uint32_t mask, const struct mosaic__entry *e);
+int mosaic__ring_push_private(struct mosaic__ring_ctl *ctl, struct mosaic__entry *ring,
+                              uint32_t mask, uint32_t *pos,
+                              const struct mosaic__entry *e);
+/* Returns 1 with *e filled, 0 when empty. */
+int mosaic__ring_pop_private(struct mosaic__ring_ctl *ctl, struct mosaic__entry *ring,
+                             uint32_t mask, uint32_t *pos, struct mosaic__entry *e);
+/* Like pop_private but through the shared tail (a client, under its lock). */
+int mosaic__ring_pop_shared(struct mosaic__ring_ctl *ctl, struct mosaic__entry *ring,
+                            uint32_t mask, struct mosaic__entry *e);
+
+/*
+ * Checks one event read from a client's ring against the client's role.
+ * Returns 0 or MOSAIC_EPROTO with why filled.
+ */
+int mosaic__entry_check(const struct mosaic__entry *e, int role, char *why,
+                        size_t whylen);
+
+/* ---- small shared helpers -------------------------------------------- */
+
+uint64_t mosaic__now_ns(void);
+const char *mosaic__role_str(int role);
+/* Sends one SEQPACKET message, optionally with a file descriptor. */
+int mosaic__send_msg(int sock, const void *msg, size_t len, int fd);
+/* Receives one message (and at most one descriptor, else *fd = -1).
+ * Returns the length, 0 at EOF, or a negative MOSAIC_E* code
+ * (MOSAIC_EPROTO for a message longer than cap). */
+long mosaic__recv_msg(int sock, void *buf, size_t cap, int *fd, int flags);
+int mosaic__futex_wait(_Atomic uint32_t *word, uint32_t expect, uint32_t timeout_us);
+void mosaic__futex_wake(_Atomic uint32_t *word);
+
+#endif /* MOSAIC_SCHED_PROTO_H */
