@@ -49,7 +49,7 @@
 #define SIM_POLL_NS 50e3
 /* How often dead processes are looked for, and the longest sleep. */
 #define SIM_REAP_NS 20e6
-#define SIM_MAX_SLEEP_NS 100e6
+#define SIM_MAX_SLEEP_NS 20e6
 /* A kernel is never slowed to below this rate (it always progresses). */
 #define SIM_MIN_RATE 0.02
 /* H200 copy bandwidth, read + write, on all 132 SMs (DESIGN.md). */
