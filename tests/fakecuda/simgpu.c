@@ -45,7 +45,10 @@
 
 /* An unprofiled kernel without a duration in its name takes this long. */
 #define SIM_DEFAULT_US 100.0
-/* How often the owner of a stream blocked on a wait-value reads the value. */
+/* How often the owner of a stream blocked on a wait-value reads the value,
+ * unless MOSAIC_SIMGPU_POLL_US says otherwise: a grant written by another
+ * process is seen within this, at the cost of a wake-up per period while a
+ * stream waits. */
 #define SIM_POLL_NS 50e3
 /* How often dead processes are looked for, and the longest sleep. */
 #define SIM_REAP_NS 20e6
@@ -303,6 +306,7 @@ static struct {
     bool thread_running;
     pthread_t thread;
     _Atomic bool stop;
+    double poll_ns;       /* MOSAIC_SIMGPU_POLL_US */
 } P = { .once = PTHREAD_ONCE_INIT, .default_slot = -1,
         .start_lock = PTHREAD_MUTEX_INITIALIZER };
 
@@ -652,19 +656,21 @@ static bool advance(struct sim_shm *m, double now)
     return any;
 }
 
-/* How long until something may need this process: the model's next
- * completion, or the next poll of a wait-value it owns. */
-static double next_wake(struct sim_shm *m)
+/* How long until something may need this thread: the model's next
+ * completion, or, for the progress thread (the only poller, which wakes the
+ * others through the futex when a wait is satisfied), the next poll of a
+ * wait-value this process owns. */
+static double next_wake(struct sim_shm *m, bool poller)
 {
     double t = SIM_MAX_SLEEP_NS;
     for (int i = 0; i < SIM_STREAMS; i++) {
         struct sim_stream *s = &m->streams[i];
         if (s->running)
             t = fmin(t, s->rem_ns / s->rate);
-        else if (s->state != SIM_FREE && s->owner == P.pid &&
+        else if (poller && s->state != SIM_FREE && s->owner == P.pid &&
                  s->head != s->tail &&
                  head_op(s)->type == SIM_OP_WAIT_VALUE)
-            t = fmin(t, SIM_POLL_NS);
+            t = fmin(t, P.poll_ns);
     }
     return t;
 }
@@ -680,7 +686,7 @@ static void *progress(void *arg)
     while (!atomic_load(&P.stop)) {
         lock(m);
         bool ch = advance(m, now_ns());
-        double t = next_wake(m);
+        double t = next_wake(m, true);
         uint32_t g = atomic_load(&m->gen);
         unlock_wake(m, ch);
         if (!ch)
@@ -787,6 +793,18 @@ static void init_once(void)
         fprintf(stderr, "simgpu: MOSAIC_SIMGPU_SCALE=%g but segment \"%s\" "
                 "runs at %g (set by its creator); using %g\n", want, name,
                 m->scale, m->scale);
+    P.poll_ns = SIM_POLL_NS;
+    const char *poll = getenv("MOSAIC_SIMGPU_POLL_US");
+    if (poll != NULL && *poll != '\0') {
+        char *end;
+        double us = strtod(poll, &end);
+        if (*end != '\0' || !(us >= 1) || us > 1e6)
+            fprintf(stderr, "simgpu: MOSAIC_SIMGPU_POLL_US=\"%s\" is not a "
+                    "number of microseconds in [1, 1e6]; using %g\n", poll,
+                    SIM_POLL_NS / 1e3);
+        else
+            P.poll_ns = us * 1e3;
+    }
     P.m = m;
     pthread_atfork(NULL, NULL, after_fork_child);
     P.status = 1;
@@ -891,7 +909,7 @@ static int enqueue(int slot, struct sim_op op)
             unlock_wake(m, true);
             return 0;
         }
-        double t = next_wake(m);
+        double t = next_wake(m, false);
         uint32_t g = atomic_load(&m->gen);
         unlock_wake(m, ch);
         sleep_on(m, g, t);
@@ -1002,7 +1020,7 @@ static int wait_for(enum what w, int id, bool block)
         lock(m);
         bool ch = advance(m, now_ns());
         int d = done(m, w, id);
-        double t = next_wake(m);
+        double t = next_wake(m, false);
         uint32_t g = atomic_load(&m->gen);
         unlock_wake(m, ch);
         if (d < 0)
