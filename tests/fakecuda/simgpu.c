@@ -507,6 +507,11 @@ static bool wait_holds(const struct sim_op *op)
     return false;
 }
 
+static void event_free(struct sim_event *e)
+{
+    *e = (struct sim_event){ .gen = e->gen };
+}
+
 static void stream_free(struct sim_stream *s)
 {
     s->state = SIM_FREE;
@@ -541,13 +546,14 @@ static bool start_phase(struct sim_shm *m, double cur, bool at_now,
             }
             if (op->type == SIM_OP_RECORD) {
                 struct sim_event *e = &m->events[op->event];
-                if (e->used && op->value > e->completed) {
+                if (e->used && e->gen == op->how &&
+                    op->value > e->completed) {
                     e->completed = op->value;
                     e->time_ns = cur;
                 }
             } else if (op->type == SIM_OP_WAIT_EVENT) {
                 const struct sim_event *e = &m->events[op->event];
-                if (e->used && e->completed < op->value)
+                if (e->used && e->gen == op->how && e->completed < op->value)
                     break;
             } else if (op->type == SIM_OP_WRITE_VALUE) {
                 if (!mine)
@@ -589,7 +595,7 @@ static bool reap(struct sim_shm *m)
         struct sim_event *e = &m->events[i];
         if (e->used && e->owner != P.pid && kill(e->owner, 0) != 0 &&
             errno == ESRCH)
-            memset(e, 0, sizeof *e);
+            event_free(e);
     }
     return any;
 }
@@ -753,7 +759,7 @@ __attribute__((destructor)) static void sim_exit(void)
         }
         for (int i = 0; i < SIM_EVENTS; i++)
             if (m->events[i].used && m->events[i].owner == P.pid)
-                memset(&m->events[i], 0, sizeof m->events[i]);
+                event_free(&m->events[i]);
         if (any)
             rates(m);
         unlock_wake(m, true);
@@ -897,6 +903,8 @@ static int enqueue(int slot, struct sim_op op)
         }
         struct sim_stream *s = &m->streams[slot];
         if (s->tail - s->head < SIM_RING) {
+            if (op.type == SIM_OP_RECORD || op.type == SIM_OP_WAIT_EVENT)
+                op.how = m->events[op.event].gen;
             if (op.type == SIM_OP_RECORD)
                 op.value = ++m->events[op.event].recorded;
             else if (op.type == SIM_OP_WAIT_EVENT)
@@ -1048,7 +1056,8 @@ int sim_event_new(int *event)
     for (int i = 0; i < SIM_EVENTS && found < 0; i++) {
         if (!m->events[i].used) {
             found = i;
-            m->events[i] = (struct sim_event){ .owner = P.pid, .used = 1 };
+            m->events[i] = (struct sim_event){
+                .owner = P.pid, .used = 1, .gen = m->events[i].gen + 1 };
         }
     }
     unlock_wake(m, false);
@@ -1066,7 +1075,7 @@ void sim_event_release(int event)
     struct sim_shm *m = P.m;
     lock(m);
     if (own_event(m, event))
-        memset(&m->events[event], 0, sizeof m->events[event]);
+        event_free(&m->events[event]);
     unlock_wake(m, true);
 }
 

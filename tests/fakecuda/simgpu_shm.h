@@ -43,7 +43,7 @@ enum sim_op_type {
 
 struct sim_op {
     uint32_t type;
-    uint32_t how;      /* WAIT_VALUE: enum sim_wait; VALUE ops: 1 if 64-bit */
+    uint32_t how;      /* WAIT_VALUE: enum sim_wait; event ops: its gen */
     int32_t kernel;    /* KERNEL: index into kernels[], -1 unprofiled */
     int32_t event;     /* RECORD / WAIT_EVENT */
     uint32_t is64;
@@ -71,6 +71,10 @@ struct sim_stream {
 struct sim_event {
     int32_t owner;
     uint32_t used;
+    /* Bumped at each reuse of the slot, so that an operation queued for a
+     * destroyed event never touches the next event in the slot. */
+    uint32_t gen;
+    uint32_t pad;
     uint64_t recorded;  /* records issued */
     uint64_t completed; /* the last record the GPU reached */
     double time_ns;     /* when it reached it */
