@@ -307,6 +307,7 @@ static struct {
     pthread_t thread;
     _Atomic bool stop;
     double poll_ns;       /* MOSAIC_SIMGPU_POLL_US */
+    int priority;         /* CUDA_MPS_CLIENT_PRIORITY */
 } P = { .once = PTHREAD_ONCE_INIT, .default_slot = -1,
         .start_lock = PTHREAD_MUTEX_INITIALIZER };
 
@@ -344,11 +345,15 @@ struct runner {
     int variant;
 };
 
-/* Whether a started before b, as the GPU dispatched them: within the
- * measured dispatch jitter the order is a coin toss, as on the H200. */
+/* Whether a goes first, as the GPU dispatched them: the process of higher
+ * MPS client priority first (the assumption that priority decides the
+ * dispatch order; not measured here), else the earlier-started, and within
+ * the measured dispatch jitter a coin toss, as on the H200. */
 static bool first_of(struct sim_shm *m, const struct runner *a,
                      const struct runner *b)
 {
+    if (a->s->priority != b->s->priority)
+        return a->s->priority < b->s->priority;
     double d = a->s->start_ns - b->s->start_ns;
     if (fabs(d) <= m->jitter_ns)
         return (rnd(m) & 1) != 0;
@@ -811,6 +816,15 @@ static void init_once(void)
         else
             P.poll_ns = us * 1e3;
     }
+    /* As the MPS server reads it: 0 (normal) or 1 (below normal). */
+    const char *prio = getenv("CUDA_MPS_CLIENT_PRIORITY");
+    if (prio != NULL && *prio != '\0') {
+        if (strcmp(prio, "0") == 0 || strcmp(prio, "1") == 0)
+            P.priority = prio[0] - '0';
+        else
+            fprintf(stderr, "simgpu: CUDA_MPS_CLIENT_PRIORITY=\"%s\" is not "
+                    "0 (normal) or 1 (below normal); using 0\n", prio);
+    }
     P.m = m;
     pthread_atfork(NULL, NULL, after_fork_child);
     P.status = 1;
@@ -836,6 +850,7 @@ int sim_stream_new(int *slot)
             stream_free(&m->streams[i]);
             m->streams[i].state = SIM_USED;
             m->streams[i].owner = P.pid;
+            m->streams[i].priority = P.priority;
         }
     }
     unlock_wake(m, false);

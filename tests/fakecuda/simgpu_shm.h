@@ -61,7 +61,9 @@ struct sim_stream {
     uint64_t head, tail; /* ops[head % SIM_RING] is the next to run */
     /* The head kernel while it runs (running != 0). */
     uint32_t running;
-    uint32_t pad;
+    /* The owner's CUDA_MPS_CLIENT_PRIORITY (0 normal, 1 below normal): a
+     * lower value dispatches first when two kernels meet. */
+    int32_t priority;
     double start_ns;   /* when it started on the GPU */
     double rem_ns;     /* isolated work left, ns of scaled time */
     double rate;       /* work done per ns now: 1 / current slowdown */

@@ -84,6 +84,21 @@ CUresult demo_launch(const struct demo_seq *seq, CUstream s)
     return CUDA_SUCCESS;
 }
 
+CUresult demo_graph(const struct demo_seq *seq, CUstream s, CUgraphExec *out)
+{
+    CUgraph g;
+    CUresult r = cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+    if (r != CUDA_SUCCESS)
+        return r;
+    CUresult lr = demo_launch(seq, s);
+    r = cuStreamEndCapture(s, &g);
+    if (lr != CUDA_SUCCESS || r != CUDA_SUCCESS)
+        return lr != CUDA_SUCCESS ? lr : r;
+    r = cuGraphInstantiate(out, g, 0);
+    cuGraphDestroy(g);
+    return r;
+}
+
 double demo_now_ms(void)
 {
     struct timespec ts;

@@ -31,6 +31,8 @@ int demo_add_key(struct demo_seq *seq, const char *key);
 int demo_load(struct demo_seq *seq);
 /* Launches the whole sequence on the stream. */
 CUresult demo_launch(const struct demo_seq *seq, CUstream s);
+/* Captures the sequence on s into a CUDA graph, instantiated in *out. */
+CUresult demo_graph(const struct demo_seq *seq, CUstream s, CUgraphExec *out);
 double demo_now_ms(void);
 /* p in [0, 1] of n sorted values, nearest rank. */
 double demo_quantile(const double *sorted, int n, double p);

@@ -11,6 +11,7 @@
  */
 #include "demo_util.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,8 +29,9 @@ static const char *const default_keys[] = {
 static int usage(void)
 {
     fprintf(stderr, "usage: hp_service [--requests N] [--warmup N] "
-            "[--gap-ms MS] [--kernel KEY]...\n"
-            "  KEY: a profile key, NAME|grid=X,Y,Z|block=X,Y,Z|dsmem=N\n");
+            "[--gap-ms MS] [--kernel KEY]... [--graph]\n"
+            "  KEY: a profile key, NAME|grid=X,Y,Z|block=X,Y,Z|dsmem=N\n"
+            "  --graph: capture the sequence once, launch it as a CUDA graph\n");
     return 2;
 }
 
@@ -48,7 +50,12 @@ int main(int argc, char **argv)
     int requests = 100, warmup = 3;
     double gap_ms = 2;
     static struct demo_seq seq;
+    bool graph = false;
     for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--graph") == 0) {
+            graph = true;
+            continue;
+        }
         if (i + 1 >= argc)
             return usage();
         if (strcmp(argv[i], "--requests") == 0)
@@ -81,6 +88,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "hp_service: cannot create a stream or events\n");
         return 1;
     }
+    CUgraphExec exec = NULL;
+    if (graph && demo_graph(&seq, s, &exec) != CUDA_SUCCESS) {
+        fprintf(stderr, "hp_service: cannot capture the sequence as a "
+                "graph\n");
+        return 1;
+    }
     double *lat = calloc((size_t)requests, sizeof *lat);
     double *gpu = calloc((size_t)requests, sizeof *gpu);
     if (lat == NULL || gpu == NULL)
@@ -89,7 +102,8 @@ int main(int argc, char **argv)
         double t0 = demo_now_ms();
         CUresult c = cuEventRecord(e0, s);
         if (c == CUDA_SUCCESS)
-            c = demo_launch(&seq, s);
+            c = exec != NULL ? cuGraphLaunch(exec, s)
+                             : demo_launch(&seq, s);
         if (c == CUDA_SUCCESS)
             c = cuEventRecord(e1, s);
         if (c == CUDA_SUCCESS)
@@ -115,11 +129,13 @@ int main(int argc, char **argv)
     demo_sort(lat, requests);
     demo_sort(gpu, requests);
     printf("{\"program\": \"hp_service\", \"requests\": %d, "
-           "\"kernels_per_request\": %d, \"p50_ms\": %.3f, \"p99_ms\": %.3f, "
-           "\"mean_ms\": %.3f, \"max_ms\": %.3f, \"gpu_p50_ms\": %.3f, "
-           "\"gpu_p99_ms\": %.3f, \"method\": \"host CLOCK_MONOTONIC from "
-           "first launch to cuStreamSynchronize return; gpu_* from events\"}"
-           "\n", requests, seq.n, demo_quantile(lat, requests, 0.5),
+           "\"kernels_per_request\": %d, \"launch\": \"%s\", "
+           "\"p50_ms\": %.3f, \"p99_ms\": %.3f, \"mean_ms\": %.3f, "
+           "\"max_ms\": %.3f, \"gpu_p50_ms\": %.3f, \"gpu_p99_ms\": %.3f, "
+           "\"method\": \"host CLOCK_MONOTONIC from first launch to "
+           "cuStreamSynchronize return; gpu_* from events\"}\n",
+           requests, seq.n, graph ? "graph" : "kernels",
+           demo_quantile(lat, requests, 0.5),
            demo_quantile(lat, requests, 0.99), sum / requests,
            lat[requests - 1], demo_quantile(gpu, requests, 0.5),
            demo_quantile(gpu, requests, 0.99));
@@ -127,6 +143,8 @@ int main(int argc, char **argv)
     free(gpu);
     cuEventDestroy(e0);
     cuEventDestroy(e1);
+    if (exec != NULL)
+        cuGraphExecDestroy(exec);
     cuStreamDestroy(s);
     return 0;
 }
