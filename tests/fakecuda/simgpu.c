@@ -347,17 +347,17 @@ struct runner {
 
 /* Whether a goes first, as the GPU dispatched them: the process of higher
  * MPS client priority first (the assumption that priority decides the
- * dispatch order; not measured here), else the earlier-started, and within
- * the measured dispatch jitter a coin toss, as on the H200. */
-static bool first_of(struct sim_shm *m, const struct runner *a,
-                     const struct runner *b)
+ * dispatch order; not measured here), else the earlier dispatched. Each
+ * kernel's dispatch time is its start plus a uniform draw within the
+ * measured jitter, so two kernels started together go either way with even
+ * odds, as on the H200, and one started a jitter later is always second. */
+static bool first_of(const struct runner *a, const struct runner *b)
 {
     if (a->s->priority != b->s->priority)
         return a->s->priority < b->s->priority;
-    double d = a->s->start_ns - b->s->start_ns;
-    if (fabs(d) <= m->jitter_ns)
-        return (rnd(m) & 1) != 0;
-    return d < 0;
+    if (a->s->dispatch_ns != b->s->dispatch_ns)
+        return a->s->dispatch_ns < b->s->dispatch_ns;
+    return a->s < b->s;
 }
 
 static const struct sim_pair *pair_of(const struct sim_shm *m, int vf, int vs)
@@ -409,7 +409,7 @@ static void mean_slowdowns(const struct sim_shm *m, const struct runner *a,
  * kernel that joins a running one meets the rest of it as a fresh start. */
 static void pair_rates(struct sim_shm *m, struct runner *a, struct runner *b)
 {
-    if (!first_of(m, a, b)) {
+    if (!first_of(a, b)) {
         struct runner *t = a;
         a = b;
         b = t;
@@ -421,13 +421,16 @@ static void pair_rates(struct sim_shm *m, struct runner *a, struct runner *b)
         a->s->rate = b->s->rate = 1.0 / s;
         return;
     }
+    /* The repeat follows from the two kernels' own draws: the same pair
+     * keeps it whenever the rates are recomputed. */
+    uint64_t draw = a->s->draw ^ (b->s->draw * 0x9e3779b97f4a7c15ull);
     double sa, sb;
     if (p != NULL) {
-        unsigned i = (unsigned)(rnd(m) % p->n);
+        unsigned i = (unsigned)(draw % p->n);
         sa = p->first[i];
         sb = p->second[i];
     } else {
-        unsigned i = (unsigned)(rnd(m) % q->n);
+        unsigned i = (unsigned)(draw % q->n);
         sa = q->second[i];
         sb = q->first[i];
     }
@@ -473,7 +476,7 @@ static void rates(struct sim_shm *m)
         for (int i = 0; i < n; i++) {
             for (int j = i + 1; j < n; j++) {
                 double si, sj;
-                if (first_of(m, &r[i], &r[j])) {
+                if (first_of(&r[i], &r[j])) {
                     mean_slowdowns(m, &r[i], &r[j], &si, &sj);
                 } else {
                     mean_slowdowns(m, &r[j], &r[i], &sj, &si);
@@ -543,6 +546,9 @@ static bool start_phase(struct sim_shm *m, double cur, bool at_now,
             if (op->type == SIM_OP_KERNEL) {
                 s->running = 1;
                 s->start_ns = cur;
+                s->dispatch_ns = cur + (double)(rnd(m) >> 11) * 0x1p-53 *
+                                           m->jitter_ns;
+                s->draw = rnd(m);
                 s->rem_ns = op->work_ns;
                 s->rate = 1.0;
                 *set_changed = true;
@@ -584,7 +590,8 @@ static bool start_phase(struct sim_shm *m, double cur, bool at_now,
     return did;
 }
 
-/* Frees the streams and events of processes that no longer exist. */
+/* Frees the streams and events of processes that no longer exist; true
+ * if a running kernel went with them. */
 static bool reap(struct sim_shm *m)
 {
     bool any = false;
@@ -592,8 +599,8 @@ static bool reap(struct sim_shm *m)
         struct sim_stream *s = &m->streams[i];
         if (s->state != SIM_FREE && s->owner != P.pid &&
             kill(s->owner, 0) != 0 && errno == ESRCH) {
+            any |= s->running != 0;
             stream_free(s);
-            any = true;
         }
     }
     for (int i = 0; i < SIM_EVENTS; i++) {
@@ -615,7 +622,7 @@ static bool advance(struct sim_shm *m, double now)
     if (now - m->last_reap_ns >= SIM_REAP_NS) {
         m->last_reap_ns = now;
         if (reap(m))
-            any = set_changed = true;
+            any = set_changed = true; /* only a lost runner changes rates */
     }
     for (;;) {
         if (start_phase(m, cur, cur >= now, &set_changed))

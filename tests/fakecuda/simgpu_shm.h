@@ -65,6 +65,12 @@ struct sim_stream {
      * lower value dispatches first when two kernels meet. */
     int32_t priority;
     double start_ns;   /* when it started on the GPU */
+    /* Drawn at its start and kept for its whole run, so that recomputing
+     * rates never reorders or redraws a pair: its dispatch time (start plus
+     * a uniform draw within the measured jitter; the earlier dispatched of
+     * two is "first") and the draw that picks a measured repeat. */
+    double dispatch_ns;
+    uint64_t draw;
     double rem_ns;     /* isolated work left, ns of scaled time */
     double rate;       /* work done per ns now: 1 / current slowdown */
     struct sim_op ops[SIM_RING];
