@@ -927,6 +927,36 @@ static void test_stale_segment(void **state)
     free(out);
 }
 
+/* A data file that is missing or of the wrong kind stops the creator with
+ * a message naming the file and the variable, and leaves no segment. */
+static void test_bad_data_files(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *env, *want;
+    } cases[] = {
+        { "MOSAIC_SIMGPU_PROFILES=/nonexistent/p.json",
+          "/nonexistent/p.json (MOSAIC_SIMGPU_PROFILES)" },
+        { "MOSAIC_SIMGPU_PROFILES=" SIMGPU_DATA_DIR "/variant_kernels.json",
+          "not a mosaic-profile/1 file" },
+        { "MOSAIC_SIMGPU_CORUN=/nonexistent/c.jsonl",
+          "set MOSAIC_SIMGPU_CORUN to an existing file" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "MOSAIC_SIMGPU=%s-bad %s %s/be_trainer "
+                 "--steps 1 2>&1; echo rc=$?; %s/simgpu show %s-bad 2>&1",
+                 segment, cases[i].env, bin_dir(), bin_dir(), segment);
+        char *out = run(cmd);
+        if (strstr(out, cases[i].want) == NULL ||
+            strstr(out, "rc=1") == NULL ||
+            strstr(out, "no segment") == NULL)
+            fail_msg("%s: want \"%s\", exit 1 and no segment left; got: %s",
+                     cases[i].env, cases[i].want, out);
+        free(out);
+    }
+}
+
 int main(void)
 {
     snprintf(segment, sizeof segment, "test-%d", (int)getpid());
@@ -955,6 +985,7 @@ int main(void)
         cmocka_unit_test_teardown(test_mps_client_priority, destroy_events),
         cmocka_unit_test_teardown(test_no_fd_left, destroy_events),
         cmocka_unit_test_teardown(test_stale_segment, destroy_events),
+        cmocka_unit_test_teardown(test_bad_data_files, destroy_events),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     char path[128];
