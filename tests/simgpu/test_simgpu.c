@@ -276,6 +276,8 @@ static void test_stream_order_and_events(void **state)
     cuStreamDestroy(s2);
 }
 
+static uint32_t *new_flag(CUdeviceptr *d);
+
 /* An event destroyed with a record still queued: the record, when the
  * stream reaches it, must not complete the next event given that slot. */
 static void test_destroyed_event_slot(void **state)
@@ -289,11 +291,18 @@ static void test_destroyed_event_slot(void **state)
     assert_int_equal(cuEventRecord(old, s1), CUDA_SUCCESS);
     assert_int_equal(cuEventDestroy(old), CUDA_SUCCESS);
     CUevent fresh = event();
+    /* s2 stays gated until the check, however late this thread runs. */
+    CUdeviceptr dgate;
+    uint32_t *gate = new_flag(&dgate);
+    assert_int_equal(cuStreamWaitValue32(s2, dgate, 1, CU_STREAM_WAIT_VALUE_EQ),
+                     CUDA_SUCCESS);
     assert_int_equal(go(&longk, s2), CUDA_SUCCESS);
     assert_int_equal(cuEventRecord(fresh, s2), CUDA_SUCCESS);
     assert_int_equal(cuStreamSynchronize(s1), CUDA_SUCCESS);
     assert_int_equal(cuEventQuery(fresh), CUDA_ERROR_NOT_READY);
+    __atomic_store_n(gate, 1, __ATOMIC_RELEASE);
     assert_int_equal(cuEventSynchronize(fresh), CUDA_SUCCESS);
+    cuMemFreeHost(gate);
     assert_int_equal(cuStreamQuery(s2), CUDA_SUCCESS);
     cuStreamDestroy(s1);
     cuStreamDestroy(s2);
@@ -434,16 +443,26 @@ static void test_partial_overlap(void **state)
     double d = 100e-3 * SCALE;
     CUstream s1 = stream(), s2 = stream();
     CUevent a0 = event(), a1 = event(), b0 = event(), b1 = event();
+    /* Each stream behind its own flag, so that its start event and its
+     * kernel start together, whenever the host gets to set the flag. */
+    CUdeviceptr df1, df2;
+    uint32_t *f1 = new_flag(&df1), *f2 = new_flag(&df2);
+    assert_int_equal(cuStreamWaitValue32(s1, df1, 1, CU_STREAM_WAIT_VALUE_EQ),
+                     CUDA_SUCCESS);
     assert_int_equal(cuEventRecord(a0, s1), CUDA_SUCCESS);
     assert_int_equal(go(&a, s1), CUDA_SUCCESS);
     assert_int_equal(cuEventRecord(a1, s1), CUDA_SUCCESS);
-    sleep_ms(d / 3);
+    assert_int_equal(cuStreamWaitValue32(s2, df2, 1, CU_STREAM_WAIT_VALUE_EQ),
+                     CUDA_SUCCESS);
     assert_int_equal(cuEventRecord(b0, s2), CUDA_SUCCESS);
     assert_int_equal(go(&b, s2), CUDA_SUCCESS);
     assert_int_equal(cuEventRecord(b1, s2), CUDA_SUCCESS);
+    __atomic_store_n(f1, 1, __ATOMIC_RELEASE);
+    sleep_ms(d / 3);
+    __atomic_store_n(f2, 1, __ATOMIC_RELEASE);
     assert_int_equal(cuCtxSynchronize(), CUDA_SUCCESS);
     double delta = elapsed(a0, b0);
-    assert_true(delta > 0);
+    assert_true(delta >= 0);
     if (delta < d) {
         assert_float_equal(elapsed(a0, a1), 2 * d - delta, 0.01 * d);
         assert_float_equal(elapsed(a0, b1), 2 * d, 0.01 * d);
@@ -453,6 +472,8 @@ static void test_partial_overlap(void **state)
     }
     cuStreamDestroy(s1);
     cuStreamDestroy(s2);
+    cuMemFreeHost(f1);
+    cuMemFreeHost(f2);
 }
 
 /* Three kernels at once follow the documented rule: each one's excess
@@ -491,7 +512,7 @@ static void test_three_kernels(void **state)
 /* Two measured kernels that start together dispatch in a random order, as
  * on the H200, and each takes the measured slowdown for its place; one that
  * starts later than the dispatch jitter is always second. copy_128M next
- * to itself: ~1.2x first, ~1.95x second. */
+ * to itself: ~1.2x first, ~1.95x second (copy_1G for the late joiner). */
 static void test_dispatch_order(void **state)
 {
     (void)state;
@@ -532,9 +553,13 @@ static void test_dispatch_order(void **state)
                   s1_first, rounds);
     assert_true(s1_first > 0 && s1_first < rounds);
 
-    /* s2's kernel joins 1.5 ms (> the jitter window) after s1's: each
+    /* s2's kernel joins ~5 ms (> the jitter window) after s1's, copy_1G
+     * this time (52 ms, so the host's sleep stays well inside it): each
      * stream behind its own flag, so that its start event and kernel start
      * together when the flag is seen. */
+    sp = self_spread("copy_1G");
+    d = profile_ns(COPY_1G) * SCALE / 1e6;
+    k = kern(COPY_1G);
     CUdeviceptr dflag2;
     uint32_t *flag2 = new_flag(&dflag2);
     int checked = 0;
@@ -555,14 +580,14 @@ static void test_dispatch_order(void **state)
         assert_int_equal(go(&k, s2), CUDA_SUCCESS);
         assert_int_equal(cuEventRecord(e2, s2), CUDA_SUCCESS);
         __atomic_store_n(flag, 1, __ATOMIC_RELEASE);
-        sleep_ms(1.5);
+        sleep_ms(5);
         __atomic_store_n(flag2, 1, __ATOMIC_RELEASE);
         assert_int_equal(cuCtxSynchronize(), CUDA_SUCCESS);
         double delta = elapsed(b1, b2);
         double span1 = elapsed(b1, e1), span2 = elapsed(b2, e2);
         destroy_events(NULL);
         /* The host can make this no test: the progress thread saw both
-         * flags at once (descheduled 1.5 ms), or this thread overslept the
+         * flags at once (descheduled 5 ms), or this thread overslept the
          * first kernel. Both are retried. */
         if (delta <= 0.32 * SCALE / 100 || delta >= d * 0.9)
             continue;
