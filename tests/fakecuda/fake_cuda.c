@@ -5,8 +5,14 @@
  * documented semantics, for the shim and its tests: code loading (a code
  * image is the C string "name1;name2;..." naming its kernels), function and
  * kernel identity, kernel launches, stream capture, graphs and
- * cuGetProcAddress. Nothing runs: a launch is counted (or, on a capturing
- * stream, recorded as a graph node) and fake_tally() reports the counts.
+ * cuGetProcAddress. By default nothing runs: a launch is counted (or, on a
+ * capturing stream, recorded as a graph node) and fake_tally() reports the
+ * counts; streams and events complete at once.
+ *
+ * With MOSAIC_SIMGPU=<name> set, the same entry points drive the simulated
+ * GPU of simgpu.c (docs/simgpu.md): launches also run, in real time, on a
+ * GPU that all processes naming that segment share, and the synchronising,
+ * event, stream-memory-operation and host-memory entry points follow it.
  *
  * __CUDA_API_VERSION_INTERNAL makes cuda.h declare every ABI variant under
  * its own exported name (cuLaunchKernel_ptsz, cuGetProcAddress_v2, ...)
@@ -17,6 +23,7 @@
 #include <cuda.h>
 
 #include "fake_cuda.h"
+#include "simgpu.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -24,6 +31,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* The project builds with -fvisibility=hidden; everything not static in this
  * file is driver ABI (or a fake_* control entry) and must be exported. */
@@ -50,6 +58,7 @@ enum tag {
     TAG_GRAPH,
     TAG_NODE,
     TAG_GRAPH_EXEC,
+    TAG_EVENT,
 };
 
 /* Code and function handles live until exit, like code that is never
@@ -80,6 +89,7 @@ struct graph;
 
 struct stream {
     uint32_t tag;
+    int sim;               /* simulated stream slot, -1 without the sim */
     struct graph *capture; /* non-NULL while capturing */
     bool to_graph;         /* capture goes into a caller's graph */
 };
@@ -173,6 +183,36 @@ static CUresult get_stream(CUstream hs, struct stream **out)
         return CUDA_ERROR_INVALID_HANDLE;
     *out = (struct stream *)hs;
     return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------
+ * The simulated GPU (simgpu.h): 1 when on, 0 when off, and a CUresult for
+ * its errors.
+ */
+static int sim_on(void)
+{
+    return sim_active();
+}
+
+static CUresult sim_result(int r)
+{
+    switch (r) {
+    case 0: return CUDA_SUCCESS;
+    case SIM_EINVAL: return CUDA_ERROR_INVALID_HANDLE;
+    case SIM_ENOMEM: return CUDA_ERROR_OUT_OF_MEMORY;
+    case SIM_ENOTREADY: return CUDA_ERROR_NOT_READY;
+    default: return CUDA_ERROR_NOT_INITIALIZED;
+    }
+}
+
+/* The simulated slot of a stream (s NULL: the process's default stream). */
+static CUresult sim_slot(const struct stream *s, int *slot)
+{
+    if (s != NULL) {
+        *slot = s->sim;
+        return CUDA_SUCCESS;
+    }
+    return sim_result(sim_default_stream(slot));
 }
 
 /* ------------------------------------------------------------------------
@@ -304,6 +344,18 @@ static CUresult launch(enum fake_entry e, CUfunction f, unsigned gx,
     }
     if (r != CUDA_SUCCESS)
         return r;
+    int sim = recorded ? 0 : sim_on();
+    if (sim < 0)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (sim > 0) {
+        int slot;
+        r = sim_slot(s, &slot);
+        if (r == CUDA_SUCCESS)
+            r = sim_result(sim_enqueue_kernel(slot, ((struct fn *)f)->name,
+                                              k.grid, k.block, k.shmem));
+        if (r != CUDA_SUCCESS)
+            return r;
+    }
     if (recorded) {
         bump(&g_count.captured, 1);
     } else {
@@ -394,6 +446,26 @@ CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
                   hStream);
 }
 
+/* Queues a graph's kernels on the simulated stream in node order, child
+ * graphs expanded in place (nodes carry no edges, so order is insertion
+ * order, which is the capture order). */
+static CUresult sim_graph(int slot, const struct graph *g)
+{
+    for (size_t i = 0; i < g->n; i++) {
+        const struct node *n = g->nodes[i];
+        CUresult r = CUDA_SUCCESS;
+        if (n->type == CU_GRAPH_NODE_TYPE_KERNEL)
+            r = sim_result(sim_enqueue_kernel(slot,
+                                              ((struct fn *)n->fn)->name,
+                                              n->grid, n->block, n->shmem));
+        else if (n->type == CU_GRAPH_NODE_TYPE_GRAPH)
+            r = sim_graph(slot, n->child);
+        if (r != CUDA_SUCCESS)
+            return r;
+    }
+    return CUDA_SUCCESS;
+}
+
 /* A graph launch runs the exec's kernels; into a capturing stream it is
  * recorded as a child-graph node holding a copy of the exec's graph. */
 static CUresult graph_launch(enum fake_entry e, CUgraphExec hx, CUstream hs)
@@ -420,6 +492,12 @@ static CUresult graph_launch(enum fake_entry e, CUgraphExec hx, CUstream hs)
         }
     } else {
         n = x->nkernels;
+        int sim = sim_on();
+        int slot;
+        if (sim < 0)
+            r = CUDA_ERROR_NOT_INITIALIZED;
+        else if (sim > 0 && (r = sim_slot(s, &slot)) == CUDA_SUCCESS)
+            r = sim_graph(slot, x->g); /* g_lock keeps the exec's graph */
     }
     pthread_mutex_unlock(&g_lock);
     if (r != CUDA_SUCCESS)
@@ -450,7 +528,9 @@ CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
  */
 CUresult cuInit(unsigned int Flags)
 {
-    return Flags == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    if (Flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    return sim_on() < 0 ? CUDA_ERROR_NOT_INITIALIZED : CUDA_SUCCESS;
 }
 
 CUresult cuDriverGetVersion(int *driverVersion)
@@ -483,9 +563,20 @@ CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)
 {
     if (phStream == NULL || (Flags & ~(unsigned)CU_STREAM_NON_BLOCKING))
         return CUDA_ERROR_INVALID_VALUE;
+    int sim = sim_on();
+    if (sim < 0)
+        return CUDA_ERROR_NOT_INITIALIZED;
     struct stream *s = calloc(1, sizeof *s);
     if (s == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
+    s->sim = -1;
+    if (sim > 0) {
+        CUresult r = sim_result(sim_stream_new(&s->sim));
+        if (r != CUDA_SUCCESS) {
+            free(s);
+            return r;
+        }
+    }
     s->tag = TAG_STREAM;
     *phStream = (CUstream)s;
     return CUDA_SUCCESS;
@@ -499,6 +590,8 @@ CUresult cuStreamDestroy_v2(CUstream hStream)
     pthread_mutex_lock(&g_lock);
     if (s->capture != NULL && !s->to_graph) /* capture abandoned */
         graph_free(s->capture);
+    if (s->sim >= 0) /* freed once its queued work is done, as in CUDA */
+        sim_stream_release(s->sim);
     s->tag = 0;
     free(s);
     pthread_mutex_unlock(&g_lock);
@@ -1211,6 +1304,452 @@ CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
 }
 
 /* ------------------------------------------------------------------------
+ * Synchronisation, events, stream memory operations and host memory. They
+ * follow the simulated GPU when it is on; without it nothing runs, so work
+ * is always complete, events are stamped with the host clock when
+ * recorded, and a stream's write-value happens at once.
+ *
+ * cuda.h declares some of these names only as macro targets, so the ABI
+ * variants are declared here with the real prototypes.
+ */
+CUresult cuStreamSynchronize_ptsz(CUstream hStream);
+CUresult cuStreamQuery_ptsz(CUstream hStream);
+CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent,
+                                unsigned int Flags);
+CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream);
+CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream,
+                                     unsigned int flags);
+CUresult cuEventDestroy_v2(CUevent hEvent);
+CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart,
+                               CUevent hEnd);
+CUresult cuMemAllocHost_v2(void **pp, size_t bytesize);
+CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags);
+CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p,
+                                      unsigned int Flags);
+CUresult cuStreamWaitValue32_v2_ptsz(CUstream stream, CUdeviceptr addr,
+                                     cuuint32_t value, unsigned int flags);
+CUresult cuStreamWaitValue64_v2_ptsz(CUstream stream, CUdeviceptr addr,
+                                     cuuint64_t value, unsigned int flags);
+CUresult cuStreamWriteValue32_v2_ptsz(CUstream stream, CUdeviceptr addr,
+                                      cuuint32_t value, unsigned int flags);
+CUresult cuStreamWriteValue64_v2_ptsz(CUstream stream, CUdeviceptr addr,
+                                      cuuint64_t value, unsigned int flags);
+CUresult cuStreamBatchMemOp_v2_ptsz(CUstream stream, unsigned int count,
+                                    CUstreamBatchMemOpParams *paramArray,
+                                    unsigned int flags);
+
+struct event {
+    uint32_t tag;
+    int sim;            /* simulated event slot, -1 without the sim */
+    unsigned flags;
+    bool recorded;
+    double host_ns;     /* without the sim: the host clock at record */
+};
+
+static CUresult get_event(CUevent he, struct event **out)
+{
+    if (!is(he, TAG_EVENT))
+        return CUDA_ERROR_INVALID_HANDLE;
+    *out = (struct event *)he;
+    return CUDA_SUCCESS;
+}
+
+/* The simulated slot of any stream handle, or -1 without the sim. */
+static CUresult stream_slot(CUstream hs, int *slot)
+{
+    struct stream *s;
+    CUresult r = get_stream(hs, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    int sim = sim_on();
+    *slot = -1;
+    if (sim < 0)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    return sim > 0 ? sim_slot(s, slot) : CUDA_SUCCESS;
+}
+
+CUresult cuCtxSynchronize(void)
+{
+    int sim = sim_on();
+    if (sim < 0)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    return sim > 0 ? sim_result(sim_ctx_sync()) : CUDA_SUCCESS;
+}
+
+static CUresult stream_sync(CUstream hs)
+{
+    int slot;
+    CUresult r = stream_slot(hs, &slot);
+    if (r != CUDA_SUCCESS || slot < 0)
+        return r;
+    return sim_result(sim_stream_sync(slot));
+}
+
+CUresult cuStreamSynchronize(CUstream hStream) { return stream_sync(hStream); }
+CUresult cuStreamSynchronize_ptsz(CUstream hStream)
+{
+    return stream_sync(hStream);
+}
+
+static CUresult stream_query(CUstream hs)
+{
+    int slot;
+    CUresult r = stream_slot(hs, &slot);
+    if (r != CUDA_SUCCESS || slot < 0)
+        return r;
+    return sim_result(sim_stream_query(slot));
+}
+
+CUresult cuStreamQuery(CUstream hStream) { return stream_query(hStream); }
+CUresult cuStreamQuery_ptsz(CUstream hStream) { return stream_query(hStream); }
+
+CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
+{
+    const unsigned known = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING |
+                           CU_EVENT_INTERPROCESS;
+    if (phEvent == NULL || (Flags & ~known))
+        return CUDA_ERROR_INVALID_VALUE;
+    int sim = sim_on();
+    if (sim < 0)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    struct event *e = calloc(1, sizeof *e);
+    if (e == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    e->sim = -1;
+    e->flags = Flags;
+    if (sim > 0) {
+        CUresult r = sim_result(sim_event_new(&e->sim));
+        if (r != CUDA_SUCCESS) {
+            free(e);
+            return r;
+        }
+    }
+    e->tag = TAG_EVENT;
+    *phEvent = (CUevent)e;
+    return CUDA_SUCCESS;
+}
+
+static CUresult event_destroy(CUevent he)
+{
+    struct event *e;
+    CUresult r = get_event(he, &e);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (e->sim >= 0)
+        sim_event_release(e->sim);
+    e->tag = 0;
+    free(e);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuEventDestroy(CUevent hEvent) { return event_destroy(hEvent); }
+CUresult cuEventDestroy_v2(CUevent hEvent) { return event_destroy(hEvent); }
+
+static CUresult event_record(CUevent he, CUstream hs, unsigned flags)
+{
+    struct event *e;
+    int slot;
+    CUresult r = get_event(he, &e);
+    if (r == CUDA_SUCCESS && (flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL))
+        r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS)
+        r = stream_slot(hs, &slot);
+    if (r != CUDA_SUCCESS)
+        return r;
+    e->recorded = true;
+    if (slot < 0 || e->sim < 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        e->host_ns = (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+        return CUDA_SUCCESS;
+    }
+    return sim_result(sim_enqueue_record(slot, e->sim));
+}
+
+CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
+{
+    return event_record(hEvent, hStream, 0);
+}
+
+CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream)
+{
+    return event_record(hEvent, hStream, 0);
+}
+
+CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream,
+                                unsigned int flags)
+{
+    return event_record(hEvent, hStream, flags);
+}
+
+CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream,
+                                     unsigned int flags)
+{
+    return event_record(hEvent, hStream, flags);
+}
+
+/* An event never recorded counts as complete, as in CUDA. */
+CUresult cuEventQuery(CUevent hEvent)
+{
+    struct event *e;
+    CUresult r = get_event(hEvent, &e);
+    if (r != CUDA_SUCCESS || e->sim < 0)
+        return r;
+    return sim_result(sim_event_query(e->sim));
+}
+
+CUresult cuEventSynchronize(CUevent hEvent)
+{
+    struct event *e;
+    CUresult r = get_event(hEvent, &e);
+    if (r != CUDA_SUCCESS || e->sim < 0)
+        return r;
+    return sim_result(sim_event_sync(e->sim));
+}
+
+static CUresult event_time(const struct event *e, double *ns)
+{
+    if (!e->recorded || (e->flags & CU_EVENT_DISABLE_TIMING))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (e->sim < 0) {
+        *ns = e->host_ns;
+        return CUDA_SUCCESS;
+    }
+    return sim_result(sim_event_time(e->sim, ns));
+}
+
+CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart,
+                            CUevent hEnd)
+{
+    struct event *a, *b;
+    double ta = 0, tb = 0;
+    CUresult r = pMilliseconds == NULL ? CUDA_ERROR_INVALID_VALUE
+                                       : get_event(hStart, &a);
+    if (r == CUDA_SUCCESS)
+        r = get_event(hEnd, &b);
+    if (r == CUDA_SUCCESS)
+        r = event_time(a, &ta);
+    if (r == CUDA_SUCCESS)
+        r = event_time(b, &tb);
+    if (r == CUDA_SUCCESS)
+        *pMilliseconds = (float)((tb - ta) / 1e6);
+    return r;
+}
+
+CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart,
+                               CUevent hEnd)
+{
+    return cuEventElapsedTime(pMilliseconds, hStart, hEnd);
+}
+
+static CUresult stream_wait_event(CUstream hs, CUevent he, unsigned flags)
+{
+    struct event *e;
+    int slot;
+    CUresult r = get_event(he, &e);
+    if (r == CUDA_SUCCESS && (flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL))
+        r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS)
+        r = stream_slot(hs, &slot);
+    if (r != CUDA_SUCCESS || slot < 0 || e->sim < 0)
+        return r;
+    return sim_result(sim_enqueue_wait_event(slot, e->sim));
+}
+
+CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent,
+                           unsigned int Flags)
+{
+    return stream_wait_event(hStream, hEvent, Flags);
+}
+
+CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent,
+                                unsigned int Flags)
+{
+    return stream_wait_event(hStream, hEvent, Flags);
+}
+
+/* Device pointers of host memory are its host addresses (unified
+ * addressing), so a stream memory operation reads or writes the issuing
+ * process's memory at that address. */
+static CUresult wait_value(CUstream hs, CUdeviceptr addr, uint64_t value,
+                           unsigned flags, bool is64)
+{
+    int slot;
+    unsigned how = flags & 0xfu;
+    if (addr == 0 || how > CU_STREAM_WAIT_VALUE_NOR ||
+        (flags & ~(0xfu | CU_STREAM_WAIT_VALUE_FLUSH)))
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = stream_slot(hs, &slot);
+    if (r != CUDA_SUCCESS || slot < 0)
+        return r;
+    return sim_result(sim_enqueue_wait_value(slot, addr, value,
+                                             (enum sim_wait)how, is64));
+}
+
+static CUresult write_value(CUstream hs, CUdeviceptr addr, uint64_t value,
+                            unsigned flags, bool is64)
+{
+    int slot;
+    if (addr == 0 || (flags & ~(unsigned)CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER))
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = stream_slot(hs, &slot);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (slot >= 0)
+        return sim_result(sim_enqueue_write_value(slot, addr, value, is64));
+    if (is64)
+        __atomic_store_n((uint64_t *)(uintptr_t)addr, value, __ATOMIC_RELEASE);
+    else
+        __atomic_store_n((uint32_t *)(uintptr_t)addr, (uint32_t)value,
+                         __ATOMIC_RELEASE);
+    return CUDA_SUCCESS;
+}
+
+#define VALUE_OPS(suffix)                                                  \
+    CUresult cuStreamWaitValue32##suffix(CUstream stream, CUdeviceptr addr, \
+                                         cuuint32_t value,                  \
+                                         unsigned int flags)                \
+    {                                                                      \
+        return wait_value(stream, addr, value, flags, false);              \
+    }                                                                      \
+    CUresult cuStreamWaitValue64##suffix(CUstream stream, CUdeviceptr addr, \
+                                         cuuint64_t value,                  \
+                                         unsigned int flags)                \
+    {                                                                      \
+        return wait_value(stream, addr, value, flags, true);               \
+    }                                                                      \
+    CUresult cuStreamWriteValue32##suffix(CUstream stream,                 \
+                                          CUdeviceptr addr,                \
+                                          cuuint32_t value,                \
+                                          unsigned int flags)              \
+    {                                                                      \
+        return write_value(stream, addr, value, flags, false);             \
+    }                                                                      \
+    CUresult cuStreamWriteValue64##suffix(CUstream stream,                 \
+                                          CUdeviceptr addr,                \
+                                          cuuint64_t value,                \
+                                          unsigned int flags)              \
+    {                                                                      \
+        return write_value(stream, addr, value, flags, true);              \
+    }                                                                      \
+    CUresult cuStreamBatchMemOp##suffix(CUstream stream, unsigned int count, \
+                                        CUstreamBatchMemOpParams *ops,     \
+                                        unsigned int flags)                \
+    {                                                                      \
+        return batch_mem_op(stream, count, ops, flags);                    \
+    }
+
+/* Wait and write operations in order; the others (flush, barrier) have
+ * nothing to do on host memory and are accepted. Checked before any is
+ * queued, so a bad batch queues nothing. */
+static CUresult batch_mem_op(CUstream hs, unsigned count,
+                             CUstreamBatchMemOpParams *ops, unsigned flags)
+{
+    if (flags != 0 || (count != 0 && ops == NULL) || count > 256)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (unsigned i = 0; i < count; i++) {
+        switch (ops[i].operation) {
+        case CU_STREAM_MEM_OP_WAIT_VALUE_32:
+        case CU_STREAM_MEM_OP_WAIT_VALUE_64:
+        case CU_STREAM_MEM_OP_WRITE_VALUE_32:
+        case CU_STREAM_MEM_OP_WRITE_VALUE_64:
+            if (ops[i].waitValue.address == 0)
+                return CUDA_ERROR_INVALID_VALUE;
+            break;
+        case CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES:
+        case CU_STREAM_MEM_OP_BARRIER:
+            break;
+        default:
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+    }
+    for (unsigned i = 0; i < count; i++) {
+        const CUstreamBatchMemOpParams *o = &ops[i];
+        CUresult r = CUDA_SUCCESS;
+        switch (o->operation) {
+        case CU_STREAM_MEM_OP_WAIT_VALUE_32:
+            r = wait_value(hs, o->waitValue.address, o->waitValue.value,
+                           o->waitValue.flags, false);
+            break;
+        case CU_STREAM_MEM_OP_WAIT_VALUE_64:
+            r = wait_value(hs, o->waitValue.address, o->waitValue.value64,
+                           o->waitValue.flags, true);
+            break;
+        case CU_STREAM_MEM_OP_WRITE_VALUE_32:
+            r = write_value(hs, o->writeValue.address, o->writeValue.value,
+                            o->writeValue.flags, false);
+            break;
+        case CU_STREAM_MEM_OP_WRITE_VALUE_64:
+            r = write_value(hs, o->writeValue.address, o->writeValue.value64,
+                            o->writeValue.flags, true);
+            break;
+        default:
+            break;
+        }
+        if (r != CUDA_SUCCESS)
+            return r;
+    }
+    return CUDA_SUCCESS;
+}
+
+VALUE_OPS()
+VALUE_OPS(_ptsz)
+VALUE_OPS(_v2)
+VALUE_OPS(_v2_ptsz)
+
+/* Host memory is ordinary memory; its device pointer is its address. */
+CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
+{
+    const unsigned known = CU_MEMHOSTALLOC_PORTABLE |
+                           CU_MEMHOSTALLOC_DEVICEMAP |
+                           CU_MEMHOSTALLOC_WRITECOMBINED;
+    if (pp == NULL || bytesize == 0 || (Flags & ~known))
+        return CUDA_ERROR_INVALID_VALUE;
+    void *p = NULL;
+    if (posix_memalign(&p, 4096, bytesize) != 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    memset(p, 0, bytesize);
+    *pp = p;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
+{
+    return cuMemHostAlloc(pp, bytesize, 0);
+}
+
+CUresult cuMemFreeHost(void *p)
+{
+    free(p);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
+{
+    const unsigned known = CU_MEMHOSTREGISTER_PORTABLE |
+                           CU_MEMHOSTREGISTER_DEVICEMAP |
+                           CU_MEMHOSTREGISTER_IOMEMORY |
+                           CU_MEMHOSTREGISTER_READ_ONLY;
+    if (p == NULL || bytesize == 0 || (Flags & ~known))
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemHostUnregister(void *p)
+{
+    return p == NULL ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
+CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p,
+                                      unsigned int Flags)
+{
+    if (pdptr == NULL || p == NULL || Flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pdptr = (CUdeviceptr)(uintptr_t)p;
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------
  * cuGetProcAddress. symbol is a base name (no _v2/_ptsz suffix). Rows of
  * one name are adjacent, newest ABI first: the first row whose `since` is
  * <= cudaVersion answers; the last row's `since` is the symbol's minimum.
@@ -1280,6 +1819,40 @@ static const struct proc procs[] = {
     P("cuGraphExecUpdate", 12000, cuGraphExecUpdate_v2, NULL),
     P1(cuGraphExecUpdate, 2000),
     P1(cuGraphExecDestroy, 2000),
+    P1(cuCtxSynchronize, 2000),
+    P2(cuStreamSynchronize, 2000),
+    P2(cuStreamQuery, 2000),
+    P2(cuStreamWaitEvent, 2000),
+    P1(cuEventCreate, 2000),
+    P("cuEventDestroy", 4000, cuEventDestroy_v2, NULL),
+    P1(cuEventDestroy, 2000),
+    P2(cuEventRecord, 2000),
+    P2(cuEventRecordWithFlags, 11010),
+    P1(cuEventQuery, 2000),
+    P1(cuEventSynchronize, 2000),
+    P("cuEventElapsedTime", 12080, cuEventElapsedTime_v2, NULL),
+    P1(cuEventElapsedTime, 2000),
+    P("cuStreamWaitValue32", 11070, cuStreamWaitValue32_v2,
+      cuStreamWaitValue32_v2_ptsz),
+    P2(cuStreamWaitValue32, 8000),
+    P("cuStreamWaitValue64", 11070, cuStreamWaitValue64_v2,
+      cuStreamWaitValue64_v2_ptsz),
+    P2(cuStreamWaitValue64, 9000),
+    P("cuStreamWriteValue32", 11070, cuStreamWriteValue32_v2,
+      cuStreamWriteValue32_v2_ptsz),
+    P2(cuStreamWriteValue32, 8000),
+    P("cuStreamWriteValue64", 11070, cuStreamWriteValue64_v2,
+      cuStreamWriteValue64_v2_ptsz),
+    P2(cuStreamWriteValue64, 9000),
+    P("cuStreamBatchMemOp", 11070, cuStreamBatchMemOp_v2,
+      cuStreamBatchMemOp_v2_ptsz),
+    P2(cuStreamBatchMemOp, 8000),
+    P1(cuMemHostAlloc, 2020),
+    P("cuMemAllocHost", 3020, cuMemAllocHost_v2, NULL),
+    P1(cuMemFreeHost, 2000),
+    P("cuMemHostRegister", 6050, cuMemHostRegister_v2, NULL),
+    P1(cuMemHostUnregister, 4000),
+    P("cuMemHostGetDevicePointer", 3020, cuMemHostGetDevicePointer_v2, NULL),
 };
 
 static CUresult getproc(const char *symbol, void **pfn, int cudaVersion,

@@ -9,6 +9,12 @@
  * symbolStatus for unknown or too-new symbols), and keeps its own tally of
  * what it executed, like CUPTI's kernel activity records on a real GPU.
  *
+ * With MOSAIC_SIMGPU=<name> set, the same library is a simulated GPU
+ * shared by every process naming that segment (docs/simgpu.md): kernels
+ * run in real time with their profiled durations and measured co-run
+ * slowdowns, and streams, events and stream memory operations follow it.
+ * The tally counts the same either way.
+ *
  * Tests reach these fake_* functions with dlsym() on the fake library's
  * handle, so that a test program never links against the fake directly
  * and reaches the driver exactly as the CUDA runtime does.

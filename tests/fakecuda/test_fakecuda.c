@@ -165,6 +165,18 @@ static void test_getproc(void **state)
         { "cuStreamDestroy", 12000, 0, "cuStreamDestroy_v2" },
         { "cuLibraryGetKernel", 12000, 0, "cuLibraryGetKernel" },
         { "cuFuncGetName", 12030, 0, "cuFuncGetName" },
+        { "cuStreamSynchronize", 12000, PTDS, "cuStreamSynchronize_ptsz" },
+        { "cuEventRecord", 12000, PTDS, "cuEventRecord_ptsz" },
+        { "cuEventDestroy", 12000, 0, "cuEventDestroy_v2" },
+        { "cuEventElapsedTime", 12080, 0, "cuEventElapsedTime_v2" },
+        { "cuEventElapsedTime", 12000, 0, "cuEventElapsedTime" },
+        { "cuStreamWaitValue32", 12000, 0, "cuStreamWaitValue32_v2" },
+        { "cuStreamWaitValue32", 12000, PTDS, "cuStreamWaitValue32_v2_ptsz" },
+        { "cuStreamWaitValue32", 11000, PTDS, "cuStreamWaitValue32_ptsz" },
+        { "cuStreamWriteValue64", 12000, 0, "cuStreamWriteValue64_v2" },
+        { "cuStreamBatchMemOp", 12000, 0, "cuStreamBatchMemOp_v2" },
+        { "cuMemHostGetDevicePointer", 12000, 0,
+          "cuMemHostGetDevicePointer_v2" },
     };
     static const struct {
         const char *sym;
@@ -703,6 +715,61 @@ static void test_threads(void **state)
     assert_int_equal(t.per_entry[FAKE_cuGraphLaunch], THREADS * REPLAYS);
 }
 
+/* Without MOSAIC_SIMGPU nothing runs: work is complete at once, events are
+ * stamped with the host clock, a stream write-value happens at once. */
+static void test_plain_sync_and_memops(void **state)
+{
+    (void)state;
+    CUstream s;
+    CUevent a, b;
+    assert_int_equal(F(cuStreamCreate)(&s, 0), CUDA_SUCCESS);
+    assert_int_equal(F(cuEventCreate)(&a, 0), CUDA_SUCCESS);
+    assert_int_equal(F(cuEventCreate)(&b, CU_EVENT_DISABLE_TIMING),
+                     CUDA_SUCCESS);
+    assert_int_equal(F(cuEventCreate)(&b, 0x100), CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(F(cuEventDestroy_v2)(b), CUDA_SUCCESS);
+    assert_int_equal(F(cuEventCreate)(&b, 0), CUDA_SUCCESS);
+    float ms = -1;
+    /* never recorded: complete, but no time */
+    assert_int_equal(F(cuEventQuery)(a), CUDA_SUCCESS);
+    assert_int_equal(F(cuEventElapsedTime)(&ms, a, b),
+                     CUDA_ERROR_INVALID_HANDLE);
+    assert_int_equal(launch(mkfunc("k", 32, 0), s), CUDA_SUCCESS);
+    assert_int_equal(F(cuEventRecord)(a, s), CUDA_SUCCESS);
+    assert_int_equal(F(cuEventRecord)(b, NULL), CUDA_SUCCESS);
+    assert_int_equal(F(cuStreamQuery)(s), CUDA_SUCCESS);
+    assert_int_equal(F(cuStreamSynchronize)(s), CUDA_SUCCESS);
+    assert_int_equal(F(cuCtxSynchronize)(), CUDA_SUCCESS);
+    assert_int_equal(F(cuEventSynchronize)(a), CUDA_SUCCESS);
+    assert_int_equal(F(cuEventElapsedTime)(&ms, a, b), CUDA_SUCCESS);
+    assert_true(ms >= 0 && ms < 1000);
+    assert_int_equal(F(cuStreamWaitEvent)(s, b, 0), CUDA_SUCCESS);
+    assert_int_equal(F(cuStreamWaitEvent)(s, (CUevent)s, 0),
+                     CUDA_ERROR_INVALID_HANDLE);
+
+    uint64_t *h = NULL;
+    CUdeviceptr d = 0;
+    assert_int_equal(F(cuMemHostAlloc)((void **)&h, 64, CU_MEMHOSTALLOC_DEVICEMAP),
+                     CUDA_SUCCESS);
+    assert_int_equal(F(cuMemHostGetDevicePointer_v2)(&d, h, 0), CUDA_SUCCESS);
+    assert_int_equal(d, (CUdeviceptr)(uintptr_t)h);
+    assert_int_equal(F(cuStreamWriteValue64_v2)(s, d, 42, 0), CUDA_SUCCESS);
+    assert_int_equal(*h, 42);
+    assert_int_equal(F(cuStreamWaitValue32_v2)(s, d, 42,
+                                               CU_STREAM_WAIT_VALUE_EQ),
+                     CUDA_SUCCESS);
+    assert_int_equal(F(cuStreamWaitValue32_v2)(s, d, 1, 7),
+                     CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(F(cuStreamWriteValue32_v2)(s, 0, 1, 0),
+                     CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(F(cuMemHostRegister_v2)(h, 64, 0), CUDA_SUCCESS);
+    assert_int_equal(F(cuMemHostUnregister)(h), CUDA_SUCCESS);
+    assert_int_equal(F(cuMemFreeHost)(h), CUDA_SUCCESS);
+    assert_int_equal(F(cuEventDestroy_v2)(a), CUDA_SUCCESS);
+    assert_int_equal(F(cuEventDestroy_v2)(b), CUDA_SUCCESS);
+    assert_int_equal(F(cuStreamDestroy_v2)(s), CUDA_SUCCESS);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -712,6 +779,7 @@ int main(void)
         cmocka_unit_test_setup(test_capture, reset),
         cmocka_unit_test_setup(test_graphs, reset),
         cmocka_unit_test_setup(test_threads, reset),
+        cmocka_unit_test_setup(test_plain_sync_and_memops, reset),
     };
     return cmocka_run_group_tests_name("fakecuda", tests, group_setup, NULL);
 }

@@ -1,0 +1,150 @@
+/*
+ * hp_service: a latency-critical "inference service" for the simulated GPU
+ * (docs/simgpu.md). Each request is a fixed sequence of zoo kernels on one
+ * stream followed by cuStreamSynchronize; the request's latency is the host
+ * time from its first launch to the sync's return. Prints one JSON object:
+ * request count and latency p50/p99/mean/max in ms of wall time (which on
+ * the simulated GPU is MOSAIC_SIMGPU_SCALE times H200 time), plus the GPU
+ * span of each request from events.
+ *
+ *   hp_service [--requests N] [--warmup N] [--gap-ms MS] [--kernel KEY]...
+ */
+#include "demo_util.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* A small vision-model request: convolution, normalisation, a GEMM and a
+ * softmax, 0.65 ms on the H200 (zoo.profile.json). */
+static const char *const default_keys[] = {
+    "_Z9k_conv3x3PKfS0_Pfiiii|grid=16,8,16|block=8,8,1|dsmem=7808",
+    "_Z11k_batchnormPK6float4PS_PKfii|grid=131072,1,1|block=64,1,1|dsmem=0",
+    "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT|grid=2,64,1|block=384,1,1|dsmem=213188",
+    "_Z14k_softmax_warpPK6float4PS_ii|grid=8192,1,1|block=256,1,1|dsmem=0",
+};
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: hp_service [--requests N] [--warmup N] "
+            "[--gap-ms MS] [--kernel KEY]... [--graph]\n"
+            "  KEY: a profile key, NAME|grid=X,Y,Z|block=X,Y,Z|dsmem=N\n"
+            "  --graph: capture the sequence once, launch it as a CUDA graph\n");
+    return 2;
+}
+
+static void sleep_ms(double ms)
+{
+    if (ms <= 0)
+        return;
+    struct timespec ts = { (time_t)(ms / 1e3),
+                           (long)((ms - (double)(time_t)(ms / 1e3) * 1e3) *
+                                  1e6) };
+    nanosleep(&ts, NULL);
+}
+
+int main(int argc, char **argv)
+{
+    int requests = 100, warmup = 3;
+    double gap_ms = 2;
+    static struct demo_seq seq;
+    bool graph = false;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--graph") == 0) {
+            graph = true;
+            continue;
+        }
+        if (i + 1 >= argc)
+            return usage();
+        if (strcmp(argv[i], "--requests") == 0)
+            requests = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--warmup") == 0)
+            warmup = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--gap-ms") == 0)
+            gap_ms = atof(argv[++i]);
+        else if (strcmp(argv[i], "--kernel") == 0) {
+            if (demo_add_key(&seq, argv[++i]) != 0)
+                return 2;
+        } else
+            return usage();
+    }
+    if (requests < 1 || warmup < 0)
+        return usage();
+    if (seq.n == 0) {
+        for (size_t i = 0; i < sizeof default_keys / sizeof default_keys[0];
+             i++)
+            if (demo_add_key(&seq, default_keys[i]) != 0)
+                return 1;
+    }
+    if (demo_load(&seq) != 0)
+        return 1;
+    CUstream s;
+    CUevent e0, e1;
+    if (cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS ||
+        cuEventCreate(&e0, 0) != CUDA_SUCCESS ||
+        cuEventCreate(&e1, 0) != CUDA_SUCCESS) {
+        fprintf(stderr, "hp_service: cannot create a stream or events\n");
+        return 1;
+    }
+    CUgraphExec exec = NULL;
+    if (graph && demo_graph(&seq, s, &exec) != CUDA_SUCCESS) {
+        fprintf(stderr, "hp_service: cannot capture the sequence as a "
+                "graph\n");
+        return 1;
+    }
+    double *lat = calloc((size_t)requests, sizeof *lat);
+    double *gpu = calloc((size_t)requests, sizeof *gpu);
+    if (lat == NULL || gpu == NULL)
+        return 1;
+    for (int r = -warmup; r < requests; r++) {
+        double t0 = demo_now_ms();
+        CUresult c = cuEventRecord(e0, s);
+        if (c == CUDA_SUCCESS)
+            c = exec != NULL ? cuGraphLaunch(exec, s)
+                             : demo_launch(&seq, s);
+        if (c == CUDA_SUCCESS)
+            c = cuEventRecord(e1, s);
+        if (c == CUDA_SUCCESS)
+            c = cuStreamSynchronize(s);
+        double t1 = demo_now_ms();
+        float ms = 0;
+        if (c == CUDA_SUCCESS)
+            c = cuEventElapsedTime(&ms, e0, e1);
+        if (c != CUDA_SUCCESS) {
+            fprintf(stderr, "hp_service: request %d failed (CUresult %d)\n",
+                    r, (int)c);
+            return 1;
+        }
+        if (r >= 0) {
+            lat[r] = t1 - t0;
+            gpu[r] = ms;
+        }
+        sleep_ms(gap_ms);
+    }
+    double sum = 0;
+    for (int r = 0; r < requests; r++)
+        sum += lat[r];
+    demo_sort(lat, requests);
+    demo_sort(gpu, requests);
+    printf("{\"program\": \"hp_service\", \"requests\": %d, "
+           "\"kernels_per_request\": %d, \"launch\": \"%s\", "
+           "\"p50_ms\": %.3f, \"p99_ms\": %.3f, \"mean_ms\": %.3f, "
+           "\"max_ms\": %.3f, \"gpu_p50_ms\": %.3f, \"gpu_p99_ms\": %.3f, "
+           "\"method\": \"host CLOCK_MONOTONIC from first launch to "
+           "cuStreamSynchronize return; gpu_* from events\"}\n",
+           requests, seq.n, graph ? "graph" : "kernels",
+           demo_quantile(lat, requests, 0.5),
+           demo_quantile(lat, requests, 0.99), sum / requests,
+           lat[requests - 1], demo_quantile(gpu, requests, 0.5),
+           demo_quantile(gpu, requests, 0.99));
+    free(lat);
+    free(gpu);
+    cuEventDestroy(e0);
+    cuEventDestroy(e1);
+    if (exec != NULL)
+        cuGraphExecDestroy(exec);
+    cuStreamDestroy(s);
+    return 0;
+}
