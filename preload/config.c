@@ -124,7 +124,11 @@ int mosaic__config_parse(struct mosaic__config *cfg, char *const *envp)
         const char *value;
         int v;
 
-        if (strncmp(*e, "MOSAIC_", 7) != 0 || !eq)
+        /* MOSAIC_SCHED_* belong to the arbiter (the client reads
+         * MOSAIC_SCHED_SOCKET in sched_link.c), MOSAIC_SIMGPU* to the
+         * simulated GPU: not unknown, not the shim's to check. */
+        if (strncmp(*e, "MOSAIC_", 7) != 0 || !eq ||
+            strncmp(*e, "MOSAIC_SCHED_", 13) == 0 || strncmp(*e, "MOSAIC_SIMGPU", 13) == 0)
             continue;
         nlen = (size_t)(eq - *e);
         value = eq + 1;

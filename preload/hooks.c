@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "sched_link.h"
 
 _Atomic int mosaic__active_captures;
 static unsigned char hook_is_ptsz[MOSAIC__HOOK_COUNT];
@@ -54,6 +55,9 @@ MOSAIC__X_TYPEDEF(graph_update_v2)
 MOSAIC__X_TYPEDEF(graph_exec_destroy)
 MOSAIC__X_TYPEDEF(library_get_kernel)
 MOSAIC__X_TYPEDEF(library_enum_kernels)
+MOSAIC__X_TYPEDEF(stream_sync)
+MOSAIC__X_TYPEDEF(ctx_sync)
+MOSAIC__X_TYPEDEF(event_sync)
 #undef MOSAIC__X_TYPEDEF
 
 /*
@@ -104,6 +108,7 @@ static void note_launch(const struct mosaic__binding *b, int hook,
     atomic_fetch_add_explicit(&mosaic__ctr.launches[hook], 1,
                               memory_order_relaxed);
     mosaic__kernel_count_config(k, grid, block, dyn_smem);
+    mosaic__sched_hp_launched(fn, grid, block, dyn_smem);
 }
 
 /* ---- cuGetProcAddress ------------------------------------------------- */
@@ -162,6 +167,8 @@ static CUresult h_launch(int hook, MOSAIC__P_launch)
     CUresult r;
     MOSAIC__REAL(launch);
 
+    mosaic__sched_be_gate(b, hook, f, NULL, stream, (unsigned[3]){gx, gy, gz},
+                          (unsigned[3]){bx, by, bz}, shmem);
     r = real(MOSAIC__A_launch);
     if (mosaic__observing())
         note_launch(b, hook, f, stream, r, (unsigned[3]){gx, gy, gz},
@@ -174,6 +181,13 @@ static CUresult h_launch_ex(int hook, MOSAIC__P_launch_ex)
     CUresult r;
     MOSAIC__REAL(launch_ex);
 
+    if (config)
+        mosaic__sched_be_gate(b, hook, f, NULL, config->hStream,
+                              (unsigned[3]){config->gridDimX, config->gridDimY,
+                                            config->gridDimZ},
+                              (unsigned[3]){config->blockDimX, config->blockDimY,
+                                            config->blockDimZ},
+                              config->sharedMemBytes);
     r = real(MOSAIC__A_launch_ex);
     if (mosaic__observing() && config)
         note_launch(b, hook, f, config->hStream, r,
@@ -192,6 +206,8 @@ static CUresult h_launch_coop(int hook, MOSAIC__P_launch_coop)
     CUresult r;
     MOSAIC__REAL(launch_coop);
 
+    mosaic__sched_be_gate(b, hook, f, NULL, stream, (unsigned[3]){gx, gy, gz},
+                          (unsigned[3]){bx, by, bz}, shmem);
     r = real(MOSAIC__A_launch_coop);
     if (mosaic__observing())
         note_launch(b, hook, f, stream, r, (unsigned[3]){gx, gy, gz},
@@ -204,6 +220,7 @@ static CUresult h_graph_launch(int hook, MOSAIC__P_graph_launch)
     CUresult r;
     MOSAIC__REAL(graph_launch);
 
+    mosaic__sched_be_gate(b, hook, NULL, exec, stream, NULL, NULL, 0);
     r = real(MOSAIC__A_graph_launch);
     if (!mosaic__observing())
         return r;
@@ -342,6 +359,42 @@ static CUresult h_library_enum_kernels(int hook,
          r == CUDA_SUCCESS && kernels && mosaic__observing() && i < count; i++)
         if (kernels[i])
             mosaic__kernel_get(kernels[i], MOSAIC__KIND_KERNEL);
+    return r;
+}
+
+/* ---- synchronisation (sched_link.c) ----------------------------------- */
+
+static CUresult h_stream_sync(int hook, MOSAIC__P_stream_sync)
+{
+    CUresult r;
+    MOSAIC__REAL(stream_sync);
+
+    r = real(MOSAIC__A_stream_sync);
+    if (r == CUDA_SUCCESS)
+        mosaic__sched_synced(stream, 0);
+    return r;
+}
+
+static CUresult h_ctx_sync(int hook, int unused)
+{
+    CUresult r;
+    MOSAIC__REAL(ctx_sync);
+
+    (void)unused;
+    r = real();
+    if (r == CUDA_SUCCESS)
+        mosaic__sched_synced(NULL, 1);
+    return r;
+}
+
+static CUresult h_event_sync(int hook, MOSAIC__P_event_sync)
+{
+    CUresult r;
+    MOSAIC__REAL(event_sync);
+
+    r = real(MOSAIC__A_event_sync);
+    if (r == CUDA_SUCCESS)
+        mosaic__sched_synced(NULL, 0);
     return r;
 }
 

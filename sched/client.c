@@ -496,6 +496,18 @@ static struct conn *live(struct mosaic_sched_client *c, int role)
     return k;
 }
 
+MOSAIC__EXPORT uint64_t mosaic_sched_kernel_id(const char *key)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+
+    for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
+        h ^= *p;
+        h *= 0x100000001b3ull;
+    }
+    /* 0 means "no kernel" on the ring (a graph of unknown kernels). */
+    return h ? h : 1;
+}
+
 static int hp_post(struct mosaic_sched_client *c, int type, uint64_t id, uint64_t value)
 {
     struct conn *k = live(c, MOSAIC_SCHED_ROLE_HP);

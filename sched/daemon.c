@@ -623,7 +623,10 @@ static void tick(struct daemon *d, uint64_t now)
         /* An HP request that never ends (a client bug, a lost event) would
          * hold BE work forever under hold-be: past the timeout it is ended. */
         for (unsigned r = 0; c->active && r < c->nopen; r++) {
-            if (now - c->open[r].seen_ns > (uint64_t)d->cfg->hp_request_timeout_ms * 1000000ull) {
+            /* seen_ns may be later than now (taken when the loop turn
+             * began, before draining): never subtract into a wrap. */
+            if (now > c->open[r].seen_ns &&
+                now - c->open[r].seen_ns > (uint64_t)d->cfg->hp_request_timeout_ms * 1000000ull) {
                 mosaic__dlog(MOSAIC__L_WARN, "client %u (pid %d): HP request %llu open for more "
                              "than %u ms: treated as ended, BE work no longer waits for it "
                              "(raise hp-request-timeout-ms if requests really last this long)",

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "daemon.h"
+#include "mosaic/sched.h"
 #include "mosaic/profile.h"
 
 struct slot {
@@ -33,14 +34,7 @@ struct mosaic__pstore {
 
 uint64_t mosaic__kernel_id(const char *key)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
-
-    for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
-        h ^= *p;
-        h *= 0x100000001b3ull;
-    }
-    /* 0 means "no kernel" on the ring (an unknown graph, say). */
-    return h ? h : 1;
+    return mosaic_sched_kernel_id(key);
 }
 
 static void put(struct mosaic__pstore *s, const struct mosaic_kernel *k)
