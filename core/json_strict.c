@@ -282,6 +282,30 @@ static int is_ws(char c)
     return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
+/* Whether text[at..len) is at most one token that the end of the text cut
+ * short (a number, a literal, a string never closed): no structural
+ * character outside a string. cJSON puts the error of a text cut inside a
+ * token at the token's start. */
+static int only_last_token(const char *text, size_t at, size_t len)
+{
+    int in_str = 0;
+
+    for (size_t i = at; i < len; i++) {
+        char c = text[i];
+        if (in_str) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_str = 0;
+        } else if (c == '"') {
+            in_str = 1;
+        } else if (strchr(",:{}[]", c)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* How much of the text at a position a message quotes: at most 16 bytes,
  * and never past the end (the text need not end in NUL). */
 static int snip(size_t left)
@@ -308,11 +332,13 @@ static int parse_doc(const struct where *w, const char *text, size_t len,
                             "white space (was the file ever written?)");
     root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
     if (!root) {
-        /* cJSON puts an error at the end of the text on its last byte. */
+        /* cJSON puts an error at the end of the text on its last byte, and
+         * one inside a token at the token's start. */
         at = end && end >= text && end <= text + len ? (size_t)(end - text) : len;
         for (rest = at; rest < len && is_ws(text[rest]); rest++)
             ;
-        if (rest >= len || (open_at_end && at + 1 >= len))
+        if (rest >= len || (open_at_end && (at + 1 >= len ||
+                                             only_last_token(text, rest, len))))
             return fail_at(w, err, errlen, pos_at(text, len),
                            "the document ends early: the file is truncated "
                            "(its writer stopped); write it again");
