@@ -370,9 +370,12 @@ int mosaic_kernel_n_missing(const struct mosaic_kernel *k)
 
 /* ---- which GPU, launch sizes ------------------------------------------ */
 
-static const char *or_unknown(const char *s)
+/* " (NAME)" for a GPU's name, or "" when it has none. */
+static const char *named(char buf[160], const char *name)
 {
-    return s ? s : "unknown GPU";
+    if (!name || snprintf(buf, 160, " (%.140s)", name) < 0)
+        buf[0] = '\0';
+    return buf;
 }
 
 int mosaic_profile_check_gpu(const struct mosaic_profile *p, const char *what,
@@ -380,6 +383,7 @@ int mosaic_profile_check_gpu(const struct mosaic_profile *p, const char *what,
                              size_t errlen)
 {
     const struct mosaic_gpu *g;
+    char gn[160], wn[160];
 
     if (!what)
         what = "<profile>";
@@ -387,27 +391,26 @@ int mosaic_profile_check_gpu(const struct mosaic_profile *p, const char *what,
         return mosaic__errf(err, errlen, MOSAIC_EINVAL, what, NULL,
                             "no profile or no GPU to compare with");
     g = &p->gpu;
+    named(gn, g->name);
+    named(wn, want->name);
     if (want->sm_count != MOSAIC_NULL && g->sm_count != want->sm_count) {
         if (g->sm_count == MOSAIC_NULL)
             return mosaic__errf(err, errlen, MOSAIC_EFORMAT, what, "gpu.sm_count",
                                 "unknown (null), but this needs a profile of a "
-                                "GPU with %" PRId64 " SMs (%s); profile the "
-                                "kernels on that GPU", want->sm_count,
-                                or_unknown(want->name));
+                                "GPU with %" PRId64 " SMs%s; profile the "
+                                "kernels on that GPU", want->sm_count, wn);
         return mosaic__errf(err, errlen, MOSAIC_EFORMAT, what, "gpu.sm_count",
                             "the profile was taken on a GPU with %" PRId64
-                            " SMs (%s), but this needs %" PRId64 " (%s); "
-                            "profile the kernels on that GPU", g->sm_count,
-                            or_unknown(g->name), want->sm_count,
-                            or_unknown(want->name));
+                            " SMs%s, but this needs %" PRId64 "%s; profile "
+                            "the kernels on that GPU", g->sm_count, gn,
+                            want->sm_count, wn);
     }
     if (want->cc && (!g->cc || strcmp(g->cc, want->cc) != 0))
         return mosaic__errf(err, errlen, MOSAIC_EFORMAT, what, "gpu.cc",
-                            "the profile was taken on compute capability %s "
-                            "(%s), but this needs %s (%s); profile the kernels "
-                            "on that GPU", g->cc ? g->cc : "unknown (null)",
-                            or_unknown(g->name), want->cc,
-                            or_unknown(want->name));
+                            "the profile was taken on compute capability %s%s, "
+                            "but this needs %s%s; profile the kernels on that "
+                            "GPU", g->cc ? g->cc : "unknown (null)", gn,
+                            want->cc, wn);
     if (want->name && (!g->name || strcmp(g->name, want->name) != 0))
         return mosaic__errf(err, errlen, MOSAIC_EFORMAT, what, "gpu.name",
                             "the profile was taken on \"%s\", but this needs "
