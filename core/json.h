@@ -62,10 +62,12 @@ int mosaic__utf8_seq_len(const char *s, size_t avail);
  *     of the project comes near it, and the bound keeps every recursive walk
  *     of the tree (cJSON's own, this reader's) far from the stack's end.
  * Errors are "file: field: message" (mosaic__errf) with MOSAIC_EFORMAT and
- * say what to do: "m.json: learner.trees[2]: the key \"id\" appears twice
- * in this object ...", "m.json: not valid JSON at line 4, column 17 ...".
- * One limit: cJSON reports an allocation failure during a parse as a parse
- * error, so an out-of-memory inside cJSON reads as "not valid JSON".
+ * say what to do: "m.json: learner.trees[2].id: the key appears twice in
+ * one object: ...; keep one", "m.json: not valid JSON at line 4, column
+ * 17: text after the end of the document ...". MOSAIC_ENOMEM when the
+ * duplicate check of a large object cannot allocate. One limit: cJSON
+ * reports an allocation failure during a parse as a parse error, so an
+ * out-of-memory inside cJSON reads as "not valid JSON".
  *
  * To switch a reader, replace
  *     text = read(path); root = cJSON_Parse(text); if (!root) ...
@@ -77,7 +79,9 @@ int mosaic__utf8_seq_len(const char *s, size_t avail);
  *     ... cJSON_Delete(root);
  * and a JSON Lines reader (one document per line, blank lines skipped) by
  *     rc = mosaic__jsonl_read_file(path, 1L << 30, on_record, ctx, err, errlen);
- * with on_record called once per line (see mosaic__jsonl_fn).
+ * with on_record called once per line (see mosaic__jsonl_fn). Text already
+ * in memory goes through mosaic__json_parse_strict. CMake: link
+ * mosaic_core_json (mosaic_profile links it, so its users have it).
  */
 #define MOSAIC__JSON_MAX_DEPTH 64
 
@@ -89,8 +93,8 @@ struct cJSON;
  * error) as exactly one JSON document with the checks above. path names the
  * input in messages (NULL reads as "<input>"). On success *out is the tree
  * (the caller frees it with cJSON_Delete) and 0 is returned; otherwise
- * *out is NULL and the result is MOSAIC_EFORMAT, or MOSAIC_EINVAL for a NULL
- * text or out, with the message in err.
+ * *out is NULL and the result is MOSAIC_EFORMAT, MOSAIC_ENOMEM, or
+ * MOSAIC_EINVAL for a NULL text or out, with the message in err.
  */
 int mosaic__json_parse_strict(const char *path, const char *text, size_t len,
                               struct cJSON **out, char *err, size_t errlen);
