@@ -45,7 +45,11 @@ struct mosaic__config {
     int role;  /* enum mosaic__role */
     int level; /* enum mosaic__level */
     char stats_path[4096];
-    char problems[1024]; /* one line per problem found, each ending in '\n' */
+    /* One line per problem found, each ending in '\n': the invalid values
+     * (the reasons for pass-through) first, then one line naming unknown
+     * variables. Bounded: what does not fit is counted, never overflows. */
+    char problems[2048];
+    size_t problems_dropped; /* invalid settings not described for room */
 };
 
 /*

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE 1
 #include <fcntl.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -38,6 +39,9 @@ static void slurp(const char *path, char *buf, size_t len)
         fclose(f);
 }
 
+/* Called in the child just before exec, when set (the pid is known). */
+static void (*before_exec)(void);
+
 /* Runs argv under the shim with extra environment settings (NULL-ended). */
 static void run(struct result *r, char *const argv[], const char *const *extra)
 {
@@ -59,10 +63,13 @@ static void run(struct result *r, char *const argv[], const char *const *extra)
         setenv("LD_PRELOAD", getenv("MTEST_PRELOAD"), 1);
         for (; extra && *extra; extra++)
             putenv((char *)*extra);
+        if (before_exec)
+            before_exec();
         execv(argv[0], argv);
         _exit(127);
     }
     waitpid(pid, &r->status, 0);
+    before_exec = NULL;
     r->pid = pid;
     slurp(outp, r->out, sizeof(r->out));
     slurp(errp, r->err, sizeof(r->err));
@@ -176,8 +183,9 @@ static void unwritable_stats_path_is_reported_not_fatal(void **state)
     run(&r, argv, extra);
     assert_true(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
     assert_string_equal(r.out, "executed 2 wrapped 1\n");
-    assert_non_null(strstr(r.err, "cannot write MOSAIC_STATS file "
-                                  "'/nonexistent-mosaic-dir/s.json'"));
+    assert_non_null(strstr(r.err, "MOSAIC_STATS file "
+                                  "'/nonexistent-mosaic-dir/s.json' cannot be "
+                                  "written"));
 }
 
 static void fork_gives_the_child_its_own_counters(void **state)
@@ -256,17 +264,204 @@ static void programs_without_cuda_are_untouched(void **state)
     struct result r;
     char *argv[] = {"/bin/echo", "hello", NULL};
     const char *extra[] = {stats_env, NULL};
-    cJSON *s;
+    char path[300];
 
     (void)state;
     run(&r, argv, extra);
     assert_true(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
     assert_string_equal(r.out, "hello\n");
     assert_string_equal(r.err, "");
-    s = stats_of(r.pid);
+    /* it never loaded the driver, so it has nothing to report */
+    snprintf(path, sizeof(path), "%s/stats-%d.json", dir, (int)r.pid);
+    assert_int_equal(access(path, F_OK), -1);
+}
+
+/* A wrapper (a shell that outlives its CUDA child; bash, as dash leaves
+ * with _exit and runs no destructor) must not replace the
+ * child's stats file with its own empty one when both name one file. */
+static void wrapper_does_not_overwrite_its_child(void **state)
+{
+    char cmd[700], env[400];
+    char *argv[] = {"/bin/bash", "-c", cmd, NULL};
+    const char *extra[] = {env, NULL};
+    struct result r;
+    cJSON *s;
+
+    (void)state;
+    snprintf(cmd, sizeof(cmd), "%s 6; true", child_path());
+    snprintf(env, sizeof(env), "MOSAIC_STATS=%s/shared.json", dir);
+    run(&r, argv, extra);
+    assert_true(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+    assert_string_equal(r.out, "executed 6 wrapped 1\n");
+    {
+        char path[300], buf[1 << 16];
+        snprintf(path, sizeof(path), "%s/shared.json", dir);
+        slurp(path, buf, sizeof(buf));
+        s = cJSON_Parse(buf);
+    }
     assert_non_null(s);
-    assert_int_equal(num(s, "launches_total"), 0);
+    assert_int_equal(num(s, "launches_total"), 6);
     cJSON_Delete(s);
+}
+
+static char victim[300], link_path[300];
+
+/* The old temporary name was <path>.tmp.<pid>: plant a link there, to a
+ * file the attacker wants overwritten, once the pid is known. */
+static void plant_tmp_link(void)
+{
+    char tmp[400];
+
+    snprintf(tmp, sizeof(tmp), "%s/planted.json.tmp.%d", dir, (int)getpid());
+    if (symlink(victim, tmp) != 0)
+        _exit(126);
+}
+
+static void write_victim(void)
+{
+    FILE *f = fopen(victim, "w");
+
+    assert_non_null(f);
+    fputs("precious\n", f);
+    fclose(f);
+}
+
+static void assert_victim_intact(void)
+{
+    char buf[64];
+
+    slurp(victim, buf, sizeof(buf));
+    assert_string_equal(buf, "precious\n");
+}
+
+static void planted_temporary_link_is_not_followed(void **state)
+{
+    char env[400], path[300], buf[1 << 16];
+    char *argv[] = {child_path(), "2", NULL};
+    const char *extra[] = {env, NULL};
+    struct result r;
+    cJSON *s;
+
+    (void)state;
+    snprintf(victim, sizeof(victim), "%s/victim-tmp", dir);
+    write_victim();
+    snprintf(env, sizeof(env), "MOSAIC_STATS=%s/planted.json", dir);
+    before_exec = plant_tmp_link;
+    run(&r, argv, extra);
+    assert_true(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+    assert_victim_intact();
+    /* the stats file itself was still written, under the name asked for */
+    snprintf(path, sizeof(path), "%s/planted.json", dir);
+    slurp(path, buf, sizeof(buf));
+    s = cJSON_Parse(buf);
+    assert_non_null(s);
+    assert_int_equal(num(s, "launches_total"), 2);
+    cJSON_Delete(s);
+    /* and the temporary file was private while it existed: the result is
+     * mode 0600 */
+    {
+        struct stat st;
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(st.st_mode & 0777, 0600);
+    }
+}
+
+static void symlink_target_is_refused(void **state)
+{
+    char env[400];
+    char *argv[] = {child_path(), "2", NULL};
+    const char *extra[] = {env, NULL};
+    struct result r;
+    struct stat st;
+
+    (void)state;
+    snprintf(victim, sizeof(victim), "%s/victim-link", dir);
+    write_victim();
+    snprintf(link_path, sizeof(link_path), "%s/link.json", dir);
+    assert_int_equal(symlink(victim, link_path), 0);
+    snprintf(env, sizeof(env), "MOSAIC_STATS=%s", link_path);
+    run(&r, argv, extra);
+    assert_true(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+    assert_string_equal(r.out, "executed 2 wrapped 1\n");
+    assert_int_equal(lstat(link_path, &st), 0);
+    assert_true(S_ISLNK(st.st_mode)); /* not replaced */
+    assert_victim_intact();
+    assert_non_null(strstr(r.err, "is a symbolic link and is not replaced"));
+}
+
+static void fifo_target_is_refused(void **state)
+{
+    char env[400], fifo[300];
+    char *argv[] = {child_path(), "2", NULL};
+    const char *extra[] = {env, NULL};
+    struct result r;
+    struct stat st;
+
+    (void)state;
+    snprintf(fifo, sizeof(fifo), "%s/fifo.json", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    snprintf(env, sizeof(env), "MOSAIC_STATS=%s", fifo);
+    run(&r, argv, extra);
+    assert_true(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+    assert_int_equal(lstat(fifo, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+    assert_non_null(strstr(r.err, "is not a regular file"));
+}
+
+/* Someone else's file in a shared directory is not replaced (only
+ * checkable as root, who can make a file another user owns). */
+static void foreign_file_is_refused(void **state)
+{
+    char env[400], path[300], buf[64];
+    char *argv[] = {child_path(), "2", NULL};
+    const char *extra[] = {env, NULL};
+    struct result r;
+
+    (void)state;
+    if (geteuid() != 0)
+        skip();
+    snprintf(victim, sizeof(victim), "%s/foreign.json", dir);
+    write_victim();
+    assert_int_equal(chown(victim, 65534, 65534), 0);
+    snprintf(env, sizeof(env), "MOSAIC_STATS=%s", victim);
+    run(&r, argv, extra);
+    assert_true(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+    slurp(victim, buf, sizeof(buf));
+    assert_string_equal(buf, "precious\n");
+    assert_non_null(strstr(r.err, "belongs to another user"));
+    (void)path;
+}
+
+/* stderr is a pipe whose reader has gone: a log line must not kill the
+ * program with SIGPIPE. */
+static void closed_stderr_pipe_does_not_kill(void **state)
+{
+    int p[2];
+    pid_t pid;
+    int status;
+    char *argv[] = {child_path(), "3", NULL};
+
+    (void)state;
+    assert_int_equal(pipe(p), 0);
+    close(p[0]);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+        dup2(devnull, 1);
+        dup2(p[1], 2);
+        signal(SIGPIPE, SIG_DFL);
+        setenv("LD_PRELOAD", getenv("MTEST_PRELOAD"), 1);
+        setenv("MOSAIC_LOG", "debug", 1);
+        setenv("MOSAIC_UNKNOWN_THING", "1", 1);
+        unsetenv("MOSAIC_STATS");
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    close(p[1]);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_false(WIFSIGNALED(status));
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 int main(void)
@@ -280,6 +475,12 @@ int main(void)
         cmocka_unit_test(no_threads_or_descriptors_added),
         cmocka_unit_test(logging_when_asked),
         cmocka_unit_test(programs_without_cuda_are_untouched),
+        cmocka_unit_test(wrapper_does_not_overwrite_its_child),
+        cmocka_unit_test(planted_temporary_link_is_not_followed),
+        cmocka_unit_test(symlink_target_is_refused),
+        cmocka_unit_test(fifo_target_is_refused),
+        cmocka_unit_test(foreign_file_is_refused),
+        cmocka_unit_test(closed_stderr_pipe_does_not_kill),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

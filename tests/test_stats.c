@@ -1,10 +1,12 @@
 /* The statistics JSON: valid under hostile kernel names, names of several
  * handles merged, counters where the schema says, the file written at exit
  * with %p expanded. */
+#include <dlfcn.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -115,6 +117,23 @@ static void too_small_buffer_is_an_error(void **state)
     assert_int_equal(mosaic_shim_stats_json(NULL, 100), MOSAIC_EINVAL);
 }
 
+/* A process that never loaded the driver (a shell or launcher wrapping
+ * the real program) writes no file: it would replace its child's. Runs
+ * before any test loads the driver. */
+static void no_file_without_the_driver(void **state)
+{
+    char path[256];
+
+    (void)state;
+    snprintf(path, sizeof(path), "/tmp/mosaic-test-nodriver-%d.json",
+             (int)getpid());
+    unlink(path);
+    strcpy(mosaic__cfg.stats_path, path);
+    mosaic__stats_dump();
+    mosaic__cfg.stats_path[0] = 0;
+    assert_int_equal(access(path, F_OK), -1);
+}
+
 static void dump_expands_pid(void **state)
 {
     char path[256], expect[256];
@@ -124,6 +143,8 @@ static void dump_expands_pid(void **state)
     cJSON *j;
 
     (void)state;
+    /* the fake driver, as a CUDA program would have loaded it */
+    assert_non_null(dlopen("libcuda.so.1", RTLD_NOW));
     snprintf(path, sizeof(path), "/tmp/mosaic-test-stats-%%p-%%%%.json");
     snprintf(expect, sizeof(expect), "/tmp/mosaic-test-stats-%d-%%.json",
              (int)getpid());
@@ -153,6 +174,7 @@ int main(void)
         cmocka_unit_test(empty_stats_follow_schema),
         cmocka_unit_test(counts_and_hostile_names),
         cmocka_unit_test(too_small_buffer_is_an_error),
+        cmocka_unit_test(no_file_without_the_driver),
         cmocka_unit_test(dump_expands_pid),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
