@@ -364,17 +364,28 @@ void *const mosaic__hook_wrappers[MOSAIC__HOOK_COUNT] = {
 
 /* ---- load, fork and exit ---------------------------------------------- */
 
-/* No lock of ours may be held by another thread across fork(), or the
- * child could deadlock on it. The order is the snapshot's order. */
+/*
+ * No lock of ours may be held by another thread across fork(), or the
+ * child could wait for it forever (it has only the forking thread). The
+ * prepare handler takes every lock the shim has, in one fixed order that is
+ * also the order in which the shim ever nests them (a snapshot holds the
+ * stats lock, then each map's lock; a graph record is retired after the
+ * map's lock is released): stats, kernel map, graph map, the list of
+ * retired graph records. The parent releases them in reverse; the child,
+ * where the locks belong to no running thread, initialises them afresh.
+ * Binding to the driver takes no lock (driver.c).
+ */
 static void fork_prepare(void)
 {
     pthread_mutex_lock(&mosaic__stats_lock);
     pthread_mutex_lock(&mosaic__kmap.lock);
     pthread_mutex_lock(&mosaic__gmap.lock);
+    mosaic__graph_fork_lock();
 }
 
 static void fork_parent(void)
 {
+    mosaic__graph_fork_unlock(0);
     pthread_mutex_unlock(&mosaic__gmap.lock);
     pthread_mutex_unlock(&mosaic__kmap.lock);
     pthread_mutex_unlock(&mosaic__stats_lock);
@@ -383,7 +394,10 @@ static void fork_parent(void)
 /* The child starts with its own counters: it has launched nothing yet. */
 static void fork_child(void)
 {
-    fork_parent();
+    mosaic__graph_fork_unlock(1);
+    pthread_mutex_init(&mosaic__gmap.lock, NULL);
+    pthread_mutex_init(&mosaic__kmap.lock, NULL);
+    pthread_mutex_init(&mosaic__stats_lock, NULL);
     mosaic__stats_reset();
 }
 

@@ -219,6 +219,10 @@ int mosaic__graph_note_launch(CUgraphExec exec);
  * returns the total of those executions. Caller holds the stats lock. */
 uint64_t mosaic__graph_snapshot(void);
 void mosaic__graph_reset_counts(void);
+/* The list of retired graph records has its own lock; fork takes it last
+ * (hooks.c) and the child starts it afresh (child != 0). */
+void mosaic__graph_fork_lock(void);
+void mosaic__graph_fork_unlock(int child);
 
 /* ---- stats.c ---------------------------------------------------------- */
 

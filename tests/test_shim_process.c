@@ -223,6 +223,37 @@ static void fork_gives_the_child_its_own_counters(void **state)
     assert_true(found_child);
 }
 
+/* fork() while other threads hold and take every lock of the shim: each
+ * child launches and writes its stats file, none deadlocks (shim_child
+ * kills a child that is not done within 10 s and fails). */
+static void fork_while_threads_launch(void **state)
+{
+    struct result r;
+    char *argv[] = {child_path(), "1", "forkstorm", "40", NULL};
+    const char *extra[] = {stats_env, NULL};
+    char cmd[400], line[300];
+    FILE *ls;
+    int children = 0;
+
+    (void)state;
+    run(&r, argv, extra);
+    assert_string_equal(r.out, "forkstorm ok\n");
+    assert_true(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+    snprintf(cmd, sizeof(cmd), "ls %s | grep '^stats-[0-9]*\\.json$'", dir);
+    ls = popen(cmd, "r");
+    while (fgets(line, sizeof(line), ls)) {
+        cJSON *s = stats_of(atoi(line + 6));
+        const cJSON *k = s ? cJSON_GetObjectItem(s, "kernels") : NULL;
+        /* a forked child: its own 4 launches, none of its parent's */
+        if (s && num(s, "pid") != r.pid && num(k, "child_fn") == 1 &&
+            num(s, "launches_total") == 4)
+            children++;
+        cJSON_Delete(s);
+    }
+    pclose(ls);
+    assert_int_equal(children, 40);
+}
+
 /* The shim starts no thread and keeps no descriptor open in its host. */
 static void no_threads_or_descriptors_added(void **state)
 {
@@ -472,6 +503,7 @@ int main(void)
         cmocka_unit_test(passthrough_mode_hands_out_the_driver),
         cmocka_unit_test(unwritable_stats_path_is_reported_not_fatal),
         cmocka_unit_test(fork_gives_the_child_its_own_counters),
+        cmocka_unit_test(fork_while_threads_launch),
         cmocka_unit_test(no_threads_or_descriptors_added),
         cmocka_unit_test(logging_when_asked),
         cmocka_unit_test(programs_without_cuda_are_untouched),

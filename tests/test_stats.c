@@ -2,6 +2,10 @@
  * handles merged, counters where the schema says, the file written at exit
  * with %p expanded. */
 #include <dlfcn.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -168,12 +172,75 @@ static void dump_expands_pid(void **state)
     mosaic__cfg.stats_path[0] = 0;
 }
 
+/* A thread that holds one of the shim's locks while another forks: the
+ * fork must wait for it (the prepare handler takes every lock), so that
+ * the child can take the lock itself. Without the handler the child would
+ * inherit a lock held by a thread it does not have and hang (killed by the
+ * alarm, which fails the test). */
+struct holder {
+    void (*lock)(void);
+    void (*unlock)(void);
+    atomic_int held;
+};
+
+static void *hold_a_while(void *p)
+{
+    struct holder *h = p;
+    struct timespec nap = {0, 200 * 1000 * 1000};
+
+    h->lock();
+    atomic_store(&h->held, 1);
+    nanosleep(&nap, NULL);
+    h->unlock();
+    return NULL;
+}
+
+static void lock_stats(void) { pthread_mutex_lock(&mosaic__stats_lock); }
+static void unlock_stats(void) { pthread_mutex_unlock(&mosaic__stats_lock); }
+static void lock_kmap(void) { pthread_mutex_lock(&mosaic__kmap.lock); }
+static void unlock_kmap(void) { pthread_mutex_unlock(&mosaic__kmap.lock); }
+static void lock_gmap(void) { pthread_mutex_lock(&mosaic__gmap.lock); }
+static void unlock_gmap(void) { pthread_mutex_unlock(&mosaic__gmap.lock); }
+static void lock_retired(void) { mosaic__graph_fork_lock(); }
+static void unlock_retired(void) { mosaic__graph_fork_unlock(0); }
+
+static void fork_waits_for_every_lock(void **state)
+{
+    struct holder hs[] = {
+        {lock_stats, unlock_stats, 0},     {lock_kmap, unlock_kmap, 0},
+        {lock_gmap, unlock_gmap, 0},       {lock_retired, unlock_retired, 0},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(hs) / sizeof(hs[0]); i++) {
+        pthread_t t;
+        pid_t pid;
+        int status;
+
+        assert_int_equal(pthread_create(&t, NULL, hold_a_while, &hs[i]), 0);
+        while (!atomic_load(&hs[i].held))
+            sched_yield();
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            alarm(5);
+            hs[i].lock();
+            hs[i].unlock();
+            _exit(0);
+        }
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        pthread_join(t, NULL);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(empty_stats_follow_schema),
         cmocka_unit_test(counts_and_hostile_names),
         cmocka_unit_test(too_small_buffer_is_an_error),
+        cmocka_unit_test(fork_waits_for_every_lock),
         cmocka_unit_test(no_file_without_the_driver),
         cmocka_unit_test(dump_expands_pid),
     };
