@@ -134,6 +134,13 @@ static inline const struct mosaic__binding *mosaic__binding(void)
 
 /* Our wrapper for a real driver pointer, or NULL when it is not hooked. */
 void *mosaic__wrapper_for(const struct mosaic__binding *b, const void *real);
+/* Whether p is one of the shim's own wrappers (never wrapped again). */
+int mosaic__is_our_wrapper(const void *p);
+/* The name fallback for a pointer that is not the driver's export (another
+ * interposer's trampoline): a wrapper that forwards to foreign, chosen by
+ * the base name symbol (+ _ptsz when ptsz), for entry points whose ABI is
+ * the same at every version; NULL otherwise (hooks.c). */
+void *mosaic__wrapper_by_name(const char *symbol, int ptsz, void *foreign);
 /* Whether symbol names a hooked entry point (in any ABI variant). */
 int mosaic__symbol_is_hooked(const char *symbol);
 /* The real dlsym of the C library (never our interposed one). */
@@ -235,6 +242,7 @@ struct mosaic__counters {
     _Atomic uint64_t launch_errors;
     _Atomic uint64_t errors;
     _Atomic uint64_t unmatched_lookups;
+    _Atomic uint64_t name_matched_lookups; /* wrapped by the name fallback */
 };
 extern struct mosaic__counters mosaic__ctr;
 

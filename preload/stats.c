@@ -210,9 +210,10 @@ int mosaic__stats_write(FILE *f)
     }
     fprintf(f,
             ",\n  \"distinct_kernels\": %zu,\n  \"launch_errors\": %llu,"
-            "\n  \"errors\": %llu,\n  \"unmatched_lookups\": %llu\n}\n",
+            "\n  \"errors\": %llu,\n  \"unmatched_lookups\": %llu,"
+            "\n  \"name_matched_lookups\": %llu\n}\n",
             g.n, MOSAIC__CTR(launch_errors), MOSAIC__CTR(errors) + g.failed,
-            MOSAIC__CTR(unmatched_lookups));
+            MOSAIC__CTR(unmatched_lookups), MOSAIC__CTR(name_matched_lookups));
     pthread_mutex_unlock(&mosaic__stats_lock);
     free(g.v);
     return ferror(f) ? MOSAIC_EIO : 0;

@@ -223,8 +223,16 @@ int main(int argc, char **argv)
         launch(lk, f, n);
     }
     ((fake_tally_fn)dlsym(cuda, "fake_tally"))(&t);
-    printf("executed %llu wrapped %d\n", (unsigned long long)t.direct_executed,
-           wrapped);
+    {
+        /* the test interposer (tests/interposer/), when preloaded */
+        unsigned long long (*icalls)(void) = (unsigned long long (*)(void))dlsym(
+            RTLD_DEFAULT, "interposer_calls");
+        printf("executed %llu wrapped %d", (unsigned long long)t.direct_executed,
+               wrapped);
+        if (icalls)
+            printf(" interposer %llu", icalls());
+        putchar('\n');
+    }
     if (getenv("MTEST_REPORT_RESOURCES"))
         printf("fds %d threads %d\n", count_entries("/proc/self/fd"),
                count_entries("/proc/self/task"));

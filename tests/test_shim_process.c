@@ -254,6 +254,36 @@ static void fork_while_threads_launch(void **state)
     assert_int_equal(children, 40);
 }
 
+/* Another interposer in front of the driver (tests/interposer/, preloaded
+ * after the shim) answers cuGetProcAddress with its own trampolines: the
+ * shim wraps them by name, sees every launch and still calls through
+ * them, and counts the lookups it matched by name. */
+static void interposer_in_front_of_the_driver(void **state)
+{
+    struct result r;
+    char *argv[] = {child_path(), "5", NULL};
+    char preload[1200];
+    const char *extra[] = {stats_env, preload, NULL};
+    cJSON *s;
+
+    (void)state;
+    if (snprintf(preload, sizeof(preload), "LD_PRELOAD=%s:%s",
+                 getenv("MTEST_PRELOAD"), getenv("MTEST_INTERPOSER")) >=
+        (int)sizeof(preload))
+        fail();
+    run(&r, argv, extra);
+    assert_true(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+    assert_string_equal(r.out, "executed 5 wrapped 1 interposer 5\n");
+    assert_string_equal(r.err, "");
+    s = stats_of(r.pid);
+    assert_non_null(s);
+    assert_int_equal(num(s, "launches_total"), 5);
+    assert_int_equal(num(cJSON_GetObjectItem(s, "kernels"), "child_fn"), 5);
+    assert_int_equal(num(s, "name_matched_lookups"), 1);
+    assert_int_equal(num(s, "unmatched_lookups"), 0);
+    cJSON_Delete(s);
+}
+
 /* The shim starts no thread and keeps no descriptor open in its host. */
 static void no_threads_or_descriptors_added(void **state)
 {
@@ -504,6 +534,7 @@ int main(void)
         cmocka_unit_test(unwritable_stats_path_is_reported_not_fatal),
         cmocka_unit_test(fork_gives_the_child_its_own_counters),
         cmocka_unit_test(fork_while_threads_launch),
+        cmocka_unit_test(interposer_in_front_of_the_driver),
         cmocka_unit_test(no_threads_or_descriptors_added),
         cmocka_unit_test(logging_when_asked),
         cmocka_unit_test(programs_without_cuda_are_untouched),
