@@ -126,8 +126,7 @@ static void fold(struct graph_rec *g)
     for (size_t i = 0; i < g->n; i++)
         atomic_fetch_add_explicit(&g->k[i]->graph_runs, runs,
                                   memory_order_relaxed);
-    atomic_fetch_add_explicit(&mosaic__ctr.graph_kernel_launches,
-                              runs * g->n, memory_order_relaxed);
+    MOSAIC__ADD(graph_kernel_launches, runs * g->n);
 }
 
 static void retire(struct graph_rec *g)

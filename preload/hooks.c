@@ -119,11 +119,11 @@ static void note_launch(const struct mosaic__binding *b, int hook,
                                               memory_order_relaxed) > 0) &&
         mosaic__stream_capturing(b, hook, s)) {
         MOSAIC__INC(captured_launches);
-        atomic_fetch_add_explicit(&k->captured, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&k->shard[mosaic__shard()].captured, 1,
+                                  memory_order_relaxed);
         return;
     }
-    atomic_fetch_add_explicit(&mosaic__ctr.launches[hook], 1,
-                              memory_order_relaxed);
+    MOSAIC__INC(launches[hook]);
     mosaic__kernel_count_config(k, grid, block, dyn_smem);
 }
 
@@ -252,8 +252,7 @@ static CUresult h_graph_launch(int hook, MOSAIC__P_graph_launch)
                mosaic__stream_capturing(b, hook, stream)) {
         MOSAIC__INC(captured_launches);
     } else {
-        atomic_fetch_add_explicit(&mosaic__ctr.launches[hook], 1,
-                                  memory_order_relaxed);
+        MOSAIC__INC(launches[hook]);
         MOSAIC__INC(graph_launches);
         if (mosaic__graph_note_launch(exec) < 0)
             MOSAIC__INC(graph_launches_unknown);

@@ -152,17 +152,47 @@ extern void *const mosaic__hook_wrappers[MOSAIC__HOOK_COUNT];
 
 /* ---- kcache.c: kernel identity ---------------------------------------- */
 
+/*
+ * Counters on the launch path are sharded: each thread counts into one of
+ * MOSAIC__SHARDS cache-line-aligned shards (assigned round-robin at its
+ * first count, so up to MOSAIC__SHARDS launching threads never share a
+ * line), and a report sums the shards. One shared counter per kernel would
+ * bounce its cache line between the cores of every launching thread.
+ */
+#define MOSAIC__SHARDS 8 /* a power of two */
+#define MOSAIC__CACHE_LINE 64
+
+extern __thread unsigned mosaic__tls_shard
+    __attribute__((tls_model("initial-exec")));
+unsigned mosaic__shard_assign(void);
+
+/* This thread's shard, 0 .. MOSAIC__SHARDS-1. */
+static inline unsigned mosaic__shard(void)
+{
+    unsigned s = mosaic__tls_shard; /* shard + 1; 0 before the first count */
+
+    return MOSAIC__UNLIKELY(!s) ? mosaic__shard_assign() : s - 1;
+}
+
 /* One launch configuration of a kernel: with the kernel's name, the key
- * under which profiles are kept (name + grid + block + dynamic smem). */
+ * under which profiles are kept (name + grid + block + dynamic smem). Its
+ * launch count is in the kernel's shards. */
 struct mosaic__config_count {
     _Atomic int state; /* 0 free, 1 being filled, 2 ready */
     unsigned int grid[3], block[3], dyn_smem;
-    _Atomic uint64_t launches;
 };
 
 #define MOSAIC__KERNEL_CONFIGS 4
 
+/* A kernel's counts in one shard: one cache line. */
+struct mosaic__kshard {
+    _Atomic uint64_t config_launches[MOSAIC__KERNEL_CONFIGS];
+    _Atomic uint64_t other_config_launches; /* further configurations */
+    _Atomic uint64_t captured;              /* launches recorded into graphs */
+} __attribute__((aligned(MOSAIC__CACHE_LINE)));
+
 struct mosaic__kernel {
+    struct mosaic__kshard shard[MOSAIC__SHARDS];
     const void *handle;
     char *name;          /* owned copy; "?0x..." when it could not be read */
     int kind;            /* enum mosaic__kind, as resolved */
@@ -170,14 +200,20 @@ struct mosaic__kernel {
     int static_smem;     /* bytes of static shared memory per block */
     int max_threads;     /* most threads per block this kernel allows */
     int local_bytes;     /* local memory per thread */
-    _Atomic uint64_t captured;   /* launches recorded into graphs */
     _Atomic uint64_t graph_runs; /* executions inside graphs (folded) */
     uint64_t snap;               /* scratch for stats snapshots */
     /* The first configurations a kernel is launched with, counted; most
      * kernels have one or two. Launches of further ones are only summed. */
     struct mosaic__config_count configs[MOSAIC__KERNEL_CONFIGS];
-    _Atomic uint64_t other_config_launches;
 };
+
+/* A zeroed kernel record, aligned for its shards (free with free()). */
+struct mosaic__kernel *mosaic__kernel_alloc(void);
+/* Sums over the shards of k: launches of configuration slot i, launches
+ * with further configurations, launches recorded into graphs. */
+uint64_t mosaic__kernel_config_launches(struct mosaic__kernel *k, int i);
+uint64_t mosaic__kernel_other_launches(struct mosaic__kernel *k);
+uint64_t mosaic__kernel_captured(struct mosaic__kernel *k);
 
 /* Executed direct launches of k: the sum over its configurations. */
 uint64_t mosaic__kernel_launches(struct mosaic__kernel *k);
@@ -199,7 +235,9 @@ static inline void mosaic__kernel_count_config(struct mosaic__kernel *k,
             c->grid[2] == grid[2] && c->block[0] == block[0] &&
             c->block[1] == block[1] && c->block[2] == block[2] &&
             c->dyn_smem == dyn_smem) {
-            atomic_fetch_add_explicit(&c->launches, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(
+                &k->shard[mosaic__shard()].config_launches[i], 1,
+                memory_order_relaxed);
             return;
         }
     }
@@ -243,11 +281,20 @@ struct mosaic__counters {
     _Atomic uint64_t errors;
     _Atomic uint64_t unmatched_lookups;
     _Atomic uint64_t name_matched_lookups; /* wrapped by the name fallback */
-};
-extern struct mosaic__counters mosaic__ctr;
+} __attribute__((aligned(MOSAIC__CACHE_LINE)));
+/* The process's counters, one copy per shard (summed by mosaic__ctr_sum). */
+extern struct mosaic__counters mosaic__ctr[MOSAIC__SHARDS];
 
-#define MOSAIC__INC(field) \
-    atomic_fetch_add_explicit(&mosaic__ctr.field, 1, memory_order_relaxed)
+#define MOSAIC__ADD(field, n)                                            \
+    atomic_fetch_add_explicit(&mosaic__ctr[mosaic__shard()].field, (n),  \
+                              memory_order_relaxed)
+#define MOSAIC__INC(field) MOSAIC__ADD(field, 1)
+
+/* The sum over the shards of the counter at byte offset off of struct
+ * mosaic__counters (offsetof(struct mosaic__counters, launches[i]), ...). */
+uint64_t mosaic__ctr_sum(size_t off);
+#define MOSAIC__CTR(field) \
+    ((unsigned long long)mosaic__ctr_sum(offsetof(struct mosaic__counters, field)))
 
 /* Serialises snapshots and fork handling. */
 extern pthread_mutex_t mosaic__stats_lock;

@@ -17,7 +17,18 @@
 #include "internal.h"
 #include "mosaic/shim.h"
 
-struct mosaic__counters mosaic__ctr;
+struct mosaic__counters mosaic__ctr[MOSAIC__SHARDS];
+
+uint64_t mosaic__ctr_sum(size_t off)
+{
+    uint64_t n = 0;
+
+    for (int s = 0; s < MOSAIC__SHARDS; s++)
+        n += atomic_load_explicit(
+            (_Atomic uint64_t *)((char *)&mosaic__ctr[s] + off),
+            memory_order_relaxed);
+    return n;
+}
 pthread_mutex_t mosaic__stats_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct name_count {
@@ -39,7 +50,7 @@ static void clear_snap(struct mosaic__kernel *k, void *arg)
 
 static int active(struct mosaic__kernel *k)
 {
-    return mosaic__kernel_launches(k) || atomic_load(&k->captured) ||
+    return mosaic__kernel_launches(k) || mosaic__kernel_captured(k) ||
            atomic_load(&k->graph_runs) || k->snap;
 }
 
@@ -63,7 +74,7 @@ static void gather_one(struct mosaic__kernel *k, void *arg)
         .name = k->name,
         .launches = mosaic__kernel_launches(k),
         .graph = atomic_load(&k->graph_runs) + k->snap,
-        .captured = atomic_load(&k->captured),
+        .captured = mosaic__kernel_captured(k),
     };
 }
 
@@ -123,7 +134,8 @@ static void write_entries(FILE *f, const char *key, int want_graph,
         uint64_t v;
         if (!(want_graph ? is_graph : mosaic__hook_is_launch[i]))
             continue;
-        v = atomic_load(&mosaic__ctr.launches[i]);
+        v = mosaic__ctr_sum(offsetof(struct mosaic__counters, launches) +
+                            (size_t)i * sizeof(mosaic__ctr[0].launches[0]));
         fprintf(f, "%s\"%s\": %llu", first ? "" : ", ", mosaic__hook_names[i],
                 (unsigned long long)v);
         *total += v;
@@ -163,15 +175,12 @@ static void write_info(struct mosaic__kernel *k, void *arg)
                 "\"dyn_smem\": %u, \"launches\": %llu}",
                 first_cfg ? "" : ", ", c->grid[0], c->grid[1], c->grid[2],
                 c->block[0], c->block[1], c->block[2], c->dyn_smem,
-                (unsigned long long)atomic_load(&c->launches));
+                (unsigned long long)mosaic__kernel_config_launches(k, i));
         first_cfg = 0;
     }
     fprintf(f, "], \"other_config_launches\": %llu}",
-            (unsigned long long)atomic_load(&k->other_config_launches));
+            (unsigned long long)mosaic__kernel_other_launches(k));
 }
-
-#define MOSAIC__CTR(field) \
-    ((unsigned long long)atomic_load(&mosaic__ctr.field))
 
 int mosaic__stats_write(FILE *f)
 {
@@ -427,14 +436,13 @@ static void reset_kernel(struct mosaic__kernel *k, void *arg)
     (void)arg;
     for (int i = 0; i < MOSAIC__KERNEL_CONFIGS; i++)
         atomic_store(&k->configs[i].state, 0);
-    atomic_store(&k->other_config_launches, 0);
-    atomic_store(&k->captured, 0);
+    memset(k->shard, 0, sizeof(k->shard));
     atomic_store(&k->graph_runs, 0);
 }
 
 void mosaic__stats_reset(void)
 {
-    memset(&mosaic__ctr, 0, sizeof(mosaic__ctr));
+    memset(mosaic__ctr, 0, sizeof(mosaic__ctr));
     mosaic__kernel_foreach(reset_kernel, NULL);
     mosaic__graph_reset_counts();
 }

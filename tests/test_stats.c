@@ -22,7 +22,7 @@
 
 static struct mosaic__kernel *fake_kernel(uintptr_t handle, const char *name)
 {
-    struct mosaic__kernel *k = calloc(1, sizeof(*k));
+    struct mosaic__kernel *k = mosaic__kernel_alloc();
 
     k->handle = (const void *)handle;
     k->name = strdup(name);
@@ -89,10 +89,13 @@ static void counts_and_hostile_names(void **state)
         mosaic__kernel_count_config(b, (unsigned[3]){2, 1, 1}, (unsigned[3]){32, 1, 1}, 0);
     for (int i = 0; i < 5; i++)
         mosaic__kernel_count_config(b2, (unsigned[3]){i + 1u, 1, 1}, (unsigned[3]){64, 1, 1}, 16);
-    atomic_store(&b2->captured, 2);
-    atomic_store(&mosaic__ctr.launches[MOSAIC__HOOK_cuLaunchKernel], 7);
-    atomic_store(&mosaic__ctr.launches[MOSAIC__HOOK_cuLaunchKernelEx_ptsz], 5);
-    atomic_store(&mosaic__ctr.captured_launches, 2);
+    /* counts spread over shards, as several threads leave them */
+    atomic_store(&b2->shard[1].captured, 1);
+    atomic_store(&b2->shard[MOSAIC__SHARDS - 1].captured, 1);
+    atomic_store(&mosaic__ctr[0].launches[MOSAIC__HOOK_cuLaunchKernel], 3);
+    atomic_store(&mosaic__ctr[3].launches[MOSAIC__HOOK_cuLaunchKernel], 4);
+    atomic_store(&mosaic__ctr[2].launches[MOSAIC__HOOK_cuLaunchKernelEx_ptsz], 5);
+    atomic_store(&mosaic__ctr[5].captured_launches, 2);
     j = snapshot();
     assert_int_equal(num(j, "launches_total"), 12);
     assert_int_equal(num(cJSON_GetObjectItem(j, "launches"), "cuLaunchKernelEx_ptsz"), 5);
