@@ -109,6 +109,7 @@ static void note_launch(const struct mosaic__binding *b, int hook,
                         unsigned dyn_smem)
 {
     struct mosaic__kernel *k;
+    unsigned sh;
 
     if (MOSAIC__UNLIKELY(r != CUDA_SUCCESS)) {
         MOSAIC__INC(launch_errors);
@@ -123,8 +124,11 @@ static void note_launch(const struct mosaic__binding *b, int hook,
                                   memory_order_relaxed);
         return;
     }
-    MOSAIC__INC(launches[hook]);
-    mosaic__kernel_count_config(k, grid, block, dyn_smem);
+    /* This thread's shard, read once for both counts. */
+    sh = mosaic__shard();
+    atomic_fetch_add_explicit(&mosaic__ctr[sh].launches[hook], 1,
+                              memory_order_relaxed);
+    mosaic__kernel_count_config(k, sh, grid, block, dyn_smem);
 }
 
 /* ---- cuGetProcAddress ------------------------------------------------- */
@@ -195,7 +199,12 @@ static CUresult h_getproc_v2(int hook, MOSAIC__P_getproc_v2)
 
 /* ---- kernel launches -------------------------------------------------- */
 
-static CUresult h_launch(int hook, MOSAIC__P_launch)
+/* The launch handlers are inlined into each of their wrappers (plain,
+ * _ptsz and the name-fallback ones), so that the hook id is a constant
+ * there and a launch pays no extra call. */
+
+static inline __attribute__((always_inline)) CUresult
+h_launch(int hook, MOSAIC__P_launch)
 {
     CUresult r;
     MOSAIC__REAL(launch);
@@ -207,7 +216,8 @@ static CUresult h_launch(int hook, MOSAIC__P_launch)
     return r;
 }
 
-static CUresult h_launch_ex(int hook, MOSAIC__P_launch_ex)
+static inline __attribute__((always_inline)) CUresult
+h_launch_ex(int hook, MOSAIC__P_launch_ex)
 {
     CUresult r;
     MOSAIC__REAL(launch_ex);
@@ -225,7 +235,8 @@ static CUresult h_launch_ex(int hook, MOSAIC__P_launch_ex)
     return r;
 }
 
-static CUresult h_launch_coop(int hook, MOSAIC__P_launch_coop)
+static inline __attribute__((always_inline)) CUresult
+h_launch_coop(int hook, MOSAIC__P_launch_coop)
 {
     CUresult r;
     MOSAIC__REAL(launch_coop);
@@ -237,7 +248,8 @@ static CUresult h_launch_coop(int hook, MOSAIC__P_launch_coop)
     return r;
 }
 
-static CUresult h_graph_launch(int hook, MOSAIC__P_graph_launch)
+static inline __attribute__((always_inline)) CUresult
+h_graph_launch(int hook, MOSAIC__P_graph_launch)
 {
     CUresult r;
     MOSAIC__REAL(graph_launch);

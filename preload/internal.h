@@ -223,6 +223,7 @@ void mosaic__kernel_add_config(struct mosaic__kernel *k, const unsigned *grid,
 /* Counts one executed launch of k with this configuration. Inline: it is
  * on the launch path, and the common case is the first slot matching. */
 static inline void mosaic__kernel_count_config(struct mosaic__kernel *k,
+                                               unsigned shard,
                                                const unsigned *grid,
                                                const unsigned *block,
                                                unsigned dyn_smem)
@@ -235,9 +236,8 @@ static inline void mosaic__kernel_count_config(struct mosaic__kernel *k,
             c->grid[2] == grid[2] && c->block[0] == block[0] &&
             c->block[1] == block[1] && c->block[2] == block[2] &&
             c->dyn_smem == dyn_smem) {
-            atomic_fetch_add_explicit(
-                &k->shard[mosaic__shard()].config_launches[i], 1,
-                memory_order_relaxed);
+            atomic_fetch_add_explicit(&k->shard[shard].config_launches[i], 1,
+                                      memory_order_relaxed);
             return;
         }
     }

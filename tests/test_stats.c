@@ -84,11 +84,11 @@ static void counts_and_hostile_names(void **state)
 
     (void)state;
     for (int i = 0; i < 3; i++)
-        mosaic__kernel_count_config(a, (unsigned[3]){1, 1, 1}, (unsigned[3]){32, 1, 1}, 0);
+        mosaic__kernel_count_config(a, 0, (unsigned[3]){1, 1, 1}, (unsigned[3]){32, 1, 1}, 0);
     for (int i = 0; i < 4; i++)
-        mosaic__kernel_count_config(b, (unsigned[3]){2, 1, 1}, (unsigned[3]){32, 1, 1}, 0);
+        mosaic__kernel_count_config(b, 1, (unsigned[3]){2, 1, 1}, (unsigned[3]){32, 1, 1}, 0);
     for (int i = 0; i < 5; i++)
-        mosaic__kernel_count_config(b2, (unsigned[3]){i + 1u, 1, 1}, (unsigned[3]){64, 1, 1}, 16);
+        mosaic__kernel_count_config(b2, (unsigned)i % MOSAIC__SHARDS, (unsigned[3]){i + 1u, 1, 1}, (unsigned[3]){64, 1, 1}, 16);
     /* counts spread over shards, as several threads leave them */
     atomic_store(&b2->shard[1].captured, 1);
     atomic_store(&b2->shard[MOSAIC__SHARDS - 1].captured, 1);

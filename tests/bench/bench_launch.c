@@ -92,6 +92,7 @@ struct mt_arg {
     CUstream stream;
     long n;
     pthread_barrier_t *start;
+    double t0, t1;
 };
 
 static void *mt_launch(void *p)
@@ -99,12 +100,17 @@ static void *mt_launch(void *p)
     struct mt_arg *a = p;
 
     pthread_barrier_wait(a->start);
+    a->t0 = now_ns();
     for (long i = 0; i < a->n; i++)
         a->fn(a->f, 1, 1, 1, 32, 1, 1, 0, a->stream, NULL, NULL);
+    a->t1 = now_ns();
     return NULL;
 }
 
-/* Wall time per launch per thread with threads launching through fn. */
+/* Time per launch with threads launching through fn at once: from the
+ * first thread's start to the last one's end, per launch of one thread
+ * (each thread times itself, so a descheduled main thread does not
+ * matter). */
 static double mt_phase(launch_fn fn, CUfunction f, CUstream stream,
                        int threads, long n)
 {
@@ -119,14 +125,19 @@ static double mt_phase(launch_fn fn, CUfunction f, CUstream stream,
     }
     pthread_barrier_init(&start, NULL, (unsigned)threads + 1);
     for (int i = 0; i < threads; i++) {
-        a[i] = (struct mt_arg){fn, f, stream, n, &start};
+        a[i] = (struct mt_arg){.fn = fn, .f = f, .stream = stream, .n = n,
+                               .start = &start};
         pthread_create(&t[i], NULL, mt_launch, &a[i]);
     }
     pthread_barrier_wait(&start);
-    t0 = now_ns();
     for (int i = 0; i < threads; i++)
         pthread_join(t[i], NULL);
-    t1 = now_ns();
+    t0 = a[0].t0;
+    t1 = a[0].t1;
+    for (int i = 1; i < threads; i++) {
+        t0 = a[i].t0 < t0 ? a[i].t0 : t0;
+        t1 = a[i].t1 > t1 ? a[i].t1 : t1;
+    }
     pthread_barrier_destroy(&start);
     free(t);
     free(a);
