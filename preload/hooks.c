@@ -151,9 +151,9 @@ static void substitute(const struct mosaic__binding *b, const char *symbol,
     if (!symbol || !mosaic__symbol_is_hooked(symbol) ||
         mosaic__is_our_wrapper(*pfn))
         return;
-    w = mosaic__wrapper_by_name(symbol,
-                                (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0,
-                                *pfn);
+    w = mosaic__wrapper_by_name(
+        symbol, (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0,
+        *pfn);
     if (w) {
         MOSAIC__INC(name_matched_lookups);
         MOSAIC__LOG(MOSAIC__LOG_INFO,
@@ -489,7 +489,8 @@ void *mosaic__wrapper_by_name(const char *symbol, int ptsz, void *foreign)
     }
     if (row < 0 || !hook_name_stable[row])
         return NULL;
-    if (atomic_compare_exchange_strong(&foreign_next[row], &expected, foreign) ||
+    if (atomic_compare_exchange_strong(&foreign_next[row], &expected,
+                                       foreign) ||
         expected == foreign)
         return foreign_wrappers[row];
     return NULL;

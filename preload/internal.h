@@ -293,8 +293,9 @@ extern struct mosaic__counters mosaic__ctr[MOSAIC__SHARDS];
 /* The sum over the shards of the counter at byte offset off of struct
  * mosaic__counters (offsetof(struct mosaic__counters, launches[i]), ...). */
 uint64_t mosaic__ctr_sum(size_t off);
-#define MOSAIC__CTR(field) \
-    ((unsigned long long)mosaic__ctr_sum(offsetof(struct mosaic__counters, field)))
+#define MOSAIC__CTR(field)   \
+    ((unsigned long long)mosaic__ctr_sum( \
+        offsetof(struct mosaic__counters, field)))
 
 /* Serialises snapshots and fork handling. */
 extern pthread_mutex_t mosaic__stats_lock;

@@ -187,6 +187,7 @@ static int fork_storm(void *cuda, getproc_fn gp, launch_fn lk, CUfunction f,
         atomic_store(&st[i].stop, 1);
     for (int i = 0; i < 3; i++)
         pthread_join(t[i], NULL);
+    ((CUresult(*)(CUgraph))proc_of(gp, "cuGraphDestroy"))(g);
     printf("forkstorm %s\n", failed ? "deadlock" : "ok");
     return failed ? 4 : 0;
 }

@@ -21,6 +21,9 @@
 #include <string.h>
 
 #define EXPORT __attribute__((visibility("default")))
+/* dlsym is called by a sanitizer runtime before it has initialised itself
+ * (it resolves its interceptors through dlsym, and so through us). */
+#define NO_SANITIZE __attribute__((no_sanitize("address", "undefined")))
 
 typedef void *(*dlsym_fn)(void *, const char *);
 typedef CUresult (*getproc_v1_fn)(const char *, void **, int, cuuint64_t);
@@ -46,7 +49,7 @@ unsigned long long interposer_calls(void)
     return atomic_load(&calls);
 }
 
-static dlsym_fn real_dlsym(void)
+NO_SANITIZE static dlsym_fn real_dlsym(void)
 {
     dlsym_fn fn = atomic_load(&libc_dlsym);
 
@@ -128,7 +131,7 @@ static CUresult my_getproc_v2(const char *symbol, void **pfn, int version,
 }
 
 EXPORT void *dlsym(void *handle, const char *name);
-void *dlsym(void *handle, const char *name)
+NO_SANITIZE void *dlsym(void *handle, const char *name)
 {
     dlsym_fn fn = real_dlsym();
     void *r = fn ? fn(handle, name) : NULL;
