@@ -9,8 +9,12 @@
  *   mosaic__read_file  a whole regular file into memory, size-limited
  *   mosaic__open_regular  the same checks, for readers that stream
  *
- * The JSON string writer is in core/json.h; the driver binding list and the
- * kernel-identity resolver (which need cuda.h) are in core/cudrv.h.
+ * The JSON string writer and the strict JSON reader (mosaic__json_read_file,
+ * mosaic__jsonl_read_file: one call per reader, which reads the file through
+ * mosaic__read_file and refuses trailing data, duplicate keys, NUL bytes and
+ * deep nesting; library mosaic_core_json) are in core/json.h; the driver
+ * binding list and the kernel-identity resolver (which need cuda.h) are in
+ * core/cudrv.h.
  */
 #ifndef MOSAIC_CORE_CORE_H
 #define MOSAIC_CORE_CORE_H

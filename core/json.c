@@ -11,10 +11,12 @@
 
 /* Length of the well-formed UTF-8 sequence at s (2..4), or 0 when the
  * sequence is ill-formed (Unicode 15, table 3-7: no overlong forms, no
- * surrogates, nothing above U+10FFFF). s[0] >= 0x80. A NUL byte is never a
- * continuation byte, so reading stops at the string's end. */
-static int utf8_seq_len(const unsigned char *s)
+ * surrogates, nothing above U+10FFFF) or longer than the avail bytes left.
+ * s[0] >= 0x80. A NUL byte is never a continuation byte, so on a
+ * NUL-terminated string reading stops at its end whatever avail says. */
+int mosaic__utf8_seq_len(const char *str, size_t avail)
 {
+    const unsigned char *s = (const unsigned char *)str;
     unsigned char c = s[0];
     int n;
     uint32_t cp;
@@ -26,6 +28,8 @@ static int utf8_seq_len(const unsigned char *s)
     else if (c >= 0xf0 && c <= 0xf4)
         n = 4, cp = c & 0x07;
     else
+        return 0;
+    if ((size_t)n > avail)
         return 0;
     for (int i = 1; i < n; i++) {
         if ((s[i] & 0xc0) != 0x80)
@@ -79,7 +83,7 @@ static size_t next_piece(const unsigned char **p, char out[8])
         (*p)++;
         return 1;
     }
-    n = utf8_seq_len(*p);
+    n = mosaic__utf8_seq_len((const char *)*p, 4);
     if (n == 0) {
         memcpy(out, "\\ufffd", 6);
         (*p)++;

@@ -17,8 +17,45 @@ struct mosaic__config mosaic__cfg = {
     .level = MOSAIC__LOG_OFF,
 };
 
-/* The known variables, for the message about an unknown one. */
+/* The shim's own variables, for the message about an unknown one. */
 #define MOSAIC__VAR_LIST "MOSAIC_LOG, MOSAIC_STATS, MOSAIC_MODE, MOSAIC_ROLE"
+
+/*
+ * Variables of the project's other components, which a user sets in the
+ * same environment as the shim's and which are therefore not "unknown":
+ * the predictor's models, the capture library, the profiler, and the
+ * arbiter and its client (sched/: every MOSAIC_SCHED_* key of its config,
+ * the socket), the simulated GPU (tests/fakecuda: MOSAIC_SIMGPU*). Exact
+ * names first, then whole prefixes.
+ */
+static const char *const other_vars[] = {"MOSAIC_MODELS", "MOSAIC_SOCKET",
+                                         "MOSAIC_GIT"};
+static const char *const other_prefixes[] = {"MOSAIC_SCHED_", "MOSAIC_CAPTURE_",
+                                             "MOSAIC_PROFILE_", "MOSAIC_SIMGPU"};
+
+static int belongs_elsewhere(const char *entry, size_t nlen)
+{
+    for (size_t i = 0; i < sizeof(other_vars) / sizeof(other_vars[0]); i++)
+        if (strlen(other_vars[i]) == nlen &&
+            strncmp(entry, other_vars[i], nlen) == 0)
+            return 1;
+    for (size_t i = 0; i < sizeof(other_prefixes) / sizeof(other_prefixes[0]);
+         i++) {
+        size_t pl = strlen(other_prefixes[i]);
+        if (nlen > pl && strncmp(entry, other_prefixes[i], pl) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/*
+ * Room kept at the end of cfg->problems for the one line about unknown
+ * names and the one saying that further invalid settings were not shown,
+ * so that neither a flood of unknown names nor a flood of invalid values
+ * can push out the reason for pass-through.
+ */
+#define MOSAIC__PROBLEM_RESERVE 640
+#define MOSAIC__UNKNOWN_SHOWN 8
 
 static const char *const level_names[] = {"off", "error", "warn", "info",
                                           "debug"};
@@ -39,16 +76,34 @@ static void problem(struct mosaic__config *cfg, const char *fmt, ...)
 static void problem(struct mosaic__config *cfg, const char *fmt, ...)
 {
     size_t used = strlen(cfg->problems);
+    size_t room = sizeof(cfg->problems) - MOSAIC__PROBLEM_RESERVE;
+    char line[512];
+    int n;
     va_list ap;
 
-    if (used + 2 >= sizeof(cfg->problems))
-        return;
     va_start(ap, fmt);
-    vsnprintf(cfg->problems + used, sizeof(cfg->problems) - used - 1, fmt, ap);
+    n = vsnprintf(line, sizeof(line), fmt, ap);
     va_end(ap);
-    used = strlen(cfg->problems);
-    cfg->problems[used] = '\n';
-    cfg->problems[used + 1] = '\0';
+    if (n < 0)
+        return;
+    if ((size_t)n >= sizeof(line))
+        n = (int)sizeof(line) - 1;
+    if (used + (size_t)n + 2 > room) {
+        cfg->problems_dropped++;
+        return;
+    }
+    memcpy(cfg->problems + used, line, (size_t)n);
+    cfg->problems[used + (size_t)n] = '\n';
+    cfg->problems[used + (size_t)n + 1] = '\0';
+}
+
+/* Appends text to the problems inside the reserved room (always fits). */
+static void problem_tail(struct mosaic__config *cfg, const char *text)
+{
+    size_t used = strlen(cfg->problems);
+
+    if (used + strlen(text) + 1 < sizeof(cfg->problems))
+        memcpy(cfg->problems + used, text, strlen(text) + 1);
 }
 
 /* Parses one enumerated setting; returns its index or -1 after a problem. */
@@ -110,6 +165,8 @@ static int enum_var(struct mosaic__config *cfg, const char *entry, size_t nlen,
 int mosaic__config_parse(struct mosaic__config *cfg, char *const *envp)
 {
     int invalid = 0;
+    char unknown[MOSAIC__UNKNOWN_SHOWN * 52] = "";
+    size_t unknown_len = 0, unknown_n = 0;
 
     memset(cfg, 0, sizeof(*cfg));
     cfg->mode = MOSAIC__MODE_OBSERVE;
@@ -124,11 +181,7 @@ int mosaic__config_parse(struct mosaic__config *cfg, char *const *envp)
         const char *value;
         int v;
 
-        /* MOSAIC_SCHED_* belong to the arbiter (the client reads
-         * MOSAIC_SCHED_SOCKET in sched_link.c), MOSAIC_SIMGPU* to the
-         * simulated GPU: not unknown, not the shim's to check. */
-        if (strncmp(*e, "MOSAIC_", 7) != 0 || !eq ||
-            strncmp(*e, "MOSAIC_SCHED_", 13) == 0 || strncmp(*e, "MOSAIC_SIMGPU", 13) == 0)
+        if (strncmp(*e, "MOSAIC_", 7) != 0 || !eq)
             continue;
         nlen = (size_t)(eq - *e);
         value = eq + 1;
@@ -146,13 +199,39 @@ int mosaic__config_parse(struct mosaic__config *cfg, char *const *envp)
             } else {
                 memcpy(cfg->stats_path, value, len + 1);
             }
-        } else {
-            problem(cfg,
-                    "mosaic: unknown variable %.*s ignored (known: "
-                    MOSAIC__VAR_LIST ")",
-                    (int)(nlen > 64 ? 64 : nlen), *e);
+        } else if (!belongs_elsewhere(*e, nlen)) {
+            /* Only the first few names are shown; the rest are counted. */
+            if (unknown_n < MOSAIC__UNKNOWN_SHOWN) {
+                int w = snprintf(unknown + unknown_len,
+                                 sizeof(unknown) - unknown_len, "%s%.*s",
+                                 unknown_n ? ", " : "",
+                                 (int)(nlen > 48 ? 48 : nlen), *e);
+                if (w > 0 && (size_t)w < sizeof(unknown) - unknown_len)
+                    unknown_len += (size_t)w;
+            }
+            unknown_n++;
         }
 #undef MOSAIC__IS
+    }
+    if (cfg->problems_dropped) {
+        char line[160];
+        if (snprintf(line, sizeof(line),
+                     "mosaic: %zu further invalid settings not shown; running "
+                     "as pass-through\n",
+                     cfg->problems_dropped) > 0)
+            problem_tail(cfg, line);
+    }
+    if (unknown_n) {
+        char line[MOSAIC__PROBLEM_RESERVE - 160], more[48] = "";
+        if (unknown_n > MOSAIC__UNKNOWN_SHOWN &&
+            snprintf(more, sizeof(more), " and %zu more",
+                     unknown_n - MOSAIC__UNKNOWN_SHOWN) < 0)
+            more[0] = '\0';
+        if (snprintf(line, sizeof(line),
+                     "mosaic: unknown variable%s %s%s ignored (known: "
+                     MOSAIC__VAR_LIST ")\n",
+                     unknown_n > 1 ? "s" : "", unknown, more) > 0)
+            problem_tail(cfg, line);
     }
     if (invalid)
         cfg->mode = MOSAIC__MODE_PASSTHROUGH;

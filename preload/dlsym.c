@@ -38,9 +38,23 @@ MOSAIC__NO_SANITIZE void *mosaic__dlsym_lookup(void *handle, const char *name)
         return r;
     b = mosaic__binding();
     w = mosaic__wrapper_for(b, r);
+    if (w) {
+        MOSAIC__LOG(MOSAIC__LOG_DEBUG, "dlsym(%s) -> wrapper", name);
+        return w;
+    }
+    /* Another interposer's function under a hooked ABI name: wrapped by
+     * that exact name where its ABI is fixed (hooks.c), so its launches
+     * are still seen and still go through it. */
+    if (!b || !mosaic__symbol_is_hooked(name) || mosaic__is_our_wrapper(r))
+        return r;
+    w = mosaic__wrapper_by_name(name, 0, r);
     if (!w)
         return r;
-    MOSAIC__LOG(MOSAIC__LOG_DEBUG, "dlsym(%s) -> wrapper", name);
+    MOSAIC__INC(name_matched_lookups);
+    MOSAIC__LOG(MOSAIC__LOG_INFO,
+                "dlsym(%s) returned %p, not the driver's export: wrapped by "
+                "name, calls go on to it",
+                name, r);
     return w;
 }
 

@@ -34,6 +34,19 @@ struct graph_rec {
 static pthread_mutex_t retire_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct graph_rec *retired;
 
+void mosaic__graph_fork_lock(void)
+{
+    pthread_mutex_lock(&retire_lock);
+}
+
+void mosaic__graph_fork_unlock(int child)
+{
+    if (child)
+        pthread_mutex_init(&retire_lock, NULL);
+    else
+        pthread_mutex_unlock(&retire_lock);
+}
+
 #define MOSAIC__GRAPH_DEPTH 16
 
 static int push(struct graph_rec *g, struct mosaic__kernel *k)
@@ -113,8 +126,7 @@ static void fold(struct graph_rec *g)
     for (size_t i = 0; i < g->n; i++)
         atomic_fetch_add_explicit(&g->k[i]->graph_runs, runs,
                                   memory_order_relaxed);
-    atomic_fetch_add_explicit(&mosaic__ctr.graph_kernel_launches,
-                              runs * g->n, memory_order_relaxed);
+    MOSAIC__ADD(graph_kernel_launches, runs * g->n);
 }
 
 static void retire(struct graph_rec *g)

@@ -67,17 +67,38 @@ MOSAIC__X_TYPEDEF(event_sync)
  */
 #define MOSAIC__REAL(fam)                                                   \
     const struct mosaic__binding *b = mosaic__binding();                    \
-    MOSAIC__PFN(fam) real = b ? (MOSAIC__PFN(fam))b->real[hook] : NULL;     \
+    MOSAIC__PFN(fam) real = (MOSAIC__PFN(fam))real_of(b, &hook);            \
     if (MOSAIC__UNLIKELY(!real))                                            \
         return CUDA_ERROR_NOT_FOUND
+
+/*
+ * Entry points found by name (the name fallback, below): for each hook,
+ * the one foreign pointer (another interposer's trampoline) that the
+ * wrapper called with MOSAIC__FOREIGN in its hook id forwards to.
+ */
+#define MOSAIC__FOREIGN 0x10000
+static _Atomic(void *) foreign_next[MOSAIC__HOOK_COUNT];
+
+/* The function a handler calls: the driver's export, or for a wrapper
+ * handed out by name the foreign pointer it stands for. Strips the
+ * MOSAIC__FOREIGN bit from *hook, which then indexes the counters. */
+static inline void *real_of(const struct mosaic__binding *b, int *hook)
+{
+    if (MOSAIC__UNLIKELY(*hook & MOSAIC__FOREIGN)) {
+        *hook &= ~MOSAIC__FOREIGN;
+        return atomic_load_explicit(&foreign_next[*hook], memory_order_acquire);
+    }
+    return b ? b->real[*hook] : NULL;
+}
 
 int mosaic__stream_capturing(const struct mosaic__binding *b, int hook,
                              CUstream s)
 {
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
     CUresult(CUDAAPI * is_capturing)(CUstream, CUstreamCaptureStatus *) =
-        hook_is_ptsz[hook] ? b->drv.cuStreamIsCapturing_ptsz
-                           : b->drv.cuStreamIsCapturing;
+        !b                   ? NULL
+        : hook_is_ptsz[hook] ? b->drv.cuStreamIsCapturing_ptsz
+                             : b->drv.cuStreamIsCapturing;
 
     /* An error here (the legacy stream while another stream captures) means
      * this stream itself is not capturing. */
@@ -92,6 +113,7 @@ static void note_launch(const struct mosaic__binding *b, int hook,
                         unsigned dyn_smem)
 {
     struct mosaic__kernel *k;
+    unsigned sh;
 
     if (MOSAIC__UNLIKELY(r != CUDA_SUCCESS)) {
         MOSAIC__INC(launch_errors);
@@ -102,12 +124,15 @@ static void note_launch(const struct mosaic__binding *b, int hook,
                                               memory_order_relaxed) > 0) &&
         mosaic__stream_capturing(b, hook, s)) {
         MOSAIC__INC(captured_launches);
-        atomic_fetch_add_explicit(&k->captured, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&k->shard[mosaic__shard()].captured, 1,
+                                  memory_order_relaxed);
         return;
     }
-    atomic_fetch_add_explicit(&mosaic__ctr.launches[hook], 1,
+    /* This thread's shard, read once for both counts. */
+    sh = mosaic__shard();
+    atomic_fetch_add_explicit(&mosaic__ctr[sh].launches[hook], 1,
                               memory_order_relaxed);
-    mosaic__kernel_count_config(k, grid, block, dyn_smem);
+    mosaic__kernel_count_config(k, sh, grid, block, dyn_smem);
     mosaic__sched_hp_launched(fn, grid, block, dyn_smem);
 }
 
@@ -126,16 +151,33 @@ static void substitute(const struct mosaic__binding *b, const char *symbol,
                     "cuGetProcAddress(%s, %d, 0x%llx) -> wrapper", symbol,
                     version, (unsigned long long)flags);
         *pfn = w;
-    } else if (symbol && mosaic__symbol_is_hooked(symbol)) {
-        /* A hooked name answered by a pointer we do not know: launches
-         * through it would go unseen, so say so. */
-        MOSAIC__INC(unmatched_lookups);
-        MOSAIC__LOG(MOSAIC__LOG_WARN,
-                    "cuGetProcAddress(%s, %d, 0x%llx) returned an entry point "
-                    "that is not a known export; calls through it are not "
-                    "observed",
-                    symbol, version, (unsigned long long)flags);
+        return;
     }
+    if (!symbol || !mosaic__symbol_is_hooked(symbol) ||
+        mosaic__is_our_wrapper(*pfn))
+        return;
+    w = mosaic__wrapper_by_name(
+        symbol, (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0,
+        *pfn);
+    if (w) {
+        MOSAIC__INC(name_matched_lookups);
+        MOSAIC__LOG(MOSAIC__LOG_INFO,
+                    "cuGetProcAddress(%s, %d, 0x%llx) returned %p, not the "
+                    "driver's export (another interposer in front of the "
+                    "driver?): wrapped by name, calls go on to it",
+                    symbol, version, (unsigned long long)flags, *pfn);
+        *pfn = w;
+        return;
+    }
+    /* A hooked name answered by a pointer we do not know, for an entry
+     * point whose ABI depends on the version (or a second foreign pointer
+     * for one hook): launches through it would go unseen, so say so. */
+    MOSAIC__INC(unmatched_lookups);
+    MOSAIC__LOG(MOSAIC__LOG_WARN,
+                "cuGetProcAddress(%s, %d, 0x%llx) returned an entry point "
+                "that is not a known export; calls through it are not "
+                "observed",
+                symbol, version, (unsigned long long)flags);
 }
 
 static CUresult h_getproc_v1(int hook, MOSAIC__P_getproc_v1)
@@ -162,7 +204,12 @@ static CUresult h_getproc_v2(int hook, MOSAIC__P_getproc_v2)
 
 /* ---- kernel launches -------------------------------------------------- */
 
-static CUresult h_launch(int hook, MOSAIC__P_launch)
+/* The launch handlers are inlined into each of their wrappers (plain,
+ * _ptsz and the name-fallback ones), so that the hook id is a constant
+ * there and a launch pays no extra call. */
+
+static inline __attribute__((always_inline)) CUresult
+h_launch(int hook, MOSAIC__P_launch)
 {
     CUresult r;
     MOSAIC__REAL(launch);
@@ -176,7 +223,8 @@ static CUresult h_launch(int hook, MOSAIC__P_launch)
     return r;
 }
 
-static CUresult h_launch_ex(int hook, MOSAIC__P_launch_ex)
+static inline __attribute__((always_inline)) CUresult
+h_launch_ex(int hook, MOSAIC__P_launch_ex)
 {
     CUresult r;
     MOSAIC__REAL(launch_ex);
@@ -201,7 +249,8 @@ static CUresult h_launch_ex(int hook, MOSAIC__P_launch_ex)
     return r;
 }
 
-static CUresult h_launch_coop(int hook, MOSAIC__P_launch_coop)
+static inline __attribute__((always_inline)) CUresult
+h_launch_coop(int hook, MOSAIC__P_launch_coop)
 {
     CUresult r;
     MOSAIC__REAL(launch_coop);
@@ -215,7 +264,8 @@ static CUresult h_launch_coop(int hook, MOSAIC__P_launch_coop)
     return r;
 }
 
-static CUresult h_graph_launch(int hook, MOSAIC__P_graph_launch)
+static inline __attribute__((always_inline)) CUresult
+h_graph_launch(int hook, MOSAIC__P_graph_launch)
 {
     CUresult r;
     MOSAIC__REAL(graph_launch);
@@ -231,8 +281,7 @@ static CUresult h_graph_launch(int hook, MOSAIC__P_graph_launch)
                mosaic__stream_capturing(b, hook, stream)) {
         MOSAIC__INC(captured_launches);
     } else {
-        atomic_fetch_add_explicit(&mosaic__ctr.launches[hook], 1,
-                                  memory_order_relaxed);
+        MOSAIC__INC(launches[hook]);
         MOSAIC__INC(graph_launches);
         if (mosaic__graph_note_launch(exec) < 0)
             MOSAIC__INC(graph_launches_unknown);
@@ -415,19 +464,120 @@ void *const mosaic__hook_wrappers[MOSAIC__HOOK_COUNT] = {
 #undef MOSAIC__X_ADDR
 };
 
+/* The wrappers that forward to foreign_next[] instead of the driver. */
+#define MOSAIC__X_FWRAP(sym, fam, is_launch)                               \
+    static CUresult CUDAAPI mosaic__fw_##sym(MOSAIC__P_##fam)               \
+    {                                                                      \
+        return h_##fam(MOSAIC__HOOK_##sym | MOSAIC__FOREIGN, MOSAIC__A_##fam); \
+    }
+MOSAIC__HOOKS(MOSAIC__X_FWRAP)
+#undef MOSAIC__X_FWRAP
+
+static void *const foreign_wrappers[MOSAIC__HOOK_COUNT] = {
+#define MOSAIC__X_FADDR(sym, fam, is_launch) (void *)&mosaic__fw_##sym,
+    MOSAIC__HOOKS(MOSAIC__X_FADDR)
+#undef MOSAIC__X_FADDR
+};
+
+/* The families whose signature is one at every cudaVersion of their name,
+ * so that a wrapper chosen by name alone cannot mismatch the ABI of what
+ * the caller asked for. Excluded: cuGetProcAddress, cuStreamBeginCapture,
+ * cuGraphInstantiate and cuGraphExecUpdate, whose names mean v1 or _v2
+ * signatures depending on the version (only pointer identity tells). */
+#define MOSAIC__STABLE_launch 1
+#define MOSAIC__STABLE_launch_ex 1
+#define MOSAIC__STABLE_launch_coop 1
+#define MOSAIC__STABLE_graph_launch 1
+#define MOSAIC__STABLE_capture_end 1
+#define MOSAIC__STABLE_graph_inst_flags 1
+#define MOSAIC__STABLE_graph_inst_params 1
+#define MOSAIC__STABLE_graph_exec_destroy 1
+#define MOSAIC__STABLE_library_get_kernel 1
+#define MOSAIC__STABLE_library_enum_kernels 1
+#define MOSAIC__STABLE_stream_sync 1
+#define MOSAIC__STABLE_event_sync 1
+/* cuCtxSynchronize gained a _v2 (with a context argument) in CUDA 12.x
+ * headers; by name alone the ABI is not certain. */
+#define MOSAIC__STABLE_ctx_sync 0
+#define MOSAIC__STABLE_getproc_v1 0
+#define MOSAIC__STABLE_getproc_v2 0
+#define MOSAIC__STABLE_capture_begin_v1 0
+#define MOSAIC__STABLE_capture_begin_v2 0
+#define MOSAIC__STABLE_capture_begin_to_graph 0
+#define MOSAIC__STABLE_graph_inst_v1 0
+#define MOSAIC__STABLE_graph_update_v1 0
+#define MOSAIC__STABLE_graph_update_v2 0
+
+static const unsigned char hook_name_stable[MOSAIC__HOOK_COUNT] = {
+#define MOSAIC__X_STABLE(sym, fam, is_launch) MOSAIC__STABLE_##fam,
+    MOSAIC__HOOKS(MOSAIC__X_STABLE)
+#undef MOSAIC__X_STABLE
+};
+
+int mosaic__is_our_wrapper(const void *p)
+{
+    for (int i = 0; i < MOSAIC__HOOK_COUNT; i++)
+        if (p == mosaic__hook_wrappers[i] || p == foreign_wrappers[i])
+            return 1;
+    return 0;
+}
+
+/*
+ * The name fallback: the hook row for a base name (the _ptsz row when the
+ * per-thread default stream was asked for and the name has one), if its
+ * family's ABI is the same at every version. The first foreign pointer
+ * for a row is kept and its wrapper handed out; the same pointer again
+ * gets the same wrapper; a different one gets NULL (unmatched), as one
+ * wrapper can forward to one pointer only.
+ */
+void *mosaic__wrapper_by_name(const char *symbol, int ptsz, void *foreign)
+{
+    int row = -1;
+    size_t len = strlen(symbol);
+    void *expected = NULL;
+
+    for (int i = 0; i < MOSAIC__HOOK_COUNT; i++) {
+        const char *h = mosaic__hook_names[i];
+        if (strncmp(h, symbol, len) != 0)
+            continue;
+        if (h[len] == '\0' && row < 0)
+            row = i;
+        else if (ptsz && strcmp(h + len, "_ptsz") == 0)
+            row = i;
+    }
+    if (row < 0 || !hook_name_stable[row])
+        return NULL;
+    if (atomic_compare_exchange_strong(&foreign_next[row], &expected,
+                                       foreign) ||
+        expected == foreign)
+        return foreign_wrappers[row];
+    return NULL;
+}
+
 /* ---- load, fork and exit ---------------------------------------------- */
 
-/* No lock of ours may be held by another thread across fork(), or the
- * child could deadlock on it. The order is the snapshot's order. */
+/*
+ * No lock of ours may be held by another thread across fork(), or the
+ * child could wait for it forever (it has only the forking thread). The
+ * prepare handler takes every lock the shim has, in one fixed order that is
+ * also the order in which the shim ever nests them (a snapshot holds the
+ * stats lock, then each map's lock; a graph record is retired after the
+ * map's lock is released): stats, kernel map, graph map, the list of
+ * retired graph records. The parent releases them in reverse; the child,
+ * where the locks belong to no running thread, initialises them afresh.
+ * Binding to the driver takes no lock (driver.c).
+ */
 static void fork_prepare(void)
 {
     pthread_mutex_lock(&mosaic__stats_lock);
     pthread_mutex_lock(&mosaic__kmap.lock);
     pthread_mutex_lock(&mosaic__gmap.lock);
+    mosaic__graph_fork_lock();
 }
 
 static void fork_parent(void)
 {
+    mosaic__graph_fork_unlock(0);
     pthread_mutex_unlock(&mosaic__gmap.lock);
     pthread_mutex_unlock(&mosaic__kmap.lock);
     pthread_mutex_unlock(&mosaic__stats_lock);
@@ -436,7 +586,10 @@ static void fork_parent(void)
 /* The child starts with its own counters: it has launched nothing yet. */
 static void fork_child(void)
 {
-    fork_parent();
+    mosaic__graph_fork_unlock(1);
+    pthread_mutex_init(&mosaic__gmap.lock, NULL);
+    pthread_mutex_init(&mosaic__kmap.lock, NULL);
+    pthread_mutex_init(&mosaic__stats_lock, NULL);
     mosaic__stats_reset();
 }
 

@@ -44,7 +44,11 @@ struct mosaic__config {
     int role;  /* enum mosaic__role */
     int level; /* enum mosaic__level */
     char stats_path[4096];
-    char problems[1024]; /* one line per problem found, each ending in '\n' */
+    /* One line per problem found, each ending in '\n': the invalid values
+     * (the reasons for pass-through) first, then one line naming unknown
+     * variables. Bounded: what does not fit is counted, never overflows. */
+    char problems[2048];
+    size_t problems_dropped; /* invalid settings not described for room */
 };
 
 /*
@@ -129,6 +133,13 @@ static inline const struct mosaic__binding *mosaic__binding(void)
 
 /* Our wrapper for a real driver pointer, or NULL when it is not hooked. */
 void *mosaic__wrapper_for(const struct mosaic__binding *b, const void *real);
+/* Whether p is one of the shim's own wrappers (never wrapped again). */
+int mosaic__is_our_wrapper(const void *p);
+/* The name fallback for a pointer that is not the driver's export (another
+ * interposer's trampoline): a wrapper that forwards to foreign, chosen by
+ * the base name symbol (+ _ptsz when ptsz), for entry points whose ABI is
+ * the same at every version; NULL otherwise (hooks.c). */
+void *mosaic__wrapper_by_name(const char *symbol, int ptsz, void *foreign);
 /* Whether symbol names a hooked entry point (in any ABI variant). */
 int mosaic__symbol_is_hooked(const char *symbol);
 /* The real dlsym of the C library (never our interposed one). */
@@ -140,17 +151,47 @@ extern void *const mosaic__hook_wrappers[MOSAIC__HOOK_COUNT];
 
 /* ---- kcache.c: kernel identity ---------------------------------------- */
 
+/*
+ * Counters on the launch path are sharded: each thread counts into one of
+ * MOSAIC__SHARDS cache-line-aligned shards (assigned round-robin at its
+ * first count, so up to MOSAIC__SHARDS launching threads never share a
+ * line), and a report sums the shards. One shared counter per kernel would
+ * bounce its cache line between the cores of every launching thread.
+ */
+#define MOSAIC__SHARDS 8 /* a power of two */
+#define MOSAIC__CACHE_LINE 64
+
+extern __thread unsigned mosaic__tls_shard
+    __attribute__((tls_model("initial-exec")));
+unsigned mosaic__shard_assign(void);
+
+/* This thread's shard, 0 .. MOSAIC__SHARDS-1. */
+static inline unsigned mosaic__shard(void)
+{
+    unsigned s = mosaic__tls_shard; /* shard + 1; 0 before the first count */
+
+    return MOSAIC__UNLIKELY(!s) ? mosaic__shard_assign() : s - 1;
+}
+
 /* One launch configuration of a kernel: with the kernel's name, the key
- * under which profiles are kept (name + grid + block + dynamic smem). */
+ * under which profiles are kept (name + grid + block + dynamic smem). Its
+ * launch count is in the kernel's shards. */
 struct mosaic__config_count {
     _Atomic int state; /* 0 free, 1 being filled, 2 ready */
     unsigned int grid[3], block[3], dyn_smem;
-    _Atomic uint64_t launches;
 };
 
 #define MOSAIC__KERNEL_CONFIGS 4
 
+/* A kernel's counts in one shard: one cache line. */
+struct mosaic__kshard {
+    _Atomic uint64_t config_launches[MOSAIC__KERNEL_CONFIGS];
+    _Atomic uint64_t other_config_launches; /* further configurations */
+    _Atomic uint64_t captured;              /* launches recorded into graphs */
+} __attribute__((aligned(MOSAIC__CACHE_LINE)));
+
 struct mosaic__kernel {
+    struct mosaic__kshard shard[MOSAIC__SHARDS];
     const void *handle;
     char *name;          /* owned copy; "?0x..." when it could not be read */
     int kind;            /* enum mosaic__kind, as resolved */
@@ -158,14 +199,20 @@ struct mosaic__kernel {
     int static_smem;     /* bytes of static shared memory per block */
     int max_threads;     /* most threads per block this kernel allows */
     int local_bytes;     /* local memory per thread */
-    _Atomic uint64_t captured;   /* launches recorded into graphs */
     _Atomic uint64_t graph_runs; /* executions inside graphs (folded) */
     uint64_t snap;               /* scratch for stats snapshots */
     /* The first configurations a kernel is launched with, counted; most
      * kernels have one or two. Launches of further ones are only summed. */
     struct mosaic__config_count configs[MOSAIC__KERNEL_CONFIGS];
-    _Atomic uint64_t other_config_launches;
 };
+
+/* A zeroed kernel record, aligned for its shards (free with free()). */
+struct mosaic__kernel *mosaic__kernel_alloc(void);
+/* Sums over the shards of k: launches of configuration slot i, launches
+ * with further configurations, launches recorded into graphs. */
+uint64_t mosaic__kernel_config_launches(struct mosaic__kernel *k, int i);
+uint64_t mosaic__kernel_other_launches(struct mosaic__kernel *k);
+uint64_t mosaic__kernel_captured(struct mosaic__kernel *k);
 
 /* Executed direct launches of k: the sum over its configurations. */
 uint64_t mosaic__kernel_launches(struct mosaic__kernel *k);
@@ -175,6 +222,7 @@ void mosaic__kernel_add_config(struct mosaic__kernel *k, const unsigned *grid,
 /* Counts one executed launch of k with this configuration. Inline: it is
  * on the launch path, and the common case is the first slot matching. */
 static inline void mosaic__kernel_count_config(struct mosaic__kernel *k,
+                                               unsigned shard,
                                                const unsigned *grid,
                                                const unsigned *block,
                                                unsigned dyn_smem)
@@ -187,7 +235,8 @@ static inline void mosaic__kernel_count_config(struct mosaic__kernel *k,
             c->grid[2] == grid[2] && c->block[0] == block[0] &&
             c->block[1] == block[1] && c->block[2] == block[2] &&
             c->dyn_smem == dyn_smem) {
-            atomic_fetch_add_explicit(&c->launches, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&k->shard[shard].config_launches[i], 1,
+                                      memory_order_relaxed);
             return;
         }
     }
@@ -214,6 +263,10 @@ int mosaic__graph_note_launch(CUgraphExec exec);
  * returns the total of those executions. Caller holds the stats lock. */
 uint64_t mosaic__graph_snapshot(void);
 void mosaic__graph_reset_counts(void);
+/* The list of retired graph records has its own lock; fork takes it last
+ * (hooks.c) and the child starts it afresh (child != 0). */
+void mosaic__graph_fork_lock(void);
+void mosaic__graph_fork_unlock(int child);
 
 /* ---- stats.c ---------------------------------------------------------- */
 
@@ -226,11 +279,22 @@ struct mosaic__counters {
     _Atomic uint64_t launch_errors;
     _Atomic uint64_t errors;
     _Atomic uint64_t unmatched_lookups;
-};
-extern struct mosaic__counters mosaic__ctr;
+    _Atomic uint64_t name_matched_lookups; /* wrapped by the name fallback */
+} __attribute__((aligned(MOSAIC__CACHE_LINE)));
+/* The process's counters, one copy per shard (summed by mosaic__ctr_sum). */
+extern struct mosaic__counters mosaic__ctr[MOSAIC__SHARDS];
 
-#define MOSAIC__INC(field) \
-    atomic_fetch_add_explicit(&mosaic__ctr.field, 1, memory_order_relaxed)
+#define MOSAIC__ADD(field, n)                                            \
+    atomic_fetch_add_explicit(&mosaic__ctr[mosaic__shard()].field, (n),  \
+                              memory_order_relaxed)
+#define MOSAIC__INC(field) MOSAIC__ADD(field, 1)
+
+/* The sum over the shards of the counter at byte offset off of struct
+ * mosaic__counters (offsetof(struct mosaic__counters, launches[i]), ...). */
+uint64_t mosaic__ctr_sum(size_t off);
+#define MOSAIC__CTR(field)   \
+    ((unsigned long long)mosaic__ctr_sum( \
+        offsetof(struct mosaic__counters, field)))
 
 /* Serialises snapshots and fork handling. */
 extern pthread_mutex_t mosaic__stats_lock;

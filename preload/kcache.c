@@ -20,6 +20,60 @@ struct mosaic__pmap mosaic__kmap = MOSAIC__PMAP_INITIALIZER;
 
 static struct mosaic__kernel fallback_kernel = {.name = "?"};
 
+/* Shards are handed out round-robin; a thread keeps its shard for life. */
+__thread unsigned mosaic__tls_shard __attribute__((tls_model("initial-exec")));
+static atomic_uint next_shard;
+
+unsigned mosaic__shard_assign(void)
+{
+    unsigned s = atomic_fetch_add_explicit(&next_shard, 1,
+                                           memory_order_relaxed) &
+                 (MOSAIC__SHARDS - 1);
+
+    mosaic__tls_shard = s + 1;
+    return s;
+}
+
+struct mosaic__kernel *mosaic__kernel_alloc(void)
+{
+    size_t size = (sizeof(struct mosaic__kernel) + MOSAIC__CACHE_LINE - 1) /
+                  MOSAIC__CACHE_LINE * MOSAIC__CACHE_LINE;
+    struct mosaic__kernel *k = aligned_alloc(MOSAIC__CACHE_LINE, size);
+
+    if (k)
+        memset(k, 0, size);
+    return k;
+}
+
+uint64_t mosaic__kernel_config_launches(struct mosaic__kernel *k, int i)
+{
+    uint64_t n = 0;
+
+    for (int s = 0; s < MOSAIC__SHARDS; s++)
+        n += atomic_load_explicit(&k->shard[s].config_launches[i],
+                                  memory_order_relaxed);
+    return n;
+}
+
+uint64_t mosaic__kernel_other_launches(struct mosaic__kernel *k)
+{
+    uint64_t n = 0;
+
+    for (int s = 0; s < MOSAIC__SHARDS; s++)
+        n += atomic_load_explicit(&k->shard[s].other_config_launches,
+                                  memory_order_relaxed);
+    return n;
+}
+
+uint64_t mosaic__kernel_captured(struct mosaic__kernel *k)
+{
+    uint64_t n = 0;
+
+    for (int s = 0; s < MOSAIC__SHARDS; s++)
+        n += atomic_load_explicit(&k->shard[s].captured, memory_order_relaxed);
+    return n;
+}
+
 /* The identity comes from the resolver shared with the capture library
  * (core/cudrv.h); the shim keeps its own copy of the name and records an
  * attribute the driver would not give as 0. */
@@ -52,7 +106,7 @@ static void resolve(struct mosaic__kernel *k, const void *handle, int hint)
 
 static struct mosaic__kernel *kernel_insert(const void *handle, int hint)
 {
-    struct mosaic__kernel *k = calloc(1, sizeof(*k));
+    struct mosaic__kernel *k = mosaic__kernel_alloc();
     struct mosaic__kernel *now;
 
     if (!k)
@@ -116,6 +170,8 @@ void mosaic__kernel_foreach(void (*fn)(struct mosaic__kernel *k, void *arg),
 void mosaic__kernel_add_config(struct mosaic__kernel *k, const unsigned *grid,
                                const unsigned *block, unsigned dyn_smem)
 {
+    struct mosaic__kshard *sh = &k->shard[mosaic__shard()];
+
     for (int i = 0; i < MOSAIC__KERNEL_CONFIGS; i++) {
         struct mosaic__config_count *c = &k->configs[i];
         int st = atomic_load_explicit(&c->state, memory_order_acquire);
@@ -124,29 +180,30 @@ void mosaic__kernel_add_config(struct mosaic__kernel *k, const unsigned *grid,
         if (st == 2 && c->dyn_smem == dyn_smem &&
             memcmp(c->grid, grid, sizeof(c->grid)) == 0 &&
             memcmp(c->block, block, sizeof(c->block)) == 0) {
-            atomic_fetch_add_explicit(&c->launches, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&sh->config_launches[i], 1,
+                                      memory_order_relaxed);
             return;
         }
         if (st == 0 && atomic_compare_exchange_strong(&c->state, &expected, 1)) {
             memcpy(c->grid, grid, sizeof(c->grid));
             memcpy(c->block, block, sizeof(c->block));
             c->dyn_smem = dyn_smem;
-            atomic_store_explicit(&c->launches, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&sh->config_launches[i], 1,
+                                      memory_order_relaxed);
             atomic_store_explicit(&c->state, 2, memory_order_release);
             return;
         }
     }
-    atomic_fetch_add_explicit(&k->other_config_launches, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&sh->other_config_launches, 1,
+                              memory_order_relaxed);
 }
 
 uint64_t mosaic__kernel_launches(struct mosaic__kernel *k)
 {
-    uint64_t n = atomic_load_explicit(&k->other_config_launches,
-                                      memory_order_relaxed);
+    uint64_t n = mosaic__kernel_other_launches(k);
 
     for (int i = 0; i < MOSAIC__KERNEL_CONFIGS; i++)
         if (atomic_load_explicit(&k->configs[i].state, memory_order_acquire) == 2)
-            n += atomic_load_explicit(&k->configs[i].launches,
-                                      memory_order_relaxed);
+            n += mosaic__kernel_config_launches(k, i);
     return n;
 }

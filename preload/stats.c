@@ -4,16 +4,31 @@
  * MOSAIC_STATS and returned by mosaic_shim_stats_json().
  */
 #define _GNU_SOURCE 1
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
+#include <sys/random.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "internal.h"
 #include "mosaic/shim.h"
 
-struct mosaic__counters mosaic__ctr;
+struct mosaic__counters mosaic__ctr[MOSAIC__SHARDS];
+
+uint64_t mosaic__ctr_sum(size_t off)
+{
+    uint64_t n = 0;
+
+    for (int s = 0; s < MOSAIC__SHARDS; s++)
+        n += atomic_load_explicit(
+            (_Atomic uint64_t *)((char *)&mosaic__ctr[s] + off),
+            memory_order_relaxed);
+    return n;
+}
 pthread_mutex_t mosaic__stats_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct name_count {
@@ -35,7 +50,7 @@ static void clear_snap(struct mosaic__kernel *k, void *arg)
 
 static int active(struct mosaic__kernel *k)
 {
-    return mosaic__kernel_launches(k) || atomic_load(&k->captured) ||
+    return mosaic__kernel_launches(k) || mosaic__kernel_captured(k) ||
            atomic_load(&k->graph_runs) || k->snap;
 }
 
@@ -59,7 +74,7 @@ static void gather_one(struct mosaic__kernel *k, void *arg)
         .name = k->name,
         .launches = mosaic__kernel_launches(k),
         .graph = atomic_load(&k->graph_runs) + k->snap,
-        .captured = atomic_load(&k->captured),
+        .captured = mosaic__kernel_captured(k),
     };
 }
 
@@ -119,7 +134,8 @@ static void write_entries(FILE *f, const char *key, int want_graph,
         uint64_t v;
         if (!(want_graph ? is_graph : mosaic__hook_is_launch[i]))
             continue;
-        v = atomic_load(&mosaic__ctr.launches[i]);
+        v = mosaic__ctr_sum(offsetof(struct mosaic__counters, launches) +
+                            (size_t)i * sizeof(mosaic__ctr[0].launches[0]));
         fprintf(f, "%s\"%s\": %llu", first ? "" : ", ", mosaic__hook_names[i],
                 (unsigned long long)v);
         *total += v;
@@ -159,15 +175,12 @@ static void write_info(struct mosaic__kernel *k, void *arg)
                 "\"dyn_smem\": %u, \"launches\": %llu}",
                 first_cfg ? "" : ", ", c->grid[0], c->grid[1], c->grid[2],
                 c->block[0], c->block[1], c->block[2], c->dyn_smem,
-                (unsigned long long)atomic_load(&c->launches));
+                (unsigned long long)mosaic__kernel_config_launches(k, i));
         first_cfg = 0;
     }
     fprintf(f, "], \"other_config_launches\": %llu}",
-            (unsigned long long)atomic_load(&k->other_config_launches));
+            (unsigned long long)mosaic__kernel_other_launches(k));
 }
-
-#define MOSAIC__CTR(field) \
-    ((unsigned long long)atomic_load(&mosaic__ctr.field))
 
 int mosaic__stats_write(FILE *f)
 {
@@ -206,9 +219,10 @@ int mosaic__stats_write(FILE *f)
     }
     fprintf(f,
             ",\n  \"distinct_kernels\": %zu,\n  \"launch_errors\": %llu,"
-            "\n  \"errors\": %llu,\n  \"unmatched_lookups\": %llu\n}\n",
+            "\n  \"errors\": %llu,\n  \"unmatched_lookups\": %llu,"
+            "\n  \"name_matched_lookups\": %llu\n}\n",
             g.n, MOSAIC__CTR(launch_errors), MOSAIC__CTR(errors) + g.failed,
-            MOSAIC__CTR(unmatched_lookups));
+            MOSAIC__CTR(unmatched_lookups), MOSAIC__CTR(name_matched_lookups));
     pthread_mutex_unlock(&mosaic__stats_lock);
     free(g.v);
     return ferror(f) ? MOSAIC_EIO : 0;
@@ -242,38 +256,178 @@ static int expand_path(const char *tmpl, char *out, size_t len)
     return 0;
 }
 
+/* Says why the stats file was not written, naming the file and the fix.
+ * Like the other stats-file failures it is printed whatever MOSAIC_LOG
+ * says: the user asked for a file and would otherwise find none. */
+static void refuse(const char *path, const char *why, const char *fix)
+{
+    char msg[4096 + 512];
+
+    if (snprintf(msg, sizeof(msg), "mosaic: MOSAIC_STATS file '%s' %s; %s\n",
+                 path, why, fix) < 0)
+        return;
+    mosaic__say(msg);
+}
+
+/*
+ * Whether the target may be replaced: absent, or a regular file this
+ * process's user owns. A device node, a FIFO, a directory, a symbolic link
+ * (whose target would be what an attacker chose) or someone else's file is
+ * refused. Returns 1 when it may, 0 after saying why not.
+ */
+static int target_replaceable(int dirfd, const char *base, const char *path)
+{
+    struct stat st;
+
+    if (fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        if (errno == ENOENT)
+            return 1;
+        refuse(path, strerror(errno), "nothing was written");
+        return 0;
+    }
+    if (S_ISLNK(st.st_mode)) {
+        refuse(path, "is a symbolic link and is not replaced",
+               "name the file itself, not a link to it");
+        return 0;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        refuse(path, "is not a regular file (a device, FIFO, socket or "
+                     "directory) and is not replaced",
+               "name a regular file or a path that does not exist yet");
+        return 0;
+    }
+    if (st.st_uid != geteuid()) {
+        refuse(path, "belongs to another user and is not replaced",
+               "name a file of your own, or a new path");
+        return 0;
+    }
+    return 1;
+}
+
+/*
+ * Creates the temporary file beside the target with a name nobody can
+ * plant in advance: a random suffix from getrandom(), O_EXCL so an existing
+ * name (a planted file or link) is never opened, O_NOFOLLOW for good
+ * measure, mode 0600 so no other user reads counts before the rename.
+ * Returns the descriptor, or -1 with errno set.
+ */
+static int create_temp(int dirfd, const char *base, char *name, size_t len)
+{
+    static const char digits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+
+    for (int attempt = 0; attempt < 16; attempt++) {
+        unsigned char rnd[12];
+        char suffix[sizeof(rnd) + 1];
+        int fd, n;
+
+        if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+            return -1;
+        for (size_t i = 0; i < sizeof(rnd); i++)
+            suffix[i] = digits[rnd[i] % (sizeof(digits) - 1)];
+        suffix[sizeof(rnd)] = '\0';
+        n = snprintf(name, len, ".%s.%s.tmp", base, suffix);
+        if (n < 0 || (size_t)n >= len) {
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        fd = openat(dirfd, name,
+                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
+    }
+    errno = EEXIST;
+    return -1;
+}
+
+/* Whether this process ever had the driver loaded: a wrapper (a shell,
+ * timeout, a Python launcher) that never did has nothing to report and must
+ * not replace the file of the child it started. */
+static int driver_was_loaded(void)
+{
+    void *h;
+
+    if (atomic_load_explicit(&mosaic__bound, memory_order_acquire))
+        return 1;
+    h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    if (h)
+        dlclose(h);
+    return h != NULL;
+}
+
 void mosaic__stats_dump(void)
 {
-    char path[4096], tmp[4200], msg[4400];
-    int saved = errno, fd, rc;
+    char path[4096], dir[4096], tmp[NAME_MAX + 64];
+    const char *base, *slash;
+    int saved = errno, dirfd, fd, rc;
     FILE *f;
 
-    if (expand_path(mosaic__cfg.stats_path, path, sizeof(path)) != 0)
-        return;
-    /* Write beside the target and rename, so a reader never sees half a
-     * file and two processes never interleave. */
-    snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (!driver_was_loaded() ||
+        expand_path(mosaic__cfg.stats_path, path, sizeof(path)) != 0)
+        goto out;
+    slash = strrchr(path, '/');
+    if (slash) {
+        size_t dl = slash == path ? 1 : (size_t)(slash - path);
+        memcpy(dir, path, dl);
+        dir[dl] = '\0';
+        base = slash + 1;
+    } else {
+        strcpy(dir, ".");
+        base = path;
+    }
+    if (!base[0] || strlen(base) > NAME_MAX) {
+        refuse(path, "does not end in a file name of 1 to 255 bytes",
+               "name a file, not a directory");
+        goto out;
+    }
+    /* Everything below is relative to one descriptor of the directory, so
+     * the checks and the rename see the same directory even if its path is
+     * changed meanwhile. */
+    dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dirfd < 0) {
+        char why[256];
+        if (snprintf(why, sizeof(why), "cannot be written: %s",
+                     strerror(errno)) < 0)
+            why[0] = '\0';
+        refuse(path, why, "check that its directory exists and is writable");
+        goto out;
+    }
+    if (!target_replaceable(dirfd, base, path))
+        goto close_dir;
+    fd = create_temp(dirfd, base, tmp, sizeof(tmp));
     f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (!f) {
-        snprintf(msg, sizeof(msg),
-                 "mosaic: cannot write MOSAIC_STATS file '%s': %s (check that "
-                 "its directory exists and is writable)\n",
-                 path, strerror(errno));
-        mosaic__say(msg);
-        if (fd >= 0)
+        char why[256];
+        if (snprintf(why, sizeof(why), "cannot be written: %s",
+                     strerror(errno)) < 0)
+            why[0] = '\0';
+        refuse(path, why, "check that its directory exists and is writable");
+        if (fd >= 0) {
             close(fd);
-        errno = saved;
-        return;
+            unlinkat(dirfd, tmp, 0);
+        }
+        goto close_dir;
     }
     rc = mosaic__stats_write(f);
-    if (fclose(f) != 0 || rc != 0 || rename(tmp, path) != 0) {
-        snprintf(msg, sizeof(msg),
-                 "mosaic: writing MOSAIC_STATS file '%s' failed: %s\n", path,
-                 strerror(errno));
-        mosaic__say(msg);
-        unlink(tmp);
+    if (fclose(f) != 0 || rc != 0) {
+        refuse(path, "could not be written in full", "check free space");
+        unlinkat(dirfd, tmp, 0);
+        goto close_dir;
     }
+    /* Checked again just before the rename: the target may have been
+     * replaced by a link or a device while the counts were written. */
+    if (!target_replaceable(dirfd, base, path)) {
+        unlinkat(dirfd, tmp, 0);
+    } else if (renameat(dirfd, tmp, dirfd, base) != 0) {
+        char why[256];
+        if (snprintf(why, sizeof(why), "could not be put in place: %s",
+                     strerror(errno)) < 0)
+            why[0] = '\0';
+        refuse(path, why, "check that its directory is writable");
+        unlinkat(dirfd, tmp, 0);
+    }
+close_dir:
+    close(dirfd);
+out:
     errno = saved;
 }
 
@@ -282,14 +436,13 @@ static void reset_kernel(struct mosaic__kernel *k, void *arg)
     (void)arg;
     for (int i = 0; i < MOSAIC__KERNEL_CONFIGS; i++)
         atomic_store(&k->configs[i].state, 0);
-    atomic_store(&k->other_config_launches, 0);
-    atomic_store(&k->captured, 0);
+    memset(k->shard, 0, sizeof(k->shard));
     atomic_store(&k->graph_runs, 0);
 }
 
 void mosaic__stats_reset(void)
 {
-    memset(&mosaic__ctr, 0, sizeof(mosaic__ctr));
+    memset(mosaic__ctr, 0, sizeof(mosaic__ctr));
     mosaic__kernel_foreach(reset_kernel, NULL);
     mosaic__graph_reset_counts();
 }

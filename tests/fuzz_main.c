@@ -7,7 +7,9 @@
  *
  * every file of CORPUS_DIR, then ITERATIONS (default 20000) deterministic
  * mutations of them: byte flips, truncations, insertions, deletions,
- * copied spans and digit changes. A target aborts on a wrong outcome; the
+ * copied spans, digit changes, inserted copies of a span (which repeat a
+ * key in an object, or put a second document after the first) and
+ * inserted control bytes (NUL, DEL, escapes). A target aborts on a wrong outcome; the
  * ASan/UBSan build catches memory errors.
  */
 #define _GNU_SOURCE 1
@@ -85,7 +87,7 @@ static void mutate_once(struct buf *m, size_t cap, uint64_t *s)
     static const char tokens[] = "0123456789-.eE,:[]{}\" tfn";
     size_t pos = m->n ? rng_next(s) % m->n : 0;
 
-    switch (rng_next(s) % 6) {
+    switch (rng_next(s) % 8) {
     case 0: /* Flip one bit. */
         if (m->n)
             m->p[pos] ^= (uint8_t)(1u << (rng_next(s) % 8));
@@ -117,6 +119,32 @@ static void mutate_once(struct buf *m, size_t cap, uint64_t *s)
             }
         }
         break;
+    case 6: { /* Insert a copy of a span: a repeated member, a second
+               * document after the first. */
+        size_t from = m->n ? rng_next(s) % m->n : 0;
+        size_t len = 1 + rng_next(s) % 64;
+        if (from + len > m->n)
+            len = m->n - from;
+        if (len > cap - m->n)
+            len = cap - m->n;
+        if (len == 0)
+            break;
+        memmove(m->p + pos + len, m->p + pos, m->n - pos);
+        /* The source may have moved if it lay at or after pos. */
+        memmove(m->p + pos, m->p + (from >= pos ? from + len : from), len);
+        m->n += len;
+        break;
+    }
+    case 7: { /* Insert a byte a text parser must handle: NUL, control. */
+        static const uint8_t odd[] = {0x00, 0x01, 0x09, 0x0a, 0x0d, 0x1f,
+                                      0x7f, 0x80, 0xc0, 0xff, '\\'};
+        if (m->n < cap) {
+            memmove(m->p + pos + 1, m->p + pos, m->n - pos);
+            m->p[pos] = odd[rng_next(s) % sizeof(odd)];
+            m->n++;
+        }
+        break;
+    }
     default: { /* Copy a span over another place. */
         size_t from = m->n ? rng_next(s) % m->n : 0;
         size_t len = 1 + rng_next(s) % 64;

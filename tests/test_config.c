@@ -3,6 +3,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -103,6 +104,74 @@ static void hostile_values_stay_bounded(void **state)
     assert_non_null(strstr(cfg.problems, "MOSAIC_LOG="));
 }
 
+/* A flood of unknown MOSAIC_* names (a hostile or careless environment)
+ * neither overflows the message nor pushes out the reason for
+ * pass-through, whichever order the variables come in. */
+static void many_unknown_names_keep_the_reason(void **state)
+{
+    static char names[300][32];
+    static char *env[303];
+    int n = 0;
+
+    (void)state;
+    for (int i = 0; i < 150; i++) {
+        snprintf(names[i], sizeof(names[i]), "MOSAIC_UNKNOWN_%03d=1", i);
+        env[n++] = names[i];
+    }
+    env[n++] = "MOSAIC_LOG=verbose";
+    for (int i = 150; i < 300; i++) {
+        snprintf(names[i], sizeof(names[i]), "MOSAIC_UNKNOWN_%03d=1", i);
+        env[n++] = names[i];
+    }
+    env[n] = NULL;
+    assert_int_equal(mosaic__config_parse(&cfg, env), MOSAIC_ECONFIG);
+    assert_int_equal(cfg.mode, MOSAIC__MODE_PASSTHROUGH);
+    assert_true(strlen(cfg.problems) < sizeof(cfg.problems));
+    assert_non_null(strstr(cfg.problems, "MOSAIC_LOG='verbose'"));
+    assert_non_null(strstr(cfg.problems, "pass-through"));
+    assert_non_null(strstr(cfg.problems, "MOSAIC_UNKNOWN_000"));
+    assert_non_null(strstr(cfg.problems, "and 292 more"));
+    assert_null(strstr(cfg.problems, "MOSAIC_UNKNOWN_299"));
+    /* the reason line, then the one line about unknown names */
+    assert_ptr_equal(strchr(strchr(cfg.problems, '\n') + 1, '\n'),
+                     cfg.problems + strlen(cfg.problems) - 1);
+}
+
+/* Many invalid values: those that do not fit are counted, and the shim
+ * still says it runs as pass-through. */
+static void many_invalid_values_are_counted(void **state)
+{
+    static char vals[100][80];
+    static char *env[101];
+
+    (void)state;
+    for (int i = 0; i < 100; i++) {
+        snprintf(vals[i], sizeof(vals[i]), "MOSAIC_ROLE=%060d", i);
+        env[i] = vals[i];
+    }
+    env[100] = NULL;
+    assert_int_equal(mosaic__config_parse(&cfg, env), MOSAIC_ECONFIG);
+    assert_true(strlen(cfg.problems) < sizeof(cfg.problems));
+    assert_true(cfg.problems_dropped > 0);
+    assert_non_null(strstr(cfg.problems, "further invalid settings not shown; "
+                                         "running as pass-through"));
+}
+
+/* The variables of the project's other components (the predictor, the
+ * capture library, the profiler, the arbiter and its client) share the
+ * environment with the shim's and are not called unknown. */
+static void project_variables_are_not_unknown(void **state)
+{
+    char *env[] = {"MOSAIC_MODELS=/m", "MOSAIC_CAPTURE_LIB=/c.so",
+                   "MOSAIC_PROFILE_OUT=/p", "MOSAIC_SOCKET=/run/mosaic/s",
+                   "MOSAIC_SCHED_TIMEOUT_MS=100", "MOSAIC_SCHED_CONFIG=/e",
+                   "MOSAIC_CAPTURE_VERBOSE=1", NULL};
+
+    (void)state;
+    assert_int_equal(mosaic__config_parse(&cfg, env), 0);
+    assert_string_equal(cfg.problems, "");
+}
+
 static void strerror_covers_codes(void **state)
 {
     (void)state;
@@ -120,6 +189,9 @@ int main(void)
         cmocka_unit_test(each_bad_setting_is_reported),
         cmocka_unit_test(unknown_variable_is_reported_but_harmless),
         cmocka_unit_test(hostile_values_stay_bounded),
+        cmocka_unit_test(many_unknown_names_keep_the_reason),
+        cmocka_unit_test(many_invalid_values_are_counted),
+        cmocka_unit_test(project_variables_are_not_unknown),
         cmocka_unit_test(strerror_covers_codes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,7 +2,9 @@
  * The common core (core/): mosaic_strerror over the one list of codes, the
  * "file: field: message" helper, the whole-file reader (FIFO, directory,
  * size limit, NUL byte), the JSON string writer (invalid UTF-8, overlong
- * encodings, surrogates, control characters; FILE* and buffer forms agree)
+ * encodings, surrogates, control characters; FILE* and buffer forms agree),
+ * the strict JSON reader (trailing data, duplicate keys at any depth, NUL
+ * bytes, control bytes, UTF-8, nesting depth, JSON Lines)
  * and the kernel-identity resolver over a stand-in driver table.
  */
 #define _GNU_SOURCE 1
@@ -507,6 +509,298 @@ static void test_drv_load(void **state)
     assert_null(d.cuFuncGetName);
 }
 
+/* ---- the strict JSON reader ---------------------------------------------- */
+
+/* Parses len bytes copied into a buffer of exactly that size (no NUL after
+ * it), so that ASan catches a read past the end. */
+static int strict_n(const char *text, size_t len, cJSON **out, char *err,
+                    size_t errlen)
+{
+    char *copy = malloc(len ? len : 1);
+    int rc;
+
+    assert_non_null(copy);
+    memcpy(copy, text, len);
+    rc = mosaic__json_parse_strict("x.json", copy, len, out, err, errlen);
+    free(copy);
+    return rc;
+}
+
+static cJSON *expect_ok(const char *text)
+{
+    char err[512] = "";
+    cJSON *root = NULL;
+    int rc = strict_n(text, strlen(text), &root, err, sizeof(err));
+
+    if (rc != 0)
+        fail_msg("refused %s: %s", text, err);
+    assert_non_null(root);
+    return root;
+}
+
+/* The parse is refused with MOSAIC_EFORMAT, the message starts with the
+ * file's name and holds what. */
+static void expect_refused_n(const char *text, size_t len, const char *what)
+{
+    char err[1024] = "";
+    cJSON *root = (cJSON *)1;
+    int rc = strict_n(text, len, &root, err, sizeof(err));
+
+    if (rc != MOSAIC_EFORMAT)
+        fail_msg("%.60s: got %d, wanted MOSAIC_EFORMAT (%s)", text, rc, err);
+    assert_null(root);
+    if (strncmp(err, "x.json: ", 8) != 0 || !strstr(err, what))
+        fail_msg("%.60s: the message does not say \"%s\": %s", text, what, err);
+}
+
+static void expect_refused(const char *text, const char *what)
+{
+    expect_refused_n(text, strlen(text), what);
+}
+
+static void test_strict_valid(void **state)
+{
+    cJSON *r;
+
+    (void)state;
+    r = expect_ok("{\"a\": [1, 2, {\"b\": null}], \"c\": \"\xc3\xa9\\u00e9\","
+                  " \"A\": true, \"a b\": \"{[\"}\n\n  \r\n");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r, "a")), 3);
+    assert_string_equal(cJSON_GetObjectItem(r, "c")->valuestring, "\xc3\xa9\xc3\xa9");
+    cJSON_Delete(r);
+    cJSON_Delete(expect_ok("3"));
+    cJSON_Delete(expect_ok("\"s\""));
+    /* The same key in sibling objects and in nested ones is not a
+     * duplicate; neither are keys that differ only in case. */
+    cJSON_Delete(expect_ok("[{\"k\": 1}, {\"k\": 2, \"K\": {\"k\": 3}}]"));
+    /* An escaped backslash before "u0000" is not the escape \u0000. */
+    r = expect_ok("{\"p\": \"C:\\\\u0000\"}");
+    assert_string_equal(cJSON_GetObjectItem(r, "p")->valuestring, "C:\\u0000");
+    cJSON_Delete(r);
+
+    /* Nesting: exactly the limit is fine, and brackets in strings do not
+     * count. */
+    char deep[2 * MOSAIC__JSON_MAX_DEPTH + 16];
+    size_t n = 0;
+    for (int i = 0; i < MOSAIC__JSON_MAX_DEPTH; i++)
+        deep[n++] = '[';
+    for (int i = 0; i < MOSAIC__JSON_MAX_DEPTH; i++)
+        deep[n++] = ']';
+    deep[n] = '\0';
+    cJSON_Delete(expect_ok(deep));
+    char str[256];
+    snprintf(str, sizeof(str), "[\"%.*s\"]", 200,
+             "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["
+             "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["
+             "{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{"
+             "{{{{{{{{");
+    cJSON_Delete(expect_ok(str));
+
+    /* Many distinct keys (the sorted path of the duplicate check). */
+    char many[4096];
+    n = (size_t)snprintf(many, sizeof(many), "{");
+    for (int i = 0; i < 100; i++)
+        n += (size_t)snprintf(many + n, sizeof(many) - n, "%s\"k%d\": %d",
+                              i ? ", " : "", i, i);
+    snprintf(many + n, sizeof(many) - n, "}");
+    r = expect_ok(many);
+    assert_int_equal(cJSON_GetArraySize(r), 100);
+    assert_int_equal(cJSON_GetObjectItem(r, "k99")->valueint, 99);
+    cJSON_Delete(r);
+}
+
+static void test_strict_trailing(void **state)
+{
+    (void)state;
+    expect_refused("{} {}", "line 1, column 4: text after the end of the document");
+    expect_refused("{\"a\": 1}\n{\"a\": 2}\n", "line 2, column 1: text after the end");
+    expect_refused("[1] 2", "text after the end of the document (\"2\")");
+    expect_refused("{}x", "appended to");
+    expect_refused("1 2", "text after the end");
+    /* cJSON alone would take 0x01 as white space before the garbage. */
+    expect_refused("{}\x01", "control character 0x01 outside a string");
+}
+
+static void test_strict_duplicates(void **state)
+{
+    char many[4096];
+    size_t n;
+
+    (void)state;
+    expect_refused("{\"a\": 1, \"a\": 2}", "x.json: a: the key appears twice");
+    expect_refused("{\"a\": 1, \"a\": 2}", "Python's json the last");
+    expect_refused("{\"k\": [1, {\"m\": {\"x\": 1, \"y\": 2, \"x\": 3}}]}",
+                   "x.json: k[1].m.x: the key appears twice");
+    expect_refused("[[{}, {\"q\": {}, \"q\": []}]]", "x.json: [0][1].q: ");
+    /* A key with \u0000 would read as "a" beside "a": refused before. */
+    expect_refused("{\"a\\u0000b\": 1, \"a\": 2}", "\\u0000 in a string");
+    /* The sorted path: the duplicate among many keys, far apart. */
+    n = (size_t)snprintf(many, sizeof(many), "{\"top\": {");
+    for (int i = 0; i < 60; i++)
+        n += (size_t)snprintf(many + n, sizeof(many) - n, "\"k%d\": %d, ", i, i);
+    snprintf(many + n, sizeof(many) - n, "\"k7\": 0}}");
+    expect_refused(many, "x.json: top.k7: the key appears twice");
+}
+
+static void test_strict_bytes(void **state)
+{
+    char deep[2 * MOSAIC__JSON_MAX_DEPTH + 16];
+    size_t n = 0;
+
+    (void)state;
+    expect_refused_n("{\"a\": 1}\0", 9, "line 1, column 9: a NUL byte");
+    expect_refused_n("{\"a\0\": 1}", 9, "a NUL byte");
+    expect_refused("{\"a\": \"x\\u0000\"}", "line 1, column 9: \\u0000 in a string");
+    expect_refused("{\"a\": \"line\nbreak\"}", "control character 0x0a inside a string");
+    expect_refused("{\"a\": \"\tx\"}", "control character 0x09 inside a string");
+    expect_refused("{\"a\": \"\xff\"}", "byte 0xff is not valid UTF-8");
+    expect_refused("{\"a\": \"\xc0\xaf\"}", "byte 0xc0 is not valid UTF-8");     /* overlong */
+    expect_refused("{\"a\": \"\xed\xa0\x80\"}", "byte 0xed is not valid UTF-8"); /* surrogate */
+    /* A sequence cut by the end of the buffer. */
+    expect_refused_n("\"\xe2\x82", 3, "not valid UTF-8");
+    for (int i = 0; i <= MOSAIC__JSON_MAX_DEPTH; i++)
+        deep[n++] = i % 2 ? '{' : '[';
+    deep[n] = '\0';
+    expect_refused(deep, "nested deeper than 64 levels");
+    expect_refused("", "there is no document");
+    expect_refused(" \n\t", "there is no document");
+    expect_refused("{\"a\": [1, 2", "the document ends early: the file is truncated");
+    expect_refused("{\"a\": tru}", "line 1, column 7: unexpected text \"tru}\"");
+    expect_refused("{\n  \"a\": 1,\n  \"b\" 2\n}", "line 3, column");
+    expect_refused("{\"a\": NaN}", "not valid JSON");
+
+    char err[256] = "";
+    cJSON *root = (cJSON *)1;
+    assert_int_equal(mosaic__json_parse_strict(NULL, NULL, 0, &root, err, sizeof(err)),
+                     MOSAIC_EINVAL);
+    assert_null(root);
+    assert_non_null(strstr(err, "<input>: "));
+}
+
+static void test_strict_read_file(void **state)
+{
+    char err[512] = "", fifo[512];
+    cJSON *root = NULL;
+    const char *p;
+
+    (void)state;
+    p = file_with("doc.json", "{\"a\": {\"b\": 2}}\n", 16);
+    assert_int_equal(mosaic__json_read_file(p, 100, &root, err, sizeof(err)), 0);
+    assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(root, "a"), "b")->valueint, 2);
+    cJSON_Delete(root);
+    p = file_with("dup.json", "{\"a\": 1, \"a\": 2}", 16);
+    assert_int_equal(mosaic__json_read_file(p, 100, &root, err, sizeof(err)),
+                     MOSAIC_EFORMAT);
+    assert_null(root);
+    assert_non_null(strstr(err, "dup.json: a: the key appears twice"));
+    p = file_with("empty.json", "", 0);
+    assert_int_equal(mosaic__json_read_file(p, 100, &root, err, sizeof(err)),
+                     MOSAIC_EFORMAT);
+    assert_non_null(strstr(err, "empty.json: the file is empty"));
+    p = file_with("big.json", "[1,2,3]", 7);
+    assert_int_equal(mosaic__json_read_file(p, 6, &root, err, sizeof(err)),
+                     MOSAIC_ETOOBIG);
+    /* A FIFO with no writer is refused at once, not waited on. */
+    snprintf(fifo, sizeof(fifo), "%s/json.fifo", g_dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    alarm(10);
+    assert_int_equal(mosaic__json_read_file(fifo, 100, &root, err, sizeof(err)),
+                     MOSAIC_EIO);
+    assert_non_null(strstr(err, "is a FIFO, not a regular file"));
+    assert_int_equal(mosaic__jsonl_read_file(fifo, 100, NULL, NULL, err, sizeof(err)),
+                     MOSAIC_EIO);
+    alarm(0);
+    assert_null(root);
+}
+
+struct jl {
+    long lines[8];
+    int values[8];
+    char where[8][600];
+    int n;
+    int stop_at; /* the record count at which to fail, 0: never */
+};
+
+static int on_record(void *ctx, const char *where, long line, cJSON *doc,
+                     char *err, size_t errlen)
+{
+    struct jl *j = ctx;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, "v");
+
+    if (j->n == 8)
+        return mosaic__errf(err, errlen, MOSAIC_ETOOBIG, where, NULL, "too many");
+    j->lines[j->n] = line;
+    j->values[j->n] = cJSON_IsNumber(v) ? v->valueint : -1;
+    snprintf(j->where[j->n], sizeof(j->where[0]), "%s", where);
+    j->n++;
+    if (j->stop_at && j->n == j->stop_at)
+        return mosaic__errf(err, errlen, MOSAIC_EINVAL, where, "v",
+                            "the callback's own refusal");
+    return 0;
+}
+
+static int jsonl(const char *text, struct jl *j, char *err, size_t errlen)
+{
+    return mosaic__jsonl_parse_strict("d.jsonl", text, strlen(text), on_record,
+                                      j, err, errlen);
+}
+
+static void test_strict_jsonl(void **state)
+{
+    struct jl j;
+    char err[1024] = "";
+
+    (void)state;
+    memset(&j, 0, sizeof(j));
+    assert_int_equal(jsonl("{\"v\": 1}\n\n  \n{\"v\": 2}\r\n{\"v\": 3}", &j, err,
+                           sizeof(err)), 0);
+    assert_int_equal(j.n, 3);
+    assert_int_equal(j.lines[0], 1);
+    assert_int_equal(j.lines[1], 4);
+    assert_int_equal(j.lines[2], 5);
+    assert_int_equal(j.values[2], 3);
+    assert_string_equal(j.where[1], "d.jsonl:4");
+
+    memset(&j, 0, sizeof(j));
+    assert_int_equal(jsonl("", &j, err, sizeof(err)), 0);
+    assert_int_equal(j.n, 0);
+
+    /* Each refusal names the line; records before it were delivered. */
+    memset(&j, 0, sizeof(j));
+    assert_int_equal(jsonl("{\"v\": 1}\n{\"v\": 2, \"v\": 3}\n", &j, err, sizeof(err)),
+                     MOSAIC_EFORMAT);
+    assert_int_equal(j.n, 1);
+    assert_non_null(strstr(err, "d.jsonl:2: v: the key appears twice"));
+    memset(&j, 0, sizeof(j));
+    assert_int_equal(jsonl("{\"v\": 1}\n{\"v\": 2}\n{\"v\": 3} {\"v\": 4}\n", &j,
+                           err, sizeof(err)), MOSAIC_EFORMAT);
+    assert_non_null(strstr(err, "d.jsonl:3: not valid JSON at column 10: text after"));
+    memset(&j, 0, sizeof(j));
+    /* A document may not run over two lines. */
+    assert_int_equal(jsonl("{\"v\":\n 1}\n", &j, err, sizeof(err)), MOSAIC_EFORMAT);
+    assert_non_null(strstr(err, "d.jsonl:1: not valid JSON at column 6: the document "
+                                "ends early"));
+    assert_int_equal(jsonl("{\"v\": 1}\n{\"v\": \"\xfe\"}\n", &j, err, sizeof(err)),
+                     MOSAIC_EFORMAT);
+    assert_non_null(strstr(err, "d.jsonl:2: not valid JSON at column 8: byte 0xfe"));
+
+    /* The callback's code and message come back as they are. */
+    memset(&j, 0, sizeof(j));
+    j.stop_at = 2;
+    assert_int_equal(jsonl("{\"v\": 1}\n{\"v\": 2}\n{\"v\": 3}\n", &j, err, sizeof(err)),
+                     MOSAIC_EINVAL);
+    assert_int_equal(j.n, 2);
+    assert_string_equal(err, "d.jsonl:2: v: the callback's own refusal");
+
+    assert_int_equal(mosaic__jsonl_parse_strict("d.jsonl", "{}", 2, NULL, NULL, err,
+                                                sizeof(err)), MOSAIC_EINVAL);
+    memset(&j, 0, sizeof(j));
+    const char *p = file_with("d.jsonl", "{\"v\": 7}\n{\"v\": 8}\n", 18);
+    assert_int_equal(mosaic__jsonl_read_file(p, 100, on_record, &j, err, sizeof(err)), 0);
+    assert_int_equal(j.n, 2);
+    assert_int_equal(j.values[1], 8);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -518,6 +812,12 @@ int main(void)
         cmocka_unit_test(test_json_random_bytes),
         cmocka_unit_test(test_json_round_trip),
         cmocka_unit_test(test_json_write_error),
+        cmocka_unit_test(test_strict_valid),
+        cmocka_unit_test(test_strict_trailing),
+        cmocka_unit_test(test_strict_duplicates),
+        cmocka_unit_test(test_strict_bytes),
+        cmocka_unit_test(test_strict_read_file),
+        cmocka_unit_test(test_strict_jsonl),
         cmocka_unit_test(test_kident),
         cmocka_unit_test(test_drv_load),
     };

@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -165,6 +166,60 @@ static void failed_launch_is_an_error_not_a_launch(void **state)
     assert_int_equal(jnum(s1, "launches_total"), jnum(s0, "launches_total"));
     cJSON_Delete(s0);
     cJSON_Delete(s1);
+}
+
+/* Whether buf is well-formed UTF-8 (no stray continuation byte, no
+ * truncated, overlong or surrogate sequence, nothing above U+10FFFF). */
+static int valid_utf8(const unsigned char *p)
+{
+    while (*p) {
+        unsigned c = *p, n, cp;
+        if (c < 0x80) {
+            p++;
+            continue;
+        }
+        n = c >= 0xf0 ? 3 : c >= 0xe0 ? 2 : c >= 0xc0 ? 1 : 0;
+        if (n == 0 || c > 0xf4)
+            return 0;
+        cp = c & (0x3f >> n);
+        for (unsigned i = 1; i <= n; i++) {
+            if ((p[i] & 0xc0) != 0x80)
+                return 0;
+            cp = cp << 6 | (p[i] & 0x3f);
+        }
+        if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) ||
+            (n == 3 && cp < 0x10000) || cp > 0x10ffff ||
+            (cp >= 0xd800 && cp <= 0xdfff))
+            return 0;
+        p += n + 1;
+    }
+    return 1;
+}
+
+/* A kernel name that is not UTF-8 (a driver returns bytes) still gives a
+ * stats document that is valid UTF-8 JSON: each bad byte becomes U+FFFD. */
+static void non_utf8_kernel_names_keep_stats_valid(void **state)
+{
+    CUfunction f = env.function_create("bad\xff\xfe_\xc0\xaf_\xed\xa0\x80k", 32, 0);
+    launch_fn lk = (launch_fn)shim_proc(&env, "cuLaunchKernel", 12000, 0);
+    size_t len = 1 << 20;
+    char *buf = malloc(len);
+    cJSON *j;
+
+    (void)state;
+    assert_non_null(buf);
+    assert_int_equal(lk(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL), CUDA_SUCCESS);
+    assert_true(env.stats_json(buf, len) > 0);
+    assert_true(valid_utf8((const unsigned char *)buf));
+    j = cJSON_Parse(buf);
+    assert_non_null(j);
+    /* 2 + 2 + 3 bytes of ill-formed sequences, one U+FFFD each */
+    assert_int_equal(jnum(j, "kernels.bad\xef\xbf\xbd\xef\xbf\xbd_"
+                             "\xef\xbf\xbd\xef\xbf\xbd_"
+                             "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdk"),
+                     1);
+    cJSON_Delete(j);
+    free(buf);
 }
 
 static void kernel_identity_for_functions_and_kernels(void **state)
@@ -472,6 +527,7 @@ int main(void)
         cmocka_unit_test(untouched_symbols_pass_through),
         cmocka_unit_test(every_launch_path_is_counted),
         cmocka_unit_test(failed_launch_is_an_error_not_a_launch),
+        cmocka_unit_test(non_utf8_kernel_names_keep_stats_valid),
         cmocka_unit_test(kernel_identity_for_functions_and_kernels),
         cmocka_unit_test(launch_configs_are_keyed),
         cmocka_unit_test(concurrent_launches_are_all_counted),

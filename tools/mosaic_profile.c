@@ -4,6 +4,7 @@
  *   mosaic-profile capture -o prof.json [--max-kernels N] -- cmd args...
  *   mosaic-profile import-ncu file.csv -o prof.json
  *   mosaic-profile show prof.json
+ *   mosaic-profile gpu prof.json [--sms N] [--cc X.Y] [--name NAME]
  *   mosaic-profile ncu-metrics
  *
  * See usage() and docs/profile-schema.md.
@@ -27,6 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "json.h"
 #include "mosaic/profile.h"
 #include "ncu_import.h"
 
@@ -36,8 +38,9 @@ enum {
     EXIT_NOTHING = 2,    /* no kernel launched / no kernel rows */
     EXIT_INCOMPLETE = 3, /* profile written but incomplete */
     EXIT_CHILD = 4,      /* the profiled program failed */
-    EXIT_SETUP = 5       /* capture library missing, command not runnable,
+    EXIT_SETUP = 5,      /* capture library missing, command not runnable,
                             output not writable */
+    EXIT_OTHER_GPU = 6   /* gpu: the profile was taken on another GPU */
 };
 
 static const char *prog = "mosaic-profile";
@@ -62,6 +65,11 @@ static void usage(FILE *f)
 "            --metrics $(%s ncu-metrics) CMD > FILE.csv\n"
 "  %s show PROF.json\n"
 "      Print a short table of the profile.\n"
+"  %s gpu PROF.json [--sms N] [--cc X.Y] [--name NAME]\n"
+"      Print the GPU the profile was taken on as one JSON object (name,\n"
+"      sm_count, cc, l2_bytes, driver, cuda; null where unknown). With\n"
+"      --sms/--cc/--name, also check that it is that GPU: a profile of\n"
+"      another GPU, or one that does not say, exits with status 6.\n"
 "  %s ncu-metrics\n"
 "      Print the comma-separated metric list for ncu --metrics.\n"
 "\n"
@@ -72,8 +80,9 @@ static void usage(FILE *f)
 "  3  the profile was written but is incomplete (problems are listed)\n"
 "  4  CMD failed (non-zero exit or a signal); any partial profile is kept\n"
 "  5  cannot start: capture library missing, CMD not runnable, output not\n"
-"     writable\n",
-            prog, prog, prog, prog, prog);
+"     writable\n"
+"  6  gpu: the profile was taken on another GPU than --sms/--cc/--name say\n",
+            prog, prog, prog, prog, prog, prog);
 }
 
 __attribute__((format(printf, 1, 2))) static void err(const char *fmt, ...)
@@ -594,6 +603,102 @@ static int cmd_show(int argc, char **argv)
     return EXIT_OK;
 }
 
+/* ---- gpu --------------------------------------------------------------- */
+
+static void put_str_field(const char *key, const char *v, int last)
+{
+    printf("\"%s\": ", key);
+    if (v)
+        mosaic__json_fputs(stdout, v);
+    else
+        fputs("null", stdout);
+    fputs(last ? "" : ", ", stdout);
+}
+
+static void put_int_field(const char *key, int64_t v, int last)
+{
+    if (v == MOSAIC_NULL)
+        printf("\"%s\": null%s", key, last ? "" : ", ");
+    else
+        printf("\"%s\": %" PRId64 "%s", key, v, last ? "" : ", ");
+}
+
+static int cmd_gpu(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"sms", required_argument, NULL, 's'},
+        {"cc", required_argument, NULL, 'c'},
+        {"name", required_argument, NULL, 'n'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    struct mosaic_gpu want = {.sm_count = MOSAIC_NULL, .l2_bytes = MOSAIC_NULL};
+    int c, check = 0;
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 's': {
+            char *end;
+            errno = 0;
+            long v = strtol(optarg, &end, 10);
+            if (errno || end == optarg || *end || v < 1 || v > MOSAIC_GPU_MAX_SMS) {
+                err("gpu: --sms \"%s\": expected the SM count, an integer "
+                    "1..%d (132 on an H200)", optarg, MOSAIC_GPU_MAX_SMS);
+                return EXIT_USAGE;
+            }
+            want.sm_count = v;
+            check = 1;
+            break;
+        }
+        case 'c':
+            want.cc = optarg;
+            check = 1;
+            break;
+        case 'n':
+            want.name = optarg;
+            check = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            return EXIT_OK;
+        default:
+            usage(stderr);
+            return EXIT_USAGE;
+        }
+    }
+    if (optind != argc - 1) {
+        err("gpu: expected one file, PROF.json");
+        return EXIT_USAGE;
+    }
+    const char *path = argv[optind];
+    struct mosaic_profile p;
+    char msg[1024];
+    if (mosaic_profile_read_file(path, &p, msg, sizeof(msg)) != 0) {
+        err("%s", msg);
+        return EXIT_USAGE;
+    }
+    fputs("{", stdout);
+    put_str_field("file", path, 0);
+    put_str_field("name", p.gpu.name, 0);
+    put_int_field("sm_count", p.gpu.sm_count, 0);
+    put_str_field("cc", p.gpu.cc, 0);
+    put_int_field("l2_bytes", p.gpu.l2_bytes, 0);
+    put_str_field("driver", p.gpu.driver, 0);
+    put_str_field("cuda", p.gpu.cuda, 1);
+    fputs("}\n", stdout);
+    int rc = EXIT_OK;
+    if (check && mosaic_profile_check_gpu(&p, path, &want, msg, sizeof(msg)) != 0) {
+        err("%s", msg);
+        rc = EXIT_OTHER_GPU;
+    }
+    mosaic_profile_free(&p);
+    if (fflush(stdout) != 0) {
+        err("gpu: cannot write the output: %s", strerror(errno));
+        return EXIT_SETUP;
+    }
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -616,6 +721,8 @@ int main(int argc, char **argv)
         return cmd_import(argc - 1, argv + 1);
     if (strcmp(sub, "show") == 0)
         return cmd_show(argc - 1, argv + 1);
+    if (strcmp(sub, "gpu") == 0)
+        return cmd_gpu(argc - 1, argv + 1);
     if (strcmp(sub, "ncu-metrics") == 0) {
         printf("%s\n", mosaic_ncu_metric_list());
         return EXIT_OK;

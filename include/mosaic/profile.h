@@ -155,12 +155,59 @@ int mosaic_profile_write_file(const struct mosaic_profile *p, const char *path,
 /* Reads a profile (profile_read.c, needs cJSON). Returns 0, or MOSAIC_EIO
  * (cannot read; not a regular file), MOSAIC_ETOOBIG, MOSAIC_EFORMAT (not JSON,
  * not a profile, a field of the wrong type) or MOSAIC_ENOMEM, with a message
- * naming the file and the field in err; *p is then empty. */
+ * naming the file and the field in err; *p is then empty.
+ * The JSON is read strictly (core/json.h): text after the document, a key
+ * given twice in one object, a NUL byte or nesting deeper than 64 levels is
+ * refused. So are values no GPU has: gpu.sm_count outside
+ * 1..MOSAIC_GPU_MAX_SMS, gpu.l2_bytes outside 1..MOSAIC_GPU_MAX_L2_BYTES, a
+ * gpu.cc that is not "MAJOR.MINOR", a grid or block dimension outside CUDA's
+ * launch limits, more than 1024 threads per block. Unknown (null) GPU
+ * values are kept as unknown; mosaic_profile_check_gpu decides whether a
+ * consumer can use the profile. */
 int mosaic_profile_read_file(const char *path, struct mosaic_profile *p,
                              char *err, size_t errlen);
 int mosaic_profile_read_string(const char *json, const char *what,
                                struct mosaic_profile *p, char *err,
                                size_t errlen);
+
+/* ---- which GPU ---------------------------------------------------------- */
+
+/* The most SMs and L2 bytes the reader accepts: far above any GPU made
+ * (the H200 has 132 SMs and 60 MiB), low enough that 0, a negative number
+ * or a byte count in the SM field is refused. */
+#define MOSAIC_GPU_MAX_SMS 1024
+#define MOSAIC_GPU_MAX_L2_BYTES (1LL << 30)
+
+/*
+ * Whether the profile p (named what in messages) was taken on the GPU that
+ * want describes, for a consumer whose models or decisions are only valid
+ * there (the predictor's models are fitted on one GPU). Compared: sm_count
+ * and cc, and name when want has one; a field of want that is NULL or
+ * MOSAIC_NULL is not compared. A profile that does not say (null) where
+ * want does is refused as well: it cannot be vouched for. Returns 0, or
+ * MOSAIC_EFORMAT with e.g.
+ *   a100.json: gpu.sm_count: the profile was taken on a GPU with 108 SMs
+ *   (NVIDIA A100-SXM4-80GB), but this needs 132 (NVIDIA H200); profile the
+ *   kernels on that GPU
+ * in err, or MOSAIC_EINVAL when p or want is NULL.
+ */
+int mosaic_profile_check_gpu(const struct mosaic_profile *p, const char *what,
+                             const struct mosaic_gpu *want, char *err,
+                             size_t errlen);
+
+/* ---- launch sizes -------------------------------------------------------- */
+
+/*
+ * The number of blocks of a grid (grid[0] * grid[1] * grid[2]) and of
+ * threads of a launch (blocks * block threads), with checked arithmetic
+ * (a product of int64_t dimensions can overflow, and did). Return 0 with
+ * the product in *out, MOSAIC_EFORMAT when a dimension is unknown
+ * (MOSAIC_NULL) or below 1, or MOSAIC_ETOOBIG when the product does not fit
+ * in int64_t; *out is then 0. Every consumer multiplies through these.
+ */
+int mosaic_launch_blocks(const int64_t grid[3], int64_t *out);
+int mosaic_launch_threads(const int64_t grid[3], const int64_t block[3],
+                          int64_t *out);
 
 /* ---- occupancy ------------------------------------------------------- */
 

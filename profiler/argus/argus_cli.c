@@ -16,8 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "argus/argus.h"
+#include "core.h"
 
 #define MSG_LEN 512
 
@@ -33,11 +35,21 @@ static void usage(FILE *f)
           f);
 }
 
+/* A raw buffer holds NUL bytes, so it is read here rather than by the
+ * core's text reader; the core opens it (regular files only: a FIFO or a
+ * device named by mistake is refused instead of blocking). */
 static int slurp(const char *path, void **buf, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
+    char why[512];
+    int fd = mosaic__open_regular(path, why, sizeof why);
+    if (fd < 0) {
+        fprintf(stderr, "argus: %s\n", why);
+        return -1;
+    }
+    FILE *f = fdopen(fd, "rb");
     if (f == NULL) {
         fprintf(stderr, "argus: %s: %s\n", path, strerror(errno));
+        close(fd);
         return -1;
     }
     size_t cap = 1 << 16, n = 0;

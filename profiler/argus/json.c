@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "argus_internal.h"
+#include "core.h"
 
 #define ARGUS_REPORT_SCHEMA "argus.report"
 #define ARGUS_REPORT_VERSION 1
@@ -252,38 +253,27 @@ int argus_trace_json(const argus_trace *t, const argus_registry *reg, const char
 
 /* ---- registry files ---------------------------------------------------- */
 
+/* Through the project's one whole-file reader (core/readfile.c: regular
+ * files only, so a FIFO cannot hang the caller; size limit; NUL check),
+ * its MOSAIC_E* code told as the Argus code of the same meaning. */
 static int read_file(const char *path, char **out, char *msg, size_t msglen)
 {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return argus__fail(ARGUS_EIO, msg, msglen, "%s: cannot open the file", path);
-    size_t cap = 0, n = 0;
-    char *buf = NULL;
-    for (;;) {
-        if (argus__grow((void **)&buf, &cap, n + 4097, 1) != 0) {
-            fclose(f);
-            free(buf);
-            return ARGUS_ENOMEM;
-        }
-        size_t r = fread(buf + n, 1, 4096, f);
-        n += r;
-        if (r < 4096)
-            break;
-        if (n > (64u << 20)) {
-            fclose(f);
-            free(buf);
-            return argus__fail(ARGUS_ELIMIT, msg, msglen, "%s: larger than 64 MiB", path);
-        }
+    int rc = mosaic__read_file(path, 64L << 20, out, msg, msglen);
+
+    switch (rc) {
+    case 0:
+        return 0;
+    case MOSAIC_ENOMEM:
+        return ARGUS_ENOMEM;
+    case MOSAIC_ETOOBIG:
+        return ARGUS_ELIMIT;
+    case MOSAIC_EFORMAT:
+        return ARGUS_EREGISTRY;
+    case MOSAIC_EINVAL:
+        return ARGUS_EINVAL;
+    default:
+        return ARGUS_EIO;
     }
-    int err = ferror(f);
-    fclose(f);
-    if (err) {
-        free(buf);
-        return argus__fail(ARGUS_EIO, msg, msglen, "%s: read error", path);
-    }
-    buf[n] = '\0';
-    *out = buf;
-    return 0;
 }
 
 int argus_registry_load(const char *path, argus_registry **out, char *msg, size_t msglen)

@@ -368,30 +368,54 @@ __attribute__((format(printf, 4, 5))) static int ifail_code(struct importer *im,
 #define ifail(im, line, ...) ifail_code((im), MOSAIC_EFORMAT, (line), __VA_ARGS__)
 #define inomem(im, line) ifail_code((im), MOSAIC_ENOMEM, (line), "out of memory")
 
-/* Reads the next physical line. 1: got one; 0: EOF; -1: error. */
+/* Reads the next physical line. 1: got one; 0: EOF; a negative code: an
+ * error. The line is read a byte at a time into a buffer that never grows
+ * past MAX_LINE_BYTES, so a file with one endless line (a binary file, a
+ * stream that never sends a newline) is refused after MAX_LINE_BYTES bytes
+ * instead of being held in memory whole, as getline would. */
 static int next_line(struct importer *im, size_t *lenp)
 {
-    ssize_t n;
+    size_t n = 0;
+    int c, nul = 0;
 
-    errno = 0;
-    n = getline(&im->line, &im->linecap, im->in);
-    if (n < 0) {
-        if (errno != 0 && ferror(im->in))
-            return ifail_code(im, MOSAIC_EIO, im->lineno + 1, "read error: %s",
-                              strerror(errno));
-        return 0;
+    for (;;) {
+        c = getc_unlocked(im->in);
+        if (c == EOF)
+            break;
+        if (n >= (size_t)MAX_LINE_BYTES)
+            return ifail(im, im->lineno + 1, "line longer than %ld bytes "
+                         "(reading stopped there): not ncu CSV output; %s",
+                         MAX_LINE_BYTES, FIX_EXPORT);
+        if (n + 2 > im->linecap) {
+            /* Doubling from 4 KiB, capped at the limit and its NUL. */
+            size_t ncap = im->linecap ? 2 * im->linecap : 4096;
+            if (ncap > (size_t)MAX_LINE_BYTES + 1)
+                ncap = (size_t)MAX_LINE_BYTES + 1;
+            char *nl = realloc(im->line, ncap);
+            if (!nl)
+                return inomem(im, im->lineno + 1);
+            im->line = nl;
+            im->linecap = ncap;
+        }
+        im->line[n++] = (char)c;
+        nul |= c == '\0';
+        if (c == '\n')
+            break;
     }
+    if (c == EOF && ferror(im->in))
+        return ifail_code(im, MOSAIC_EIO, im->lineno + 1, "read error: %s",
+                          strerror(errno));
+    if (n == 0)
+        return 0;
+    im->line[n] = '\0';
     im->lineno++;
-    if (n > MAX_LINE_BYTES)
-        return ifail(im, im->lineno, "line longer than %ld bytes: not ncu CSV "
-                     "output", MAX_LINE_BYTES);
-    if ((ssize_t)strlen(im->line) != n)
+    if (nul)
         return ifail(im, im->lineno, "contains a NUL byte: this is a binary "
                      "file, not ncu CSV (was an .ncu-rep report given? "
                      "convert it with ncu --import X.ncu-rep --csv --page raw)");
     while (n > 0 && (im->line[n - 1] == '\n' || im->line[n - 1] == '\r'))
         im->line[--n] = '\0';
-    *lenp = (size_t)n;
+    *lenp = n;
     return 1;
 }
 
@@ -648,11 +672,22 @@ static int read_row(struct importer *im, const struct layout *L,
         return ifail(im, im->lineno, "column %ld (Block Size): \"%.40s\" is "
                      "not \"(x, y, z)\" with positive integers",
                      L->col[C_BLOCK] + 1, r->f[L->col[C_BLOCK]]);
-    if (block[0] * block[1] * block[2] > 1024)
-        return ifail(im, im->lineno, "column %ld (Block Size): %lld threads "
-                     "per block is more than any GPU allows",
-                     L->col[C_BLOCK] + 1,
-                     (long long)(block[0] * block[1] * block[2]));
+    /* Checked products: each dimension may be up to 2^31-1 here, and their
+     * product overflowed int64_t (UBSan) before it was compared. */
+    int64_t threads, blocks;
+    if (mosaic_launch_blocks(block, &threads) != 0 || threads > 1024)
+        return ifail(im, im->lineno, "column %ld (Block Size): \"%.40s\" is "
+                     "more than 1024 threads per block, more than any GPU "
+                     "allows", L->col[C_BLOCK] + 1, r->f[L->col[C_BLOCK]]);
+    if (block[2] > 64)
+        return ifail(im, im->lineno, "column %ld (Block Size): z = %lld is "
+                     "more than CUDA's 64", L->col[C_BLOCK] + 1,
+                     (long long)block[2]);
+    if (grid[1] > 65535 || grid[2] > 65535 ||
+        mosaic_launch_blocks(grid, &blocks) != 0)
+        return ifail(im, im->lineno, "column %ld (Grid Size): \"%.40s\" is "
+                     "outside CUDA's grid limits (x up to 2147483647, y and z "
+                     "up to 65535)", L->col[C_GRID] + 1, r->f[L->col[C_GRID]]);
     if (row_int(im, L, C_SMEM_DYN, L->scale_smem_dyn, &dyn) != 0)
         return im->code;
     if (dyn == MOSAIC_NULL)
@@ -676,6 +711,10 @@ static int read_row(struct importer *im, const struct layout *L,
         row_int(im, L, C_DEV_SMS, 1.0, &sms) ||
         row_int(im, L, C_DEV_L2, L->scale_l2, &l2))
         return im->code;
+    if (sms != MOSAIC_NULL && (sms < 1 || sms > MOSAIC_GPU_MAX_SMS))
+        return ifail(im, im->lineno, "column %ld (%s): %lld SMs is not a "
+                     "GPU's (1..%d): the file is damaged", L->col[C_DEV_SMS] + 1,
+                     col_names[C_DEV_SMS][0], (long long)sms, MOSAIC_GPU_MAX_SMS);
     t.occ.limit_blocks = lim[0];
     t.occ.limit_regs = lim[1];
     t.occ.limit_smem = lim[2];
@@ -749,6 +788,7 @@ int mosaic_ncu_import_stream(FILE *f, const char *name,
     struct mosaic_kindex ix = {NULL, 0};
     size_t len = 0;
     int rc, state = 0; /* 0: before header, 1: units next, 2: rows */
+    int locked = 0;
     long header_line = 0;
 
     mosaic_profile_init(p);
@@ -757,6 +797,9 @@ int mosaic_ncu_import_stream(FILE *f, const char *name,
         return inomem(&im, 0);
     memset(&L, 0, sizeof(L));
 
+    /* One thread reads the stream: lock it once for getc_unlocked. */
+    flockfile(f);
+    locked = 1;
     while ((rc = next_line(&im, &len)) == 1) {
         if (state == 0) {
             /* The header is the first line whose first field is "ID" or
@@ -784,6 +827,8 @@ int mosaic_ncu_import_stream(FILE *f, const char *name,
         if (read_row(&im, &L, p, &ix) != 0)
             goto fail;
     }
+    funlockfile(f);
+    locked = 0;
     if (rc < 0)
         goto fail;
     if (state == 0) {
@@ -820,6 +865,8 @@ int mosaic_ncu_import_stream(FILE *f, const char *name,
     mosaic_kindex_free(&ix);
     return 0;
 fail:
+    if (locked)
+        funlockfile(f);
     csv_free(&im.csv);
     row_free(&im.row);
     free(im.line);

@@ -27,7 +27,11 @@
  * "path:line: what is wrong; how to fix it" in err; p is then empty.
  * Columns of profile_metrics.h absent from the file are recorded as problems (the
  * profile is then incomplete), not errors. Returns 0 with p->n_kernels == 0
- * when the file has a header but no kernel rows. */
+ * when the file has a header but no kernel rows. A line longer than 16 MiB
+ * is refused as soon as reading passes the limit (memory stays bounded
+ * whatever the input); launch sizes outside CUDA's limits (more than 1024
+ * threads per block, grid y or z above 65535) and SM counts outside
+ * 1..MOSAIC_GPU_MAX_SMS are refused by line and column. */
 int mosaic_ncu_import(const char *path, struct mosaic_profile *p, char *err,
                       size_t errlen);
 

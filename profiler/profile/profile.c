@@ -368,6 +368,88 @@ int mosaic_kernel_n_missing(const struct mosaic_kernel *k)
     return n;
 }
 
+/* ---- which GPU, launch sizes ------------------------------------------ */
+
+/* " (NAME)" for a GPU's name, or "" when it has none. */
+static const char *named(char buf[160], const char *name)
+{
+    if (!name || snprintf(buf, 160, " (%.140s)", name) < 0)
+        buf[0] = '\0';
+    return buf;
+}
+
+int mosaic_profile_check_gpu(const struct mosaic_profile *p, const char *what,
+                             const struct mosaic_gpu *want, char *err,
+                             size_t errlen)
+{
+    const struct mosaic_gpu *g;
+    char gn[160], wn[160];
+
+    if (!what)
+        what = "<profile>";
+    if (!p || !want)
+        return mosaic__errf(err, errlen, MOSAIC_EINVAL, what, NULL,
+                            "no profile or no GPU to compare with");
+    g = &p->gpu;
+    named(gn, g->name);
+    named(wn, want->name);
+    if (want->sm_count != MOSAIC_NULL && g->sm_count != want->sm_count) {
+        if (g->sm_count == MOSAIC_NULL)
+            return mosaic__errf(err, errlen, MOSAIC_EFORMAT, what, "gpu.sm_count",
+                                "unknown (null), but this needs a profile of a "
+                                "GPU with %" PRId64 " SMs%s; profile the "
+                                "kernels on that GPU", want->sm_count, wn);
+        return mosaic__errf(err, errlen, MOSAIC_EFORMAT, what, "gpu.sm_count",
+                            "the profile was taken on a GPU with %" PRId64
+                            " SMs%s, but this needs %" PRId64 "%s; profile "
+                            "the kernels on that GPU", g->sm_count, gn,
+                            want->sm_count, wn);
+    }
+    if (want->cc && (!g->cc || strcmp(g->cc, want->cc) != 0))
+        return mosaic__errf(err, errlen, MOSAIC_EFORMAT, what, "gpu.cc",
+                            "the profile was taken on compute capability %s%s, "
+                            "but this needs %s%s; profile the kernels on that "
+                            "GPU", g->cc ? g->cc : "unknown (null)", gn,
+                            want->cc, wn);
+    if (want->name && (!g->name || strcmp(g->name, want->name) != 0))
+        return mosaic__errf(err, errlen, MOSAIC_EFORMAT, what, "gpu.name",
+                            "the profile was taken on \"%s\", but this needs "
+                            "\"%s\"; profile the kernels on that GPU",
+                            g->name ? g->name : "unknown (null)", want->name);
+    return 0;
+}
+
+int mosaic_launch_blocks(const int64_t grid[3], int64_t *out)
+{
+    int64_t v = 1;
+
+    *out = 0;
+    for (int i = 0; i < 3; i++) {
+        if (grid[i] == MOSAIC_NULL || grid[i] < 1)
+            return MOSAIC_EFORMAT;
+        if (__builtin_mul_overflow(v, grid[i], &v))
+            return MOSAIC_ETOOBIG;
+    }
+    *out = v;
+    return 0;
+}
+
+int mosaic_launch_threads(const int64_t grid[3], const int64_t block[3],
+                          int64_t *out)
+{
+    int64_t blocks, threads;
+    int rc;
+
+    *out = 0;
+    if ((rc = mosaic_launch_blocks(grid, &blocks)) != 0 ||
+        (rc = mosaic_launch_blocks(block, &threads)) != 0)
+        return rc;
+    if (__builtin_mul_overflow(blocks, threads, &threads))
+        return MOSAIC_ETOOBIG;
+    *out = threads;
+    return 0;
+}
+
 void mosaic_now_iso8601(char buf[32])
 {
     time_t t = time(NULL);

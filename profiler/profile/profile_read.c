@@ -1,26 +1,32 @@
 /*
- * Reads a "mosaic-profile/1" JSON file back into the model (cJSON). Every
- * error names the file and the field, e.g.
+ * Reads a "mosaic-profile/1" JSON file back into the model (cJSON, through
+ * the core's strict reader: trailing data, duplicate keys, NUL bytes and
+ * deep nesting are refused there). Every error names the file and the
+ * field, e.g.
  *   prof.json: kernels[3].grid: expected an array of 3 integers
  * and returns MOSAIC_EFORMAT for input that is not a profile, MOSAIC_ENOMEM
  * when an allocation failed, and the whole-file reader's code (MOSAIC_EIO,
- * MOSAIC_ETOOBIG, ...) when the file could not be read. One limit: cJSON
- * reports a parse that ran out of memory as a parse error, so an
- * out-of-memory inside cJSON_Parse reads as "not valid JSON" (EFORMAT);
- * cJSON's allocator hooks are process-wide, which is why they are not
- * replaced here to tell the two apart.
+ * MOSAIC_ETOOBIG, ...) when the file could not be read. Values no GPU can
+ * have (an SM count of 0, a block of 2048 threads, a grid dimension of 0)
+ * are refused here, so that no consumer computes with them. One limit:
+ * cJSON reports a parse that ran out of memory as a parse error, so an
+ * out-of-memory inside cJSON reads as "not valid JSON" (EFORMAT); cJSON's
+ * allocator hooks are process-wide, which is why they are not replaced here
+ * to tell the two apart.
  */
 #define _GNU_SOURCE 1
 #include "mosaic/profile.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core.h"
+#include "json.h"
 
 #define MAX_PROFILE_BYTES (1024L * 1024 * 1024)
 
@@ -126,6 +132,72 @@ static int get_triple(struct rd *r, const cJSON *obj, const char *name,
     return 0;
 }
 
+/* CUDA's launch limits (every GPU since compute capability 3.0): a grid of
+ * at most 2^31-1 x 65535 x 65535 blocks, a block of at most 1024 x 1024 x
+ * 64 threads and 1024 in all. A profile outside them was not measured. */
+static int check_launch(struct rd *r, const char *path, const int64_t grid[3],
+                        const int64_t block[3])
+{
+    static const int64_t gmax[3] = {2147483647, 65535, 65535};
+    static const int64_t bmax[3] = {1024, 1024, 64};
+    static const char *const axis[3] = {"x", "y", "z"};
+    char field[96];
+    int64_t threads = 1;
+
+    for (int i = 0; i < 3; i++) {
+        snprintf(field, sizeof(field), "%s.grid", path);
+        if (grid[i] != MOSAIC_NULL && (grid[i] < 1 || grid[i] > gmax[i]))
+            return fail(r, field, "%s = %" PRId64 " blocks is outside CUDA's "
+                        "limit 1..%" PRId64 ": the profile is damaged; capture "
+                        "it again", axis[i], grid[i], gmax[i]);
+        snprintf(field, sizeof(field), "%s.block", path);
+        if (block[i] != MOSAIC_NULL && (block[i] < 1 || block[i] > bmax[i]))
+            return fail(r, field, "%s = %" PRId64 " threads is outside CUDA's "
+                        "limit 1..%" PRId64 ": the profile is damaged; capture "
+                        "it again", axis[i], block[i], bmax[i]);
+        if (block[i] != MOSAIC_NULL)
+            threads *= block[i]; /* at most 1024 * 1024 * 64: no overflow */
+    }
+    if (threads > 1024)
+        return fail(r, field, "%" PRId64 " threads per block; no GPU allows "
+                    "more than 1024: the profile is damaged; capture it again",
+                    threads);
+    return 0;
+}
+
+/* The GPU description: unknown (null) values are allowed, impossible ones
+ * are not, so that a consumer comparing it with its own GPU compares
+ * meaningful numbers (mosaic_profile_check_gpu). */
+static int check_gpu_fields(struct rd *r, const struct mosaic_gpu *g)
+{
+    if (g->name && g->name[0] == '\0')
+        return fail(r, "gpu.name", "empty: name the GPU (e.g. \"NVIDIA "
+                    "H200\") or write null");
+    if (g->sm_count != MOSAIC_NULL &&
+        (g->sm_count < 1 || g->sm_count > MOSAIC_GPU_MAX_SMS))
+        return fail(r, "gpu.sm_count", "%" PRId64 " SMs: a GPU has 1..%d; the "
+                    "profile is damaged or was edited by hand; capture it "
+                    "again", g->sm_count, MOSAIC_GPU_MAX_SMS);
+    if (g->l2_bytes != MOSAIC_NULL &&
+        (g->l2_bytes < 1 || g->l2_bytes > MOSAIC_GPU_MAX_L2_BYTES))
+        return fail(r, "gpu.l2_bytes", "%" PRId64 " bytes of L2 is not a "
+                    "GPU's (1..%lld): the profile is damaged; capture it "
+                    "again", g->l2_bytes, (long long)MOSAIC_GPU_MAX_L2_BYTES);
+    if (g->cc) {
+        const char *c = g->cc;
+        int maj = 0, min = 0;
+        while (*c >= '0' && *c <= '9' && maj < 3)
+            c++, maj++;
+        if (*c == '.')
+            for (c++; *c >= '0' && *c <= '9' && min < 3; c++)
+                min++;
+        if (maj == 0 || min == 0 || *c != '\0')
+            return fail(r, "gpu.cc", "\"%.40s\" is not a compute capability "
+                        "\"MAJOR.MINOR\" (e.g. \"9.0\")", g->cc);
+    }
+    return 0;
+}
+
 static int read_kernel(struct rd *r, const cJSON *jk, size_t idx,
                        struct mosaic_kernel *k)
 {
@@ -154,6 +226,13 @@ static int read_kernel(struct rd *r, const cJSON *jk, size_t idx,
         (rc = get_int(r, jk, "carveout", path, 1, &k->carveout)) ||
         (rc = get_int(r, jk, "launches", path, 0, &k->launches)))
         return rc;
+    if ((rc = check_launch(r, path, k->grid, k->block)) != 0)
+        return rc;
+    if (k->dyn_smem != MOSAIC_NULL && k->dyn_smem < 0) {
+        char f[96];
+        snprintf(f, sizeof(f), "%s.dyn_smem", path);
+        return fail(r, f, "%" PRId64 " bytes: expected 0 or more", k->dyn_smem);
+    }
     if (k->launches == MOSAIC_NULL || k->launches < 0)
         return fail(r, path, "launches must be a non-negative integer");
 
@@ -227,16 +306,12 @@ int mosaic_profile_read_string(const char *json, const char *what,
     int rc = MOSAIC_EFORMAT;
 
     mosaic_profile_init(p);
-    root = cJSON_ParseWithOpts(json, NULL, 1); /* nothing may follow */
-    if (!root) {
-        const char *at = cJSON_GetErrorPtr();
-        long off = at && at >= json ? (long)(at - json) : -1;
-        int line = 1;
-        for (long i = 0; i < off; i++)
-            line += json[i] == '\n';
-        return fail(&r, NULL, "not valid JSON (error near line %d); the file "
-                    "may be truncated: capture or import it again", line);
-    }
+    if (!json)
+        return mosaic__errf(err, errlen, MOSAIC_EINVAL, r.what, NULL,
+                            "no text to read");
+    if ((rc = mosaic__json_parse_strict(r.what, json, strlen(json), &root, err,
+                                        errlen)) != 0)
+        return rc;
     if (!cJSON_IsObject(root)) {
         rc = fail(&r, NULL, "expected a JSON object at the top level");
         goto out;
@@ -261,7 +336,8 @@ int mosaic_profile_read_string(const char *json, const char *what,
         (rc = get_int(&r, it, "l2_bytes", "gpu", 1, &p->gpu.l2_bytes)) ||
         (rc = get_str(&r, it, "driver", "gpu", 1, &p->gpu.driver)) ||
         (rc = get_str(&r, it, "cuda", "gpu", 1, &p->gpu.cuda)) ||
-        (rc = get_str(&r, it, "cc", "gpu", 1, &p->gpu.cc)))
+        (rc = get_str(&r, it, "cc", "gpu", 1, &p->gpu.cc)) ||
+        (rc = check_gpu_fields(&r, &p->gpu)))
         goto out;
     if ((rc = get_str(&r, root, "date", "", 1, &p->date)) ||
         (rc = get_str(&r, root, "method", "", 0, &p->method)) ||

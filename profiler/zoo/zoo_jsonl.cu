@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "json.h"
 #include "zoo_harness.h"
 #include "zoo_jsonl.h"
 
@@ -23,7 +24,8 @@ static struct {
     int n;
 } J;
 
-void j_raw(const char *s, size_t n)
+/* Makes room for n more bytes and a NUL. */
+static void j_reserve(size_t n)
 {
     if (J.len + n + 1 > J.cap) {
         size_t cap = J.cap ? J.cap : 65536;
@@ -39,6 +41,11 @@ void j_raw(const char *s, size_t n)
         J.b = nb;
         J.cap = cap;
     }
+}
+
+void j_raw(const char *s, size_t n)
+{
+    j_reserve(n);
     memcpy(J.b + J.len, s, n);
     J.len += n;
 }
@@ -56,71 +63,16 @@ void j_fmt(const char *fmt, ...)
         j_raw(tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
 }
 
-/* Length of the well-formed UTF-8 sequence (RFC 3629: no overlong forms,
- * no surrogates, nothing above U+10FFFF) that starts at s, or 0 when the
- * bytes there are not one. s[0] is >= 0x80; the string ends at a NUL, which
- * is never a continuation byte, so the checks stop there. */
-static int utf8_len(const unsigned char *s)
-{
-    unsigned char c = s[0], lo = 0x80, hi = 0xBF;
-    int n, i;
-
-    if (c >= 0xC2 && c <= 0xDF)
-        n = 2;
-    else if (c >= 0xE0 && c <= 0xEF)
-        n = 3;
-    else if (c >= 0xF0 && c <= 0xF4)
-        n = 4;
-    else
-        return 0;
-    /* The second byte's range is narrower after these leads. */
-    if (c == 0xE0)
-        lo = 0xA0;
-    else if (c == 0xED)
-        hi = 0x9F;
-    else if (c == 0xF0)
-        lo = 0x90;
-    else if (c == 0xF4)
-        hi = 0x8F;
-    if (s[1] < lo || s[1] > hi)
-        return 0;
-    for (i = 2; i < n; i++)
-        if (s[i] < 0x80 || s[i] > 0xBF)
-            return 0;
-    return n;
-}
-
+/* Strings go through the project's one JSON string writer (core/json.h:
+ * valid UTF-8 out whatever the bytes, each ill-formed byte as U+FFFD), so
+ * the zoo's records escape exactly as the shim's and the profiles do. */
 void zoo_json_string(const char *s)
 {
-    const unsigned char *p = (const unsigned char *)s;
+    size_t need = mosaic__json_snprint(NULL, 0, s);
 
-    j_raw("\"", 1);
-    while (*p) {
-        unsigned char c = *p;
-        int n;
-
-        if (c == '"' || c == '\\') {
-            j_raw("\\", 1);
-            j_raw((const char *)p, 1);
-            p++;
-        } else if (c < 0x20) {
-            j_fmt("\\u%04x", c);
-            p++;
-        } else if (c < 0x80) {
-            j_raw((const char *)p, 1);
-            p++;
-        } else if ((n = utf8_len(p)) > 0) {
-            j_raw((const char *)p, (size_t)n);
-            p += n;
-        } else {
-            /* A byte that does not start a well-formed sequence (a path or
-             * a device name in another encoding, a truncated message)
-             * becomes U+FFFD, so that every line stays valid JSON. */
-            j_raw("\\ufffd", 6);
-            p++;
-        }
-    }
-    j_raw("\"", 1);
+    j_reserve(need);
+    mosaic__json_snprint(J.b + J.len, need + 1, s);
+    J.len += need;
 }
 
 void j_key(const char *k)

@@ -118,8 +118,8 @@ build_bg() { # name cmd...
 NV=("$NVCC" -arch=sm_90 -O2)
 W=$SRC/workloads
 build_bg cupti_count gcc -shared -fPIC -O2 -Wall -Wextra \
-    -I"$CUDA_HOME/include" -o "$WORK/libcupti_count.so" \
-    "$SRC/cupti_count/cupti_count.c" -L"$CUPTI_LIBDIR" $CUPTI_LINK \
+    -I"$CUDA_HOME/include" -I"$REPO/core" -I"$REPO/include" -o "$WORK/libcupti_count.so" \
+    "$SRC/cupti_count/cupti_count.c" "$REPO/core/json.c" -L"$CUPTI_LIBDIR" $CUPTI_LINK \
     -Wl,-rpath,"$CUPTI_LIBDIR" -lpthread
 build_bg cuda_runtime "${NV[@]}" -o "$WORK/cuda_runtime_prog" "$W/cuda_runtime_prog.cu"
 build_bg cuda_runtime_ptds "${NV[@]}" --default-stream per-thread \

@@ -83,6 +83,16 @@ expect_rc 1 "$argus" report "$work/k.raw" --registry "$work/k.raw"
 expect_rc 2 "$argus" report "$work/k.raw" --iter 3:1
 expect_rc 2 "$argus" report
 expect_rc 2 "$argus" frobnicate
+# A FIFO named as the buffer or the registry is refused at once, not read
+# (it would block the CLI forever with no writer).
+mkfifo "$work/fifo"
+rc=0; timeout 10 "$argus" report "$work/fifo" 2>"$work/err" || rc=$?
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "a FIFO as the raw buffer: rc $rc"
+grep -q 'not a regular file' "$work/err" || fail "FIFO message: $(cat "$work/err")"
+rc=0; timeout 10 "$argus" report "$work/k.raw" --registry "$work/fifo" 2>"$work/err" || rc=$?
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "a FIFO as the registry: rc $rc"
+grep -q 'not a regular file' "$work/err" || fail "FIFO registry message: $(cat "$work/err")"
+rm -f "$work/fifo"
 # The JSON files against their schemas (profiler/argus/schema), where the
 # Python jsonschema package is installed.
 schemas=$src/../../profiler/argus/schema

@@ -14,12 +14,20 @@
  * against a driver call of a few nanoseconds; on a GPU (real libcuda) the
  * kernel is an empty one loaded from PTX.
  *
- * usage: bench_launch [rounds=400] [launches_per_block=256]
+ * With threads > 1 it instead measures many threads launching at once:
+ * each thread launches the same kernel rounds * launches_per_block times
+ * through the shim and then through the driver's own entry point (all
+ * threads together, each phase started by a barrier), and reports the
+ * wall time per launch per thread of each phase. Counters that all
+ * threads share would show here as a shim cost growing with threads.
+ *
+ * usage: bench_launch [rounds=400] [launches_per_block=256] [threads=1]
  */
 #define _GNU_SOURCE 1
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,10 +86,69 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+struct mt_arg {
+    launch_fn fn;
+    CUfunction f;
+    CUstream stream;
+    long n;
+    pthread_barrier_t *start;
+    double t0, t1;
+};
+
+static void *mt_launch(void *p)
+{
+    struct mt_arg *a = p;
+
+    pthread_barrier_wait(a->start);
+    a->t0 = now_ns();
+    for (long i = 0; i < a->n; i++)
+        a->fn(a->f, 1, 1, 1, 32, 1, 1, 0, a->stream, NULL, NULL);
+    a->t1 = now_ns();
+    return NULL;
+}
+
+/* Time per launch with threads launching through fn at once: from the
+ * first thread's start to the last one's end, per launch of one thread
+ * (each thread times itself, so a descheduled main thread does not
+ * matter). */
+static double mt_phase(launch_fn fn, CUfunction f, CUstream stream,
+                       int threads, long n)
+{
+    pthread_t *t = calloc((size_t)threads, sizeof(*t));
+    struct mt_arg *a = calloc((size_t)threads, sizeof(*a));
+    pthread_barrier_t start;
+    double t0, t1;
+
+    if (!t || !a) {
+        fprintf(stderr, "bench_launch: out of memory\n");
+        exit(2);
+    }
+    pthread_barrier_init(&start, NULL, (unsigned)threads + 1);
+    for (int i = 0; i < threads; i++) {
+        a[i] = (struct mt_arg){.fn = fn, .f = f, .stream = stream, .n = n,
+                               .start = &start};
+        pthread_create(&t[i], NULL, mt_launch, &a[i]);
+    }
+    pthread_barrier_wait(&start);
+    for (int i = 0; i < threads; i++)
+        pthread_join(t[i], NULL);
+    t0 = a[0].t0;
+    t1 = a[0].t1;
+    for (int i = 1; i < threads; i++) {
+        t0 = a[i].t0 < t0 ? a[i].t0 : t0;
+        t1 = a[i].t1 > t1 ? a[i].t1 : t1;
+    }
+    pthread_barrier_destroy(&start);
+    free(t);
+    free(a);
+    return (t1 - t0) / (double)n;
+}
+
 int main(int argc, char **argv)
 {
     int rounds = argc > 1 ? atoi(argv[1]) : 400;
     int per = argc > 2 ? atoi(argv[2]) : 256;
+    int threads = argc > 3 ? atoi(argv[3]) : 1;
     void *cuda = dlopen("libcuda.so.1", RTLD_NOW);
     void *(*entry)(const char *);
     CUfunction (*fake_fn)(const char *, int, int);
@@ -129,6 +196,24 @@ int main(int argc, char **argv)
             &f, mod, "mosaic_bench_empty"));
         CHECK(((CUresult(*)(CUstream *, unsigned))proc("cuStreamCreate"))(&stream, CU_STREAM_NON_BLOCKING));
         sync = (CUresult(*)(CUstream))proc("cuStreamSynchronize");
+    }
+    if (threads > 1) {
+        long n = (long)rounds * per;
+        double s_ns, d_ns;
+
+        mt_phase(via_shim, f, stream, threads, n / 10 + 1); /* warm-up */
+        s_ns = mt_phase(via_shim, f, stream, threads, n);
+        d_ns = mt_phase(direct, f, stream, threads, n);
+        printf("{\"bench\":\"launch_threads\",\"target\":\"%s\",\"threads\":%d,"
+               "\"launches_per_thread\":%ld,\"direct_ns\":%.1f,\"shim_ns\":%.1f,"
+               "\"added_ns\":%.1f,\"timing\":\"host CLOCK_MONOTONIC wall time "
+               "of all threads, per launch per thread\"}\n",
+               target, threads, n, d_ns, s_ns, s_ns - d_ns);
+        fprintf(stderr,
+                "%-28s %d threads: direct %8.1f ns/launch  via shim %8.1f "
+                "ns/launch  added %+7.1f ns (wall time per launch per thread)\n",
+                target, threads, d_ns, s_ns, s_ns - d_ns);
+        return 0;
     }
     shim_ns = calloc((size_t)rounds, sizeof(double));
     direct_ns = calloc((size_t)rounds, sizeof(double));

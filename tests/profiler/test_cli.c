@@ -224,11 +224,89 @@ static void test_capture_setup_errors(void **state)
     expect_in(out, "--max-kernels \"x\"");
 }
 
+/* Rewrites the profile at src into dst with from replaced by to. */
+static void edited_copy(const char *src, const char *dst, const char *from,
+                        const char *to)
+{
+    static char buf[1 << 20];
+    FILE *f = fopen(src, "rb");
+    assert_non_null(f);
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *at = strstr(buf, from);
+    assert_non_null(at);
+    f = fopen(dst, "wb");
+    assert_non_null(f);
+    fwrite(buf, 1, (size_t)(at - buf), f);
+    fputs(to, f);
+    fputs(at + strlen(from), f);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* The GPU a profile was taken on, for a consumer that must refuse another
+ * GPU's profile; and profiles whose GPU description is impossible. */
+static void test_gpu_description(void **state)
+{
+    (void)state;
+    char out[65536], csv[1024], bad[1024], fifo[1024];
+    snprintf(csv, sizeof(csv), "%s/ncu_raw.csv", FIXTURES);
+    assert_int_equal(RUN(out, NULL, "import-ncu", csv, "-o", g_out), 0);
+
+    assert_int_equal(RUN(out, NULL, "gpu", g_out), 0);
+    expect_in(out, "\"name\": \"NVIDIA H200\", \"sm_count\": 132, \"cc\": \"9.0\", "
+                   "\"l2_bytes\": 62914560, \"driver\": null, \"cuda\": null}");
+    assert_int_equal(RUN(out, NULL, "gpu", g_out, "--sms", "132", "--cc", "9.0",
+                         "--name", "NVIDIA H200"), 0);
+    /* An A100's numbers: the consumer is told, with status 6. */
+    assert_int_equal(RUN(out, NULL, "gpu", g_out, "--sms", "108"), 6);
+    expect_in(out, "prof.json: gpu.sm_count: the profile was taken on a GPU with "
+                   "132 SMs (NVIDIA H200), but this needs 108; profile the kernels "
+                   "on that GPU");
+    assert_int_equal(RUN(out, NULL, "gpu", g_out, "--cc", "8.0"), 6);
+    expect_in(out, "gpu.cc: the profile was taken on compute capability 9.0");
+    assert_int_equal(RUN(out, NULL, "gpu", g_out, "--sms", "0"), 1);
+    expect_in(out, "--sms \"0\": expected the SM count");
+    assert_int_equal(RUN(out, NULL, "gpu", g_out, "--sms", "4.7"), 1);
+    assert_int_equal(RUN(out, NULL, "gpu"), 1);
+    expect_in(out, "expected one file");
+
+    /* sm_count 0, a duplicated key, trailing data: refused by field. */
+    snprintf(bad, sizeof(bad), "%s/bad_gpu.json", g_dir);
+    edited_copy(g_out, bad, "\"sm_count\": 132", "\"sm_count\": 0");
+    assert_int_equal(RUN(out, NULL, "gpu", bad), 1);
+    expect_in(out, "bad_gpu.json: gpu.sm_count: 0 SMs: a GPU has 1..1024");
+    assert_int_equal(RUN(out, NULL, "show", bad), 1);
+    expect_in(out, "gpu.sm_count: 0 SMs");
+    edited_copy(g_out, bad, "\"sm_count\": 132", "\"sm_count\": 132, \"sm_count\": 108");
+    assert_int_equal(RUN(out, NULL, "show", bad), 1);
+    expect_in(out, "bad_gpu.json: gpu.sm_count: the key appears twice");
+    /* An unchanged copy with a second document appended. */
+    edited_copy(g_out, bad, "\"schema\"", "\"schema\"");
+    FILE *f = fopen(bad, "ab");
+    assert_non_null(f);
+    fputs("{}\n", f);
+    fclose(f);
+    assert_int_equal(RUN(out, NULL, "show", bad), 1);
+    expect_in(out, "text after the end of the document");
+
+    /* A FIFO named as the profile: refused at once, not waited on. */
+    snprintf(fifo, sizeof(fifo), "%s/prof.fifo", g_dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    alarm(20);
+    assert_int_equal(RUN(out, NULL, "gpu", fifo), 1);
+    expect_in(out, "is a FIFO, not a regular file");
+    assert_int_equal(RUN(out, NULL, "import-ncu", fifo, "-o", bad), 1);
+    expect_in(out, "is a FIFO, not a regular file");
+    alarm(0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help_and_metrics),
         cmocka_unit_test(test_import_and_show),
+        cmocka_unit_test(test_gpu_description),
         cmocka_unit_test(test_capture_outcomes),
         cmocka_unit_test(test_capture_setup_errors),
     };

@@ -11,7 +11,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -443,6 +445,110 @@ static void test_binary_and_huge(void **state)
     free(buf);
 }
 
+/* Grid and block sizes whose products overflow int64_t, and dimensions
+ * outside CUDA's limits: refused by row and column, not multiplied (UBSan
+ * caught the block product here before). */
+static void test_launch_overflow(void **state)
+{
+    (void)state;
+    size_t len;
+    char *buf = slurp_fixture(&len);
+    char *t;
+
+    t = replace_once(buf, "\"(256, 1, 1)\"",
+                     "\"(2147483647, 2147483647, 2147483647)\"", 0);
+    expect_error(t, strlen(t), 9, "column 8 (Block Size): \"(2147483647, "
+                 "2147483647, 2147483647)\" is more than 1024 threads");
+    free(t);
+    t = replace_once(buf, "\"(256, 1, 1)\"", "\"(1024, 1024, 1024)\"", 0);
+    expect_error(t, strlen(t), 9, "more than 1024 threads per block");
+    free(t);
+    t = replace_once(buf, "\"(256, 1, 1)\"", "\"(1, 1, 128)\"", 0);
+    expect_error(t, strlen(t), 9, "z = 128 is more than CUDA's 64");
+    free(t);
+    t = replace_once(buf, "\"(4096, 1, 1)\"",
+                     "\"(2147483647, 2147483647, 2147483647)\"", 0);
+    expect_error(t, strlen(t), 9, "column 9 (Grid Size): \"(2147483647, "
+                 "2147483647, 2147483647)\" is outside CUDA's grid limits");
+    free(t);
+    /* CUDA's largest grid is accepted: its block count fits. */
+    t = replace_once(buf, "\"(4096, 1, 1)\"", "\"(2147483647, 65535, 65535)\"", 0);
+    {
+        struct mosaic_profile p;
+        char err[1024] = "";
+        FILE *f = fmemopen(t, strlen(t), "r");
+        assert_non_null(f);
+        if (mosaic_ncu_import_stream(f, "max.csv", &p, err, sizeof(err)) != 0)
+            fail_msg("the largest grid was refused: %s", err);
+        fclose(f);
+        assert_non_null(find(&p, "_Z6vecaddPKfS0_Pfi", 2147483647));
+        mosaic_profile_free(&p);
+    }
+    free(t);
+    free(buf);
+}
+
+/* One line of 64 MiB and no newline, from a pipe: refused once the line
+ * passes the 16 MiB limit, without reading (or holding) the rest. The
+ * writer counts what the importer took before the pipe closed. */
+static void test_endless_line(void **state)
+{
+    enum { CHUNK = 1 << 20, TOTAL = 64 << 20 };
+    int data[2], report[2];
+    pid_t pid;
+
+    (void)state;
+    assert_int_equal(pipe(data), 0);
+    assert_int_equal(pipe(report), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        static char chunk[CHUNK];
+        long long sent = 0;
+        close(data[0]);
+        close(report[0]);
+        signal(SIGPIPE, SIG_IGN);
+        memset(chunk, 'x', sizeof(chunk));
+        memcpy(chunk, "\"ID\",\"", 6);
+        while (sent < TOTAL) {
+            ssize_t n = write(data[1], chunk, sizeof(chunk));
+            if (n <= 0)
+                break;
+            sent += n;
+            chunk[0] = chunk[1] = chunk[2] = chunk[3] = chunk[4] = chunk[5] = 'x';
+        }
+        close(data[1]);
+        if (write(report[1], &sent, sizeof(sent)) != (ssize_t)sizeof(sent))
+            _exit(2);
+        _exit(0);
+    }
+    close(data[1]);
+    close(report[1]);
+
+    struct mosaic_profile p;
+    char err[1024] = "";
+    FILE *f = fdopen(data[0], "r");
+    assert_non_null(f);
+    alarm(60);
+    assert_int_equal(mosaic_ncu_import_stream(f, "endless.csv", &p, err, sizeof(err)),
+                     MOSAIC_EFORMAT);
+    fclose(f); /* the writer now gets EPIPE */
+    long long sent = -1;
+    assert_int_equal(read(report[0], &sent, sizeof(sent)), (ssize_t)sizeof(sent));
+    alarm(0);
+    close(report[0]);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    if (!strstr(err, "endless.csv:1: line longer than 16777216 bytes"))
+        fail_msg("unexpected message: %s", err);
+    assert_int_equal(p.n_kernels, 0);
+    /* The limit, the stdio buffer, the pipe's buffer and one chunk in
+     * flight: far less than the 64 MiB on offer. */
+    if (sent > (20LL << 20))
+        fail_msg("the importer read %lld bytes of an endless line", sent);
+}
+
 /* Random corruption of the fixture must never crash the importer. */
 static void test_fuzz(void **state)
 {
@@ -599,6 +705,8 @@ int main(void)
         cmocka_unit_test(test_damaged_header),
         cmocka_unit_test(test_missing_metric_column),
         cmocka_unit_test(test_binary_and_huge),
+        cmocka_unit_test(test_launch_overflow),
+        cmocka_unit_test(test_endless_line),
         cmocka_unit_test(test_fuzz),
         cmocka_unit_test(test_units),
         cmocka_unit_test(test_numbers_and_dims),

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -410,12 +411,179 @@ static void test_occupancy(void **state)
     occ(0, 32, 0, 0, -1, 0, 0, 0);
 }
 
+/* The strict reader and the values no GPU has (issue 9, bad input). */
+static void test_read_strict(void **state)
+{
+    (void)state;
+    char *g = good_json();
+    char *t, *u;
+
+    /* Trailing data: a second document, or text after the first. */
+    t = malloc(2 * strlen(g) + 1);
+    strcpy(t, g);
+    strcat(t, g);
+    expect_read_error(t, "text after the end of the document");
+    free(t);
+    t = malloc(strlen(g) + 8);
+    strcpy(t, g);
+    strcat(t, "\n,\n");
+    expect_read_error(t, "text after the end of the document");
+    free(t);
+    /* Duplicate keys at the top, in the GPU and deep in a kernel: the
+     * message names the path. */
+    t = subst(g, "\"schema\": ", "\"complete\": true, \"schema\": ");
+    expect_read_error(t, "x.json: complete: the key appears twice");
+    free(t);
+    t = subst(g, "\"sm_count\": 132", "\"sm_count\": 132, \"sm_count\": 108");
+    expect_read_error(t, "x.json: gpu.sm_count: the key appears twice");
+    free(t);
+    t = subst(g, "\"dram_read_bytes\": ", "\"ipc\": 9, \"dram_read_bytes\": ");
+    expect_read_error(t, "x.json: kernels[0].metrics.ipc: the key appears twice");
+    free(t);
+    t = subst(g, "\"grid\": [4097, 1, 1]", "\"grid\": [4097, 1, 1], \"grid\": [1, 1, 1]");
+    expect_read_error(t, "x.json: kernels[1].grid: the key appears twice");
+    free(t);
+
+    /* The GPU description: impossible values are refused, by field. */
+    t = subst(g, "\"sm_count\": 132", "\"sm_count\": 0");
+    expect_read_error(t, "x.json: gpu.sm_count: 0 SMs: a GPU has 1..1024");
+    free(t);
+    t = subst(g, "\"sm_count\": 132", "\"sm_count\": -132");
+    expect_read_error(t, "gpu.sm_count: -132 SMs");
+    free(t);
+    t = subst(g, "\"sm_count\": 132", "\"sm_count\": 62914560");
+    expect_read_error(t, "gpu.sm_count: 62914560 SMs");
+    free(t);
+    t = subst(g, "\"l2_bytes\": 62914560", "\"l2_bytes\": 0");
+    expect_read_error(t, "gpu.l2_bytes: 0 bytes");
+    free(t);
+    t = subst(g, "\"cc\": \"9.0\"", "\"cc\": \"nine\"");
+    expect_read_error(t, "gpu.cc: \"nine\" is not a compute capability");
+    free(t);
+    t = subst(g, "\"cc\": \"9.0\"", "\"cc\": \"9.\"");
+    expect_read_error(t, "gpu.cc");
+    free(t);
+    t = subst(g, "\"name\": \"NVIDIA H200\"", "\"name\": \"\"");
+    expect_read_error(t, "gpu.name: empty");
+    free(t);
+
+    /* Launch dimensions outside CUDA's limits. */
+    t = subst(g, "\"grid\": [4097, 1, 1]", "\"grid\": [0, 1, 1]");
+    expect_read_error(t, "kernels[1].grid: x = 0 blocks is outside");
+    free(t);
+    t = subst(g, "\"grid\": [4097, 1, 1]", "\"grid\": [4097, 65536, 1]");
+    expect_read_error(t, "kernels[1].grid: y = 65536 blocks");
+    free(t);
+    t = subst(g, "\"grid\": [4097, 1, 1]", "\"grid\": [4294967295, 4294967295, 4294967295]");
+    expect_read_error(t, "kernels[1].grid: x = 4294967295");
+    free(t);
+    u = subst(g, "\"grid\": [4097, 1, 1]", "\"grid\": [4097, 1, 1]");
+    t = subst(u, "\"block\": [256, 1, 1]", "\"block\": [256, 8, 1]");
+    expect_read_error(t, "kernels[0].block: 2048 threads per block");
+    free(t);
+    free(u);
+    t = subst(g, "\"block\": [256, 1, 1]", "\"block\": [1, 1, 65]");
+    expect_read_error(t, "kernels[0].block: z = 65 threads");
+    free(t);
+    free(g);
+}
+
+static void test_read_file_fifo(void **state)
+{
+    char dir[] = "/tmp/mosaic_prof_fifo_XXXXXX", path[128], err[512] = "";
+    struct mosaic_profile p;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/p.json", dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    /* No writer: a blocking open would wait for ever; the alarm fails the
+     * test instead of hanging it. */
+    alarm(10);
+    assert_int_equal(mosaic_profile_read_file(path, &p, err, sizeof(err)), MOSAIC_EIO);
+    alarm(0);
+    assert_non_null(strstr(err, "is a FIFO, not a regular file"));
+    assert_int_equal(p.n_kernels, 0);
+    unlink(path);
+    rmdir(dir);
+}
+
+static void test_check_gpu(void **state)
+{
+    struct mosaic_profile p;
+    struct mosaic_gpu want_h200 = {.name = "NVIDIA H200", .sm_count = 132,
+                              .l2_bytes = MOSAIC_NULL, .cc = "9.0"};
+    struct mosaic_gpu any_sms = {.sm_count = MOSAIC_NULL, .l2_bytes = MOSAIC_NULL,
+                                 .cc = "9.0"};
+    char err[512] = "";
+
+    (void)state;
+    build(&p);
+    assert_int_equal(mosaic_profile_check_gpu(&p, "h.json", &want_h200, err, sizeof(err)), 0);
+    /* A profile of an A100 against H200 models. */
+    mosaic_set_str(&p.gpu.name, "NVIDIA A100-SXM4-80GB");
+    p.gpu.sm_count = 108;
+    mosaic_set_str(&p.gpu.cc, "8.0");
+    assert_int_equal(mosaic_profile_check_gpu(&p, "a.json", &want_h200, err, sizeof(err)),
+                     MOSAIC_EFORMAT);
+    assert_string_equal(err, "a.json: gpu.sm_count: the profile was taken on a GPU "
+                             "with 108 SMs (NVIDIA A100-SXM4-80GB), but this needs "
+                             "132 (NVIDIA H200); profile the kernels on that GPU");
+    assert_int_equal(mosaic_profile_check_gpu(&p, "a.json", &any_sms, err, sizeof(err)),
+                     MOSAIC_EFORMAT);
+    assert_non_null(strstr(err, "a.json: gpu.cc: the profile was taken on compute "
+                                "capability 8.0"));
+    /* Same SMs and cc, another name: still another GPU. */
+    p.gpu.sm_count = 132;
+    mosaic_set_str(&p.gpu.cc, "9.0");
+    assert_int_equal(mosaic_profile_check_gpu(&p, "a.json", &want_h200, err, sizeof(err)),
+                     MOSAIC_EFORMAT);
+    assert_non_null(strstr(err, "gpu.name: the profile was taken on \"NVIDIA A100"));
+    assert_int_equal(mosaic_profile_check_gpu(&p, "a.json", &any_sms, err, sizeof(err)), 0);
+    /* A profile that does not say is not vouched for. */
+    p.gpu.sm_count = MOSAIC_NULL;
+    assert_int_equal(mosaic_profile_check_gpu(&p, "n.json", &want_h200, err, sizeof(err)),
+                     MOSAIC_EFORMAT);
+    assert_non_null(strstr(err, "n.json: gpu.sm_count: unknown (null), but this needs"));
+    assert_int_equal(mosaic_profile_check_gpu(NULL, "n.json", &want_h200, err, sizeof(err)),
+                     MOSAIC_EINVAL);
+    mosaic_profile_free(&p);
+}
+
+static void test_launch_sizes(void **state)
+{
+    int64_t v = -1;
+    const int64_t g[3] = {4096, 2, 3}, b[3] = {256, 2, 2};
+    const int64_t big[3] = {2147483647, 65535, 65535}, b1024[3] = {1024, 1, 1};
+    const int64_t huge[3] = {4294967295LL, 4294967295LL, 4294967295LL};
+    const int64_t zero[3] = {5, 0, 1}, unknown[3] = {5, MOSAIC_NULL, 1};
+
+    (void)state;
+    assert_int_equal(mosaic_launch_blocks(g, &v), 0);
+    assert_int_equal(v, 24576);
+    assert_int_equal(mosaic_launch_threads(g, b, &v), 0);
+    assert_int_equal(v, 24576 * 1024);
+    /* CUDA's largest grid fits in int64_t, its threads do not. */
+    assert_int_equal(mosaic_launch_blocks(big, &v), 0);
+    assert_int_equal(v, 2147483647LL * 65535 * 65535);
+    assert_int_equal(mosaic_launch_threads(big, b1024, &v), MOSAIC_ETOOBIG);
+    assert_int_equal(v, 0);
+    assert_int_equal(mosaic_launch_blocks(huge, &v), MOSAIC_ETOOBIG);
+    assert_int_equal(mosaic_launch_blocks(zero, &v), MOSAIC_EFORMAT);
+    assert_int_equal(mosaic_launch_blocks(unknown, &v), MOSAIC_EFORMAT);
+    assert_int_equal(mosaic_launch_threads(g, unknown, &v), MOSAIC_EFORMAT);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_complete_empty),
         cmocka_unit_test(test_read_errors),
+        cmocka_unit_test(test_read_strict),
+        cmocka_unit_test(test_read_file_fifo),
+        cmocka_unit_test(test_check_gpu),
+        cmocka_unit_test(test_launch_sizes),
         cmocka_unit_test(test_escaping),
         cmocka_unit_test(test_kindex),
         cmocka_unit_test(test_key_buf),

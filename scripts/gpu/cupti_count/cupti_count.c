@@ -42,6 +42,9 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The project's one JSON string writer (core/json.c, compiled in). */
+#include "json.h"
+
 #define CC_EXPORT __attribute__((visibility("default")))
 
 /* CUPTI's kernel record for this toolkit (CUDA 13.0). */
@@ -198,20 +201,6 @@ static void CUPTIAPI cc_buffer_completed(CUcontext ctx, uint32_t stream_id,
     free(buffer);
 }
 
-static void cc_json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
 
 /* Expands "%p" to the pid; returns a malloc'd string or NULL. */
 static char *cc_out_path(void)
@@ -283,7 +272,7 @@ static void cc_write(void)
             continue;
         fputs(first ? "\n" : ",\n", f);
         first = 0;
-        cc_json_string(f, g_tab[i].name);
+        mosaic__json_fputs(f, g_tab[i].name);
         fprintf(f, ":%" PRIu64, g_tab[i].count);
     }
     fputs("},\n\"graph_kernels_by_name\":{", f);
@@ -293,7 +282,7 @@ static void cc_write(void)
             continue;
         fputs(first ? "\n" : ",\n", f);
         first = 0;
-        cc_json_string(f, g_tab[i].name);
+        mosaic__json_fputs(f, g_tab[i].name);
         fprintf(f, ":%" PRIu64, g_tab[i].graph_count);
     }
     fputs("}}\n", f);
