@@ -29,9 +29,9 @@ struct mosaic__config mosaic__cfg = {
  * names first, then whole prefixes.
  */
 static const char *const other_vars[] = {"MOSAIC_MODELS", "MOSAIC_SOCKET",
-                                         "MOSAIC_GIT"};
+                                         "MOSAIC_GIT", "MOSAIC_SIMGPU"};
 static const char *const other_prefixes[] = {"MOSAIC_SCHED_", "MOSAIC_CAPTURE_",
-                                             "MOSAIC_PROFILE_", "MOSAIC_SIMGPU"};
+                                             "MOSAIC_PROFILE_", "MOSAIC_SIMGPU_"};
 
 static int belongs_elsewhere(const char *entry, size_t nlen)
 {

@@ -285,6 +285,7 @@ h_graph_launch(int hook, MOSAIC__P_graph_launch)
         MOSAIC__INC(graph_launches);
         if (mosaic__graph_note_launch(exec) < 0)
             MOSAIC__INC(graph_launches_unknown);
+        mosaic__sched_hp_launched(NULL, NULL, NULL, 0);
     }
     return r;
 }

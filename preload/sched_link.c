@@ -87,7 +87,7 @@ static void link_init(void)
 
 static inline struct mosaic_sched_client *get_client(int role)
 {
-    if (MOSAIC__UNLIKELY(mosaic__cfg.role == role) == 0 || !mosaic__observing())
+    if (mosaic__cfg.role != role || !mosaic__observing())
         return NULL;
     pthread_once(&once, link_init);
     return client;
@@ -140,7 +140,9 @@ void mosaic__sched_hp_launched(const void *fn, const unsigned *grid, const unsig
     if (!atomic_load_explicit(&req_explicit, memory_order_relaxed) &&
         !atomic_exchange_explicit(&req_open, 1, memory_order_relaxed))
         mosaic_sched_hp_request_begin(c, atomic_fetch_add(&req_id, 1) + 1, 0);
-    mosaic_sched_hp_launch(c, kernel_id(fn, grid, block, dyn_smem));
+    /* A graph (fn NULL) is posted as kernel 0, unknown: the policies then
+     * hold BE beside its requests rather than guess its kernels. */
+    mosaic_sched_hp_launch(c, fn ? kernel_id(fn, grid, block, dyn_smem) : 0);
 }
 
 static void be_release(CUstream s, int all);

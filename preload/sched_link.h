@@ -14,7 +14,7 @@ void mosaic__sched_be_gate(const struct mosaic__binding *b, int hook, const void
                            CUgraphExec exec, CUstream s, const unsigned *grid,
                            const unsigned *block, unsigned dyn_smem);
 /* HP: after a launch executed (not captured): post it, beginning a learned
- * request when none is open. */
+ * request when none is open (fn NULL: a graph launch). */
 void mosaic__sched_hp_launched(const void *fn, const unsigned *grid, const unsigned *block,
                                unsigned dyn_smem);
 /* After a synchronising call returned: s is the stream (NULL with ctx 1 for

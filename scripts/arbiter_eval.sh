@@ -9,9 +9,9 @@
 #   scripts/arbiter_eval.sh [--build DIR] [--json FILE] [--check]
 #
 # --check exits 1 unless MosaicSched kept <= 1% of HP requests over p at
-# every p with BE throughput above zero, AND the no-control policy broke
-# that bound at every p on the same setup (so the test cannot pass with a
-# setup where nothing interferes). Environment: ARBITER_EVAL_REQUESTS (HP
+# every p with BE throughput above zero, AND the no-control policy fails
+# that same criterion on the same setup (over 1% at some p), so the test
+# cannot pass with a setup where nothing interferes. Environment: ARBITER_EVAL_REQUESTS (HP
 # requests per run, default 200), MOSAIC_SIMGPU_SCALE (default 10: the
 # H200's microseconds become tens of milliseconds, large beside host jitter).
 set -euo pipefail
@@ -73,7 +73,12 @@ for k in "${be_keys[@]}"; do be_args+=(--kernel "$k"); done
 
 # Isolated: each program alone, without the shim or a daemon.
 "$bin/be_trainer" --seconds 2 "${be_args[@]}" > "$work/be_iso.json"
-"$bin/hp_service" "${hp_args[@]}" --latencies "$work/hp_iso.lat" > "$work/hp_iso.json"
+# HP alone three times, pooled: the isolated p99 is every bound's base, and
+# one host stall in a single run of 200 would move it by a quarter.
+for i in 1 2 3; do
+  "$bin/hp_service" "${hp_args[@]}" --latencies "$work/hp_iso.$i.lat" > "$work/hp_iso.$i.json"
+done
+cat "$work"/hp_iso.[123].lat > "$work/hp_iso.lat"
 
 run_one() { # policy p tag
   local policy=$1 p=$2 tag=$3 sock=$work/$3.sock i
@@ -134,9 +139,9 @@ res = {"schema": "mosaic-arbiter-eval/1",
                  f"MOSAIC_SIMGPU_SCALE={scale}; HP latency: host CLOCK_MONOTONIC from first launch "
                  "to cuStreamSynchronize return, p99 by nearest rank; over p: latency > p x "
                  "isolated p99; BE: steps per second of wall time over the HP run",
-       "hp_isolated_p99_ms": iso_p99, "hp_isolated_p50_ms": sorted(iso)[len(iso) // 2],
+       "hp_isolated_p99_ms": iso_p99, "hp_isolated_requests": len(iso), "hp_isolated_p50_ms": sorted(iso)[len(iso) // 2],
        "be_isolated_steps_per_s": be_iso, "requests_per_run": requests, "runs": rows}
-print(f"HP isolated p99 {iso_p99:.2f} ms, BE isolated {be_iso:.1f} steps/s "
+print(f"HP isolated p99 {iso_p99:.2f} ms ({len(iso)} requests in 3 runs), BE isolated {be_iso:.1f} steps/s "
       f"(wall time at MOSAIC_SIMGPU_SCALE={scale}; {requests} HP requests per run)")
 print(f"{'p':>5} {'policy':13} {'HP p99 ms':>9} {'p99/iso':>8} {'% over p':>9} {'BE steps/s':>10} {'BE vs iso':>9}")
 for r in rows:
@@ -154,12 +159,16 @@ if check:
                 bad.append(f"mosaic at p={r['p']}: {r['over_p_pct']:.1f}% of HP requests over p (at most 1%)")
             if not r["be_steps_per_s"] > 0:
                 bad.append(f"mosaic at p={r['p']}: BE made no progress")
-        if r["policy"] == "none" and r["over_p_pct"] <= 1.0:
-            # The same bound must fail without control, or the setup shows nothing.
-            bad.append(f"none at p={r['p']}: only {r['over_p_pct']:.1f}% over p: the setup does not interfere")
+    # The criterion mosaic passes must fail without control, or the setup
+    # shows nothing: none over 1% at some p.
+    none = [r for r in rows if r["policy"] == "none"]
+    if all(r["over_p_pct"] <= 1.0 for r in none):
+        bad.append("none: at most 1% over p at every p: the setup does not interfere")
     for b in bad:
         print("FAIL: " + b)
     if bad:
         sys.exit(1)
-    print("PASS: mosaic <= 1% over p with BE > 0 at every p; none over p at every p")
+    worst = max(none, key=lambda r: r["over_p_pct"])
+    print(f"PASS: mosaic <= 1% over p with BE > 0 at every p; none fails that "
+          f"({worst['over_p_pct']:.1f}% over at p={worst['p']})")
 PY
