@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 . scripts/deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc 2>/dev/null || echo 2)" >/dev/null
-echo "== the arbiter on a simulated GPU: HP service + BE trainer, each policy and p (about a minute) =="
+echo "== the arbiter on a simulated GPU: HP service + BE trainer, each policy and p (about two minutes) =="
 scripts/arbiter_eval.sh --build build --json build/arbiter_eval.json
 echo "(results as JSON: build/arbiter_eval.json; method and discussion: docs/arbiter-eval.md)"
 echo
