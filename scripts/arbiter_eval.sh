@@ -12,7 +12,8 @@
 # every p with BE throughput above zero, AND the no-control policy fails
 # that same criterion on the same setup (over 1% at some p), so the test
 # cannot pass with a setup where nothing interferes. Environment: ARBITER_EVAL_REQUESTS (HP
-# requests per run, default 150), MOSAIC_SIMGPU_SCALE (default 20: the
+# requests per run, default 150), ARBITER_EVAL_PRELOAD (the clients'
+# LD_PRELOAD, default the build's libmosaic.so), MOSAIC_SIMGPU_SCALE (default 20: the
 # H200's microseconds become tens of milliseconds; at 10 the host jitter of
 # a loaded 2-core machine was a tenth of a request, as large as p = 1.1's
 # slack, and put 1-3% of the requests over p under every policy).
@@ -35,6 +36,9 @@ for f in "$bin/mosaic-sched" "$bin/hp_service" "$bin/be_trainer" "$bin/simgpu" "
   [ -x "$f" ] || [ -f "$f" ] || { echo "arbiter_eval: $f is missing: build first (cmake --build $build -j2)" >&2; exit 2; }
 done
 requests=${ARBITER_EVAL_REQUESTS:-150}
+# What the clients preload: the shim, or (a sanitizer build) the ASan
+# runtime ahead of it, which an instrumented preloaded library needs.
+preload=${ARBITER_EVAL_PRELOAD:-$shim}
 export MOSAIC_SIMGPU_SCALE=${MOSAIC_SIMGPU_SCALE:-20}
 export LD_LIBRARY_PATH=$build/tests/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export MOSAIC_SIMGPU=arbiter-eval-$$
@@ -93,11 +97,11 @@ run_one() { # policy p tag
   [ -S "$sock" ] || { echo "arbiter_eval: the daemon did not start:" >&2; cat "$work/$tag.daemon.log" >&2; exit 1; }
   local prio=0
   [ "$policy" = mps-priority ] && prio=1
-  CUDA_MPS_CLIENT_PRIORITY=$prio MOSAIC_SCHED_SOCKET=$sock MOSAIC_ROLE=be LD_PRELOAD=$shim \
+  CUDA_MPS_CLIENT_PRIORITY=$prio MOSAIC_SCHED_SOCKET=$sock MOSAIC_ROLE=be LD_PRELOAD=$preload \
     "$bin/be_trainer" --seconds 600 "${be_args[@]}" > "$work/$tag.be.json" &
   be_pid=$!
   sleep 0.3
-  MOSAIC_SCHED_SOCKET=$sock MOSAIC_ROLE=hp LD_PRELOAD=$shim \
+  MOSAIC_SCHED_SOCKET=$sock MOSAIC_ROLE=hp LD_PRELOAD=$preload \
     "$bin/hp_service" "${hp_args[@]}" --latencies "$work/$tag.lat" > "$work/$tag.hp.json"
   kill -TERM "$be_pid"; wait "$be_pid" || true; be_pid=""
   kill -TERM "$daemon_pid"; wait "$daemon_pid" || true; daemon_pid=""
