@@ -80,8 +80,9 @@ struct mosaic_predictor {
 };
 struct mosaic__cache_ent {
     uint64_t tag, ha, hb;
-    uint64_t cfg; /* mode, sms, order, comp */
-    double iso_a, iso_b;
+    uint64_t cfg;  /* mode, order, comp, split, delay bucket */
+    uint64_t isok; /* the isolated durations' buckets */
+    int sms_a, sms_b;
     struct mosaic_pred_result res;
     int used;
 };
