@@ -491,6 +491,13 @@ MOSAIC__API int mosaic_predict(struct mosaic_predictor *p, const struct mosaic_p
             ans->conservative_slowdown = ans->order[i].r.k[pk].slowdown;
         }
     }
+    /* the worse order's prediction is a median; the margin makes it a
+     * bound (analytic.json's cons_margin, fitted on the training repeats
+     * of shared mode, where the spread between repeats is) */
+    if (q->mode == MOSAIC_MODE_SHARED) {
+        ans->conservative_us *= p->coef.cons_margin;
+        ans->conservative_slowdown *= p->coef.cons_margin;
+    }
     ans->protect = pk;
     return 0;
 }
@@ -595,6 +602,8 @@ MOSAIC__API int mosaic_predict_timeline(struct mosaic_predictor *p,
             d_hp = r0.k[0].duration_us;
             d_be = r0.k[1].duration_us;
         }
+        /* the HP kernel's conservative duration, as mosaic_predict gives it */
+        if (q->mode == MOSAIC_MODE_SHARED) d_hp *= p->coef.cons_margin;
         iso_be = a.order[worst].r.k[1].iso_us;
         /* The span over which this BE kernel holds the HP kernel back: its
          * run, or longer when the HP kernel waited for it and still took

@@ -57,6 +57,11 @@ struct mosaic__coef {
     double pack;      /* weight of the block-packing term (eq. 1-2) */
     double gap_us;    /* dispatch gap of the second kernel, us */
     double intra_w;   /* weight of the analytic intra-SM contention term */
+    /* the conservative value's factor over the worse order's prediction:
+     * fitted by mosaic-train so that it covers 95% of the training
+     * repeats (the per-order prediction is a median, so alone it is below
+     * about half of them); 1 in partitioned mode's single order too */
+    double cons_margin;
 };
 
 void mosaic__coef_default(struct mosaic__coef *c);
