@@ -537,6 +537,23 @@ MOSAIC__API int mosaic_predict_timeline(struct mosaic_predictor *p,
         return MOSAIC_EINVAL;
     }
     N = p->gpu.sm_count;
+    if (q->mode != MOSAIC_MODE_SHARED && q->mode != MOSAIC_MODE_PARTITIONED) {
+        snprintf(err, errlen, "timeline: field mode = %d is neither shared nor partitioned",
+                 q->mode);
+        return MOSAIC_EINVAL;
+    }
+    if (q->mode == MOSAIC_MODE_PARTITIONED &&
+        (q->sms_hp <= 0 || q->sms_be <= 0 || q->sms_hp + q->sms_be > N)) {
+        snprintf(err, errlen,
+                 "timeline: fields sms_hp/sms_be = %d/%d: each must be > 0 and together at "
+                 "most %d", q->sms_hp, q->sms_be, N);
+        return MOSAIC_EINVAL;
+    }
+    if (isinf(q->hp_iso_us) || (isfinite(q->hp_iso_us) && (q->hp_iso_us < 0 || q->hp_iso_us > 1e9))) {
+        snprintf(err, errlen, "timeline: field hp_iso_us = %g out of range [0, 1e9]",
+                 q->hp_iso_us);
+        return MOSAIC_EINVAL;
+    }
     for (size_t i = 0; i < q->n_be; i++) {
         if (!q->be[i].k) {
             snprintf(err, errlen, "timeline: field be[%zu].k is NULL", i);

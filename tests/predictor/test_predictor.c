@@ -959,6 +959,17 @@ static void test_predict_timeline(void **state)
         tq.be[0].enqueue_us = -5;
         assert_int_equal(mosaic_predict_timeline(p, &tq, &t, err, sizeof err), MOSAIC_EINVAL);
         assert_non_null(strstr(err, "be[0].enqueue_us"));
+        tq.be[0].enqueue_us = 0;
+        tq.mode = MOSAIC_MODE_PARTITIONED;
+        tq.sms_hp = 0;
+        tq.sms_be = 68;
+        assert_int_equal(mosaic_predict_timeline(p, &tq, &t, err, sizeof err), MOSAIC_EINVAL);
+        assert_non_null(strstr(err, "sms_hp"));
+        tq.mode = MOSAIC_MODE_SHARED;
+        tq.hp_iso_us = -1;
+        assert_int_equal(mosaic_predict_timeline(p, &tq, &t, err, sizeof err), MOSAIC_EINVAL);
+        assert_non_null(strstr(err, "hp_iso_us"));
+        assert_true(t.hp_duration_us == 0);
     }
     for (int i = 0; i < 6; i++) mosaic_pkernel_free(pk[i]);
     mosaic_profile_free(&prof);
