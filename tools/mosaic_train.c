@@ -46,6 +46,10 @@
 
 #include "train_internal.h"
 
+/* Frozen 2026-12-01 (issue 9): chosen in issue 4's model steps
+ * (docs/predictor.md) on all 18 families, before the lockbox; no longer
+ * changed on evaluation results (docs/predictor-eval.md, "What was fitted
+ * where"). */
 static int g_trees = 80, g_depth = 4, g_use_mono = 1;
 
 /* --eval-only, when DATA/time.jsonl exists (`mosaic-zoo time --sms ...`):
@@ -424,6 +428,8 @@ static double coef_loss(struct mosaic_predictor *p, const struct mosaic__dataset
     return n ? s / n : 0;
 }
 
+/* The analytic coefficients, grid-searched inside each fold on the fold's
+ * training points (the grid itself is issue 4's, frozen). */
 static void fit_coef(struct mosaic_predictor *p, const struct mosaic__dataset *ds,
                      const unsigned char *fam)
 {
@@ -452,7 +458,8 @@ static void fit_coef(struct mosaic_predictor *p, const struct mosaic__dataset *d
 }
 
 /* Residual labels are clipped so that a few bimodal outliers do not pull
- * the squared-error fit away from the typical point. */
+ * the squared-error fit away from the typical point. The value is frozen
+ * (issue 4's choice on all families; issue 9). */
 static double g_clip = 0.4;
 static float clip(double y)
 {
