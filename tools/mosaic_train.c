@@ -1036,7 +1036,7 @@ int main(int argc, char **argv)
         fullc = p->coef;
         mosaic_predictor_close(p);
     }
-    if (!do_eval) return 0;
+    if (!do_eval) goto done;
 
     /* Strict leave-family-out: fold f trains on the points involving
      * neither f nor a lockbox family, and scores only f's own kernels, in
@@ -1126,6 +1126,7 @@ int main(int argc, char **argv)
         cons_line(stdout, "strict folds", &S[M_MOSAIC][0]);
         cons_line(stdout, "lockbox", &L[M_MOSAIC][0]);
     }
+done:
     for (int m = 0; m < M_N; m++)
         for (int mode = 0; mode < 2; mode++) {
             mosaic__score_free(&S[m][mode]);
