@@ -5,6 +5,7 @@
  *
  *   mosaic-train [--data DIR] [--out DIR] [--doc FILE] [--lockbox FILE|none]
  *                [--no-eval] [--trees N] [--depth N] [--clip Y] [--no-monotone]
+ *                [--no-coef-fit]
  *   mosaic-train --eval-only MODELS [--data DIR] [--max-p95 SHARED,PARTITIONED]
  *                [--max-iso-p95 P] [--dump CSV]
  *   mosaic-train --features
@@ -51,6 +52,10 @@
  * changed on evaluation results (docs/predictor-eval.md, "What was fitted
  * where"). */
 static int g_trees = 80, g_depth = 4, g_use_mono = 1;
+/* --no-coef-fit: keep the default analytic coefficients (coef.c) instead
+ * of the grid search, for the accuracy gate's deliberately weak model set
+ * (the search is most of a fold's time under the sanitizers). */
+static int g_fit_coef = 1;
 
 /* --eval-only, when DATA/time.jsonl exists (`mosaic-zoo time --sms ...`):
  * the isolated-duration estimate on fewer SMs (mosaic__place_iso_on)
@@ -575,7 +580,7 @@ static struct mosaic_predictor *train_mosaic(const struct mosaic_gpu_desc *g,
     rows_free(&r);
     stamp(path, mosaic__features_inter, MOSAIC__NF_INTER);
     p->inter = load_forest(path);
-    fit_coef(p, ds, fam);
+    if (g_fit_coef) fit_coef(p, ds, fam);
     snprintf(path, sizeof path, "%s/analytic.json", dir);
     if (mosaic__coef_save(path, &p->coef, err, sizeof err)) {
         fprintf(stderr, "mosaic-train: %s\n", err);
@@ -976,6 +981,7 @@ int main(int argc, char **argv)
             }
         }
         else if (!strcmp(argv[i], "--no-monotone")) g_use_mono = 0;
+        else if (!strcmp(argv[i], "--no-coef-fit")) g_fit_coef = 0;
         else if (!strcmp(argv[i], "--clip") && i + 1 < argc) g_clip = atof(argv[++i]);
         else if (!strcmp(argv[i], "--dump") && i + 1 < argc) dump_path = argv[++i];
         else if (!strcmp(argv[i], "--trees") && i + 1 < argc) g_trees = atoi(argv[++i]);
@@ -984,6 +990,7 @@ int main(int argc, char **argv)
             fprintf(stderr,
                     "usage: mosaic-train [--data DIR] [--out DIR] [--doc FILE] [--lockbox FILE|none]\n"
                     "                    [--no-eval] [--trees N] [--depth N] [--clip Y] [--no-monotone]\n"
+                    "                    [--no-coef-fit]\n"
                     "       mosaic-train --eval-only MODELS [--data DIR] [--max-p95 S,P] [--max-iso-p95 P]\n"
                     "                    [--dump CSV]\n"
                     "       mosaic-train --features\n");
