@@ -16,6 +16,7 @@ void mosaic__coef_default(struct mosaic__coef *c)
     c->pack = 0;
     c->gap_us = 1.6;
     c->intra_w = 1;
+    c->cons_margin = 1;
 }
 
 int mosaic__coef_save(const char *path, const struct mosaic__coef *c,
@@ -28,8 +29,9 @@ int mosaic__coef_save(const char *path, const struct mosaic__coef *c,
     }
     fprintf(f,
             "{\"schema\": \"mosaic-analytic/1\",\n"
-            " \"pack\": %.17g,\n \"gap_us\": %.17g,\n \"intra_w\": %.17g}\n",
-            c->pack, c->gap_us, c->intra_w);
+            " \"pack\": %.17g,\n \"gap_us\": %.17g,\n \"intra_w\": %.17g,\n"
+            " \"cons_margin\": %.17g}\n",
+            c->pack, c->gap_us, c->intra_w, c->cons_margin);
     if (fclose(f) != 0) {
         snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
         return MOSAIC_EIO;
@@ -77,6 +79,10 @@ int mosaic__coef_load(const char *path, struct mosaic__coef *c, char *err,
     rc = coef_num(root, path, "pack", 0, 10, &c->pack, err, errlen);
     if (!rc) rc = coef_num(root, path, "gap_us", 0, 100, &c->gap_us, err, errlen);
     if (!rc) rc = coef_num(root, path, "intra_w", 0, 10, &c->intra_w, err, errlen);
+    /* optional (model sets trained before issue 9 lack it): 1, no margin */
+    c->cons_margin = 1;
+    if (!rc && cJSON_GetObjectItemCaseSensitive(root, "cons_margin"))
+        rc = coef_num(root, path, "cons_margin", 1, 4, &c->cons_margin, err, errlen);
     cJSON_Delete(root);
     return rc;
 }

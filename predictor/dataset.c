@@ -25,6 +25,8 @@ void mosaic__dataset_free(struct mosaic__dataset *ds)
         free(ds->families[i]);
     free(ds->families);
     free(ds->pt);
+    for (size_t i = 0; i < ds->nrec; i++) free(ds->rec[i].samples);
+    free(ds->rec);
     mosaic_profile_free(&ds->prof);
     memset(ds, 0, sizeof *ds);
 }
@@ -122,6 +124,41 @@ static int push_point(struct mosaic__dataset *ds, const struct mosaic__ds_point 
     return 0;
 }
 
+/* Keeps a measurement whole (its every repeat), for the conservative
+ * value's score: the scheduler knows only the enqueue order ("order": "ba"
+ * when B was enqueued first). */
+static int push_record(struct mosaic__dataset *ds, const struct mosaic__ds_point *p,
+                       const char *order, cJSON *sa, cJSON *sb, int n)
+{
+    struct mosaic__ds_record *r;
+    if (ds->nrec == ds->caprec) {
+        size_t nc = ds->caprec ? 2 * ds->caprec : 1024;
+        struct mosaic__ds_record *nr = realloc(ds->rec, nc * sizeof *nr);
+        if (!nr) return -1;
+        ds->rec = nr;
+        ds->caprec = nc;
+    }
+    r = &ds->rec[ds->nrec];
+    memset(r, 0, sizeof *r);
+    r->samples = malloc(2 * (size_t)n * sizeof *r->samples);
+    if (!r->samples) return -1;
+    r->mode = p->mode;
+    r->sms_a = p->sms_a;
+    r->sms_b = p->sms_b;
+    r->va = p->va;
+    r->vb = p->vb;
+    r->iso_a = p->iso_a;
+    r->iso_b = p->iso_b;
+    r->enq_b_first = order && strcmp(order, "ba") == 0;
+    r->n = n;
+    for (int i = 0; i < n; i++) {
+        r->samples[2 * i] = cJSON_GetArrayItem(sa, i)->valuedouble;
+        r->samples[2 * i + 1] = cJSON_GetArrayItem(sb, i)->valuedouble;
+    }
+    ds->nrec++;
+    return 0;
+}
+
 static int cmpd(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -205,6 +242,7 @@ static int corun_points(struct mosaic__dataset *ds, cJSON *r, const char *path,
                 wa[nb] = x; wb[nb++] = y;
             }
         }
+        if (push_record(ds, &p, str(r, "order"), sa, sb, n)) goto nomem;
         if (na) {
             p.b_first = 0;
             p.meas_a = median(va, na);

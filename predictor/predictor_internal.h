@@ -57,6 +57,11 @@ struct mosaic__coef {
     double pack;      /* weight of the block-packing term (eq. 1-2) */
     double gap_us;    /* dispatch gap of the second kernel, us */
     double intra_w;   /* weight of the analytic intra-SM contention term */
+    /* the conservative value's factor over the worse order's prediction:
+     * fitted by mosaic-train so that it covers 95% of the training
+     * repeats (the per-order prediction is a median, so alone it is below
+     * about half of them); 1 in partitioned mode's single order too */
+    double cons_margin;
 };
 
 void mosaic__coef_default(struct mosaic__coef *c);
@@ -80,8 +85,9 @@ struct mosaic_predictor {
 };
 struct mosaic__cache_ent {
     uint64_t tag, ha, hb;
-    uint64_t cfg; /* mode, sms, order, comp */
-    double iso_a, iso_b;
+    uint64_t cfg;  /* mode, order, comp, split, delay bucket */
+    uint64_t isok; /* the isolated durations' buckets */
+    int sms_a, sms_b;
     struct mosaic_pred_result res;
     int used;
 };

@@ -346,7 +346,7 @@ static double second_slowdown(struct mosaic_predictor *p, struct mosaic_profile 
     char err[512];
     assert_int_equal(mosaic_pkernel_prepare(p, &prof->kernels[fi], "t", &f, err, sizeof err), 0);
     assert_int_equal(mosaic_pkernel_prepare(p, &prof->kernels[si], "t", &s, err, sizeof err), 0);
-    mosaic__timeline_shared(&p->gpu, &c, f, s, 0, iso_f, iso_s, 1, 1, MOSAIC_PC_PACKING, &r);
+    mosaic__timeline_shared(&p->gpu, &c, f, s, 0, 0, iso_f, iso_s, 1, 1, MOSAIC_PC_PACKING, &r);
     *first = r.k[0].slowdown;
     mosaic_pkernel_free(f);
     mosaic_pkernel_free(s);
@@ -814,38 +814,216 @@ static void test_predict_api_and_cache(void **state)
         for (int i = 0; i < 6; i++)
             for (int j = 0; j < 6; j++) {
                 struct mosaic_pred_query q = {.a = pk[i], .b = pk[j], .mode = mode,
-                                              .sms_a = 64, .sms_b = 68, .b_first = (i + j) & 1};
-                struct mosaic_pred_result r, r2;
-                assert_int_equal(mosaic_predict(p, &q, &r, err, sizeof err), 0);
-                for (int k = 0; k < 2; k++) {
-                    assert_true(isfinite(r.k[k].duration_us) && r.k[k].duration_us > 0);
-                    assert_true(r.k[k].slowdown >= 0.5 && r.k[k].slowdown < 100);
-                    assert_true(fabs(r.k[k].duration_us - r.k[k].iso_us * r.k[k].slowdown) <
-                                1e-6 * r.k[k].duration_us);
+                                              .sms_a = 64, .sms_b = 68, .protect = (i + j) & 1};
+                struct mosaic_pred_answer a, a2;
+                double worst = 0, lsum = 0;
+                assert_int_equal(mosaic_predict(p, &q, &a, err, sizeof err), 0);
+                /* launched together: both orders in shared mode, one when
+                 * partitioned (no shared dispatch) */
+                assert_int_equal(a.n_orders, mode == MOSAIC_MODE_SHARED ? 2 : 1);
+                for (int o = 0; o < a.n_orders; o++) {
+                    const struct mosaic_pred_result *r = &a.order[o].r;
+                    lsum += a.order[o].likelihood;
+                    if (r->k[q.protect].duration_us > worst) worst = r->k[q.protect].duration_us;
+                    for (int k = 0; k < 2; k++) {
+                        assert_true(isfinite(r->k[k].duration_us) && r->k[k].duration_us > 0);
+                        /* no speed-up beside another kernel in either mode */
+                        assert_true(r->k[k].slowdown >= 1 - 1e-12 && r->k[k].slowdown < 100);
+                    }
                 }
+                assert_true(fabs(lsum - 1) < 1e-12);
+                if (mode == MOSAIC_MODE_SHARED) {
+                    assert_int_equal(a.order[0].b_first, 0);
+                    assert_true(a.order[0].likelihood == MOSAIC_ENQUEUED_FIRST_P);
+                    assert_int_equal(a.order[1].b_first, 1);
+                }
+                assert_true(fabs(a.conservative_us -
+                                 worst * (mode == MOSAIC_MODE_SHARED ? p->coef.cons_margin : 1)) <=
+                            1e-12 * worst);
+                assert_true(p->coef.cons_margin >= 1);
                 q.disable = MOSAIC_PC_ALL;
-                assert_int_equal(mosaic_predict(p, &q, &r2, err, sizeof err), 0);
+                assert_int_equal(mosaic_predict(p, &q, &a2, err, sizeof err), 0);
                 if (mode == MOSAIC_MODE_PARTITIONED)
-                    assert_true(fabs(r2.k[0].slowdown - 1) < 1e-12);
+                    assert_true(fabs(a2.order[0].r.k[0].slowdown - 1) < 1e-12);
             }
-    /* cache: same answer, marked */
+    /* beyond the jitter the order follows from the offset: B enqueued 50 us
+     * before A goes first, and A's duration counts from its own enqueue */
+    {
+        struct mosaic_pred_query q = {.a = pk[0], .b = pk[3], .mode = MOSAIC_MODE_SHARED,
+                                      .offset_us = -50, .iso_a_us = 20, .iso_b_us = 30};
+        struct mosaic_pred_answer a;
+        assert_int_equal(mosaic_predict(p, &q, &a, err, sizeof err), 0);
+        assert_int_equal(a.n_orders, 1);
+        assert_int_equal(a.order[0].b_first, 1);
+        assert_true(a.order[0].likelihood == 1);
+        q.offset_us = 1000; /* A long done when B arrives: nobody waits */
+        assert_int_equal(mosaic_predict(p, &q, &a, err, sizeof err), 0);
+        assert_true(fabs(a.order[0].r.k[0].duration_us - 20) < 1e-9);
+        assert_true(fabs(a.order[0].r.k[1].duration_us - 30) < 1e-9);
+        /* one order only there, and the other is refused */
+        assert_int_equal(mosaic__predict_order(p, &q, 1, &a.order[0].r, err, sizeof err),
+                         MOSAIC_EINVAL);
+        assert_non_null(strstr(err, "offset_us"));
+    }
+    /* partitioned with B enqueued later: A runs alone for the offset, so
+     * it is no slower than launched together, and both are >= alone */
+    {
+        struct mosaic_pred_query q = {.a = pk[1], .b = pk[2], .mode = MOSAIC_MODE_PARTITIONED,
+                                      .sms_a = 64, .sms_b = 68, .iso_a_us = 100, .iso_b_us = 100};
+        struct mosaic_pred_answer a0, a1;
+        assert_int_equal(mosaic_predict(p, &q, &a0, err, sizeof err), 0);
+        q.offset_us = 40;
+        assert_int_equal(mosaic_predict(p, &q, &a1, err, sizeof err), 0);
+        assert_true(a1.order[0].r.k[0].duration_us <= a0.order[0].r.k[0].duration_us + 1e-9);
+        assert_true(a1.order[0].r.k[0].duration_us >= 100 - 1e-9);
+        assert_true(a1.order[0].r.k[1].duration_us >= 100 - 1e-9);
+        assert_true(fabs(a1.order[0].r.k[1].start_us - 40) < 1e-12);
+    }
+    /* cache: keyed by the kernels, mode and order, and the isolated
+     * durations' bucket: a re-measured duration 0.5% off hits and is
+     * scaled, one 10% off misses */
     assert_int_equal(mosaic_predictor_set_cache(p, 1000), 0);
     {
-        struct mosaic_pred_query q = {.a = pk[0], .b = pk[3], .mode = MOSAIC_MODE_SHARED};
+        struct mosaic_pred_query q = {.a = pk[0], .b = pk[3], .mode = MOSAIC_MODE_SHARED,
+                                      .iso_a_us = 100.0, .iso_b_us = 200.0};
         struct mosaic_pred_result r1, r2;
-        assert_int_equal(mosaic_predict(p, &q, &r1, err, sizeof err), 0);
+        assert_int_equal(mosaic__predict_order(p, &q, 0, &r1, err, sizeof err), 0);
         assert_int_equal(r1.cached, 0);
-        assert_int_equal(mosaic_predict(p, &q, &r2, err, sizeof err), 0);
+        assert_int_equal(mosaic__predict_order(p, &q, 0, &r2, err, sizeof err), 0);
         assert_int_equal(r2.cached, 1);
         r2.cached = 0;
         assert_memory_equal(&r1, &r2, sizeof r1);
-        q.b_first = 1;
-        assert_int_equal(mosaic_predict(p, &q, &r2, err, sizeof err), 0);
+        q.iso_a_us = 100.4;
+        assert_int_equal(mosaic__predict_order(p, &q, 0, &r2, err, sizeof err), 0);
+        assert_int_equal(r2.cached, 1);
+        assert_true(r2.k[0].iso_us == 100.4);
+        assert_true(fabs(r2.k[0].slowdown - r1.k[0].slowdown) < 1e-12);
+        assert_true(fabs(r2.k[0].duration_us - r1.k[0].slowdown * 100.4) < 1e-9);
+        q.iso_a_us = 110;
+        assert_int_equal(mosaic__predict_order(p, &q, 0, &r2, err, sizeof err), 0);
+        assert_int_equal(r2.cached, 0);
+        q.iso_a_us = 100;
+        assert_int_equal(mosaic__predict_order(p, &q, 1, &r2, err, sizeof err), 0);
         assert_int_equal(r2.cached, 0);
     }
     for (int i = 0; i < 6; i++) mosaic_pkernel_free(pk[i]);
     mosaic_profile_free(&prof);
     mosaic_predictor_close(p);
+}
+
+/* The timeline of an HP kernel and best-effort kernels in turn: one BE
+ * kernel launched with it gives the pair's conservative value; a second
+ * BE kernel behind the first can only add; BE work that starts after the
+ * HP kernel ended leaves it at its isolated time. */
+static void test_predict_timeline(void **state)
+{
+    struct mosaic_predictor *p;
+    struct mosaic_profile prof;
+    struct mosaic_pkernel *pk[6];
+    char err[1024];
+    (void)state;
+    assert_int_equal(mosaic_predictor_open(MODELS, NULL, &p, err, sizeof err), 0);
+    load_zoo(p, &prof, pk, 6);
+    for (int mode = 0; mode < 2; mode++)
+        for (int i = 0; i < 6; i++) {
+            int j = (i + 1) % 6, k = (i + 2) % 6;
+            struct mosaic_timeline_query tq = {.hp = pk[i], .mode = mode, .sms_hp = 64,
+                                               .sms_be = 68, .n_be = 1};
+            struct mosaic_timeline_result t1, t2, t3;
+            struct mosaic_pred_query q = {.a = pk[i], .b = pk[j], .mode = mode, .sms_a = 64,
+                                          .sms_b = 68};
+            struct mosaic_pred_answer a;
+            tq.be[0].k = pk[j];
+            assert_int_equal(mosaic_predict_timeline(p, &tq, &t1, err, sizeof err), 0);
+            assert_int_equal(mosaic_predict(p, &q, &a, err, sizeof err), 0);
+            assert_true(fabs(t1.hp_duration_us - a.conservative_us) <= 1e-6 * a.conservative_us);
+            assert_int_equal(t1.n_overlapping, 1);
+            tq.n_be = 2;
+            tq.be[1].k = pk[k];
+            assert_int_equal(mosaic_predict_timeline(p, &tq, &t2, err, sizeof err), 0);
+            assert_true(t2.hp_duration_us >= t1.hp_duration_us - 1e-9);
+            assert_true(t2.be_start_us[1] >= t2.be_end_us[0] - 1e-9);
+            tq.n_be = 1;
+            tq.be[0].enqueue_us = 10 * t1.hp_iso_us + 100;
+            assert_int_equal(mosaic_predict_timeline(p, &tq, &t3, err, sizeof err), 0);
+            assert_true(fabs(t3.hp_duration_us - t3.hp_iso_us) < 1e-9 * t3.hp_iso_us);
+            assert_int_equal(t3.n_overlapping, 0);
+        }
+    {
+        struct mosaic_timeline_query tq = {.hp = pk[0], .n_be = 0};
+        struct mosaic_timeline_result t;
+        assert_int_equal(mosaic_predict_timeline(p, &tq, &t, err, sizeof err), MOSAIC_EINVAL);
+        assert_non_null(strstr(err, "n_be"));
+        tq.n_be = 1;
+        tq.be[0].k = pk[1];
+        tq.be[0].enqueue_us = -5;
+        assert_int_equal(mosaic_predict_timeline(p, &tq, &t, err, sizeof err), MOSAIC_EINVAL);
+        assert_non_null(strstr(err, "be[0].enqueue_us"));
+        tq.be[0].enqueue_us = 0;
+        tq.mode = MOSAIC_MODE_PARTITIONED;
+        tq.sms_hp = 0;
+        tq.sms_be = 68;
+        assert_int_equal(mosaic_predict_timeline(p, &tq, &t, err, sizeof err), MOSAIC_EINVAL);
+        assert_non_null(strstr(err, "sms_hp"));
+        tq.mode = MOSAIC_MODE_SHARED;
+        tq.hp_iso_us = -1;
+        assert_int_equal(mosaic_predict_timeline(p, &tq, &t, err, sizeof err), MOSAIC_EINVAL);
+        assert_non_null(strstr(err, "hp_iso_us"));
+        assert_true(t.hp_duration_us == 0);
+    }
+    for (int i = 0; i < 6; i++) mosaic_pkernel_free(pk[i]);
+    mosaic_profile_free(&prof);
+    mosaic_predictor_close(p);
+}
+
+/* Measured behaviour: in shared mode the dispatch order decides who waits.
+ * Over the dataset's points where both orders were observed for one
+ * measurement and a kernel's median differs by more than 1.5x between
+ * them, the fold models (trained without the kernel's family) must say
+ * which order is its bad one. Measured 2026-12-01: 6146 of 6212 (98.9%);
+ * the bound is 2 points below. */
+#define ORDER_SIGN_MIN 0.97
+static void test_order_sign_measured(void **state)
+{
+    struct mosaic_predictor *p0;
+    struct mosaic__dataset ds;
+    char err[1024];
+    size_t n = 0, right = 0;
+    (void)state;
+    assert_int_equal(mosaic__predictor_from_parts(NULL, NULL, NULL, NULL, &p0), 0);
+    assert_int_equal(mosaic__dataset_load(DATA, p0, &ds, err, sizeof err), 0);
+    for (size_t f = 0; f < ds.nfam; f++) {
+        struct mosaic_predictor *p;
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s/lofo/%s", MODELS, ds.families[f]);
+        if (mosaic_predictor_open(dir, NULL, &p, err, sizeof err) != 0) continue; /* lockbox */
+        for (size_t i = 0; i + 1 < ds.npt; i++) {
+            const struct mosaic__ds_point *x = &ds.pt[i], *y = &ds.pt[i + 1];
+            /* a measurement's two order groups are pushed one after the other */
+            if (x->mode != MOSAIC_MODE_SHARED || y->mode != x->mode || x->va != y->va ||
+                x->vb != y->vb || x->b_first == y->b_first || x->iso_a != y->iso_a)
+                continue;
+            for (int k = 0; k < 2; k++) {
+                double mx = k ? x->meas_b : x->meas_a, my = k ? y->meas_b : y->meas_a;
+                struct mosaic_pred_query q = {.a = ds.v[x->va].pk, .b = ds.v[x->vb].pk,
+                                              .mode = MOSAIC_MODE_SHARED, .iso_a_us = x->iso_a,
+                                              .iso_b_us = x->iso_b};
+                struct mosaic_pred_result rx, ry;
+                if (ds.v[k ? x->vb : x->va].fam != (int)f) continue;
+                if (!(mx > 1.5 * my || my > 1.5 * mx)) continue;
+                assert_int_equal(mosaic__predict_order(p, &q, x->b_first, &rx, err, sizeof err), 0);
+                assert_int_equal(mosaic__predict_order(p, &q, y->b_first, &ry, err, sizeof err), 0);
+                n++;
+                right += (mx > my) == (rx.k[k].duration_us > ry.k[k].duration_us);
+            }
+        }
+        mosaic_predictor_close(p);
+    }
+    printf("order decides who waits: %zu of %zu held-out kernels' bad order predicted\n", right, n);
+    assert_true(n >= 100);
+    assert_true((double)right >= ORDER_SIGN_MIN * (double)n);
+    mosaic__dataset_free(&ds);
+    mosaic_predictor_close(p0);
 }
 
 /* Kernels the models never saw: every ResNet-50 inference kernel (cuDNN,
@@ -872,9 +1050,9 @@ static void test_predict_unseen_real_kernels(void **state)
             for (int mode = 0; mode < 2; mode++)
                 for (int bf = 0; bf < 2; bf++) {
                     struct mosaic_pred_query q = {.a = rk, .b = zk[j], .mode = mode,
-                                                  .sms_a = 96, .sms_b = 36, .b_first = bf};
+                                                  .sms_a = 96, .sms_b = 36};
                     struct mosaic_pred_result r;
-                    assert_int_equal(mosaic_predict(p, &q, &r, err, sizeof err), 0);
+                    assert_int_equal(mosaic__predict_order(p, &q, bf, &r, err, sizeof err), 0);
                     for (int k = 0; k < 2; k++) {
                         const struct mosaic_pred_kernel *x = &r.k[k];
                         double prod = x->placement * x->packing * x->inter_sm * x->intra_sm;
@@ -901,7 +1079,7 @@ static void test_bad_queries(void **state)
     struct mosaic_profile prof;
     struct mosaic_pkernel *pk[2];
     char err[1024];
-    struct mosaic_pred_result r;
+    struct mosaic_pred_answer r;
     struct mosaic_pred_query q;
     (void)state;
     assert_int_equal(mosaic_predictor_open(MODELS, NULL, &p, err, sizeof err), 0);
@@ -911,7 +1089,8 @@ static void test_bad_queries(void **state)
         memset(&r, 0x5a, sizeof r);                                             \
         assert_int_equal(mosaic_predict(p, &q, &r, err, sizeof err), MOSAIC_EINVAL); \
         assert_non_null(strstr(err, field));                                    \
-        assert_true(r.k[0].duration_us == 0 && r.k[1].slowdown == 0);           \
+        assert_true(r.n_orders == 0 && r.order[0].r.k[0].duration_us == 0 &&    \
+                    r.conservative_us == 0);                                    \
     } while (0)
     q = (struct mosaic_pred_query){.a = pk[0], .b = NULL};
     BAD("NULL");
@@ -927,6 +1106,12 @@ static void test_bad_queries(void **state)
     BAD("iso");
     q = (struct mosaic_pred_query){.a = pk[0], .b = pk[1], .mode = 0, .disable = 0x100};
     BAD("disable");
+    q = (struct mosaic_pred_query){.a = pk[0], .b = pk[1], .mode = 0, .offset_us = NAN};
+    BAD("offset_us");
+    q = (struct mosaic_pred_query){.a = pk[0], .b = pk[1], .mode = 0, .offset_us = -2e6};
+    BAD("offset_us");
+    q = (struct mosaic_pred_query){.a = pk[0], .b = pk[1], .mode = 0, .protect = 2};
+    BAD("protect");
     assert_int_equal(mosaic_predict(p, NULL, &r, err, sizeof err), MOSAIC_EINVAL);
     for (int i = 0; i < 2; i++) mosaic_pkernel_free(pk[i]);
     mosaic_profile_free(&prof);
@@ -978,10 +1163,12 @@ static void test_mutated_models(void **state)
             for (int mode = 0; mode < 2; mode++) {
                 struct mosaic_pred_query q = {.a = pk[0], .b = pk[1], .mode = mode,
                                               .sms_a = 32, .sms_b = 100};
-                struct mosaic_pred_result r;
-                assert_int_equal(mosaic_predict(p, &q, &r, err, sizeof err), 0);
-                assert_true(isfinite(r.k[0].duration_us) && isfinite(r.k[1].duration_us));
-                assert_true(r.k[0].duration_us > 0 && r.k[1].duration_us > 0);
+                struct mosaic_pred_answer a;
+                const struct mosaic_pred_result *r = &a.order[0].r;
+                assert_int_equal(mosaic_predict(p, &q, &a, err, sizeof err), 0);
+                assert_true(isfinite(r->k[0].duration_us) && isfinite(r->k[1].duration_us));
+                assert_true(r->k[0].duration_us > 0 && r->k[1].duration_us > 0);
+                assert_true(isfinite(a.conservative_us) && a.conservative_us > 0);
             }
             mosaic_predictor_close(p);
         }
@@ -1009,6 +1196,8 @@ int main(void)
         cmocka_unit_test(test_feature_stamp_and_lists),
         cmocka_unit_test(test_public_accessors),
         cmocka_unit_test(test_predict_api_and_cache),
+        cmocka_unit_test(test_predict_timeline),
+        cmocka_unit_test(test_order_sign_measured),
         cmocka_unit_test(test_predict_unseen_real_kernels),
         cmocka_unit_test(test_bad_queries),
         cmocka_unit_test(test_mutated_models),
