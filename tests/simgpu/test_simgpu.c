@@ -737,48 +737,64 @@ static void test_killed_process(void **state)
 {
     (void)state;
     struct kern mine = kern("k_mine__simus1000"); /* 100 ms at the scale */
-    _Atomic int *ready = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
-                              MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    assert_true(ready != MAP_FAILED);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        CUmodule m;
-        CUfunction f;
-        CUstream s;
-        if (cuModuleLoadData(&m, "k_theirs__simus10000") != CUDA_SUCCESS ||
-            cuModuleGetFunction(&f, m, "k_theirs__simus10000") !=
-                CUDA_SUCCESS ||
-            cuStreamCreate(&s, 0) != CUDA_SUCCESS ||
-            cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL) !=
-                CUDA_SUCCESS)
-            _exit(2);
-        atomic_store(ready, 1);
-        for (;;)
-            cuStreamQuery(s); /* takes the segment's lock over and over */
+    int attempt;
+    for (attempt = 0; attempt < 4; attempt++) {
+        _Atomic int *ready = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+                                  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        assert_true(ready != MAP_FAILED);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            CUmodule m;
+            CUfunction f;
+            CUstream s;
+            if (cuModuleLoadData(&m, "k_theirs__simus10000") != CUDA_SUCCESS ||
+                cuModuleGetFunction(&f, m, "k_theirs__simus10000") !=
+                    CUDA_SUCCESS ||
+                cuStreamCreate(&s, 0) != CUDA_SUCCESS ||
+                cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL) !=
+                    CUDA_SUCCESS)
+                _exit(2);
+            atomic_store(ready, 1);
+            for (;;) {
+                cuStreamQuery(s); /* busy with the segment until killed */
+                usleep(200);
+            }
+        }
+        while (atomic_load(ready) == 0)
+            sleep_ms(1);
+        CUstream s = stream();
+        CUevent e0 = event(), e1 = event();
+        uint32_t *g = gate(s);
+        assert_int_equal(cuEventRecord(e0, s), CUDA_SUCCESS);
+        assert_int_equal(go(&mine, s), CUDA_SUCCESS);
+        assert_int_equal(cuEventRecord(e1, s), CUDA_SUCCESS);
+        double t0 = now_ms();
+        open_gate(g);
+        sleep_ms(20);
+        kill(pid, SIGKILL);
+        double killed_at = now_ms() - t0;
+        int st;
+        assert_int_equal(waitpid(pid, &st, 0), pid);
+        alarm(20); /* a wedged segment fails the test instead of hanging */
+        assert_int_equal(cuStreamSynchronize(s), CUDA_SUCCESS);
+        alarm(0);
+        double ms = elapsed(e0, e1);
+        munmap((void *)ready, 4096);
+        cuMemFreeHost(g);
+        cuStreamDestroy(s);
+        destroy_events(NULL);
+        print_message("100 ms kernel, co-runner killed after %.1f ms: %.1f "
+                      "ms\n", killed_at, ms);
+        if (killed_at > 100)
+            continue; /* the host slept too long for the kill to matter */
+        /* Slowed (2x, the rule for two unprofiled kernels) only until the
+         * other process died and was reaped; 200 ms if it had not been. */
+        assert_true(ms >= 100 && ms < 195);
+        assert_true(ms <= 100 + (killed_at + 100) / 2); /* reaped <= 100 ms */
+        break;
     }
-    while (atomic_load(ready) == 0)
-        sleep_ms(1);
-    CUstream s = stream();
-    CUevent e0 = event(), e1 = event();
-    assert_int_equal(cuEventRecord(e0, s), CUDA_SUCCESS);
-    assert_int_equal(go(&mine, s), CUDA_SUCCESS);
-    assert_int_equal(cuEventRecord(e1, s), CUDA_SUCCESS);
-    sleep_ms(20);
-    kill(pid, SIGKILL);
-    int st;
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    alarm(20); /* a wedged segment fails the test instead of hanging it */
-    assert_int_equal(cuStreamSynchronize(s), CUDA_SUCCESS);
-    alarm(0);
-    double ms = elapsed(e0, e1);
-    print_message("100 ms kernel, co-runner killed after ~20 ms: %.1f ms\n",
-                  ms);
-    /* Slowed (2x, the rule for two unprofiled kernels) only until the
-     * other process died and was reaped; 200 ms if it had not been. */
-    assert_true(ms >= 100 && ms < 190);
-    munmap((void *)ready, 4096);
-    cuStreamDestroy(s);
+    assert_true(attempt < 4);
 }
 
 /* Processes killed at random moments while they hammer the segment's lock
