@@ -1050,8 +1050,14 @@ int main(void)
         cmocka_unit_test_teardown(test_bad_data_files, destroy_events),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    char path[128];
-    snprintf(path, sizeof path, "/mosaic-simgpu.%s", segment);
-    shm_unlink(path);
+    /* This run's segments, whether or not a failed test removed its own. */
+    static const char *const suffix[] = { "", "-demo", "-prio", "-stale",
+                                          "-bad" };
+    for (size_t i = 0; i < sizeof suffix / sizeof suffix[0]; i++) {
+        char path[128];
+        snprintf(path, sizeof path, "/mosaic-simgpu.%s%s", segment,
+                 suffix[i]);
+        shm_unlink(path);
+    }
     return failed;
 }
