@@ -14,7 +14,7 @@
  * recorded occupancy confirms (tests/predictor_trees/
  * test_occupancy_profiles.c); how the driver picks a step when two kernels
  * meet is in docs/placement.md. */
-MOSAIC__API void mosaic_gpu_desc_h200(struct mosaic_gpu_desc *g)
+MOSAIC__EXPORT void mosaic_gpu_desc_h200(struct mosaic_gpu_desc *g)
 {
     static const int steps[] = {0, 8, 16, 32, 64, 100, 132, 164, 196, 228};
     memset(g, 0, sizeof *g);

@@ -17,17 +17,17 @@ static uint64_t fnv(const char *s)
     return h;
 }
 
-MOSAIC__API const char *mosaic_pkernel_key(const struct mosaic_pkernel *k)
+MOSAIC__EXPORT const char *mosaic_pkernel_key(const struct mosaic_pkernel *k)
 {
     return k ? k->key : "";
 }
 
-MOSAIC__API double mosaic_pkernel_profiled_us(const struct mosaic_pkernel *k)
+MOSAIC__EXPORT double mosaic_pkernel_profiled_us(const struct mosaic_pkernel *k)
 {
     return k ? k->dur_us : 0;
 }
 
-MOSAIC__API int mosaic_pkernel_set_follow(struct mosaic_pkernel *k,
+MOSAIC__EXPORT int mosaic_pkernel_set_follow(struct mosaic_pkernel *k,
                                           const struct mosaic_kernel *next, const char *what,
                                           char *err, size_t errlen)
 {
@@ -48,7 +48,7 @@ MOSAIC__API int mosaic_pkernel_set_follow(struct mosaic_pkernel *k,
     return 0;
 }
 
-MOSAIC__API void mosaic_pkernel_free(struct mosaic_pkernel *k)
+MOSAIC__EXPORT void mosaic_pkernel_free(struct mosaic_pkernel *k)
 {
     if (!k) return;
     free(k->key);
@@ -72,7 +72,7 @@ MOSAIC__API void mosaic_pkernel_free(struct mosaic_pkernel *k)
         (dst) = v_ * (scale);                                                   \
     } while (0)
 
-MOSAIC__API int mosaic_pkernel_prepare(const struct mosaic_predictor *p,
+MOSAIC__EXPORT int mosaic_pkernel_prepare(const struct mosaic_predictor *p,
                                        const struct mosaic_kernel *k, const char *what,
                                        struct mosaic_pkernel **out, char *err,
                                        size_t errlen)

@@ -8,6 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
+#include "core.h"
+#include "json.h"
+
 #include "feature_list.h"
 #include "placement.h"
 #include "timeline.h"
@@ -36,30 +41,44 @@ int mosaic__predictor_from_parts(const struct mosaic_gpu_desc *g,
  * depth-4 trees is 160 KB). */
 #define MODEL_MAX_BYTES (512L * 1024 * 1024)
 
+/* Both models predict the logarithm of a factor on a duration, and their
+ * outputs are clamped to a few units of it (inter_factor, the residual
+ * below); no single leaf or base score of a model worth loading comes near
+ * this bound. The committed H200 models (predictor/models/h200: the shipped
+ * pair, the lockbox pair and the twenty fold models of lofo/) had leaves in
+ * [-0.0533, 0.1871] and base score 0.5 when it was set (2026-12-01), so the
+ * bound leaves a margin of ten over the largest leaf, while a damaged leaf
+ * such as -1e6 (which the clamps would silently turn into a factor of 0.6
+ * on every kernel it reaches) is refused at load with its file and tree. */
+#define MODEL_VALUE_MAX 2.0
+
 /* Loads dir/name as a forest of nf features trained with feature list
- * list: its num_feature first, then its "features" array, must match. */
+ * list: its num_feature first, then its "features" array, must match; then
+ * its values must lie within MODEL_VALUE_MAX. The file is read once,
+ * through the core's strict reader (regular files only, trailing data and
+ * duplicate keys refused). */
 static int load_forest(const char *dir, const char *name, int nf,
                        const struct mosaic__feature *list, struct mosaic__forest **f,
                        char *err, size_t errlen)
 {
-    char path[4096], *json;
+    char path[4096];
+    cJSON *root;
     int rc;
     *f = NULL;
-    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) {
-        snprintf(err, errlen, "%s: model directory path too long", dir);
-        return MOSAIC_EINVAL;
-    }
-    rc = mosaic_read_text(path, MODEL_MAX_BYTES, &json, err, errlen);
-    if (rc) return rc;
-    rc = mosaic__forest_load_string(json, path, f, err, errlen);
-    if (!rc && mosaic__forest_nfeatures(*f) != nf) {
-        snprintf(err, errlen, "%s: field learner.learner_model_param.num_feature: "
-                 "%d features, the predictor needs %d", path,
-                 mosaic__forest_nfeatures(*f), nf);
-        rc = MOSAIC_EINVAL;
-    }
-    if (!rc) rc = mosaic__features_check(json, path, list, nf, err, errlen);
-    free(json);
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
+        return mosaic__errf(err, errlen, MOSAIC_EINVAL, dir, NULL,
+                            "model directory path too long");
+    rc = mosaic__json_read_file(path, MODEL_MAX_BYTES, &root, err, errlen);
+    if (rc) return rc == MOSAIC_EFORMAT ? MOSAIC_EINVAL : rc;
+    rc = mosaic__forest_load_json(root, path, f, err, errlen);
+    if (!rc && mosaic__forest_nfeatures(*f) != nf)
+        rc = mosaic__errf(err, errlen, MOSAIC_EINVAL, path,
+                          "learner.learner_model_param.num_feature",
+                          "%d features, the predictor needs %d",
+                          mosaic__forest_nfeatures(*f), nf);
+    if (!rc) rc = mosaic__features_check(root, path, list, nf, err, errlen);
+    if (!rc) rc = mosaic__forest_check_range(*f, MODEL_VALUE_MAX, path, err, errlen);
+    cJSON_Delete(root);
     if (rc) {
         mosaic__forest_free(*f);
         *f = NULL;
@@ -67,7 +86,7 @@ static int load_forest(const char *dir, const char *name, int nf,
     return rc;
 }
 
-MOSAIC__API int mosaic_predictor_open(const char *model_dir,
+MOSAIC__EXPORT int mosaic_predictor_open(const char *model_dir,
                                       const struct mosaic_gpu_desc *gpu,
                                       struct mosaic_predictor **out, char *err,
                                       size_t errlen)
@@ -106,7 +125,7 @@ MOSAIC__API int mosaic_predictor_open(const char *model_dir,
     return rc;
 }
 
-MOSAIC__API void mosaic_predictor_close(struct mosaic_predictor *p)
+MOSAIC__EXPORT void mosaic_predictor_close(struct mosaic_predictor *p)
 {
     if (!p) return;
     mosaic__forest_free(p->inter);
@@ -115,12 +134,12 @@ MOSAIC__API void mosaic_predictor_close(struct mosaic_predictor *p)
     free(p);
 }
 
-MOSAIC__API const struct mosaic_gpu_desc *mosaic_predictor_gpu(const struct mosaic_predictor *p)
+MOSAIC__EXPORT const struct mosaic_gpu_desc *mosaic_predictor_gpu(const struct mosaic_predictor *p)
 {
     return p ? &p->gpu : NULL;
 }
 
-MOSAIC__API int mosaic_predictor_set_cache(struct mosaic_predictor *p, size_t entries)
+MOSAIC__EXPORT int mosaic_predictor_set_cache(struct mosaic_predictor *p, size_t entries)
 {
     size_t n = 1;
     if (!p) return MOSAIC_EINVAL;
@@ -450,7 +469,7 @@ int mosaic__predict_order(struct mosaic_predictor *p, const struct mosaic_pred_q
     return 0;
 }
 
-MOSAIC__API int mosaic_predict(struct mosaic_predictor *p, const struct mosaic_pred_query *q,
+MOSAIC__EXPORT int mosaic_predict(struct mosaic_predictor *p, const struct mosaic_pred_query *q,
                                struct mosaic_pred_answer *ans, char *err, size_t errlen)
 {
     int rc, pk;
@@ -515,7 +534,7 @@ static double overlap_rate(double t, double t_other, double iso)
     return w > 0 ? w / t_other : 0;
 }
 
-MOSAIC__API int mosaic_predict_timeline(struct mosaic_predictor *p,
+MOSAIC__EXPORT int mosaic_predict_timeline(struct mosaic_predictor *p,
                                         const struct mosaic_timeline_query *q,
                                         struct mosaic_timeline_result *res, char *err,
                                         size_t errlen)

@@ -14,10 +14,11 @@
 #include "mosaic/profile.h"
 #include "trees.h"
 
-/* The predictor's public functions (include/mosaic/predict.h) are exported
- * when the library is linked into a shared object built with hidden
- * visibility; the internals below are not. */
-#define MOSAIC__API __attribute__((visibility("default")))
+/* The predictor's public functions (include/mosaic/predict.h) carry the
+ * core's MOSAIC__EXPORT, so that they are exported when the library is
+ * linked into a shared object built with hidden visibility; the internals
+ * below are not. */
+#include "core.h"
 
 /* ---- prepared kernel (kernel.c) ------------------------------------------ */
 

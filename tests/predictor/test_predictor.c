@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "core.h"
 #include "timeline.h"
 #include "train_internal.h"
 
@@ -638,7 +639,7 @@ static void write_edited_model(const char *dir, const char *name, const char *fr
     FILE *f;
     copy_models(dir);
     snprintf(src, sizeof src, "%s/%s", MODELS, name);
-    assert_int_equal(mosaic_read_text(src, 64L << 20, &txt, err, sizeof err), 0);
+    assert_int_equal(mosaic__read_file(src, 64L << 20, &txt, err, sizeof err), 0);
     at = strstr(txt, from);
     assert_non_null(at);
     snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -718,7 +719,7 @@ static void test_feature_stamp_and_lists(void **state)
         char src[600], path[700], err[4200], *want, *got, *a, *b;
         FILE *f;
         snprintf(src, sizeof src, "%s/%s", MODELS, files[m]);
-        assert_int_equal(mosaic_read_text(src, 64L << 20, &want, err, sizeof err), 0);
+        assert_int_equal(mosaic__read_file(src, 64L << 20, &want, err, sizeof err), 0);
         /* the file as XGBoosterSaveModel wrote it: the array taken out */
         a = strstr(want, "\"features\":[");
         assert_ptr_equal(a, want + 1);
@@ -731,14 +732,14 @@ static void test_feature_stamp_and_lists(void **state)
         fputs(b + 2, f);
         assert_int_equal(fclose(f), 0);
         assert_int_equal(mosaic__features_stamp(path, lists[m], ns[m], err, sizeof err), 0);
-        assert_int_equal(mosaic_read_text(path, 64L << 20, &got, err, sizeof err), 0);
+        assert_int_equal(mosaic__read_file(path, 64L << 20, &got, err, sizeof err), 0);
         assert_string_equal(got, want);
         /* a second stamp is refused and leaves the file alone */
         assert_int_equal(mosaic__features_stamp(path, lists[m], ns[m], err, sizeof err),
                          MOSAIC_EINVAL);
         assert_non_null(strstr(err, "already has"));
         free(got);
-        assert_int_equal(mosaic_read_text(path, 64L << 20, &got, err, sizeof err), 0);
+        assert_int_equal(mosaic__read_file(path, 64L << 20, &got, err, sizeof err), 0);
         assert_string_equal(got, want);
         free(got);
         free(want);
