@@ -29,6 +29,7 @@ int mosaic__predictor_from_parts(const struct mosaic_gpu_desc *g,
     if (!p) return MOSAIC_ENOMEM;
     if (g) p->gpu = *g;
     else mosaic_gpu_desc_h200(&p->gpu);
+    p->gpu_name = g ? NULL : "the NVIDIA H200";
     p->inter = inter;
     p->shared = shared;
     if (c) p->coef = *c;
@@ -125,6 +126,31 @@ MOSAIC__EXPORT int mosaic_predictor_open(const char *model_dir,
     return rc;
 }
 
+MOSAIC__EXPORT int mosaic_predictor_check_profile(const struct mosaic_predictor *p,
+                                                  const struct mosaic_profile *prof,
+                                                  const char *what, char *err, size_t errlen)
+{
+    struct mosaic_gpu want;
+    char cc[32], why[768];
+    int rc;
+    if (!p || !prof)
+        return mosaic__errf(err, errlen, MOSAIC_EINVAL, what, NULL,
+                            "mosaic_predictor_check_profile: NULL argument");
+    /* The models' GPU as the profile describes a GPU: its SM count and
+     * compute capability (the description has no name to compare). */
+    memset(&want, 0, sizeof want);
+    want.sm_count = p->gpu.sm_count;
+    want.l2_bytes = MOSAIC_NULL;
+    snprintf(cc, sizeof cc, "%d.%d", p->gpu.cc_major, p->gpu.cc_minor);
+    want.cc = cc;
+    rc = mosaic_profile_check_gpu(prof, what, &want, why, sizeof why);
+    if (rc)
+        snprintf(err, errlen, "%s (the predictor's models are for a GPU with %d SMs, compute "
+                 "capability %s: %s)", why, p->gpu.sm_count, cc,
+                 p->gpu_name ? p->gpu_name : "the GPU given to mosaic_predictor_open");
+    return rc;
+}
+
 MOSAIC__EXPORT void mosaic_predictor_close(struct mosaic_predictor *p)
 {
     if (!p) return;
@@ -186,12 +212,10 @@ static int check_query(const struct mosaic_predictor *p,
                  q->mode);
         return MOSAIC_EINVAL;
     }
-    if (q->mode == MOSAIC_MODE_PARTITIONED &&
-        (q->sms_a <= 0 || q->sms_b <= 0 || q->sms_a + q->sms_b > p->gpu.sm_count)) {
-        snprintf(err, errlen,
-                 "query: fields sms_a/sms_b = %d/%d: each must be > 0 and together "
-                 "at most %d", q->sms_a, q->sms_b, p->gpu.sm_count);
-        return MOSAIC_EINVAL;
+    if (q->mode == MOSAIC_MODE_PARTITIONED) {
+        char why[512];
+        if (mosaic_gpu_split_check(&p->gpu, q->sms_a, q->sms_b, why, sizeof why))
+            return mosaic__errf(err, errlen, MOSAIC_EINVAL, "query", "sms_a/sms_b", "%s", why);
     }
     if (q->disable & ~MOSAIC_PC_ALL) {
         snprintf(err, errlen, "query: field disable has unknown bits 0x%x",
@@ -561,12 +585,11 @@ MOSAIC__EXPORT int mosaic_predict_timeline(struct mosaic_predictor *p,
                  q->mode);
         return MOSAIC_EINVAL;
     }
-    if (q->mode == MOSAIC_MODE_PARTITIONED &&
-        (q->sms_hp <= 0 || q->sms_be <= 0 || q->sms_hp + q->sms_be > N)) {
-        snprintf(err, errlen,
-                 "timeline: fields sms_hp/sms_be = %d/%d: each must be > 0 and together at "
-                 "most %d", q->sms_hp, q->sms_be, N);
-        return MOSAIC_EINVAL;
+    if (q->mode == MOSAIC_MODE_PARTITIONED) {
+        char why[512];
+        if (mosaic_gpu_split_check(&p->gpu, q->sms_hp, q->sms_be, why, sizeof why))
+            return mosaic__errf(err, errlen, MOSAIC_EINVAL, "timeline", "sms_hp/sms_be", "%s",
+                                why);
     }
     if (isinf(q->hp_iso_us) || (isfinite(q->hp_iso_us) && (q->hp_iso_us < 0 || q->hp_iso_us > 1e9))) {
         snprintf(err, errlen, "timeline: field hp_iso_us = %g out of range [0, 1e9]",

@@ -77,6 +77,7 @@ int mosaic__coef_save(const char *path, const struct mosaic__coef *c,
 
 struct mosaic_predictor {
     struct mosaic_gpu_desc gpu;
+    const char *gpu_name; /* for messages; NULL when the caller gave the GPU */
     struct mosaic__forest *inter;  /* log slowdown, partitioned-trained */
     struct mosaic__forest *shared; /* log residual of the shared timeline */
     struct mosaic__coef coef;
