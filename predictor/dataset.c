@@ -78,7 +78,9 @@ static int load_separate(const struct mosaic_predictor *pr, const char *dir, con
     }
     snprintf(file, sizeof file, "%s/%s", dir, pf->valuestring);
     mosaic_profile_init(&prof);
-    if (mosaic_profile_read_file(file, &prof, err, errlen) != 0) goto out;
+    if (mosaic_profile_read_file(file, &prof, err, errlen) != 0 ||
+        mosaic_predictor_check_profile(pr, &prof, file, err, errlen) != 0)
+        goto out;
     for (size_t i = 0; i < prof.n_kernels; i++)
         if (mosaic_kindex_add(&ix, &prof, i)) {
             snprintf(err, errlen, "%s: out of memory", file);
@@ -330,8 +332,13 @@ int mosaic__dataset_load(const char *dir, const struct mosaic_predictor *pr,
     memset(ds, 0, sizeof *ds);
     mosaic_profile_init(&ds->prof);
     snprintf(path, sizeof path, "%s/zoo.profile.json", dir);
-    if (mosaic_profile_read_file(path, &ds->prof, err, errlen) != 0)
+    /* The dataset's kernels must come from the GPU the predictor models:
+     * training on another GPU's profiles would fit the wrong machine. */
+    if (mosaic_profile_read_file(path, &ds->prof, err, errlen) != 0 ||
+        mosaic_predictor_check_profile(pr, &ds->prof, path, err, errlen) != 0) {
+        mosaic_profile_free(&ds->prof);
         return MOSAIC_EINVAL;
+    }
     for (size_t i = 0; i < ds->prof.n_kernels; i++)
         if (mosaic_kindex_add(&ix, &ds->prof, i)) goto nomem;
 
