@@ -187,6 +187,19 @@ static const char *str(cJSON *o, const char *k)
     return cJSON_IsString(it) ? it->valuestring : NULL;
 }
 
+/* The point of one dispatch order: the medians of its n repeats (none:
+ * no point). */
+static int push_order(struct mosaic__dataset *ds, struct mosaic__ds_point *p, int b_first,
+                      double *xa, double *xb, int n)
+{
+    if (!n) return 0;
+    p->b_first = b_first;
+    p->meas_a = median(xa, n);
+    p->meas_b = median(xb, n);
+    p->nsamples = n;
+    return push_point(ds, p);
+}
+
 /* One corun record -> points. Shared mode: one point per observed dispatch
  * order (sign of the start offset: > 0, A started first). */
 static int corun_points(struct mosaic__dataset *ds, cJSON *r, const char *path,
@@ -247,20 +260,8 @@ static int corun_points(struct mosaic__dataset *ds, cJSON *r, const char *path,
             }
         }
         if (push_record(ds, &p, str(r, "order"), sa, sb, n)) goto nomem;
-        if (na) {
-            p.b_first = 0;
-            p.meas_a = median(va, na);
-            p.meas_b = median(vb, na);
-            p.nsamples = na;
-            if (push_point(ds, &p)) goto nomem;
-        }
-        if (nb) {
-            p.b_first = 1;
-            p.meas_a = median(wa, nb);
-            p.meas_b = median(wb, nb);
-            p.nsamples = nb;
-            if (push_point(ds, &p)) goto nomem;
-        }
+        if (push_order(ds, &p, 0, va, vb, na) || push_order(ds, &p, 1, wa, wb, nb))
+            goto nomem;
     }
     return 0;
 nomem:
