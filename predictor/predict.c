@@ -199,6 +199,33 @@ static double inter_factor(const struct mosaic_predictor *p,
     return exp(clampd(y, -0.5, 4));
 }
 
+/* The shortest isolated duration a query may give, us: 1 ns, the floor of
+ * a profile's metrics.duration_ns (kernel.c) and of mosaic-predict's
+ * --iso-a/--iso-b. */
+#define ISO_MIN_US 1e-3
+
+/* 0 when every duration and slowdown of r is a finite positive number;
+ * else MOSAIC_EINVAL naming the kernel, so that no answer computed from a
+ * value the checks let through (a model or profile out of its range) is
+ * returned as a prediction. */
+static int check_result(const struct mosaic_pred_query *q, const struct mosaic_pred_result *r,
+                        char *err, size_t errlen)
+{
+    for (int i = 0; i < 2; i++) {
+        const struct mosaic_pred_kernel *k = &r->k[i];
+        if (isfinite(k->duration_us) && k->duration_us > 0 && isfinite(k->slowdown) &&
+            k->slowdown > 0 && isfinite(k->iso_us) && k->iso_us > 0)
+            continue;
+        return mosaic__errf(err, errlen, MOSAIC_EINVAL, "prediction", i ? "b" : "a",
+                            "kernel %s: duration %g us, slowdown %g over %g us: not a "
+                            "finite positive result (a profile or model value outside what "
+                            "the models were fitted on); no prediction is returned",
+                            mosaic_pkernel_key(i ? q->b : q->a), k->duration_us, k->slowdown,
+                            k->iso_us);
+    }
+    return 0;
+}
+
 static int check_query(const struct mosaic_predictor *p,
                        const struct mosaic_pred_query *q, char *err,
                        size_t errlen)
@@ -222,10 +249,17 @@ static int check_query(const struct mosaic_predictor *p,
                  q->disable);
         return MOSAIC_EINVAL;
     }
-    if ((isfinite(q->iso_a_us) && (q->iso_a_us < 0 || q->iso_a_us > 1e9)) ||
-        (isfinite(q->iso_b_us) && (q->iso_b_us < 0 || q->iso_b_us > 1e9)) ||
+    /* A measured duration is at least ISO_MIN_US: below it (1e-300 us)
+     * the slowdowns over it overflowed to inf and were returned as a
+     * prediction. */
+    if ((isfinite(q->iso_a_us) && q->iso_a_us != 0 &&
+         (q->iso_a_us < ISO_MIN_US || q->iso_a_us > 1e9)) ||
+        (isfinite(q->iso_b_us) && q->iso_b_us != 0 &&
+         (q->iso_b_us < ISO_MIN_US || q->iso_b_us > 1e9)) ||
         isinf(q->iso_a_us) || isinf(q->iso_b_us)) {
-        snprintf(err, errlen, "query: field iso_a_us/iso_b_us out of range [0, 1e9]");
+        snprintf(err, errlen, "query: field iso_a_us/iso_b_us = %g/%g: a measured duration "
+                 "is in [%g, 1e9] us (0 or NaN: estimated from the profile)", q->iso_a_us,
+                 q->iso_b_us, ISO_MIN_US);
         return MOSAIC_EINVAL;
     }
     if (!(fabs(q->offset_us) <= MOSAIC_OFFSET_MAX_US)) {
@@ -525,6 +559,7 @@ MOSAIC__EXPORT int mosaic_predict(struct mosaic_predictor *p, const struct mosai
     }
     for (int i = 0; i < ans->n_orders; i++) {
         rc = mosaic__predict_order(p, q, ans->order[i].b_first, &ans->order[i].r, err, errlen);
+        if (!rc) rc = check_result(q, &ans->order[i].r, err, errlen);
         if (rc) {
             memset(ans, 0, sizeof *ans);
             return rc;

@@ -1517,6 +1517,40 @@ static void test_split_rules(void **state)
     mosaic_predictor_close(p);
 }
 
+/* An isolated duration below 1 ns (1e-300 us, the smallest denormal) is
+ * refused: the slowdown over it overflowed, and the conservative slowdown
+ * came back as inf (or 3e300) with rc 0. */
+static void test_tiny_iso(void **state)
+{
+    struct mosaic_predictor *p;
+    struct mosaic_profile prof;
+    struct mosaic_pkernel *pk[2];
+    char err[1024];
+    static const double tiny[] = {1e-300, 5e-324, 1e-12, 9e-4};
+    (void)state;
+    assert_int_equal(mosaic_predictor_open(MODELS, NULL, &p, err, sizeof err), 0);
+    load_zoo(p, &prof, pk, 2);
+    for (size_t i = 0; i < sizeof tiny / sizeof *tiny; i++) {
+        struct mosaic_pred_query q = {.a = pk[0], .b = pk[1], .mode = MOSAIC_MODE_SHARED,
+                                      .iso_a_us = tiny[i], .iso_b_us = 10};
+        struct mosaic_pred_answer ans;
+        assert_int_equal(mosaic_predict(p, &q, &ans, err, sizeof err), MOSAIC_EINVAL);
+        assert_non_null(strstr(err, "iso_a_us"));
+        assert_true(ans.conservative_slowdown == 0);
+    }
+    {
+        struct mosaic_pred_query q = {.a = pk[0], .b = pk[1], .mode = MOSAIC_MODE_SHARED,
+                                      .iso_a_us = 1e-3, .iso_b_us = 10};
+        struct mosaic_pred_answer ans;
+        assert_int_equal(mosaic_predict(p, &q, &ans, err, sizeof err), 0);
+        assert_true(isfinite(ans.conservative_slowdown) && ans.conservative_slowdown > 0);
+    }
+    mosaic_pkernel_free(pk[0]);
+    mosaic_pkernel_free(pk[1]);
+    mosaic_profile_free(&prof);
+    mosaic_predictor_close(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1545,6 +1579,7 @@ int main(void)
         cmocka_unit_test(test_huge_grid),
         cmocka_unit_test(test_profile_other_gpu),
         cmocka_unit_test(test_split_rules),
+        cmocka_unit_test(test_tiny_iso),
     };
     return cmocka_run_group_tests(tests, setup_tmp, teardown_tmp);
 }
