@@ -9,6 +9,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "core.h"
+#include "json.h"
 #include "predictor_internal.h"
 
 void mosaic__coef_default(struct mosaic__coef *c)
@@ -45,9 +47,8 @@ static int coef_num(cJSON *root, const char *path, const char *key, double lo,
     cJSON *it = cJSON_GetObjectItemCaseSensitive(root, key);
     if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble) ||
         it->valuedouble < lo || it->valuedouble > hi) {
-        snprintf(err, errlen, "%s: field \"%s\" missing or not a number in [%g, %g]",
-                 path, key, lo, hi);
-        return MOSAIC_EINVAL;
+        return mosaic__errf(err, errlen, MOSAIC_EINVAL, path, key,
+                            "missing or not a number in [%g, %g]", lo, hi);
     }
     *out = it->valuedouble;
     return 0;
@@ -56,16 +57,15 @@ static int coef_num(cJSON *root, const char *path, const char *key, double lo,
 int mosaic__coef_load(const char *path, struct mosaic__coef *c, char *err,
                       size_t errlen)
 {
-    char *txt;
     cJSON *root, *sch;
     int rc;
 
     err[0] = 0;
-    rc = mosaic_read_text(path, 1L << 20, &txt, err, errlen);
-    if (rc) return rc;
-    root = cJSON_Parse(txt);
-    free(txt);
-    if (!root || !cJSON_IsObject(root)) {
+    /* The strict reader: a second "pack" key or text after the object is
+     * refused rather than read as cJSON would (the first value). */
+    rc = mosaic__json_read_file(path, 1L << 20, &root, err, errlen);
+    if (rc) return rc == MOSAIC_EFORMAT ? MOSAIC_EINVAL : rc;
+    if (!cJSON_IsObject(root)) {
         snprintf(err, errlen, "%s: not a JSON object (malformed or truncated)", path);
         cJSON_Delete(root);
         return MOSAIC_EINVAL;

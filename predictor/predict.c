@@ -8,6 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
+#include "core.h"
+#include "json.h"
+
 #include "feature_list.h"
 #include "placement.h"
 #include "timeline.h"
@@ -24,6 +29,7 @@ int mosaic__predictor_from_parts(const struct mosaic_gpu_desc *g,
     if (!p) return MOSAIC_ENOMEM;
     if (g) p->gpu = *g;
     else mosaic_gpu_desc_h200(&p->gpu);
+    p->gpu_name = g ? NULL : "the NVIDIA H200";
     p->inter = inter;
     p->shared = shared;
     if (c) p->coef = *c;
@@ -36,30 +42,44 @@ int mosaic__predictor_from_parts(const struct mosaic_gpu_desc *g,
  * depth-4 trees is 160 KB). */
 #define MODEL_MAX_BYTES (512L * 1024 * 1024)
 
+/* Both models predict the logarithm of a factor on a duration, and their
+ * outputs are clamped to a few units of it (inter_factor, the residual
+ * below); no single leaf or base score of a model worth loading comes near
+ * this bound. The committed H200 models (predictor/models/h200: the shipped
+ * pair, the lockbox pair and the twenty fold models of lofo/) had leaves in
+ * [-0.0533, 0.1871] and base score 0.5 when it was set (2026-12-01), so the
+ * bound leaves a margin of ten over the largest leaf, while a damaged leaf
+ * such as -1e6 (which the clamps would silently turn into a factor of 0.6
+ * on every kernel it reaches) is refused at load with its file and tree. */
+#define MODEL_VALUE_MAX 2.0
+
 /* Loads dir/name as a forest of nf features trained with feature list
- * list: its num_feature first, then its "features" array, must match. */
+ * list: its num_feature first, then its "features" array, must match; then
+ * its values must lie within MODEL_VALUE_MAX. The file is read once,
+ * through the core's strict reader (regular files only, trailing data and
+ * duplicate keys refused). */
 static int load_forest(const char *dir, const char *name, int nf,
                        const struct mosaic__feature *list, struct mosaic__forest **f,
                        char *err, size_t errlen)
 {
-    char path[4096], *json;
+    char path[4096];
+    cJSON *root;
     int rc;
     *f = NULL;
-    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) {
-        snprintf(err, errlen, "%s: model directory path too long", dir);
-        return MOSAIC_EINVAL;
-    }
-    rc = mosaic_read_text(path, MODEL_MAX_BYTES, &json, err, errlen);
-    if (rc) return rc;
-    rc = mosaic__forest_load_string(json, path, f, err, errlen);
-    if (!rc && mosaic__forest_nfeatures(*f) != nf) {
-        snprintf(err, errlen, "%s: field learner.learner_model_param.num_feature: "
-                 "%d features, the predictor needs %d", path,
-                 mosaic__forest_nfeatures(*f), nf);
-        rc = MOSAIC_EINVAL;
-    }
-    if (!rc) rc = mosaic__features_check(json, path, list, nf, err, errlen);
-    free(json);
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
+        return mosaic__errf(err, errlen, MOSAIC_EINVAL, dir, NULL,
+                            "model directory path too long");
+    rc = mosaic__json_read_file(path, MODEL_MAX_BYTES, &root, err, errlen);
+    if (rc) return rc == MOSAIC_EFORMAT ? MOSAIC_EINVAL : rc;
+    rc = mosaic__forest_load_json(root, path, f, err, errlen);
+    if (!rc && mosaic__forest_nfeatures(*f) != nf)
+        rc = mosaic__errf(err, errlen, MOSAIC_EINVAL, path,
+                          "learner.learner_model_param.num_feature",
+                          "%d features, the predictor needs %d",
+                          mosaic__forest_nfeatures(*f), nf);
+    if (!rc) rc = mosaic__features_check(root, path, list, nf, err, errlen);
+    if (!rc) rc = mosaic__forest_check_range(*f, MODEL_VALUE_MAX, path, err, errlen);
+    cJSON_Delete(root);
     if (rc) {
         mosaic__forest_free(*f);
         *f = NULL;
@@ -67,7 +87,7 @@ static int load_forest(const char *dir, const char *name, int nf,
     return rc;
 }
 
-MOSAIC__API int mosaic_predictor_open(const char *model_dir,
+MOSAIC__EXPORT int mosaic_predictor_open(const char *model_dir,
                                       const struct mosaic_gpu_desc *gpu,
                                       struct mosaic_predictor **out, char *err,
                                       size_t errlen)
@@ -106,7 +126,32 @@ MOSAIC__API int mosaic_predictor_open(const char *model_dir,
     return rc;
 }
 
-MOSAIC__API void mosaic_predictor_close(struct mosaic_predictor *p)
+MOSAIC__EXPORT int mosaic_predictor_check_profile(const struct mosaic_predictor *p,
+                                                  const struct mosaic_profile *prof,
+                                                  const char *what, char *err, size_t errlen)
+{
+    struct mosaic_gpu want;
+    char cc[32], why[768];
+    int rc;
+    if (!p || !prof)
+        return mosaic__errf(err, errlen, MOSAIC_EINVAL, what, NULL,
+                            "mosaic_predictor_check_profile: NULL argument");
+    /* The models' GPU as the profile describes a GPU: its SM count and
+     * compute capability (the description has no name to compare). */
+    memset(&want, 0, sizeof want);
+    want.sm_count = p->gpu.sm_count;
+    want.l2_bytes = MOSAIC_NULL;
+    snprintf(cc, sizeof cc, "%d.%d", p->gpu.cc_major, p->gpu.cc_minor);
+    want.cc = cc;
+    rc = mosaic_profile_check_gpu(prof, what, &want, why, sizeof why);
+    if (rc)
+        snprintf(err, errlen, "%s (the predictor's models are for a GPU with %d SMs, compute "
+                 "capability %s: %s)", why, p->gpu.sm_count, cc,
+                 p->gpu_name ? p->gpu_name : "the GPU given to mosaic_predictor_open");
+    return rc;
+}
+
+MOSAIC__EXPORT void mosaic_predictor_close(struct mosaic_predictor *p)
 {
     if (!p) return;
     mosaic__forest_free(p->inter);
@@ -115,12 +160,12 @@ MOSAIC__API void mosaic_predictor_close(struct mosaic_predictor *p)
     free(p);
 }
 
-MOSAIC__API const struct mosaic_gpu_desc *mosaic_predictor_gpu(const struct mosaic_predictor *p)
+MOSAIC__EXPORT const struct mosaic_gpu_desc *mosaic_predictor_gpu(const struct mosaic_predictor *p)
 {
     return p ? &p->gpu : NULL;
 }
 
-MOSAIC__API int mosaic_predictor_set_cache(struct mosaic_predictor *p, size_t entries)
+MOSAIC__EXPORT int mosaic_predictor_set_cache(struct mosaic_predictor *p, size_t entries)
 {
     size_t n = 1;
     if (!p) return MOSAIC_EINVAL;
@@ -154,6 +199,33 @@ static double inter_factor(const struct mosaic_predictor *p,
     return exp(clampd(y, -0.5, 4));
 }
 
+/* The shortest isolated duration a query may give, us: 1 ns, the floor of
+ * a profile's metrics.duration_ns (kernel.c) and of mosaic-predict's
+ * --iso-a/--iso-b. */
+#define ISO_MIN_US 1e-3
+
+/* 0 when every duration and slowdown of r is a finite positive number;
+ * else MOSAIC_EINVAL naming the kernel, so that no answer computed from a
+ * value the checks let through (a model or profile out of its range) is
+ * returned as a prediction. */
+static int check_result(const struct mosaic_pred_query *q, const struct mosaic_pred_result *r,
+                        char *err, size_t errlen)
+{
+    for (int i = 0; i < 2; i++) {
+        const struct mosaic_pred_kernel *k = &r->k[i];
+        if (isfinite(k->duration_us) && k->duration_us > 0 && isfinite(k->slowdown) &&
+            k->slowdown > 0 && isfinite(k->iso_us) && k->iso_us > 0)
+            continue;
+        return mosaic__errf(err, errlen, MOSAIC_EINVAL, "prediction", i ? "b" : "a",
+                            "kernel %s: duration %g us, slowdown %g over %g us: not a "
+                            "finite positive result (a profile or model value outside what "
+                            "the models were fitted on); no prediction is returned",
+                            mosaic_pkernel_key(i ? q->b : q->a), k->duration_us, k->slowdown,
+                            k->iso_us);
+    }
+    return 0;
+}
+
 static int check_query(const struct mosaic_predictor *p,
                        const struct mosaic_pred_query *q, char *err,
                        size_t errlen)
@@ -167,22 +239,27 @@ static int check_query(const struct mosaic_predictor *p,
                  q->mode);
         return MOSAIC_EINVAL;
     }
-    if (q->mode == MOSAIC_MODE_PARTITIONED &&
-        (q->sms_a <= 0 || q->sms_b <= 0 || q->sms_a + q->sms_b > p->gpu.sm_count)) {
-        snprintf(err, errlen,
-                 "query: fields sms_a/sms_b = %d/%d: each must be > 0 and together "
-                 "at most %d", q->sms_a, q->sms_b, p->gpu.sm_count);
-        return MOSAIC_EINVAL;
+    if (q->mode == MOSAIC_MODE_PARTITIONED) {
+        char why[512];
+        if (mosaic_gpu_split_check(&p->gpu, q->sms_a, q->sms_b, why, sizeof why))
+            return mosaic__errf(err, errlen, MOSAIC_EINVAL, "query", "sms_a/sms_b", "%s", why);
     }
     if (q->disable & ~MOSAIC_PC_ALL) {
         snprintf(err, errlen, "query: field disable has unknown bits 0x%x",
                  q->disable);
         return MOSAIC_EINVAL;
     }
-    if ((isfinite(q->iso_a_us) && (q->iso_a_us < 0 || q->iso_a_us > 1e9)) ||
-        (isfinite(q->iso_b_us) && (q->iso_b_us < 0 || q->iso_b_us > 1e9)) ||
+    /* A measured duration is at least ISO_MIN_US: below it (1e-300 us)
+     * the slowdowns over it overflowed to inf and were returned as a
+     * prediction. */
+    if ((isfinite(q->iso_a_us) && q->iso_a_us != 0 &&
+         (q->iso_a_us < ISO_MIN_US || q->iso_a_us > 1e9)) ||
+        (isfinite(q->iso_b_us) && q->iso_b_us != 0 &&
+         (q->iso_b_us < ISO_MIN_US || q->iso_b_us > 1e9)) ||
         isinf(q->iso_a_us) || isinf(q->iso_b_us)) {
-        snprintf(err, errlen, "query: field iso_a_us/iso_b_us out of range [0, 1e9]");
+        snprintf(err, errlen, "query: field iso_a_us/iso_b_us = %g/%g: a measured duration "
+                 "is in [%g, 1e9] us (0 or NaN: estimated from the profile)", q->iso_a_us,
+                 q->iso_b_us, ISO_MIN_US);
         return MOSAIC_EINVAL;
     }
     if (!(fabs(q->offset_us) <= MOSAIC_OFFSET_MAX_US)) {
@@ -450,7 +527,7 @@ int mosaic__predict_order(struct mosaic_predictor *p, const struct mosaic_pred_q
     return 0;
 }
 
-MOSAIC__API int mosaic_predict(struct mosaic_predictor *p, const struct mosaic_pred_query *q,
+MOSAIC__EXPORT int mosaic_predict(struct mosaic_predictor *p, const struct mosaic_pred_query *q,
                                struct mosaic_pred_answer *ans, char *err, size_t errlen)
 {
     int rc, pk;
@@ -482,6 +559,7 @@ MOSAIC__API int mosaic_predict(struct mosaic_predictor *p, const struct mosaic_p
     }
     for (int i = 0; i < ans->n_orders; i++) {
         rc = mosaic__predict_order(p, q, ans->order[i].b_first, &ans->order[i].r, err, errlen);
+        if (!rc) rc = check_result(q, &ans->order[i].r, err, errlen);
         if (rc) {
             memset(ans, 0, sizeof *ans);
             return rc;
@@ -515,7 +593,7 @@ static double overlap_rate(double t, double t_other, double iso)
     return w > 0 ? w / t_other : 0;
 }
 
-MOSAIC__API int mosaic_predict_timeline(struct mosaic_predictor *p,
+MOSAIC__EXPORT int mosaic_predict_timeline(struct mosaic_predictor *p,
                                         const struct mosaic_timeline_query *q,
                                         struct mosaic_timeline_result *res, char *err,
                                         size_t errlen)
@@ -542,12 +620,11 @@ MOSAIC__API int mosaic_predict_timeline(struct mosaic_predictor *p,
                  q->mode);
         return MOSAIC_EINVAL;
     }
-    if (q->mode == MOSAIC_MODE_PARTITIONED &&
-        (q->sms_hp <= 0 || q->sms_be <= 0 || q->sms_hp + q->sms_be > N)) {
-        snprintf(err, errlen,
-                 "timeline: fields sms_hp/sms_be = %d/%d: each must be > 0 and together at "
-                 "most %d", q->sms_hp, q->sms_be, N);
-        return MOSAIC_EINVAL;
+    if (q->mode == MOSAIC_MODE_PARTITIONED) {
+        char why[512];
+        if (mosaic_gpu_split_check(&p->gpu, q->sms_hp, q->sms_be, why, sizeof why))
+            return mosaic__errf(err, errlen, MOSAIC_EINVAL, "timeline", "sms_hp/sms_be", "%s",
+                                why);
     }
     if (isinf(q->hp_iso_us) || (isfinite(q->hp_iso_us) && (q->hp_iso_us < 0 || q->hp_iso_us > 1e9))) {
         snprintf(err, errlen, "timeline: field hp_iso_us = %g out of range [0, 1e9]",

@@ -14,10 +14,11 @@
 #include "mosaic/profile.h"
 #include "trees.h"
 
-/* The predictor's public functions (include/mosaic/predict.h) are exported
- * when the library is linked into a shared object built with hidden
- * visibility; the internals below are not. */
-#define MOSAIC__API __attribute__((visibility("default")))
+/* The predictor's public functions (include/mosaic/predict.h) carry the
+ * core's MOSAIC__EXPORT, so that they are exported when the library is
+ * linked into a shared object built with hidden visibility; the internals
+ * below are not. */
+#include "core.h"
 
 /* ---- prepared kernel (kernel.c) ------------------------------------------ */
 
@@ -76,6 +77,7 @@ int mosaic__coef_save(const char *path, const struct mosaic__coef *c,
 
 struct mosaic_predictor {
     struct mosaic_gpu_desc gpu;
+    const char *gpu_name; /* for messages; NULL when the caller gave the GPU */
     struct mosaic__forest *inter;  /* log slowdown, partitioned-trained */
     struct mosaic__forest *shared; /* log residual of the shared timeline */
     struct mosaic__coef coef;

@@ -9,7 +9,10 @@
  *
  * A and B are the first kernel of each file, or the kernel with that key, or
  * the one kernel whose key contains the text given (a name, "grid=...").
- * --sms N (partitioned): A gets N SMs, B the rest (default: half each).
+ * --sms N (partitioned): A gets N SMs, B the rest (default: half, rounded
+ * down to the GPU's partition alignment: 64/68 on the H200); a split the
+ * GPU cannot make (on the H200 a side below 8 SMs, or neither side a
+ * multiple of 8: docs/predictor.md) is refused.
  * --offset-us US: B is enqueued US microseconds after A (negative: before);
  * default 0, launched together. Within the dispatch jitter (3.2 us on the
  * H200) the GPU picks the order: both orders are printed with their
@@ -79,11 +82,17 @@ static int find_key(const char *path, const struct mosaic_profile *prof,
     return -1;
 }
 
-static int pick(const char *path, const char *key, struct mosaic_profile *prof,
-                const struct mosaic_kernel **k)
+static int pick(const struct mosaic_predictor *p, const char *path, const char *key,
+                struct mosaic_profile *prof, const struct mosaic_kernel **k)
 {
     char err[1024];
     if (mosaic_profile_read_file(path, prof, err, sizeof err) != 0) {
+        fprintf(stderr, "mosaic-predict: %s\n", err);
+        return -1;
+    }
+    /* A profile of another GPU would be predicted with models fitted on
+     * this one, without a word. */
+    if (mosaic_predictor_check_profile(p, prof, path, err, sizeof err) != 0) {
         fprintf(stderr, "mosaic-predict: %s\n", err);
         return -1;
     }
@@ -107,7 +116,9 @@ static int num(const char *s, double lo, double hi, double *out)
     return 0;
 }
 
-/* --sweep: every split of the GPU in steps of step SMs. */
+/* --sweep: every split of the GPU in steps of step SMs that the GPU can
+ * make (mosaic_gpu_split_check: on the H200 each side has at least 8 SMs
+ * and one of them is a multiple of 8). */
 static int print_sweep(struct mosaic_predictor *p, struct mosaic_pred_query *q, int step,
                        const char *models)
 {
@@ -126,6 +137,8 @@ static int print_sweep(struct mosaic_predictor *p, struct mosaic_pred_query *q, 
         const struct mosaic_pred_result *rr = &ans.order[0].r;
         q->sms_a = s;
         q->sms_b = n - s;
+        if (mosaic_gpu_split_check(mosaic_predictor_gpu(p), s, n - s, err, sizeof err))
+            continue;
         if (mosaic_predict(p, q, &ans, err, sizeof err)) {
             fprintf(stderr, "mosaic-predict: %s\n", err);
             return -1;
@@ -162,14 +175,16 @@ int main(int argc, char **argv)
         int more = i + 1 < argc;
         if (!strcmp(a, "--mode") && more) mode = argv[++i];
         else if (!strcmp(a, "--sms") && more) {
-            if (num(argv[++i], 1, 100000, &v)) {
-                fprintf(stderr, "mosaic-predict: --sms: not a positive SM count: %s\n", argv[i]);
+            if (num(argv[++i], 1, 100000, &v) || v != (int)v) {
+                fprintf(stderr, "mosaic-predict: --sms: not a whole positive SM count: %s\n",
+                        argv[i]);
                 return 1;
             }
             sms = (int)v;
         } else if (!strcmp(a, "--sweep") && more) {
-            if (num(argv[++i], 1, 1000, &v)) {
-                fprintf(stderr, "mosaic-predict: --sweep: not a positive SM step: %s\n", argv[i]);
+            if (num(argv[++i], 1, 1000, &v) || v != (int)v) {
+                fprintf(stderr, "mosaic-predict: --sweep: not a whole positive SM step: %s\n",
+                        argv[i]);
                 return 1;
             }
             sweep = (int)v;
@@ -232,7 +247,7 @@ int main(int argc, char **argv)
         goto out;
     }
     for (int i = 0; i < 2; i++) {
-        if (pick(files[i], keys[i], &prof[i], &k[i])) goto out;
+        if (pick(p, files[i], keys[i], &prof[i], &k[i])) goto out;
         if (mosaic_pkernel_prepare(p, k[i], files[i], &pk[i], err, sizeof err)) {
             fprintf(stderr, "mosaic-predict: %s\n", err);
             goto out;
@@ -254,11 +269,18 @@ int main(int argc, char **argv)
         goto out;
     }
     if (q.mode == MOSAIC_MODE_PARTITIONED) {
-        int n = mosaic_predictor_gpu(p)->sm_count;
-        if (sms < 0) sms = n / 2;
+        const struct mosaic_gpu_desc *g = mosaic_predictor_gpu(p);
+        int n = g->sm_count, al = g->sm_partition_align > 1 ? g->sm_partition_align : 1;
+        /* half the SMs rounded down to the partitions' alignment, as
+         * mosaic-zoo corun splits by default (64/68 on the H200) */
+        if (sms < 0) sms = n / 2 / al * al;
         if (sms >= n) {
             fprintf(stderr, "mosaic-predict: --sms %d: must be below %d (B gets the rest)\n",
                     sms, n);
+            goto out;
+        }
+        if (mosaic_gpu_split_check(g, sms, n - sms, err, sizeof err)) {
+            fprintf(stderr, "mosaic-predict: --sms %d: %s\n", sms, err);
             goto out;
         }
         q.sms_a = sms;

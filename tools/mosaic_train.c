@@ -3,7 +3,7 @@
  * and evaluates them strictly leave-family-out, with a lockbox and two
  * baselines (issues 4, 9).
  *
- *   mosaic-train [--data DIR] [--out DIR] [--doc FILE] [--lockbox FILE|none]
+ *   mosaic-train --out DIR [--data DIR] [--doc FILE] [--lockbox FILE|none]
  *                [--no-eval] [--trees N] [--depth N] [--clip Y] [--no-monotone]
  *                [--no-coef-fit]
  *   mosaic-train --eval-only MODELS [--data DIR] [--max-p95 SHARED,PARTITIONED]
@@ -25,7 +25,9 @@
  * time --sms ...`), it also scores the isolated-duration estimate on fewer
  * SMs against it; with --max-iso-p95 it exits 1 when that p95 exceeds P.
  *
- * Training writes OUT/inter.json, OUT/shared.json (XGBoost JSON,
+ * Training writes (--out is required, so that a run in a checkout never
+ * overwrites its committed models unless told to; --doc defaults to
+ * OUT/predictor-eval.md) OUT/inter.json, OUT/shared.json (XGBoost JSON,
  * XGBoosterSaveModel), OUT/analytic.json (all data), then, unless
  * --no-eval, OUT/lofo/<family>/ for every family outside the lockbox
  * (trained without it and without the lockbox), OUT/lockbox/ (trained
@@ -45,6 +47,8 @@
 #include <cjson/cJSON.h>
 #include <xgboost/c_api.h>
 
+#include "core.h"
+#include "json.h"
 #include "train_internal.h"
 
 /* Frozen 2026-12-01 (issue 9): chosen in issue 4's model steps
@@ -57,6 +61,56 @@ static int g_trees = 80, g_depth = 4, g_use_mono = 1;
  * (the search is most of a fold's time under the sanitizers). */
 static int g_fit_coef = 1;
 
+/* The records of time.jsonl that eval_iso_on scores: a variant's kernel,
+ * the SMs it ran on and its median duration. */
+struct iso_time {
+    const struct mosaic_pkernel *k; /* the variant's kernel */
+    int sms;
+    double us;
+};
+struct iso_times {
+    const struct mosaic__dataset *ds;
+    int N; /* the GPU's SMs: a larger count is the whole GPU */
+    struct iso_time *t;
+    size_t nt, cap;
+};
+
+/* One line of time.jsonl: a successful "time" record of a variant the
+ * dataset knows is kept; other records (the run's header, failed runs)
+ * are skipped. */
+static int on_time(void *ctx, const char *where, long line, cJSON *r, char *err,
+                   size_t errlen)
+{
+    struct iso_times *c = ctx;
+    cJSON *rec = cJSON_GetObjectItemCaseSensitive(r, "record");
+    cJSON *ok = cJSON_GetObjectItemCaseSensitive(r, "ok");
+    cJSON *v = cJSON_GetObjectItemCaseSensitive(r, "variant");
+    cJSON *sms = cJSON_GetObjectItemCaseSensitive(r, "sms");
+    cJSON *med = cJSON_GetObjectItemCaseSensitive(r, "median_us");
+    (void)line;
+    if (!cJSON_IsString(rec) || strcmp(rec->valuestring, "time") || !cJSON_IsTrue(ok))
+        return 0;
+    if (!cJSON_IsString(v) || !cJSON_IsNumber(sms) || !cJSON_IsNumber(med) ||
+        !(med->valuedouble > 0) || !(sms->valuedouble >= 1))
+        return mosaic__errf(err, errlen, MOSAIC_EINVAL, where, NULL,
+                            "a successful time record needs variant (a string), sms (>= 1) "
+                            "and median_us (> 0)");
+    if (c->nt == c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 256;
+        struct iso_time *t = realloc(c->t, cap * sizeof *t);
+        if (!t) return mosaic__errf(err, errlen, MOSAIC_ENOMEM, where, NULL, "out of memory");
+        c->t = t;
+        c->cap = cap;
+    }
+    c->t[c->nt].k = NULL;
+    for (size_t i = 0; i < c->ds->nv; i++)
+        if (!strcmp(c->ds->v[i].name, v->valuestring)) c->t[c->nt].k = c->ds->v[i].pk;
+    c->t[c->nt].sms = sms->valuedouble >= c->N ? c->N : sms->valueint;
+    c->t[c->nt].us = med->valuedouble;
+    if (c->t[c->nt].k) c->nt++;
+    return 0;
+}
+
 /* --eval-only, when DATA/time.jsonl exists (`mosaic-zoo time --sms ...`):
  * the isolated-duration estimate on fewer SMs (mosaic__place_iso_on)
  * against the measured slow-down from the full GPU to n SMs, per n. */
@@ -65,55 +119,28 @@ static int eval_iso_on(const char *data, const struct mosaic_predictor *p,
 {
     int bad = 0;
     enum { MAXN = 16 };
-    struct {
-        const struct mosaic_pkernel *k; /* the variant's kernel */
-        int sms;
-        double us;
-    } *t = NULL;
-    size_t nt = 0, cap = 0, nbad = 0;
-    char path[4096], *line = NULL;
-    size_t lcap = 0;
+    struct iso_times c = {ds, p->gpu.sm_count, NULL, 0, 0};
+    struct iso_time *t;
+    size_t nt;
+    char path[4096], err[1024];
     int ns[MAXN], nn = 0, N = p->gpu.sm_count;
     struct mosaic__errs e[MAXN + 1];
-    FILE *f;
+    struct stat st;
 
-    snprintf(path, sizeof path, "%s/time.jsonl", data);
-    if (!(f = fopen(path, "r"))) return 0;
-    while (getline(&line, &lcap, f) > 0) {
-        cJSON *r = cJSON_Parse(line), *rec, *ok, *v, *sms, *med;
-        if (!r) {
-            nbad++;
-            continue;
-        }
-        rec = cJSON_GetObjectItemCaseSensitive(r, "record");
-        ok = cJSON_GetObjectItemCaseSensitive(r, "ok");
-        v = cJSON_GetObjectItemCaseSensitive(r, "variant");
-        sms = cJSON_GetObjectItemCaseSensitive(r, "sms");
-        med = cJSON_GetObjectItemCaseSensitive(r, "median_us");
-        if (cJSON_IsString(rec) && !strcmp(rec->valuestring, "time") && cJSON_IsTrue(ok) &&
-            cJSON_IsString(v) && cJSON_IsNumber(sms) && cJSON_IsNumber(med) &&
-            med->valuedouble > 0) {
-            if (nt == cap) {
-                cap = cap ? 2 * cap : 256;
-                t = realloc(t, cap * sizeof *t);
-                if (!t) {
-                    fprintf(stderr, "mosaic-train: out of memory\n");
-                    exit(1);
-                }
-            }
-            t[nt].k = NULL;
-            for (size_t i = 0; i < ds->nv; i++)
-                if (!strcmp(ds->v[i].name, v->valuestring)) t[nt].k = ds->v[i].pk;
-            t[nt].sms = sms->valueint >= N ? N : sms->valueint;
-            t[nt].us = med->valuedouble;
-            if (t[nt].k) nt++;
-        }
-        cJSON_Delete(r);
+    if (snprintf(path, sizeof path, "%s/time.jsonl", data) >= (int)sizeof path) {
+        fprintf(stderr, "mosaic-train: %s: data directory path too long\n", data);
+        return 1;
     }
-    free(line);
-    fclose(f);
-    if (nbad)
-        fprintf(stderr, "mosaic-train: %s: %zu lines are not JSON (skipped)\n", path, nbad);
+    /* time.jsonl is optional; any other failure (a FIFO, a bad line) is an
+     * error, not a silently smaller score. */
+    if (stat(path, &st) != 0 && errno == ENOENT) return 0;
+    if (mosaic__jsonl_read_file(path, 1L << 30, on_time, &c, err, sizeof err)) {
+        fprintf(stderr, "mosaic-train: %s\n", err);
+        free(c.t);
+        return 1;
+    }
+    t = c.t;
+    nt = c.nt;
     memset(e, 0, sizeof e);
     for (size_t i = 0; i < nt; i++) {
         const struct mosaic_pkernel *k = t[i].k;
@@ -841,16 +868,15 @@ static const char g_method_text[] =
  * typo cannot empty the lockbox. Returns the number of families. */
 static int read_lockbox(const char *path, const struct mosaic__dataset *ds, unsigned char *lock)
 {
-    char line[512];
+    char err[1024], *txt, *line, *save = NULL;
     int n = 0;
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        fprintf(stderr, "mosaic-train: %s: cannot open the lockbox list: %s (give --lockbox "
-                        "FILE, or --lockbox none to use every family)\n", path, strerror(errno));
+    if (mosaic__read_file(path, 1L << 20, &txt, err, sizeof err)) {
+        fprintf(stderr, "mosaic-train: %s (give --lockbox FILE, or --lockbox none to use every "
+                        "family)\n", err);
         return -1;
     }
-    while (fgets(line, sizeof line, f)) {
-        size_t k, len = strcspn(line, "\r\n#");
+    for (line = strtok_r(txt, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        size_t k, len = strcspn(line, "\r#");
         int found = 0;
         line[len] = 0;
         while (len && (line[len - 1] == ' ' || line[len - 1] == '\t')) line[--len] = 0;
@@ -863,12 +889,12 @@ static int read_lockbox(const char *path, const struct mosaic__dataset *ds, unsi
         if (!found) {
             fprintf(stderr, "mosaic-train: %s: family '%s' is not in the dataset's "
                             "variants.jsonl; fix the name\n", path, line);
-            fclose(f);
+            free(txt);
             return -1;
         }
         n++;
     }
-    fclose(f);
+    free(txt);
     return n;
 }
 
@@ -933,10 +959,28 @@ static void score_fold(struct mosaic_predictor *p, const struct mosaic__dataset 
     }
 }
 
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: mosaic-train --out DIR [--data DIR] [--doc FILE] [--lockbox FILE|none]\n"
+            "                    [--no-eval] [--trees N] [--depth N] [--clip Y] [--no-monotone]\n"
+            "                    [--no-coef-fit]\n"
+            "       mosaic-train --eval-only MODELS [--data DIR] [--max-p95 S,P] [--max-iso-p95 P]\n"
+            "                    [--dump CSV]\n"
+            "       mosaic-train --features\n"
+            "Training writes the models into --out DIR (required: no default, so that the\n"
+            "committed predictor/models/h200 is rewritten only when named) and the evaluation\n"
+            "into --doc FILE (default DIR/predictor-eval.md; docs/predictor-eval.md only when\n"
+            "named). --data defaults to profiler/data/h200.\n");
+}
+
 int main(int argc, char **argv)
 {
-    const char *data = "profiler/data/h200", *out = "predictor/models/h200",
-               *doc = "docs/predictor-eval.md", *lockbox = "predictor/models/h200/LOCKBOX";
+    /* No default for --out: a run in a checkout would otherwise overwrite
+     * its shipped models and docs/predictor-eval.md (issue 9). */
+    const char *data = "profiler/data/h200", *out = NULL, *doc = NULL,
+               *lockbox = "predictor/models/h200/LOCKBOX";
+    char docbuf[4096];
     int do_eval = 1;
     const char *eval_models = NULL;
     double max95[2] = {INFINITY, INFINITY}; /* shared, partitioned */
@@ -987,15 +1031,23 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--trees") && i + 1 < argc) g_trees = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--depth") && i + 1 < argc) g_depth = atoi(argv[++i]);
         else {
-            fprintf(stderr,
-                    "usage: mosaic-train [--data DIR] [--out DIR] [--doc FILE] [--lockbox FILE|none]\n"
-                    "                    [--no-eval] [--trees N] [--depth N] [--clip Y] [--no-monotone]\n"
-                    "                    [--no-coef-fit]\n"
-                    "       mosaic-train --eval-only MODELS [--data DIR] [--max-p95 S,P] [--max-iso-p95 P]\n"
-                    "                    [--dump CSV]\n"
-                    "       mosaic-train --features\n");
+            usage();
             return 1;
         }
+    }
+    if (!eval_models && !out) {
+        fprintf(stderr, "mosaic-train: give --out DIR, the directory the trained models go "
+                        "to (there is no default, so that a run cannot overwrite the "
+                        "committed predictor/models/h200 by accident; give it to retrain "
+                        "them)\n");
+        return 1;
+    }
+    if (!eval_models && !doc) {
+        if (snprintf(docbuf, sizeof docbuf, "%s/predictor-eval.md", out) >= (int)sizeof docbuf) {
+            fprintf(stderr, "mosaic-train: %s: --out path too long\n", out);
+            return 1;
+        }
+        doc = docbuf;
     }
     if (dump_path && !eval_models) {
         fprintf(stderr, "mosaic-train: --dump goes with --eval-only MODELS (it writes those "
@@ -1020,6 +1072,18 @@ int main(int argc, char **argv)
     fprintf(stderr, "mosaic-train: %zu records, %zu points (shared %zu, partitioned %zu), "
                     "%zu variants, %zu families\n",
             ds.n_records, ds.npt, npts[0], npts[1], ds.nv, ds.nfam);
+    /* Nothing to train or score on is an error of its own, before any
+     * gate: an empty score must never read as one within its bounds. */
+    if (ds.npt == 0) {
+        fprintf(stderr, "mosaic-train: %s/corun.jsonl: no co-run point (%zu successful "
+                        "co-run records): nothing to %s; measure some (mosaic-zoo corun) "
+                        "or give another --data\n", data, ds.n_records,
+                eval_models ? "score" : "train on");
+        mosaic__dataset_free(&ds);
+        mosaic_predictor_close(p0);
+        if (dump) fclose(dump);
+        return 1;
+    }
     if (eval_models) {
         int rc = eval_only(eval_models, data, &ds, max95[0], max95[1], max95_iso, dump);
         if (dump) fclose(dump);

@@ -42,8 +42,27 @@ struct mosaic_gpu_desc {
     int carveout_kib[16];        /* 0 8 16 32 64 100 132 164 196 228 */
     double l2_bytes;             /* 62914560 */
     double dram_bw;              /* bytes/s, peak */
+    /* The SM partitions the GPU can make (green contexts): a side of a
+     * split has at least sm_partition_min SMs and is a multiple of
+     * sm_partition_align, or is the remainder of the GPU beside such a
+     * side (132 = 64 + 68). The driver's minSmPartitionSize and
+     * smCoscheduledAlignment: 8 and 8 on the H200 (profiler/zoo/greenctx.h;
+     * the "meta" records of profiler/data/h200/, green_min_partition and
+     * green_alignment). 0 reads as 1 (no rule). */
+    int sm_partition_min;        /* 8 */
+    int sm_partition_align;      /* 8 */
 };
 void mosaic_gpu_desc_h200(struct mosaic_gpu_desc *g);
+
+/* Whether g can run two kernels side by side on sms_a and sms_b SMs: each
+ * side at least sm_partition_min, together at most sm_count, and each
+ * side a multiple of sm_partition_align or the remainder of the GPU beside
+ * an aligned one. 0, or MOSAIC_EINVAL with the rule in err ("sms_a/sms_b =
+ * 66/66: ... the H200's partitions are multiples of 8 SMs ..."). The
+ * predictor refuses other splits (mosaic_predict, mosaic_predict_timeline):
+ * the GPU cannot make them, so no measurement can confirm a prediction. */
+int mosaic_gpu_split_check(const struct mosaic_gpu_desc *g, int sms_a, int sms_b,
+                           char *err, size_t errlen);
 
 enum mosaic_share_mode { MOSAIC_MODE_SHARED = 0, MOSAIC_MODE_PARTITIONED = 1 };
 
@@ -137,6 +156,17 @@ void mosaic_predictor_close(struct mosaic_predictor *p);
 /* The GPU the predictor models (the one given to mosaic_predictor_open,
  * or the H200); valid until mosaic_predictor_close. */
 const struct mosaic_gpu_desc *mosaic_predictor_gpu(const struct mosaic_predictor *p);
+
+/* Whether the profile prof (named what in messages) was taken on the GPU
+ * the predictor's models are for (its SM count and compute capability;
+ * mosaic_profile_check_gpu): a profile from another GPU (an A100's 108
+ * SMs, sm_count 0 or null) must not be predicted with them. 0, or
+ * MOSAIC_EFORMAT with a message naming the profile's GPU and the models'.
+ * Call it before mosaic_pkernel_prepare on the profile's kernels. */
+struct mosaic_profile;
+int mosaic_predictor_check_profile(const struct mosaic_predictor *p,
+                                   const struct mosaic_profile *prof, const char *what,
+                                   char *err, size_t errlen);
 
 /* Extracts what the models need from a profile's kernel once; names the
  * kernel (what, e.g. the file) and the field on missing/out-of-range data. */

@@ -28,6 +28,11 @@ for line in out.splitlines():
     f = line.replace("|", " ").split()
     if len(f) == 8 and f[0].isdigit():
         rows[int(f[0])] = [float(x) for x in f[2:]]
+# Only splits the H200 can make: each side at least 8 SMs (its minimum
+# green-context partition), so a step of 4 offers 8 .. 124 and not 4 or 128.
+unmakeable = [s for s in rows if s < 8 or 132 - s < 8]
+assert not unmakeable, f"the sweep offers splits the GPU cannot make: A on {unmakeable}"
+assert 8 in rows and 124 in rows, f"the sweep lacks 8/124 or 124/8: {sorted(rows)}"
 missing = [s for s in list(A_ALONE) + list(CORUN) if s not in rows]
 assert not missing, f"the sweep lacks A's SM counts {missing}"
 bad = []
