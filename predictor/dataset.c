@@ -11,6 +11,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "core.h"
+#include "json.h"
 #include "train_internal.h"
 
 void mosaic__dataset_free(struct mosaic__dataset *ds)
@@ -25,6 +27,8 @@ void mosaic__dataset_free(struct mosaic__dataset *ds)
         free(ds->families[i]);
     free(ds->families);
     free(ds->pt);
+    for (size_t i = 0; i < ds->nrec; i++) free(ds->rec[i].samples);
+    free(ds->rec);
     mosaic_profile_free(&ds->prof);
     memset(ds, 0, sizeof *ds);
 }
@@ -74,7 +78,9 @@ static int load_separate(const struct mosaic_predictor *pr, const char *dir, con
     }
     snprintf(file, sizeof file, "%s/%s", dir, pf->valuestring);
     mosaic_profile_init(&prof);
-    if (mosaic_profile_read_file(file, &prof, err, errlen) != 0) goto out;
+    if (mosaic_profile_read_file(file, &prof, err, errlen) != 0 ||
+        mosaic_predictor_check_profile(pr, &prof, file, err, errlen) != 0)
+        goto out;
     for (size_t i = 0; i < prof.n_kernels; i++)
         if (mosaic_kindex_add(&ix, &prof, i)) {
             snprintf(err, errlen, "%s: out of memory", file);
@@ -122,6 +128,41 @@ static int push_point(struct mosaic__dataset *ds, const struct mosaic__ds_point 
     return 0;
 }
 
+/* Keeps a measurement whole (its every repeat), for the conservative
+ * value's score: the scheduler knows only the enqueue order ("order": "ba"
+ * when B was enqueued first). */
+static int push_record(struct mosaic__dataset *ds, const struct mosaic__ds_point *p,
+                       const char *order, cJSON *sa, cJSON *sb, int n)
+{
+    struct mosaic__ds_record *r;
+    if (ds->nrec == ds->caprec) {
+        size_t nc = ds->caprec ? 2 * ds->caprec : 1024;
+        struct mosaic__ds_record *nr = realloc(ds->rec, nc * sizeof *nr);
+        if (!nr) return -1;
+        ds->rec = nr;
+        ds->caprec = nc;
+    }
+    r = &ds->rec[ds->nrec];
+    memset(r, 0, sizeof *r);
+    r->samples = malloc(2 * (size_t)n * sizeof *r->samples);
+    if (!r->samples) return -1;
+    r->mode = p->mode;
+    r->sms_a = p->sms_a;
+    r->sms_b = p->sms_b;
+    r->va = p->va;
+    r->vb = p->vb;
+    r->iso_a = p->iso_a;
+    r->iso_b = p->iso_b;
+    r->enq_b_first = order && strcmp(order, "ba") == 0;
+    r->n = n;
+    for (int i = 0; i < n; i++) {
+        r->samples[2 * i] = cJSON_GetArrayItem(sa, i)->valuedouble;
+        r->samples[2 * i + 1] = cJSON_GetArrayItem(sb, i)->valuedouble;
+    }
+    ds->nrec++;
+    return 0;
+}
+
 static int cmpd(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -144,6 +185,19 @@ static const char *str(cJSON *o, const char *k)
 {
     cJSON *it = cJSON_GetObjectItemCaseSensitive(o, k);
     return cJSON_IsString(it) ? it->valuestring : NULL;
+}
+
+/* The point of one dispatch order: the medians of its n repeats (none:
+ * no point). */
+static int push_order(struct mosaic__dataset *ds, struct mosaic__ds_point *p, int b_first,
+                      double *xa, double *xb, int n)
+{
+    if (!n) return 0;
+    p->b_first = b_first;
+    p->meas_a = median(xa, n);
+    p->meas_b = median(xb, n);
+    p->nsamples = n;
+    return push_point(ds, p);
 }
 
 /* One corun record -> points. Shared mode: one point per observed dispatch
@@ -205,20 +259,9 @@ static int corun_points(struct mosaic__dataset *ds, cJSON *r, const char *path,
                 wa[nb] = x; wb[nb++] = y;
             }
         }
-        if (na) {
-            p.b_first = 0;
-            p.meas_a = median(va, na);
-            p.meas_b = median(vb, na);
-            p.nsamples = na;
-            if (push_point(ds, &p)) goto nomem;
-        }
-        if (nb) {
-            p.b_first = 1;
-            p.meas_a = median(wa, nb);
-            p.meas_b = median(wb, nb);
-            p.nsamples = nb;
-            if (push_point(ds, &p)) goto nomem;
-        }
+        if (push_record(ds, &p, str(r, "order"), sa, sb, n)) goto nomem;
+        if (push_order(ds, &p, 0, va, vb, na) || push_order(ds, &p, 1, wa, wb, nb))
+            goto nomem;
     }
     return 0;
 nomem:
@@ -226,74 +269,89 @@ nomem:
     return -1;
 }
 
+/* The largest dataset file read (corun.jsonl of the H200 dataset is about
+ * 60 MB; a gigabyte leaves room for many times the measurements). */
+#define DATASET_FILE_MAX (1L << 30)
+
+/* One line of variants.jsonl: a "variant" record names a variant and its
+ * family; other records (the run's header) are skipped. */
+static int on_variant(void *ctx, const char *where, long line, cJSON *r, char *err,
+                      size_t errlen)
+{
+    struct mosaic__dataset *ds = ctx;
+    struct mosaic__ds_variant *nv;
+    const char *rec = str(r, "record"), *name, *fam;
+    (void)line;
+    if (!rec || strcmp(rec, "variant") != 0) return 0;
+    name = str(r, "name");
+    fam = str(r, "family");
+    if (!name || !fam)
+        return mosaic__errf(err, errlen, MOSAIC_EINVAL, where, NULL,
+                            "field name or family missing (a variant record needs both)");
+    nv = realloc(ds->v, (ds->nv + 1) * sizeof *nv);
+    if (!nv) return mosaic__errf(err, errlen, MOSAIC_ENOMEM, where, NULL, "out of memory");
+    ds->v = nv;
+    memset(&nv[ds->nv], 0, sizeof *nv);
+    nv[ds->nv].name = strdup(name);
+    nv[ds->nv].family = strdup(fam);
+    nv[ds->nv].fam = add_family(ds, fam);
+    nv[ds->nv].kernel = -1;
+    ds->nv++;
+    if (!nv[ds->nv - 1].name || !nv[ds->nv - 1].family || nv[ds->nv - 1].fam < 0)
+        return mosaic__errf(err, errlen, MOSAIC_ENOMEM, where, NULL, "out of memory");
+    return 0;
+}
+
+struct corun_ctx {
+    struct mosaic__dataset *ds;
+    const char *path;
+};
+
+/* One line of corun.jsonl: a successful "corun" record becomes points;
+ * failed runs and other records are counted by nobody and skipped. */
+static int on_corun(void *ctx, const char *where, long line, cJSON *r, char *err,
+                    size_t errlen)
+{
+    struct corun_ctx *c = ctx;
+    const char *rec = str(r, "record");
+    (void)where;
+    if (!rec || strcmp(rec, "corun") != 0 ||
+        !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "ok")))
+        return 0;
+    c->ds->n_records++;
+    return corun_points(c->ds, r, c->path, line, err, errlen);
+}
+
 int mosaic__dataset_load(const char *dir, const struct mosaic_predictor *pr,
                          struct mosaic__dataset *ds, char *err, size_t errlen)
 {
     char path[4096];
-    char *txt = NULL, *line, *save = NULL;
     cJSON *map = NULL, *mv;
     struct mosaic_kindex ix = {0};
-    long ln = 0;
-    FILE *f = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    char *buf = NULL;
+    struct corun_ctx cctx;
 
     memset(ds, 0, sizeof *ds);
     mosaic_profile_init(&ds->prof);
     snprintf(path, sizeof path, "%s/zoo.profile.json", dir);
-    if (mosaic_profile_read_file(path, &ds->prof, err, errlen) != 0)
+    /* The dataset's kernels must come from the GPU the predictor models:
+     * training on another GPU's profiles would fit the wrong machine. */
+    if (mosaic_profile_read_file(path, &ds->prof, err, errlen) != 0 ||
+        mosaic_predictor_check_profile(pr, &ds->prof, path, err, errlen) != 0) {
+        mosaic_profile_free(&ds->prof);
         return MOSAIC_EINVAL;
+    }
     for (size_t i = 0; i < ds->prof.n_kernels; i++)
         if (mosaic_kindex_add(&ix, &ds->prof, i)) goto nomem;
 
     /* variants */
     snprintf(path, sizeof path, "%s/variants.jsonl", dir);
-    if (mosaic_read_text(path, 1L << 30, &txt, err, errlen)) goto fail;
-    for (line = strtok_r(txt, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        cJSON *r = cJSON_Parse(line);
-        const char *rec, *name, *fam;
-        ln++;
-        if (!r) {
-            snprintf(err, errlen, "%s:%ld: not JSON", path, ln);
-            goto fail;
-        }
-        rec = str(r, "record");
-        if (rec && strcmp(rec, "variant") == 0) {
-            struct mosaic__ds_variant *nv;
-            name = str(r, "name");
-            fam = str(r, "family");
-            if (!name || !fam) {
-                snprintf(err, errlen, "%s:%ld: field name or family missing", path, ln);
-                cJSON_Delete(r);
-                goto fail;
-            }
-            nv = realloc(ds->v, (ds->nv + 1) * sizeof *nv);
-            if (!nv) { cJSON_Delete(r); goto nomem; }
-            ds->v = nv;
-            memset(&nv[ds->nv], 0, sizeof *nv);
-            nv[ds->nv].name = strdup(name);
-            nv[ds->nv].family = strdup(fam);
-            nv[ds->nv].fam = add_family(ds, fam);
-            nv[ds->nv].kernel = -1;
-            ds->nv++;
-            if (!nv[ds->nv - 1].name || !nv[ds->nv - 1].family || nv[ds->nv - 1].fam < 0) {
-                cJSON_Delete(r);
-                goto nomem;
-            }
-        }
-        cJSON_Delete(r);
-    }
-    free(txt);
-    txt = NULL;
+    if (mosaic__jsonl_read_file(path, DATASET_FILE_MAX, on_variant, ds, err, errlen))
+        goto fail;
 
     /* mapping */
     snprintf(path, sizeof path, "%s/variant_kernels.json", dir);
-    if (mosaic_read_text(path, 1L << 30, &txt, err, errlen)) goto fail;
-    map = cJSON_Parse(txt);
-    free(txt);
-    txt = NULL;
-    mv = map ? cJSON_GetObjectItemCaseSensitive(map, "variants") : NULL;
+    if (mosaic__json_read_file(path, DATASET_FILE_MAX, &map, err, errlen)) goto fail;
+    mv = cJSON_GetObjectItemCaseSensitive(map, "variants");
     if (!cJSON_IsObject(mv)) {
         snprintf(err, errlen, "%s: field variants missing (malformed or truncated)", path);
         goto fail;
@@ -326,41 +384,15 @@ int mosaic__dataset_load(const char *dir, const struct mosaic_predictor *pr,
 
     /* co-run measurements */
     snprintf(path, sizeof path, "%s/corun.jsonl", dir);
-    f = fopen(path, "r");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    cctx.ds = ds;
+    cctx.path = path;
+    if (mosaic__jsonl_read_file(path, DATASET_FILE_MAX, on_corun, &cctx, err, errlen))
         goto fail;
-    }
-    ln = 0;
-    while ((len = getline(&buf, &cap, f)) > 0) {
-        cJSON *r;
-        const char *rec;
-        ln++;
-        r = cJSON_Parse(buf);
-        if (!r) {
-            snprintf(err, errlen, "%s:%ld: not JSON", path, ln);
-            goto fail;
-        }
-        rec = str(r, "record");
-        if (rec && strcmp(rec, "corun") == 0 && cJSON_IsTrue(cJSON_GetObjectItem(r, "ok"))) {
-            ds->n_records++;
-            if (corun_points(ds, r, path, ln, err, errlen)) {
-                cJSON_Delete(r);
-                goto fail;
-            }
-        }
-        cJSON_Delete(r);
-    }
-    free(buf);
-    fclose(f);
     mosaic_kindex_free(&ix);
     return 0;
 nomem:
     snprintf(err, errlen, "%s: out of memory", dir);
 fail:
-    free(buf);
-    if (f) fclose(f);
-    free(txt);
     cJSON_Delete(map);
     mosaic_kindex_free(&ix);
     mosaic__dataset_free(ds);

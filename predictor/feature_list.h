@@ -129,10 +129,11 @@ void mosaic__feat_shared(const struct mosaic_gpu_desc *g,
                          int b_first, double iso_a, double iso_b,
                          const struct mosaic_pred_result *res, float *xa, float *xb);
 
-/* Checks the "features" array of the model text json (read from path) against
- * list (n entries): 0, or MOSAIC_EINVAL with a message naming path and the
- * first feature that differs, is missing or is extra. */
-int mosaic__features_check(const char *json, const char *path,
+/* Checks the "features" array of the parsed model root (read from path)
+ * against list (n entries): 0, or MOSAIC_EINVAL with a message naming path
+ * and the first feature that differs, is missing or is extra. */
+struct cJSON;
+int mosaic__features_check(const struct cJSON *root, const char *path,
                            const struct mosaic__feature *list, int n, char *err,
                            size_t errlen);
 

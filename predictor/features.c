@@ -12,6 +12,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "core.h"
 #include "feature_list.h"
 #include "placement.h"
 
@@ -176,16 +177,15 @@ void mosaic__feat_shared(const struct mosaic_gpu_desc *g,
     }
 }
 
-int mosaic__features_check(const char *json, const char *path,
+int mosaic__features_check(const cJSON *root, const char *path,
                            const struct mosaic__feature *list, int n, char *err,
                            size_t errlen)
 {
-    cJSON *root = cJSON_Parse(json), *arr, *it;
+    const cJSON *arr, *it;
     int i = 0, rc = 0;
 
-    if (!root || !cJSON_IsObject(root)) {
+    if (!cJSON_IsObject(root)) {
         snprintf(err, errlen, "%s: not a JSON object (malformed or truncated)", path);
-        cJSON_Delete(root);
         return MOSAIC_EINVAL;
     }
     arr = cJSON_GetObjectItemCaseSensitive(root, "features");
@@ -193,7 +193,6 @@ int mosaic__features_check(const char *json, const char *path,
         snprintf(err, errlen,
                  "%s: field \"features\" missing or not an array: the model does not say "
                  "which features it was trained with (retrain it with mosaic-train)", path);
-        cJSON_Delete(root);
         return MOSAIC_EINVAL;
     }
     cJSON_ArrayForEach(it, arr) {
@@ -228,7 +227,6 @@ int mosaic__features_check(const char *json, const char *path,
                  path, i, i, list[i].name);
         rc = MOSAIC_EINVAL;
     }
-    cJSON_Delete(root);
     return rc;
 }
 
@@ -241,7 +239,7 @@ int mosaic__features_stamp(const char *path, const struct mosaic__feature *list,
 
     /* The model files are XGBoost's, saved at their float precision: the
      * array is inserted as text so that nothing else is re-serialised. */
-    rc = mosaic_read_text(path, 64L << 20, &txt, err, errlen);
+    rc = mosaic__read_file(path, 64L << 20, &txt, err, errlen);
     if (rc) return rc;
     brace = strchr(txt, '{');
     if (!brace || strstr(txt, "\"features\"")) {

@@ -4,6 +4,7 @@
  */
 #include <string.h>
 
+#include "core.h"
 #include "predictor_internal.h"
 
 /* The H200 as its driver reports it (H200, driver 580.159.04, CUDA 13.0;
@@ -14,7 +15,7 @@
  * recorded occupancy confirms (tests/predictor_trees/
  * test_occupancy_profiles.c); how the driver picks a step when two kernels
  * meet is in docs/placement.md. */
-MOSAIC__API void mosaic_gpu_desc_h200(struct mosaic_gpu_desc *g)
+MOSAIC__EXPORT void mosaic_gpu_desc_h200(struct mosaic_gpu_desc *g)
 {
     static const int steps[] = {0, 8, 16, 32, 64, 100, 132, 164, 196, 228};
     memset(g, 0, sizeof *g);
@@ -34,6 +35,41 @@ MOSAIC__API void mosaic_gpu_desc_h200(struct mosaic_gpu_desc *g)
         g->carveout_kib[i] = steps[i];
     g->l2_bytes = 62914560;
     g->dram_bw = 4.8e12;
+    g->sm_partition_min = 8;
+    g->sm_partition_align = 8;
+}
+
+/* A side of n SMs beside one of other SMs: aligned itself, or the rest of
+ * the GPU beside an aligned side (what cuDevSmResourceSplitByCount gives:
+ * groups of the aligned count and the remainder). */
+static int side_ok(const struct mosaic_gpu_desc *g, int n, int other, int align)
+{
+    return n % align == 0 || (n + other == g->sm_count && other % align == 0);
+}
+
+MOSAIC__EXPORT int mosaic_gpu_split_check(const struct mosaic_gpu_desc *g, int sms_a,
+                                          int sms_b, char *err, size_t errlen)
+{
+    int mn, al;
+    if (!g)
+        return mosaic__errf(err, errlen, MOSAIC_EINVAL, "mosaic_gpu_split_check", NULL,
+                            "no GPU description");
+    mn = g->sm_partition_min > 1 ? g->sm_partition_min : 1;
+    al = g->sm_partition_align > 1 ? g->sm_partition_align : 1;
+    if (sms_a < mn || sms_b < mn || sms_a > g->sm_count - sms_b)
+        return mosaic__errf(err, errlen, MOSAIC_EINVAL, "SM split", NULL,
+                            "%d/%d: each side needs at least %d SMs (the GPU's smallest "
+                            "partition) and together at most its %d", sms_a, sms_b, mn,
+                            g->sm_count);
+    if (!side_ok(g, sms_a, sms_b, al) || !side_ok(g, sms_b, sms_a, al)) {
+        /* the nearest split it can make with A's side rounded down */
+        int a = sms_a / al * al > mn ? sms_a / al * al : mn;
+        return mosaic__errf(err, errlen, MOSAIC_EINVAL, "SM split", NULL,
+                            "%d/%d: the GPU cannot make it: a partition is a multiple of %d "
+                            "SMs, or the rest of the %d beside one (e.g. %d/%d)", sms_a,
+                            sms_b, al, g->sm_count, a, g->sm_count - a);
+    }
+    return 0;
 }
 
 /* DRAM bandwidth (read + write, GB/s) reachable from n SMs: the H200's

@@ -3,10 +3,12 @@
  * extracted once (mosaic_pkernel_prepare), and the dependent-kernel link.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core.h"
 #include "placement.h"
 
 static uint64_t fnv(const char *s)
@@ -17,17 +19,17 @@ static uint64_t fnv(const char *s)
     return h;
 }
 
-MOSAIC__API const char *mosaic_pkernel_key(const struct mosaic_pkernel *k)
+MOSAIC__EXPORT const char *mosaic_pkernel_key(const struct mosaic_pkernel *k)
 {
     return k ? k->key : "";
 }
 
-MOSAIC__API double mosaic_pkernel_profiled_us(const struct mosaic_pkernel *k)
+MOSAIC__EXPORT double mosaic_pkernel_profiled_us(const struct mosaic_pkernel *k)
 {
     return k ? k->dur_us : 0;
 }
 
-MOSAIC__API int mosaic_pkernel_set_follow(struct mosaic_pkernel *k,
+MOSAIC__EXPORT int mosaic_pkernel_set_follow(struct mosaic_pkernel *k,
                                           const struct mosaic_kernel *next, const char *what,
                                           char *err, size_t errlen)
 {
@@ -48,7 +50,7 @@ MOSAIC__API int mosaic_pkernel_set_follow(struct mosaic_pkernel *k,
     return 0;
 }
 
-MOSAIC__API void mosaic_pkernel_free(struct mosaic_pkernel *k)
+MOSAIC__EXPORT void mosaic_pkernel_free(struct mosaic_pkernel *k)
 {
     if (!k) return;
     free(k->key);
@@ -72,7 +74,7 @@ MOSAIC__API void mosaic_pkernel_free(struct mosaic_pkernel *k)
         (dst) = v_ * (scale);                                                   \
     } while (0)
 
-MOSAIC__API int mosaic_pkernel_prepare(const struct mosaic_predictor *p,
+MOSAIC__EXPORT int mosaic_pkernel_prepare(const struct mosaic_predictor *p,
                                        const struct mosaic_kernel *k, const char *what,
                                        struct mosaic_pkernel **out, char *err,
                                        size_t errlen)
@@ -88,20 +90,36 @@ MOSAIC__API int mosaic_pkernel_prepare(const struct mosaic_predictor *p,
         return MOSAIC_EINVAL;
     }
     key = k->key ? k->key : "(no key)";
+    /* CUDA's launch limits: a grid of at most 2^31 - 1 blocks in x and
+     * 65535 in y and z, a block of at most 1024 threads. */
     for (int i = 0; i < 3; i++) {
-        if (k->grid[i] <= 0 || k->grid[i] > (int64_t)1 << 31 ||
-            k->block[i] <= 0 || k->block[i] > 1024) {
-            snprintf(err, errlen, "%s: kernel %s: field %s[%d] missing or out of range",
-                     what, key, (k->grid[i] <= 0 || k->grid[i] > (int64_t)1 << 31) ? "grid" : "block", i);
-            return MOSAIC_EINVAL;
-        }
+        int64_t gmax = i == 0 ? INT32_MAX : 65535;
+        if (k->grid[i] == MOSAIC_NULL || k->grid[i] < 1 || k->grid[i] > gmax)
+            return mosaic__errf(err, errlen, MOSAIC_EINVAL, what, NULL,
+                                "kernel %s: field grid[%d] is %s: want 1 .. %lld", key, i,
+                                k->grid[i] == MOSAIC_NULL ? "missing" : "out of range",
+                                (long long)gmax);
+        if (k->block[i] == MOSAIC_NULL || k->block[i] < 1 || k->block[i] > 1024)
+            return mosaic__errf(err, errlen, MOSAIC_EINVAL, what, NULL,
+                                "kernel %s: field block[%d] is %s: want 1 .. 1024", key, i,
+                                k->block[i] == MOSAIC_NULL ? "missing" : "out of range");
     }
-    thr = k->block[0] * k->block[1] * k->block[2];
-    grid = k->grid[0] * k->grid[1] * k->grid[2];
-    if (thr > 1024) {
-        snprintf(err, errlen, "%s: kernel %s: field block: %lld threads > 1024", what, key,
-                 (long long)thr);
-        return MOSAIC_EINVAL;
+    /* Checked products (the unchecked ones overflowed: UBSan fired and a
+     * release build predicted "waves 0.00"). The timeline counts blocks
+     * per SM in int, so the whole grid is bounded by CUDA's x limit. */
+    if (mosaic_launch_blocks(k->grid, &grid) != 0 || grid > INT32_MAX)
+        return mosaic__errf(err, errlen, MOSAIC_EINVAL, what, NULL,
+                            "kernel %s: field grid: %lld x %lld x %lld blocks is more than "
+                            "the %d the predictor handles (CUDA's limit of one grid "
+                            "dimension)", key, (long long)k->grid[0], (long long)k->grid[1],
+                            (long long)k->grid[2], INT32_MAX);
+    {
+        static const int64_t one[3] = {1, 1, 1};
+        if (mosaic_launch_threads(one, k->block, &thr) != 0 || thr > 1024)
+            return mosaic__errf(err, errlen, MOSAIC_EINVAL, what, NULL,
+                                "kernel %s: field block: %lld x %lld x %lld threads is more "
+                                "than 1024 a block", key, (long long)k->block[0],
+                                (long long)k->block[1], (long long)k->block[2]);
     }
     if (k->regs == MOSAIC_NULL || k->regs < 0 || k->regs > 255) {
         snprintf(err, errlen, "%s: kernel %s: field regs missing or out of range [0, 255]",

@@ -14,10 +14,11 @@
 #include "mosaic/profile.h"
 #include "trees.h"
 
-/* The predictor's public functions (include/mosaic/predict.h) are exported
- * when the library is linked into a shared object built with hidden
- * visibility; the internals below are not. */
-#define MOSAIC__API __attribute__((visibility("default")))
+/* The predictor's public functions (include/mosaic/predict.h) carry the
+ * core's MOSAIC__EXPORT, so that they are exported when the library is
+ * linked into a shared object built with hidden visibility; the internals
+ * below are not. */
+#include "core.h"
 
 /* ---- prepared kernel (kernel.c) ------------------------------------------ */
 
@@ -57,6 +58,11 @@ struct mosaic__coef {
     double pack;      /* weight of the block-packing term (eq. 1-2) */
     double gap_us;    /* dispatch gap of the second kernel, us */
     double intra_w;   /* weight of the analytic intra-SM contention term */
+    /* the conservative value's factor over the worse order's prediction:
+     * fitted by mosaic-train so that it covers 95% of the training
+     * repeats (the per-order prediction is a median, so alone it is below
+     * about half of them); 1 in partitioned mode's single order too */
+    double cons_margin;
 };
 
 void mosaic__coef_default(struct mosaic__coef *c);
@@ -71,6 +77,7 @@ int mosaic__coef_save(const char *path, const struct mosaic__coef *c,
 
 struct mosaic_predictor {
     struct mosaic_gpu_desc gpu;
+    const char *gpu_name; /* for messages; NULL when the caller gave the GPU */
     struct mosaic__forest *inter;  /* log slowdown, partitioned-trained */
     struct mosaic__forest *shared; /* log residual of the shared timeline */
     struct mosaic__coef coef;
@@ -80,8 +87,9 @@ struct mosaic_predictor {
 };
 struct mosaic__cache_ent {
     uint64_t tag, ha, hb;
-    uint64_t cfg; /* mode, sms, order, comp */
-    double iso_a, iso_b;
+    uint64_t cfg;  /* mode, order, comp, split, delay bucket */
+    uint64_t isok; /* the isolated durations' buckets */
+    int sms_a, sms_b;
     struct mosaic_pred_result res;
     int used;
 };

@@ -78,6 +78,10 @@ struct tl_pair {
     double iso_first, iso_second;
     double inter_first, inter_second;
     unsigned comp;
+    /* when the second kernel's blocks may start: after the dispatch gap
+     * behind the first, or at its own enqueue when that is later (the
+     * delay, 0 within the jitter) */
+    double release_us;
 };
 
 /* One timeline run: the kernels' shapes (fixed) and where the run stands.
@@ -294,7 +298,7 @@ static void tl_step_begin(struct tl_run *r, struct tl_step *st)
     const int N = r->n_sms;
     *st = (struct tl_step){.dt = 1e300, .first_slowdown = 1, .inter_second = 1,
                            .starve_first_batches = 1};
-    st->second_released = r->t >= r->in->c->gap_us - 1e-12;
+    st->second_released = r->t >= r->in->release_us - 1e-12;
     st->first_running = r->first_end < 0;
     while (r->next_break < r->n_breaks &&
            r->first_progress >= r->break_at[r->next_break] - 1e-12)
@@ -414,7 +418,7 @@ static double tl_multiwave_slowdown(const struct tl_run *r, const struct tl_step
 static void tl_next_event(const struct tl_run *r, struct tl_step *st)
 {
     double TF = r->in->iso_first, TS = r->in->iso_second;
-    if (!st->second_released) st->dt = r->in->c->gap_us - r->t;
+    if (!st->second_released) st->dt = r->in->release_us - r->t;
     if (st->first_running && r->next_break < r->n_breaks) {
         double d = (r->break_at[r->next_break] - r->first_progress) * TF / st->first_rate;
         if (d < st->dt) st->dt = d;
@@ -490,7 +494,7 @@ static void tl_finish(struct tl_run *r)
     o->end_f = r->first_end;
     o->end_s = r->second_end;
     o->co = o->overlap > 0 ? r->coresident_time / o->overlap : 0;
-    if (o->start_s < 0) o->start_s = in->c->gap_us;
+    if (o->start_s < 0) o->start_s = in->release_us;
 }
 
 /* One run of the timeline: from the common start, event by event (at most
@@ -521,15 +525,15 @@ void mosaic__timeline_shared(const struct mosaic_gpu_desc *g,
                              const struct mosaic__coef *c,
                              const struct mosaic_pkernel *a,
                              const struct mosaic_pkernel *b, int b_first,
-                             double iso_a, double iso_b, double inter_a,
-                             double inter_b, unsigned comp,
+                             double delay_us, double iso_a, double iso_b,
+                             double inter_a, double inter_b, unsigned comp,
                              struct mosaic_pred_result *res)
 {
     struct tl_pair in = {
         .g = g, .c = c, .first = b_first ? b : a, .second = b_first ? a : b,
         .iso_first = b_first ? iso_b : iso_a, .iso_second = b_first ? iso_a : iso_b,
         .inter_first = b_first ? inter_b : inter_a, .inter_second = b_first ? inter_a : inter_b,
-        .comp = 0};
+        .comp = 0, .release_us = delay_us > c->gap_us ? delay_us : c->gap_us};
     struct tl_out o0, o1, o2, o3;
     struct tl_pre pre = {0};
     double d[4][2];
@@ -548,6 +552,8 @@ void mosaic__timeline_shared(const struct mosaic_gpu_desc *g,
     d[1][fi] = o1.end_f; d[1][si] = o1.end_s;
     d[2][fi] = o2.end_f; d[2][si] = o2.end_s;
     d[3][fi] = o3.end_f; d[3][si] = o3.end_s;
+    /* the second kernel's durations count from its own enqueue */
+    for (int j = 0; j < 4; j++) d[j][si] -= delay_us;
     for (int i = 0; i < 2; i++) {
         struct mosaic_pred_kernel *r = &res->k[i];
         double iso = i == 0 ? iso_a : iso_b;

@@ -11,12 +11,13 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core.h"
+#include "json.h"
 #include "mosaic/mosaic.h"
 
 /* Larger files are refused before they are read: the models Mosaic trains
@@ -70,6 +71,7 @@ struct mosaic__forest {
     int32_t *roots;      /* root of each tree; ngroups * FOREST_LANES entries */
     int32_t *group_steps;/* per group of FOREST_LANES trees: the most inner
                             nodes on any root-to-leaf path of its trees */
+    int32_t nnodes;      /* the trees' nodes, without the padding leaf */
     int ngroups;
     int ntrees;
     int nfeatures;
@@ -82,24 +84,10 @@ struct ld {
     size_t errlen;
 };
 
-__attribute__((format(printf, 4, 5))) static int fail(struct ld *l, int code,
-                                                       const char *field,
-                                                       const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    if (l->err && l->errlen > 0) {
-        if (field && *field)
-            snprintf(l->err, l->errlen, "%s: %s: %s", l->what, field, msg);
-        else
-            snprintf(l->err, l->errlen, "%s: %s", l->what, msg);
-    }
-    return code;
-}
+/* "file: field: message" through the core's helper, with the file that l
+ * names. */
+#define fail(l, code, field, ...) \
+    mosaic__errf((l)->err, (l)->errlen, (code), (l)->what, (field), __VA_ARGS__)
 
 /* The member name of obj, or an error naming path.name. */
 static int get_member(struct ld *l, const cJSON *obj, const char *path,
@@ -603,6 +591,7 @@ static int load_trees(struct ld *l, const cJSON *trees, int64_t total_nodes,
             return rc;
         t++;
     }
+    f->nnodes = base;
     f->nodes[base] = (struct node){base, 0, NAN};
     f->leaf_values[base] = 0.0f;
     for (t = f->ntrees; t < f->ngroups * FOREST_LANES; t++)
@@ -629,7 +618,6 @@ int mosaic__forest_load_string(const char *json, const char *what,
                                struct mosaic__forest **out, char *err, size_t errlen)
 {
     struct ld l = {what ? what : "(model)", err, errlen};
-    struct mosaic__forest *f;
     cJSON *root;
     int rc;
 
@@ -640,19 +628,32 @@ int mosaic__forest_load_string(const char *json, const char *what,
     *out = NULL;
     if (!json)
         return fail(&l, MOSAIC_EINVAL, "", "no model text");
-    root = cJSON_Parse(json);
-    if (!root) {
-        const char *at = cJSON_GetErrorPtr();
-        long off = at && at >= json ? (long)(at - json) : -1;
-        return fail(&l, MOSAIC_EINVAL, "", "not valid JSON (near byte %ld)", off);
-    }
-    f = calloc(1, sizeof(*f));
-    if (!f) {
-        cJSON_Delete(root);
-        return fail(&l, MOSAIC_ENOMEM, "", "out of memory");
-    }
-    rc = load_json(&l, root, f);
+    /* The strict parser refuses trailing data and duplicate keys (cJSON
+     * alone would read the first of two "trees" arrays where XGBoost's
+     * Python reader takes the last); a malformed model stays MOSAIC_EINVAL,
+     * as this loader has always answered. */
+    rc = mosaic__json_parse_strict(l.what, json, strlen(json), &root, err, errlen);
+    if (rc)
+        return rc == MOSAIC_EFORMAT ? MOSAIC_EINVAL : rc;
+    rc = mosaic__forest_load_json(root, l.what, out, err, errlen);
     cJSON_Delete(root);
+    return rc;
+}
+
+int mosaic__forest_load_json(const cJSON *root, const char *what,
+                             struct mosaic__forest **out, char *err, size_t errlen)
+{
+    struct ld l = {what ? what : "(model)", err, errlen};
+    struct mosaic__forest *f;
+    int rc;
+
+    if (!out)
+        return fail(&l, MOSAIC_EINVAL, "", "no output pointer");
+    *out = NULL;
+    f = calloc(1, sizeof(*f));
+    if (!f)
+        return fail(&l, MOSAIC_ENOMEM, "", "out of memory");
+    rc = load_json(&l, root, f);
     if (rc) {
         mosaic__forest_free(f);
         return rc;
@@ -661,59 +662,22 @@ int mosaic__forest_load_string(const char *json, const char *what,
     return 0;
 }
 
-int mosaic_read_text(const char *path, long max, char **out, char *err, size_t errlen)
-{
-    struct ld l = {path, err, errlen};
-    FILE *fp = fopen(path, "rb");
-    char *buf = NULL;
-    long size;
-    int rc = 0;
-
-    *out = NULL;
-    if (!fp)
-        return fail(&l, MOSAIC_EIO, "", "cannot open: %s", strerror(errno));
-    if (fseek(fp, 0, SEEK_END) != 0 || (size = ftell(fp)) < 0 ||
-        fseek(fp, 0, SEEK_SET) != 0) {
-        rc = fail(&l, MOSAIC_EIO, "", "cannot read: %s", strerror(errno));
-    } else if (size > max) {
-        rc = fail(&l, MOSAIC_EINVAL, "", "the file is larger than %ld bytes", max);
-    } else if (!(buf = malloc((size_t)size + 1))) {
-        rc = fail(&l, MOSAIC_ENOMEM, "", "out of memory");
-    } else if (fread(buf, 1, (size_t)size, fp) != (size_t)size) {
-        rc = fail(&l, MOSAIC_EIO, "", "cannot read: %s",
-                  ferror(fp) ? strerror(errno) : "the file shrank while it was read");
-        free(buf);
-        buf = NULL;
-    } else {
-        buf[size] = '\0';
-        /* A NUL inside the file would silently cut the text short. */
-        if (memchr(buf, '\0', (size_t)size)) {
-            rc = fail(&l, MOSAIC_EINVAL, "", "the file contains a NUL byte");
-            free(buf);
-            buf = NULL;
-        }
-    }
-    fclose(fp);
-    *out = buf;
-    return rc;
-}
-
 int mosaic__forest_load(const char *path, struct mosaic__forest **out, char *err,
                         size_t errlen)
 {
     struct ld l = {path ? path : "(null)", err, errlen};
-    char *json;
+    cJSON *root;
     int rc = 0;
 
     if (out)
         *out = NULL;
     if (!path || !out)
         return fail(&l, MOSAIC_EINVAL, "", "no path or no output pointer");
-    rc = mosaic_read_text(path, MAX_MODEL_BYTES, &json, err, errlen);
+    rc = mosaic__json_read_file(path, MAX_MODEL_BYTES, &root, err, errlen);
     if (rc)
-        return rc;
-    rc = mosaic__forest_load_string(json, path, out, err, errlen);
-    free(json);
+        return rc == MOSAIC_EFORMAT ? MOSAIC_EINVAL : rc;
+    rc = mosaic__forest_load_json(root, path, out, err, errlen);
+    cJSON_Delete(root);
     return rc;
 }
 
@@ -748,6 +712,33 @@ double mosaic__forest_predict(const struct mosaic__forest *f, const float *x)
             sum += f->leaf_values[idx[k]];
     }
     return sum + f->base_score;
+}
+
+int mosaic__forest_check_range(const struct mosaic__forest *f, double bound,
+                                const char *what, char *err, size_t errlen)
+{
+    struct ld l = {what ? what : "(model)", err, errlen};
+
+    if (!(fabs(f->base_score) <= bound))
+        return fail(&l, MOSAIC_EINVAL, "learner.learner_model_param.base_score",
+                    "%g is outside [-%g, %g], the range this model's outputs can take "
+                    "(a damaged or foreign model: retrain it with mosaic-train)",
+                    f->base_score, bound, bound);
+    for (int t = 0; t < f->ntrees; t++) {
+        /* Tree t's nodes lie from its root to the next tree's root. */
+        int32_t end = t + 1 < f->ntrees ? f->roots[t + 1] : f->nnodes;
+        for (int32_t i = f->roots[t]; i < end; i++) {
+            char field[128];
+            if (f->nodes[i].left != i || fabs(f->leaf_values[i]) <= bound)
+                continue;
+            snprintf(field, sizeof field, TREES_PATH "[%d]", t);
+            return fail(&l, MOSAIC_EINVAL, field,
+                        "leaf value %g is outside [-%g, %g], the range this model's "
+                        "leaves can take (a damaged or foreign model: retrain it with "
+                        "mosaic-train)", (double)f->leaf_values[i], bound, bound);
+        }
+    }
+    return 0;
 }
 
 int mosaic__forest_nfeatures(const struct mosaic__forest *f)

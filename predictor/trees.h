@@ -19,24 +19,25 @@
 
 struct mosaic__forest;
 
-/* The whole file at path as a NUL-terminated string (malloc'd) in *out:
- * 0, or a negative MOSAIC_E* code with a message naming the file (cannot
- * open or read: MOSAIC_EIO; larger than max bytes or holding a NUL byte:
- * MOSAIC_EINVAL; MOSAIC_ENOMEM). The model, coefficient and dataset
- * readers all use it. */
-int mosaic_read_text(const char *path, long max, char **out, char *err, size_t errlen);
-
 /* Reads an XGBoost JSON model file. Returns 0 and sets *out, or a negative
- * MOSAIC_E* code (MOSAIC_EIO: the file cannot be read; MOSAIC_EINVAL: the
- * model is malformed or unsupported; MOSAIC_ENOMEM) with a message naming
+ * MOSAIC_E* code (MOSAIC_EIO: the file cannot be read or is not a regular
+ * file; MOSAIC_ETOOBIG: larger than 512 MiB; MOSAIC_EINVAL: the model is
+ * malformed or unsupported; MOSAIC_ENOMEM) with a message naming
  * the file and the field in err. */
 int mosaic__forest_load(const char *path, struct mosaic__forest **out,
                         char *err, size_t errlen);
 
-/* The same from a NUL-terminated JSON text; what names it in messages. */
+/* The same from a NUL-terminated JSON text, and from a document already
+ * parsed (mosaic__json_read_file: the predictor reads each model file once
+ * and checks its feature list on the same tree); what names it in
+ * messages. The file and the text go through the core's strict reader
+ * (core/json.h): trailing data and duplicate keys are refused. */
 int mosaic__forest_load_string(const char *json, const char *what,
                                struct mosaic__forest **out, char *err,
                                size_t errlen);
+struct cJSON;
+int mosaic__forest_load_json(const struct cJSON *root, const char *what,
+                             struct mosaic__forest **out, char *err, size_t errlen);
 
 /* The model's prediction for one row x of mosaic__forest_nfeatures(f)
  * features: the sum of the trees' leaf values plus base_score. A NaN feature
@@ -45,6 +46,13 @@ int mosaic__forest_load_string(const char *json, const char *what,
  * loaded forest may be shared by threads. About 0.7 us for 100 trees of
  * depth 6 (tests/predictor_trees/bench_forest.c). */
 double mosaic__forest_predict(const struct mosaic__forest *f, const float *x);
+
+/* 0 when the base score and every leaf value are within [-bound, bound];
+ * else MOSAIC_EINVAL with a message naming the file (what) and the tree.
+ * The generic loader accepts any finite value; a caller that knows what its
+ * model predicts (the predictor: log factors) sets the bound. */
+int mosaic__forest_check_range(const struct mosaic__forest *f, double bound,
+                               const char *what, char *err, size_t errlen);
 
 int mosaic__forest_nfeatures(const struct mosaic__forest *f);
 int mosaic__forest_ntrees(const struct mosaic__forest *f);

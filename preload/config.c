@@ -25,8 +25,8 @@ struct mosaic__config mosaic__cfg = {
  * same environment as the shim's and which are therefore not "unknown":
  * the predictor's models, the capture library, the profiler, and the
  * arbiter and its client (sched/: every MOSAIC_SCHED_* key of its config,
- * the socket), the simulated GPU (tests/fakecuda: MOSAIC_SIMGPU*). Exact
- * names first, then whole prefixes.
+ * the socket), the simulated GPU (MOSAIC_SIMGPU and its MOSAIC_SIMGPU_*
+ * settings, docs/simgpu.md). Exact names first, then whole prefixes.
  */
 static const char *const other_vars[] = {"MOSAIC_MODELS", "MOSAIC_SOCKET",
                                          "MOSAIC_GIT", "MOSAIC_SIMGPU"};

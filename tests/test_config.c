@@ -165,7 +165,8 @@ static void project_variables_are_not_unknown(void **state)
     char *env[] = {"MOSAIC_MODELS=/m", "MOSAIC_CAPTURE_LIB=/c.so",
                    "MOSAIC_PROFILE_OUT=/p", "MOSAIC_SOCKET=/run/mosaic/s",
                    "MOSAIC_SCHED_TIMEOUT_MS=100", "MOSAIC_SCHED_CONFIG=/e",
-                   "MOSAIC_CAPTURE_VERBOSE=1", NULL};
+                   "MOSAIC_CAPTURE_VERBOSE=1", "MOSAIC_SIMGPU=demo",
+                   "MOSAIC_SIMGPU_SCALE=20", NULL};
 
     (void)state;
     assert_int_equal(mosaic__config_parse(&cfg, env), 0);

@@ -3,13 +3,21 @@
  * (issue 4), from their mosaic-profile files.
  *
  *   mosaic-predict A.json B.json --mode shared|partitioned [--sms N]
- *                  [--models DIR] [--b-first] [--key-a KEY] [--key-b KEY]
- *                  [--follow-a KEY] [--follow-b KEY]
+ *                  [--models DIR] [--offset-us US] [--protect a|b]
+ *                  [--key-a KEY] [--key-b KEY] [--follow-a KEY] [--follow-b KEY]
  *                  [--iso-a US] [--iso-b US] [--sweep STEP]
  *
  * A and B are the first kernel of each file, or the kernel with that key, or
  * the one kernel whose key contains the text given (a name, "grid=...").
- * --sms N (partitioned): A gets N SMs, B the rest (default: half each).
+ * --sms N (partitioned): A gets N SMs, B the rest (default: half, rounded
+ * down to the GPU's partition alignment: 64/68 on the H200); a split the
+ * GPU cannot make (on the H200 a side below 8 SMs, or neither side a
+ * multiple of 8: docs/predictor.md) is refused.
+ * --offset-us US: B is enqueued US microseconds after A (negative: before);
+ * default 0, launched together. Within the dispatch jitter (3.2 us on the
+ * H200) the GPU picks the order: both orders are printed with their
+ * likelihoods, then the conservative value of the protected kernel
+ * (--protect, default a): its longest predicted duration over the orders.
  * --iso-a/--iso-b: measured isolated durations on those SMs (otherwise
  * estimated from the profile: waves, per-SM speed-up, DRAM share;
  * docs/predictor.md).
@@ -35,7 +43,8 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: mosaic-predict A.json B.json --mode shared|partitioned [--sms N]\n"
-            "       [--models DIR] [--b-first] [--key-a KEY] [--key-b KEY]\n"
+            "       [--models DIR] [--offset-us US] [--protect a|b]\n"
+            "       [--key-a KEY] [--key-b KEY]\n"
             "       [--follow-a KEY] [--follow-b KEY]  (a dependent kernel of the same\n"
             "       file enqueued right after, e.g. cuBLAS's split-K reduce)\n"
             "       [--iso-a US] [--iso-b US] [--sweep STEP]\n");
@@ -73,11 +82,17 @@ static int find_key(const char *path, const struct mosaic_profile *prof,
     return -1;
 }
 
-static int pick(const char *path, const char *key, struct mosaic_profile *prof,
-                const struct mosaic_kernel **k)
+static int pick(const struct mosaic_predictor *p, const char *path, const char *key,
+                struct mosaic_profile *prof, const struct mosaic_kernel **k)
 {
     char err[1024];
     if (mosaic_profile_read_file(path, prof, err, sizeof err) != 0) {
+        fprintf(stderr, "mosaic-predict: %s\n", err);
+        return -1;
+    }
+    /* A profile of another GPU would be predicted with models fitted on
+     * this one, without a word. */
+    if (mosaic_predictor_check_profile(p, prof, path, err, sizeof err) != 0) {
         fprintf(stderr, "mosaic-predict: %s\n", err);
         return -1;
     }
@@ -101,7 +116,9 @@ static int num(const char *s, double lo, double hi, double *out)
     return 0;
 }
 
-/* --sweep: every split of the GPU in steps of step SMs. */
+/* --sweep: every split of the GPU in steps of step SMs that the GPU can
+ * make (mosaic_gpu_split_check: on the H200 each side has at least 8 SMs
+ * and one of them is a multiple of 8). */
 static int print_sweep(struct mosaic_predictor *p, struct mosaic_pred_query *q, int step,
                        const char *models)
 {
@@ -116,17 +133,20 @@ static int print_sweep(struct mosaic_predictor *p, struct mosaic_pred_query *q, 
     printf("%5s %5s | %10s %10s %8s | %10s %10s %8s\n", "A SMs", "B SMs", "A us",
            "A corun", "A/full", "B us", "B corun", "B/full");
     for (int s = step; s < n; s += step) {
-        struct mosaic_pred_result r;
+        struct mosaic_pred_answer ans;
+        const struct mosaic_pred_result *rr = &ans.order[0].r;
         q->sms_a = s;
         q->sms_b = n - s;
-        if (mosaic_predict(p, q, &r, err, sizeof err)) {
+        if (mosaic_gpu_split_check(mosaic_predictor_gpu(p), s, n - s, err, sizeof err))
+            continue;
+        if (mosaic_predict(p, q, &ans, err, sizeof err)) {
             fprintf(stderr, "mosaic-predict: %s\n", err);
             return -1;
         }
         printf("%5d %5d | %10.2f %10.2f %8.2f | %10.2f %10.2f %8.2f\n", s, n - s,
-               r.k[0].iso_us, r.k[0].duration_us,
-               r.k[0].duration_us / mosaic_pkernel_profiled_us(q->a), r.k[1].iso_us,
-               r.k[1].duration_us, r.k[1].duration_us / mosaic_pkernel_profiled_us(q->b));
+               rr->k[0].iso_us, rr->k[0].duration_us,
+               rr->k[0].duration_us / mosaic_pkernel_profiled_us(q->a), rr->k[1].iso_us,
+               rr->k[1].duration_us, rr->k[1].duration_us / mosaic_pkernel_profiled_us(q->b));
     }
     printf("(A us, B us: alone on the partition, estimated; A/full, B/full: the co-run "
            "duration over the kernel's alone on all %d SMs)\n", n);
@@ -139,7 +159,7 @@ int main(int argc, char **argv)
     const char *follow[2] = {NULL, NULL};
     const char *models = getenv("MOSAIC_MODELS");
     struct mosaic_pred_query q;
-    struct mosaic_pred_result r;
+    struct mosaic_pred_answer ans;
     struct mosaic_predictor *p = NULL;
     struct mosaic_profile prof[2];
     const struct mosaic_kernel *k[2];
@@ -155,19 +175,35 @@ int main(int argc, char **argv)
         int more = i + 1 < argc;
         if (!strcmp(a, "--mode") && more) mode = argv[++i];
         else if (!strcmp(a, "--sms") && more) {
-            if (num(argv[++i], 1, 100000, &v)) {
-                fprintf(stderr, "mosaic-predict: --sms: not a positive SM count: %s\n", argv[i]);
+            if (num(argv[++i], 1, 100000, &v) || v != (int)v) {
+                fprintf(stderr, "mosaic-predict: --sms: not a whole positive SM count: %s\n",
+                        argv[i]);
                 return 1;
             }
             sms = (int)v;
         } else if (!strcmp(a, "--sweep") && more) {
-            if (num(argv[++i], 1, 1000, &v)) {
-                fprintf(stderr, "mosaic-predict: --sweep: not a positive SM step: %s\n", argv[i]);
+            if (num(argv[++i], 1, 1000, &v) || v != (int)v) {
+                fprintf(stderr, "mosaic-predict: --sweep: not a whole positive SM step: %s\n",
+                        argv[i]);
                 return 1;
             }
             sweep = (int)v;
         } else if (!strcmp(a, "--models") && more) models = argv[++i];
-        else if (!strcmp(a, "--b-first")) q.b_first = 1;
+        else if (!strcmp(a, "--offset-us") && more) {
+            if (num(argv[++i], -MOSAIC_OFFSET_MAX_US, MOSAIC_OFFSET_MAX_US, &v)) {
+                fprintf(stderr, "mosaic-predict: --offset-us: not a launch offset in us within "
+                                "+-%g: %s\n", MOSAIC_OFFSET_MAX_US, argv[i]);
+                return 1;
+            }
+            q.offset_us = v;
+        } else if (!strcmp(a, "--protect") && more) {
+            const char *w = argv[++i];
+            if (strcmp(w, "a") && strcmp(w, "b")) {
+                fprintf(stderr, "mosaic-predict: --protect: a or b, not %s\n", w);
+                return 1;
+            }
+            q.protect = w[0] == 'b';
+        }
         else if (!strcmp(a, "--key-a") && more) keys[0] = argv[++i];
         else if (!strcmp(a, "--key-b") && more) keys[1] = argv[++i];
         else if (!strcmp(a, "--follow-a") && more) follow[0] = argv[++i];
@@ -211,7 +247,7 @@ int main(int argc, char **argv)
         goto out;
     }
     for (int i = 0; i < 2; i++) {
-        if (pick(files[i], keys[i], &prof[i], &k[i])) goto out;
+        if (pick(p, files[i], keys[i], &prof[i], &k[i])) goto out;
         if (mosaic_pkernel_prepare(p, k[i], files[i], &pk[i], err, sizeof err)) {
             fprintf(stderr, "mosaic-predict: %s\n", err);
             goto out;
@@ -233,34 +269,51 @@ int main(int argc, char **argv)
         goto out;
     }
     if (q.mode == MOSAIC_MODE_PARTITIONED) {
-        int n = mosaic_predictor_gpu(p)->sm_count;
-        if (sms < 0) sms = n / 2;
+        const struct mosaic_gpu_desc *g = mosaic_predictor_gpu(p);
+        int n = g->sm_count, al = g->sm_partition_align > 1 ? g->sm_partition_align : 1;
+        /* half the SMs rounded down to the partitions' alignment, as
+         * mosaic-zoo corun splits by default (64/68 on the H200) */
+        if (sms < 0) sms = n / 2 / al * al;
         if (sms >= n) {
             fprintf(stderr, "mosaic-predict: --sms %d: must be below %d (B gets the rest)\n",
                     sms, n);
             goto out;
         }
+        if (mosaic_gpu_split_check(g, sms, n - sms, err, sizeof err)) {
+            fprintf(stderr, "mosaic-predict: --sms %d: %s\n", sms, err);
+            goto out;
+        }
         q.sms_a = sms;
         q.sms_b = n - sms;
     }
-    if (mosaic_predict(p, &q, &r, err, sizeof err)) {
+    if (mosaic_predict(p, &q, &ans, err, sizeof err)) {
         fprintf(stderr, "mosaic-predict: %s\n", err);
         goto out;
     }
     printf("mode %s", mode);
     if (q.mode == MOSAIC_MODE_PARTITIONED) printf(", SMs %d/%d", q.sms_a, q.sms_b);
-    else printf(", %s dispatched first", q.b_first ? "B" : "A");
-    printf(", models %s\n", models);
-    printf("%-4s %10s %10s %8s %8s %7s | %9s %8s %8s %8s\n", "", "iso_us", "corun_us",
-           "slowdown", "start_us", "waves", "placement", "packing", "inter_sm", "intra_sm");
-    for (int i = 0; i < 2; i++) {
-        const struct mosaic_pred_kernel *x = &r.k[i];
-        printf("%-4s %10.2f %10.2f %8.3f %8.2f %7.2f | %9.3f %8.3f %8.3f %8.3f\n",
-               i ? "B" : "A", x->iso_us, x->duration_us, x->slowdown, x->start_us, x->waves,
-               x->placement, x->packing, x->inter_sm, x->intra_sm);
+    printf(", B enqueued %+.2f us after A, models %s\n", q.offset_us, models);
+    for (int o = 0; o < ans.n_orders; o++) {
+        const struct mosaic_pred_result *r = &ans.order[o].r;
+        if (q.mode == MOSAIC_MODE_SHARED)
+            printf("order %s dispatched first, likelihood %.3f (%s)\n",
+                   ans.order[o].b_first ? "B" : "A", ans.order[o].likelihood,
+                   ans.n_orders > 1 ? "within the dispatch jitter: the GPU picks"
+                                    : "beyond the dispatch jitter: follows from the offset");
+        printf("%-4s %10s %10s %8s %8s %7s | %9s %8s %8s %8s\n", "", "iso_us", "corun_us",
+               "slowdown", "start_us", "waves", "placement", "packing", "inter_sm", "intra_sm");
+        for (int i = 0; i < 2; i++) {
+            const struct mosaic_pred_kernel *x = &r->k[i];
+            printf("%-4s %10.2f %10.2f %8.3f %8.2f %7.2f | %9.3f %8.3f %8.3f %8.3f\n",
+                   i ? "B" : "A", x->iso_us, x->duration_us, x->slowdown, x->start_us, x->waves,
+                   x->placement, x->packing, x->inter_sm, x->intra_sm);
+        }
+        printf("overlap %.2f us, co-resident fraction of the overlap %.2f\n", r->overlap_us,
+               r->coresident);
     }
-    printf("overlap %.2f us, co-resident fraction of the overlap %.2f\n", r.overlap_us,
-           r.coresident);
+    printf("conservative %s: %.2f us, slowdown %.3f (the worse of %d order%s for it)\n",
+           ans.protect ? "B" : "A", ans.conservative_us, ans.conservative_slowdown,
+           ans.n_orders, ans.n_orders > 1 ? "s" : "");
     printf("A: %s\nB: %s\n", mosaic_pkernel_key(pk[0]), mosaic_pkernel_key(pk[1]));
     rc = 0;
 out:

@@ -371,19 +371,8 @@ int cmd_corun(void)
         goto out;
     }
     clear_err();
-    if (g_opt.partitioned) {
-        cfg_open_split(&C.a, &C.b, g_opt.split);
-    } else {
-        cfg_open_full(&C.a, "shared_a");
-        cfg_open_full(&C.b, "shared_b");
-    }
-    cfg_check(&C.a, NULL);
-    cfg_check(&C.b, g_opt.partitioned ? &C.a : NULL);
-    if (!C.a.ok || !C.b.ok) {
-        fprintf(stderr, "mosaic-zoo: no streams for the co-runs: %s\n",
-                C.a.ok ? C.b.err : C.a.err);
+    if (cfg_open_corun_pair(&C.a, &C.b, g_opt.partitioned, g_opt.split))
         goto out;
-    }
     for (i = 0; i < n_pairs && !should_stop(); i++) {
         if (g_opt.order_ab && !should_stop())
             corun_measure(&C, pairs[2 * i], pairs[2 * i + 1], 0);

@@ -248,3 +248,21 @@ void j_cfg(const struct xcfg *c)
     j_int("sms_requested", c->sms_requested);
     j_bool("green", c->green);
 }
+
+int cfg_open_corun_pair(struct xcfg *a, struct xcfg *b, int partitioned, int x)
+{
+    if (partitioned) {
+        cfg_open_split(a, b, x);
+    } else {
+        cfg_open_full(a, "shared_a");
+        cfg_open_full(b, "shared_b");
+    }
+    cfg_check(a, NULL);
+    cfg_check(b, partitioned ? a : NULL);
+    if (!a->ok || !b->ok) {
+        fprintf(stderr, "mosaic-zoo: no streams for the co-runs: %s\n",
+                a->ok ? b->err : a->err);
+        return -1;
+    }
+    return 0;
+}

@@ -43,6 +43,13 @@ void cfg_close(struct xcfg *c);
  * not share an SM.
  */
 void cfg_check(struct xcfg *c, const struct xcfg *other);
+/*
+ * The two configurations of a co-run, opened and checked: each kernel on
+ * all SMs ("shared_a", "shared_b"), or A on a green context of x SMs and B
+ * on the rest (partitioned). Returns 0, or -1 after saying on stderr why
+ * there are no streams.
+ */
+int cfg_open_corun_pair(struct xcfg *a, struct xcfg *b, int partitioned, int x);
 /* "sms", "sms_requested", "green" of c. */
 void j_cfg(const struct xcfg *c);
 

@@ -43,6 +43,7 @@ CUfunction fake_function_create(const char *name, int regs, int static_smem);
 CUkernel fake_kernel_create(const char *name, int regs, int static_smem);
 void fake_tally(struct fake_tally *out);
 void fake_reset(void);
+CUresult fake_sim_event_ns(CUevent event, double *ns);
 
 /* ------------------------------------------------------------------------
  * Handles: heap structs whose first field is a magic tag, so that every API
@@ -1540,6 +1541,16 @@ CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart,
                                CUevent hEnd)
 {
     return cuEventElapsedTime(pMilliseconds, hStart, hEnd);
+}
+
+/* The time an event completed, in ns of CLOCK_MONOTONIC: the one clock of
+ * every process on a simulated GPU, so that tests can compare the events
+ * of two processes (cuEventElapsedTime compares only one's). */
+CUresult fake_sim_event_ns(CUevent event, double *ns)
+{
+    struct event *e;
+    CUresult r = ns == NULL ? CUDA_ERROR_INVALID_VALUE : get_event(event, &e);
+    return r == CUDA_SUCCESS ? event_time(e, ns) : r;
 }
 
 static CUresult stream_wait_event(CUstream hs, CUevent he, unsigned flags)

@@ -57,6 +57,10 @@ enum fake_entry {
     FAKE_ENTRY_COUNT
 };
 
+/* fake_sim_event_ns(event, &ns): when a completed event completed, in ns of
+ * CLOCK_MONOTONIC (the clock every process on a simulated GPU shares). */
+typedef CUresult (*fake_sim_event_ns_fn)(CUevent event, double *ns);
+
 typedef void (*fake_tally_fn)(struct fake_tally *out);
 typedef void (*fake_reset_fn)(void);
 

@@ -55,7 +55,10 @@
 #define SIM_MAX_SLEEP_NS 20e6
 /* A kernel is never slowed to below this rate (it always progresses). */
 #define SIM_MIN_RATE 0.02
-/* H200 copy bandwidth, read + write, on all 132 SMs (DESIGN.md). */
+/* H200 copy bandwidth, read + write, from 128 SMs on: the first
+ * green-context copy runs (driver 580.159.04, CUDA 13.0), the value
+ * predictor/gpu.c's curve ends at; written here again on purpose, since
+ * the simulated GPU shares no code with the predictor (docs/simgpu.md). */
 #define SIM_PEAK_BPS 3918e9
 
 static double now_ns(void)

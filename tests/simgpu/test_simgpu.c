@@ -37,6 +37,9 @@
 /* Every duration is stretched this much (kernels of milliseconds). */
 #define SCALE 100.0
 
+/* The fake driver's clock of an event (fake_cuda.h), linked directly. */
+CUresult fake_sim_event_ns(CUevent event, double *ns);
+
 #define COPY_128M "_Z6k_copyPK6float4PS_m|grid=8192,1,1|block=256,1,1|dsmem=0"
 #define COPY_1G "_Z6k_copyPK6float4PS_m|grid=131072,1,1|block=128,1,1|dsmem=0"
 
@@ -632,7 +635,7 @@ static void test_dispatch_order(void **state)
 struct pair_shared {
     uint32_t gate;
     _Atomic int ready;
-    double start_ms[2], span_ms[2], ref_err_ms[2];
+    double start_ms[2], span_ms[2];
     int ok[2];
 };
 
@@ -643,20 +646,13 @@ static void pair_child(struct pair_shared *sh, int who)
     CUmodule m;
     CUfunction f;
     CUstream s;
-    CUevent ref, b, e;
+    CUevent b, e;
     if (cuModuleLoadData(&m, "_Z6k_copyPK6float4PS_m") != CUDA_SUCCESS ||
         cuModuleGetFunction(&f, m, "_Z6k_copyPK6float4PS_m") != CUDA_SUCCESS ||
         cuStreamCreate(&s, 0) != CUDA_SUCCESS ||
-        cuEventCreate(&ref, 0) != CUDA_SUCCESS ||
         cuEventCreate(&b, 0) != CUDA_SUCCESS ||
         cuEventCreate(&e, 0) != CUDA_SUCCESS)
         _exit(2);
-    /* ref is recorded on an idle stream, so at the host time of the call:
-     * bracketed by two clock reads, whose distance bounds the error. */
-    double before = now_ms();
-    cuEventRecord(ref, s);
-    double ref_ms = now_ms();
-    sh->ref_err_ms[who] = ref_ms - before;
     cuStreamWaitValue32(s, (CUdeviceptr)(uintptr_t)&sh->gate, 1,
                         CU_STREAM_WAIT_VALUE_GEQ);
     cuEventRecord(b, s);
@@ -665,10 +661,12 @@ static void pair_child(struct pair_shared *sh, int who)
     atomic_fetch_add(&sh->ready, 1);
     if (cuStreamSynchronize(s) != CUDA_SUCCESS)
         _exit(3);
-    float ms_start, ms_span;
-    cuEventElapsedTime(&ms_start, ref, b);
-    cuEventElapsedTime(&ms_span, b, e);
-    sh->start_ms[who] = ref_ms + ms_start;
+    float ms_span;
+    double start_ns;
+    if (cuEventElapsedTime(&ms_span, b, e) != CUDA_SUCCESS ||
+        fake_sim_event_ns(b, &start_ns) != CUDA_SUCCESS)
+        _exit(4);
+    sh->start_ms[who] = start_ns / 1e6; /* one clock for both processes */
     sh->span_ms[who] = ms_span;
     sh->ok[who] = 1;
     /* _exit: the child's streams are reaped once its parent waited for it;
@@ -685,7 +683,7 @@ static void test_two_processes_measured_pair(void **state)
     double iso = profile_ns(COPY_1G) * SCALE / 1e6;
     struct spread sp = self_spread("copy_1G");
     int attempt;
-    for (attempt = 0; attempt < 8; attempt++) {
+    for (attempt = 0; attempt < 12; attempt++) {
         struct pair_shared *sh = mmap(NULL, sizeof *sh,
                                       PROT_READ | PROT_WRITE,
                                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -707,12 +705,11 @@ static void test_two_processes_measured_pair(void **state)
         }
         assert_true(sh->ok[0] && sh->ok[1]);
         double offset = sh->start_ms[1] - sh->start_ms[0];
-        double err = sh->ref_err_ms[0] + sh->ref_err_ms[1];
         double s0 = sh->span_ms[0] / iso, s1 = sh->span_ms[1] / iso;
         munmap(sh, sizeof *sh);
         /* A joint start, as in the measurement: a later joiner meets less
          * of the first kernel and waits less than the measured second. */
-        if (fabs(offset) + err > 0.01 * iso) {
+        if (fabs(offset) > 0.01 * iso) {
             print_message("pair started %.2f ms apart (load); again\n",
                           offset);
             continue; /* the host started them too far apart to co-run */
@@ -728,7 +725,7 @@ static void test_two_processes_measured_pair(void **state)
                     second <= sp.second_hi * 1.03);
         break;
     }
-    assert_true(attempt < 8);
+    assert_true(attempt < 12);
 }
 
 /* A process killed while its kernel runs stops slowing the others: its
@@ -737,48 +734,63 @@ static void test_killed_process(void **state)
 {
     (void)state;
     struct kern mine = kern("k_mine__simus1000"); /* 100 ms at the scale */
-    _Atomic int *ready = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
-                              MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    assert_true(ready != MAP_FAILED);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        CUmodule m;
-        CUfunction f;
-        CUstream s;
-        if (cuModuleLoadData(&m, "k_theirs__simus10000") != CUDA_SUCCESS ||
-            cuModuleGetFunction(&f, m, "k_theirs__simus10000") !=
-                CUDA_SUCCESS ||
-            cuStreamCreate(&s, 0) != CUDA_SUCCESS ||
-            cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL) !=
-                CUDA_SUCCESS)
-            _exit(2);
-        atomic_store(ready, 1);
-        for (;;)
-            cuStreamQuery(s); /* takes the segment's lock over and over */
+    int attempt;
+    for (attempt = 0; attempt < 4; attempt++) {
+        _Atomic int *ready = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+                                  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        assert_true(ready != MAP_FAILED);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            CUmodule m;
+            CUfunction f;
+            CUstream s;
+            if (cuModuleLoadData(&m, "k_theirs__simus10000") != CUDA_SUCCESS ||
+                cuModuleGetFunction(&f, m, "k_theirs__simus10000") !=
+                    CUDA_SUCCESS ||
+                cuStreamCreate(&s, 0) != CUDA_SUCCESS ||
+                cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL) !=
+                    CUDA_SUCCESS)
+                _exit(2);
+            atomic_store(ready, 1);
+            for (;;) {
+                cuStreamQuery(s); /* busy with the segment until killed */
+                usleep(200);
+            }
+        }
+        while (atomic_load(ready) == 0)
+            sleep_ms(1);
+        CUstream s = stream();
+        CUevent e0 = event(), e1 = event();
+        uint32_t *g = gate(s);
+        assert_int_equal(cuEventRecord(e0, s), CUDA_SUCCESS);
+        assert_int_equal(go(&mine, s), CUDA_SUCCESS);
+        assert_int_equal(cuEventRecord(e1, s), CUDA_SUCCESS);
+        double t0 = now_ms();
+        open_gate(g);
+        sleep_ms(20);
+        kill(pid, SIGKILL);
+        double killed_at = now_ms() - t0;
+        int st;
+        assert_int_equal(waitpid(pid, &st, 0), pid);
+        alarm(20); /* a wedged segment fails the test instead of hanging */
+        assert_int_equal(cuStreamSynchronize(s), CUDA_SUCCESS);
+        alarm(0);
+        double ms = elapsed(e0, e1);
+        munmap((void *)ready, 4096);
+        cuMemFreeHost(g);
+        cuStreamDestroy(s);
+        destroy_events(NULL);
+        print_message("100 ms kernel, co-runner killed after %.1f ms: %.1f "
+                      "ms\n", killed_at, ms);
+        if (killed_at > 100)
+            continue; /* the host slept too long for the kill to matter */
+        /* Slowed (2x, the rule for two unprofiled kernels) only until the
+         * other process died and was reaped; 200 ms if it had not been. */
+        assert_true(ms >= 100 && ms < 190);
+        break;
     }
-    while (atomic_load(ready) == 0)
-        sleep_ms(1);
-    CUstream s = stream();
-    CUevent e0 = event(), e1 = event();
-    assert_int_equal(cuEventRecord(e0, s), CUDA_SUCCESS);
-    assert_int_equal(go(&mine, s), CUDA_SUCCESS);
-    assert_int_equal(cuEventRecord(e1, s), CUDA_SUCCESS);
-    sleep_ms(20);
-    kill(pid, SIGKILL);
-    int st;
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    alarm(20); /* a wedged segment fails the test instead of hanging it */
-    assert_int_equal(cuStreamSynchronize(s), CUDA_SUCCESS);
-    alarm(0);
-    double ms = elapsed(e0, e1);
-    print_message("100 ms kernel, co-runner killed after ~20 ms: %.1f ms\n",
-                  ms);
-    /* Slowed (2x, the rule for two unprofiled kernels) only until the
-     * other process died and was reaped; 200 ms if it had not been. */
-    assert_true(ms >= 100 && ms < 190);
-    munmap((void *)ready, 4096);
-    cuStreamDestroy(s);
+    assert_true(attempt < 4);
 }
 
 /* Processes killed at random moments while they hammer the segment's lock
@@ -1038,8 +1050,14 @@ int main(void)
         cmocka_unit_test_teardown(test_bad_data_files, destroy_events),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    char path[128];
-    snprintf(path, sizeof path, "/mosaic-simgpu.%s", segment);
-    shm_unlink(path);
+    /* This run's segments, whether or not a failed test removed its own. */
+    static const char *const suffix[] = { "", "-demo", "-prio", "-stale",
+                                          "-bad" };
+    for (size_t i = 0; i < sizeof suffix / sizeof suffix[0]; i++) {
+        char path[128];
+        snprintf(path, sizeof path, "/mosaic-simgpu.%s%s", segment,
+                 suffix[i]);
+        shm_unlink(path);
+    }
     return failed;
 }
