@@ -21,8 +21,9 @@
  * from its progress with the BE kernels running and the candidate: each
  * HP kernel runs at 1 / (1 + f * sum_b (s_hb - 1)) of its isolated speed
  * while BE kernels b run, s_hb the predictor's slowdown of that HP kernel
- * beside b (the worse of the two dispatch orders, since the order is not
- * known beforehand) and f >= 1 the drift factor below. While no request is
+ * beside b (the predictor's conservative value: the worse of the two
+ * dispatch orders, since the order is not known beforehand) and f >= 1 the
+ * drift factor below. While no request is
  * in flight the same test is made for the next request, expected at the
  * last end plus the shortest gap seen between requests: a BE kernel that
  * is still running then slows it just the same.
@@ -202,24 +203,24 @@ static const struct pair *pair_get(struct model *m, const struct kinfo *h, const
     p->s_hp = p->s_be = NAN;
     m->pcount++;
     if (m->pred && h->pk && b->pk) {
-        double shp = 0, sbe = 0;
-        int ok = 1;
-        for (int order = 0; order < 2 && ok; order++) {
-            struct mosaic_pred_query q = {.a = h->pk, .b = b->pk, .mode = MOSAIC_MODE_SHARED,
-                                          .b_first = order};
-            struct mosaic_pred_result r;
-            char err[512];
-            if (mosaic_predict(m->pred, &q, &r, err, sizeof(err)) != 0) {
-                mosaic__dlog(MOSAIC__L_WARN, "predictor: %s", err);
-                ok = 0;
-                break;
+        /* Launched together (offset 0): both dispatch orders can happen,
+         * and the predictor's conservative value for the protected HP
+         * kernel is its worse one (issue 9's API). The BE kernel's worst
+         * order keeps the overlap estimate on the safe side. */
+        struct mosaic_pred_query q = {.a = h->pk, .b = b->pk, .mode = MOSAIC_MODE_SHARED,
+                                      .offset_us = 0, .protect = 0};
+        struct mosaic_pred_answer ans;
+        char err[512];
+        double sbe = 0;
+        if (mosaic_predict(m->pred, &q, &ans, err, sizeof(err)) != 0) {
+            mosaic__dlog(MOSAIC__L_WARN, "predictor: %s", err);
+        } else {
+            for (int o = 0; o < ans.n_orders && o < 2; o++)
+                sbe = fmax(sbe, ans.order[o].r.k[1].slowdown);
+            if (isfinite(ans.conservative_slowdown) && isfinite(sbe) && sbe > 0) {
+                p->s_hp = fmax(1.0, ans.conservative_slowdown);
+                p->s_be = fmax(1.0, sbe);
             }
-            shp = fmax(shp, r.k[0].slowdown);
-            sbe = fmax(sbe, r.k[1].slowdown);
-        }
-        if (ok && isfinite(shp) && isfinite(sbe)) {
-            p->s_hp = fmax(1.0, shp);
-            p->s_be = fmax(1.0, sbe);
         }
     }
     return p;

@@ -54,9 +54,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The workloads: one family (conv) for both, so that the fold model that
-# left conv out of training (predictor/models/h200/lofo/conv) predicts
-# pairs it never saw, as a deployment meets kernels it never saw. HP: three
+# The workloads: one family (conv) for both, so that the lockbox models,
+# trained without conv (predictor/models/h200/LOCKBOX), predict pairs they
+# never saw, as a deployment meets kernels it never saw. HP: three
 # 3x3 convolutions (1.12 ms on the H200), one request each, 16 ms apart
 # (wall time: about 70% of the HP service's capacity at scale 20); BE:
 # a training step of two larger convolutions (0.71 ms).
@@ -69,7 +69,7 @@ be_keys=(
   '_Z9k_conv3x3PKfS0_Pfiiii|grid=16,4,32|block=16,16,1|dsmem=14976'
   '_Z9k_conv3x3PKfS0_Pfiiii|grid=1,16,8|block=16,16,1|dsmem=14976'
 )
-models=$root/predictor/models/h200/lofo/conv
+models=$root/predictor/models/h200/lockbox
 profiles=$root/profiler/data/h200
 hp_args=(--requests "$requests" --warmup 3 --gap-ms 16)
 for k in "${hp_keys[@]}"; do hp_args+=(--kernel "$k"); done

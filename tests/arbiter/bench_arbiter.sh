@@ -25,4 +25,4 @@ MOSAIC_ROLE=hp MOSAIC_SCHED_SOCKET=$dir/s.sock LD_PRELOAD=$build/lib/libmosaic.s
 echo "== BE grant round trip and HP post (client library, policy none) =="
 "$bin/bench_sched_grant" "$dir/s.sock" 20000 200000
 echo "== admission decision (policy mosaic) =="
-"$bin/bench_decide" "$root/profiler/data/h200" "$root/predictor/models/h200/lofo/conv"
+"$bin/bench_decide" "$root/profiler/data/h200" "$root/predictor/models/h200/lockbox"
