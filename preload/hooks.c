@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "sched_link.h"
 
 _Atomic int mosaic__active_captures;
 static unsigned char hook_is_ptsz[MOSAIC__HOOK_COUNT];
@@ -54,6 +55,9 @@ MOSAIC__X_TYPEDEF(graph_update_v2)
 MOSAIC__X_TYPEDEF(graph_exec_destroy)
 MOSAIC__X_TYPEDEF(library_get_kernel)
 MOSAIC__X_TYPEDEF(library_enum_kernels)
+MOSAIC__X_TYPEDEF(stream_sync)
+MOSAIC__X_TYPEDEF(ctx_sync)
+MOSAIC__X_TYPEDEF(event_sync)
 #undef MOSAIC__X_TYPEDEF
 
 /*
@@ -129,6 +133,7 @@ static void note_launch(const struct mosaic__binding *b, int hook,
     atomic_fetch_add_explicit(&mosaic__ctr[sh].launches[hook], 1,
                               memory_order_relaxed);
     mosaic__kernel_count_config(k, sh, grid, block, dyn_smem);
+    mosaic__sched_hp_launched(fn, grid, block, dyn_smem);
 }
 
 /* ---- cuGetProcAddress ------------------------------------------------- */
@@ -209,6 +214,8 @@ h_launch(int hook, MOSAIC__P_launch)
     CUresult r;
     MOSAIC__REAL(launch);
 
+    mosaic__sched_be_gate(b, hook, f, NULL, stream, (unsigned[3]){gx, gy, gz},
+                          (unsigned[3]){bx, by, bz}, shmem);
     r = real(MOSAIC__A_launch);
     if (mosaic__observing())
         note_launch(b, hook, f, stream, r, (unsigned[3]){gx, gy, gz},
@@ -222,6 +229,13 @@ h_launch_ex(int hook, MOSAIC__P_launch_ex)
     CUresult r;
     MOSAIC__REAL(launch_ex);
 
+    if (config)
+        mosaic__sched_be_gate(b, hook, f, NULL, config->hStream,
+                              (unsigned[3]){config->gridDimX, config->gridDimY,
+                                            config->gridDimZ},
+                              (unsigned[3]){config->blockDimX, config->blockDimY,
+                                            config->blockDimZ},
+                              config->sharedMemBytes);
     r = real(MOSAIC__A_launch_ex);
     if (mosaic__observing() && config)
         note_launch(b, hook, f, config->hStream, r,
@@ -241,6 +255,8 @@ h_launch_coop(int hook, MOSAIC__P_launch_coop)
     CUresult r;
     MOSAIC__REAL(launch_coop);
 
+    mosaic__sched_be_gate(b, hook, f, NULL, stream, (unsigned[3]){gx, gy, gz},
+                          (unsigned[3]){bx, by, bz}, shmem);
     r = real(MOSAIC__A_launch_coop);
     if (mosaic__observing())
         note_launch(b, hook, f, stream, r, (unsigned[3]){gx, gy, gz},
@@ -254,6 +270,7 @@ h_graph_launch(int hook, MOSAIC__P_graph_launch)
     CUresult r;
     MOSAIC__REAL(graph_launch);
 
+    mosaic__sched_be_gate(b, hook, NULL, exec, stream, NULL, NULL, 0);
     r = real(MOSAIC__A_graph_launch);
     if (!mosaic__observing())
         return r;
@@ -268,6 +285,7 @@ h_graph_launch(int hook, MOSAIC__P_graph_launch)
         MOSAIC__INC(graph_launches);
         if (mosaic__graph_note_launch(exec) < 0)
             MOSAIC__INC(graph_launches_unknown);
+        mosaic__sched_hp_launched(NULL, NULL, NULL, 0);
     }
     return r;
 }
@@ -394,6 +412,42 @@ static CUresult h_library_enum_kernels(int hook,
     return r;
 }
 
+/* ---- synchronisation (sched_link.c) ----------------------------------- */
+
+static CUresult h_stream_sync(int hook, MOSAIC__P_stream_sync)
+{
+    CUresult r;
+    MOSAIC__REAL(stream_sync);
+
+    r = real(MOSAIC__A_stream_sync);
+    if (r == CUDA_SUCCESS)
+        mosaic__sched_synced(stream, 0);
+    return r;
+}
+
+static CUresult h_ctx_sync(int hook, int unused)
+{
+    CUresult r;
+    MOSAIC__REAL(ctx_sync);
+
+    (void)unused;
+    r = real();
+    if (r == CUDA_SUCCESS)
+        mosaic__sched_synced(NULL, 1);
+    return r;
+}
+
+static CUresult h_event_sync(int hook, MOSAIC__P_event_sync)
+{
+    CUresult r;
+    MOSAIC__REAL(event_sync);
+
+    r = real(MOSAIC__A_event_sync);
+    if (r == CUDA_SUCCESS)
+        mosaic__sched_synced(NULL, 0);
+    return r;
+}
+
 /* ---- the exported wrappers, generated from the hook list -------------- */
 
 #define MOSAIC__X_WRAP(sym, fam, is_launch)                      \
@@ -441,6 +495,11 @@ static void *const foreign_wrappers[MOSAIC__HOOK_COUNT] = {
 #define MOSAIC__STABLE_graph_exec_destroy 1
 #define MOSAIC__STABLE_library_get_kernel 1
 #define MOSAIC__STABLE_library_enum_kernels 1
+#define MOSAIC__STABLE_stream_sync 1
+#define MOSAIC__STABLE_event_sync 1
+/* cuCtxSynchronize gained a _v2 (with a context argument) in CUDA 12.x
+ * headers; by name alone the ABI is not certain. */
+#define MOSAIC__STABLE_ctx_sync 0
 #define MOSAIC__STABLE_getproc_v1 0
 #define MOSAIC__STABLE_getproc_v2 0
 #define MOSAIC__STABLE_capture_begin_v1 0

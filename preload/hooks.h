@@ -87,6 +87,17 @@
 #define MOSAIC__P_graph_exec_destroy CUgraphExec exec
 #define MOSAIC__A_graph_exec_destroy exec
 
+/* Synchronisation: the end of a learned HP request, a BE kernel done
+ * (preload/sched_link.c). */
+#define MOSAIC__P_stream_sync CUstream stream
+#define MOSAIC__A_stream_sync stream
+/* No parameters: the handler takes one unused int so that the generated
+ * call `h_ctx_sync(hook, 0)` is valid C. */
+#define MOSAIC__P_ctx_sync void
+#define MOSAIC__A_ctx_sync 0
+#define MOSAIC__P_event_sync CUevent event
+#define MOSAIC__A_event_sync event
+
 #define MOSAIC__P_library_get_kernel \
     CUkernel *kernel, CUlibrary lib, const char *name
 #define MOSAIC__A_library_get_kernel kernel, lib, name
@@ -120,7 +131,11 @@
     X(cuGraphExecUpdate_v2, graph_update_v2, 0)                            \
     X(cuGraphExecDestroy, graph_exec_destroy, 0)                           \
     X(cuLibraryGetKernel, library_get_kernel, 0)                           \
-    X(cuLibraryEnumerateKernels, library_enum_kernels, 0)
+    X(cuLibraryEnumerateKernels, library_enum_kernels, 0)                  \
+    X(cuStreamSynchronize, stream_sync, 0)                                 \
+    X(cuStreamSynchronize_ptsz, stream_sync, 0)                            \
+    X(cuCtxSynchronize, ctx_sync, 0)                                       \
+    X(cuEventSynchronize, event_sync, 0)
 
 enum mosaic__hook {
 #define MOSAIC__X_ENUM(sym, fam, is_launch) MOSAIC__HOOK_##sym,

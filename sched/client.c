@@ -62,6 +62,10 @@ struct mosaic_sched_client {
     uint32_t reconnect_ms;
     _Atomic uint32_t be_timeout_ms;
     _Atomic int be_on_timeout;
+    /* When a BE caller first found the daemon away (0: connected). The
+     * timeout runs from then, not per kernel: once it has passed, every BE
+     * kernel runs uncontrolled at once until the daemon is back. */
+    _Atomic uint64_t be_away_since;
     _Atomic(struct conn *) cur;
     _Atomic int role;
     _Atomic uint64_t generation;
@@ -496,6 +500,18 @@ static struct conn *live(struct mosaic_sched_client *c, int role)
     return k;
 }
 
+MOSAIC__EXPORT uint64_t mosaic_sched_kernel_id(const char *key)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+
+    for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
+        h ^= *p;
+        h *= 0x100000001b3ull;
+    }
+    /* 0 means "no kernel" on the ring (a graph of unknown kernels). */
+    return h ? h : 1;
+}
+
 static int hp_post(struct mosaic_sched_client *c, int type, uint64_t id, uint64_t value)
 {
     struct conn *k = live(c, MOSAIC_SCHED_ROLE_HP);
@@ -564,7 +580,7 @@ MOSAIC__EXPORT int mosaic_sched_be_admit(struct mosaic_sched_client *c, uint64_t
                                          uint64_t predicted_ns, int *outcome)
 {
     uint32_t ticket = atomic_fetch_add(&c->next_ticket, 1);
-    uint64_t start = mosaic__now_ns(), away_since = 0;
+    uint64_t start = mosaic__now_ns(), away_since;
     struct conn *posted = NULL;
 
     *outcome = MOSAIC_SCHED_UNCONTROLLED;
@@ -577,8 +593,13 @@ MOSAIC__EXPORT int mosaic_sched_be_admit(struct mosaic_sched_client *c, uint64_t
             uint64_t limit = (uint64_t)atomic_load(&c->be_timeout_ms) * 1000000ull;
             if (atomic_load(&c->cur))
                 return MOSAIC_EINVAL; /* connected, but not as BE */
-            if (!away_since)
+            away_since = atomic_load(&c->be_away_since);
+            if (!away_since) {
+                uint64_t zero = 0;
                 away_since = now;
+                if (!atomic_compare_exchange_strong(&c->be_away_since, &zero, now))
+                    away_since = zero;
+            }
             if (now - away_since >= limit) {
                 if (atomic_load(&c->be_on_timeout) == MOSAIC_SCHED_TIMEOUT_RUN)
                     return 0;
@@ -589,7 +610,7 @@ MOSAIC__EXPORT int mosaic_sched_be_admit(struct mosaic_sched_client *c, uint64_t
             mosaic__futex_wait(&c->gen_futex, gen, 10000);
             continue;
         }
-        away_since = 0;
+        atomic_store(&c->be_away_since, 0);
         if (posted != k) {
             if (post(c, k, MOSAIC__EV_BE_WANT, ticket, kernel_id, predicted_ns) != 0) {
                 /* BE may wait: give the daemon a moment to drain. */

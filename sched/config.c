@@ -33,7 +33,7 @@ enum ktype { K_STR, K_UINT, K_MODE, K_SLO, K_ENUM };
     X("slo", K_SLO, slo, 0, 0, NULL, "1.25",                                           \
       "a number above 1.0: the HP p99 bound as a multiple of its isolated p99")        \
     X("policy", K_ENUM, policy, 0, 0, policy_names, "hold-be",                         \
-      "none or hold-be")                                                               \
+      "none, hold-be, mps-priority, orion or mosaic")                                  \
     X("metrics-port", K_UINT, metrics_port, 0, 65535, NULL, "9464",                    \
       "a TCP port on 127.0.0.1, or 0 for no metrics")                                  \
     X("mps", K_ENUM, mps, 0, 0, mps_names, "check", "check, start or off")             \
@@ -56,9 +56,14 @@ enum ktype { K_STR, K_UINT, K_MODE, K_SLO, K_ENUM };
     X("be-on-timeout", K_ENUM, be_on_timeout, 0, 0, timeout_names, "run",              \
       "run or hold")                                                                   \
     X("log-level", K_ENUM, log_level, 0, 0, level_names, "info",                       \
-      "error, warn, info or debug")
+      "error, warn, info or debug")                                                    \
+    X("profile-dir", K_STR, profile_dir, 0, 0, NULL, "",                               \
+      "a directory of mosaic-profile/1 files, or empty for none")                      \
+    X("model-dir", K_STR, model_dir, 0, 0, NULL, "",                                   \
+      "the predictor's model directory, or empty for none")
 
-static const char *const policy_names[] = {"none", "hold-be", NULL};
+static const char *const policy_names[] = {"none", "hold-be", "mps-priority", "orion", "mosaic",
+                                           NULL};
 static const char *const mps_names[] = {"check", "start", "off", NULL};
 static const char *const timeout_names[] = {"run", "hold", NULL};
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
@@ -103,7 +108,7 @@ const char *mosaic__config_key(int i)
 
 const char *mosaic__policy_name(int policy)
 {
-    return policy >= 0 && policy < 2 ? policy_names[policy] : "?";
+    return policy >= 0 && policy < MOSAIC__POLICY_COUNT ? policy_names[policy] : "?";
 }
 
 static const struct key *find_key(const char *name)

@@ -202,11 +202,21 @@ struct daemon {
 
 static char tag_listen, tag_signal, tag_metrics;
 
+static void policy_event(struct daemon *d, int type, uint32_t client, uint64_t id, uint64_t ts)
+{
+    struct mosaic__policy_event e = {.type = type, .client_id = client, .id = id, .ts_ns = ts};
+
+    if (d->policy.observe)
+        d->policy.observe(d->policy.state, &e);
+}
+
 static void client_free(struct daemon *d, struct client *c, const char *why)
 {
     if (c->active)
         mosaic__dlog(MOSAIC__L_INFO, "client %u (pid %d, %s) gone: %s; its state is freed",
                      c->id, (int)c->peer.pid, mosaic__role_str(c->role), why);
+    if (c->active)
+        policy_event(d, MOSAIC__PEV_CLIENT_GONE, c->id, 0, mosaic__now_ns());
     epoll_ctl(d->ep, EPOLL_CTL_DEL, c->fd, NULL);
     close(c->fd);
     mosaic__shm_unmap(&c->shm);
@@ -420,6 +430,7 @@ static void handle_event(struct daemon *d, struct client *c, const struct mosaic
             c->open[c->nopen].begin_ns = e->value;
             c->open[c->nopen].seen_ns = mosaic__now_ns();
             c->nopen++;
+            policy_event(d, MOSAIC__PEV_HP_BEGIN, c->id, e->id, e->value);
         } else {
             protocol_error(d, c, "more than 64 HP requests open at once");
         }
@@ -430,15 +441,18 @@ static void handle_event(struct daemon *d, struct client *c, const struct mosaic
                 if (e->value >= c->open[i].begin_ns)
                     observe_latency(d, e->value - c->open[i].begin_ns);
                 c->open[i] = c->open[--c->nopen];
+                policy_event(d, MOSAIC__PEV_HP_END, c->id, e->id, e->value);
                 return;
             }
         }
         protocol_error(d, c, "end of an HP request that never began");
         break;
     case MOSAIC__EV_HP_LAUNCH:
+        /* The model-driven policies learn each request type's kernel
+         * sequence from these. */
+        policy_event(d, MOSAIC__PEV_HP_LAUNCH, c->id, e->id, e->value);
+        break;
     case MOSAIC__EV_HP_COMPLETE:
-        /* Kept for the predictor-driven policy (issue 10 item 4), which
-         * needs the HP request's progress; the policies here do not. */
         break;
     case MOSAIC__EV_BE_WANT:
         if (c->nwants >= c->cap_wants) {
@@ -452,6 +466,7 @@ static void handle_event(struct daemon *d, struct client *c, const struct mosaic
     case MOSAIC__EV_BE_DONE:
         if (c->be_in_flight)
             c->be_in_flight--;
+        policy_event(d, MOSAIC__PEV_BE_DONE, c->id, e->id, mosaic__now_ns());
         break;
     default:
         break;
@@ -503,7 +518,7 @@ static unsigned drain(struct daemon *d)
 
 static struct mosaic__sched_view view(struct daemon *d)
 {
-    struct mosaic__sched_view v = {.slo = d->cfg->slo};
+    struct mosaic__sched_view v = {.slo = d->cfg->slo, .now_ns = mosaic__now_ns()};
 
     for (unsigned i = 0; i < d->nclients; i++) {
         struct client *c = d->clients[i];
@@ -552,6 +567,7 @@ static unsigned decide(struct daemon *d)
                 c->be_in_flight++;
                 v.be_in_flight++;
                 here++;
+                policy_event(d, MOSAIC__PEV_BE_GRANT, c->id, w->kernel_id, now);
                 continue;
             }
             if (!w->held) {
@@ -607,12 +623,16 @@ static void tick(struct daemon *d, uint64_t now)
         /* An HP request that never ends (a client bug, a lost event) would
          * hold BE work forever under hold-be: past the timeout it is ended. */
         for (unsigned r = 0; c->active && r < c->nopen; r++) {
-            if (now - c->open[r].seen_ns > (uint64_t)d->cfg->hp_request_timeout_ms * 1000000ull) {
+            /* seen_ns may be later than now (taken when the loop turn
+             * began, before draining): never subtract into a wrap. */
+            if (now > c->open[r].seen_ns &&
+                now - c->open[r].seen_ns > (uint64_t)d->cfg->hp_request_timeout_ms * 1000000ull) {
                 mosaic__dlog(MOSAIC__L_WARN, "client %u (pid %d): HP request %llu open for more "
                              "than %u ms: treated as ended, BE work no longer waits for it "
                              "(raise hp-request-timeout-ms if requests really last this long)",
                              c->id, (int)c->peer.pid, (unsigned long long)c->open[r].id,
                              d->cfg->hp_request_timeout_ms);
+                policy_event(d, MOSAIC__PEV_HP_END, c->id, c->open[r].id, mosaic__now_ns());
                 c->open[r--] = c->open[--c->nopen];
                 d->hp_expired++;
             }
@@ -766,6 +786,8 @@ static size_t metrics_text(struct daemon *d, char *buf, size_t cap)
                   "# HELP mosaic_slo_ratio The configured HP p99 bound over isolated p99.\n"
                   "# TYPE mosaic_slo_ratio gauge\nmosaic_slo_ratio %g\n",
               d->concurrent, d->cfg->slo);
+    if (d->policy.metrics && b.n < b.cap)
+        b.n += d->policy.metrics(d->policy.state, b.p + b.n, b.cap - b.n);
     return b.n;
 }
 
@@ -857,6 +879,14 @@ static int handle_signals(struct daemon *d)
     return 0;
 }
 
+static int any_waiting(const struct daemon *d)
+{
+    for (unsigned i = 0; i < d->nclients; i++)
+        if (d->clients[i]->active && d->clients[i]->nwants)
+            return 1;
+    return 0;
+}
+
 static int run_loop(struct daemon *d)
 {
     struct epoll_event evs[64];
@@ -880,6 +910,11 @@ static int run_loop(struct daemon *d)
             if (drain(d) + decide(d) == 0) {
                 uint64_t left = d->next_tick_ns > now ? d->next_tick_ns - now : 0;
                 timeout = (int)(left / 1000000ull) + 1;
+                /* A held BE kernel may become admissible by time alone (an
+                 * HP request's predicted progress, the gap before the
+                 * next one): look again every millisecond while any waits. */
+                if (timeout > 1 && any_waiting(d))
+                    timeout = 1;
             } else {
                 d->last_activity_ns = mosaic__now_ns();
             }
@@ -922,18 +957,23 @@ int mosaic__daemon_run(const struct mosaic__sched_config *cfg)
 
     mosaic__dlog_level = cfg->log_level;
     signal(SIGPIPE, SIG_IGN);
-    rc = mosaic__policy_get(cfg->policy, &d.policy);
-    if (rc != 0)
+    rc = mosaic__policy_open(cfg, &d.policy, err, sizeof(err));
+    if (rc != 0) {
+        mosaic__dlog(MOSAIC__L_ERROR, "%s", err);
         return rc;
+    }
     d.clients = calloc(cfg->max_clients, sizeof(*d.clients));
-    if (!d.clients)
+    if (!d.clients) {
+        mosaic__policy_close(&d.policy);
         return MOSAIC_ENOMEM;
+    }
     d.concurrent = mosaic__mps_check(cfg, d.mps_msg, sizeof(d.mps_msg));
     mosaic__dlog(d.concurrent ? MOSAIC__L_INFO : MOSAIC__L_WARN, "%s", d.mps_msg);
     rc = mosaic__listen_socket(cfg, &d.lfd, err, sizeof(err));
     if (rc != 0) {
         mosaic__dlog(MOSAIC__L_ERROR, "%s", err);
         free(d.clients);
+        mosaic__policy_close(&d.policy);
         return rc;
     }
     if (cfg->metrics_port) {
@@ -987,5 +1027,6 @@ out:
     if (d.ep >= 0)
         close(d.ep);
     free(d.clients);
+    mosaic__policy_close(&d.policy);
     return rc;
 }

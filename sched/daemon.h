@@ -13,7 +13,9 @@
 
 /* ---- config.c --------------------------------------------------------- */
 
-enum mosaic__policy_id { MOSAIC__POLICY_NONE, MOSAIC__POLICY_HOLD_BE };
+/* The order is the config's `policy` names (config.c). */
+enum mosaic__policy_id { MOSAIC__POLICY_NONE, MOSAIC__POLICY_HOLD_BE, MOSAIC__POLICY_MPS_PRIORITY,
+                         MOSAIC__POLICY_ORION, MOSAIC__POLICY_MOSAIC, MOSAIC__POLICY_COUNT };
 enum mosaic__mps_mode { MOSAIC__MPS_CHECK, MOSAIC__MPS_START, MOSAIC__MPS_OFF };
 enum mosaic__level { MOSAIC__L_ERROR, MOSAIC__L_WARN, MOSAIC__L_INFO, MOSAIC__L_DEBUG };
 
@@ -51,6 +53,8 @@ struct mosaic__sched_config {
     unsigned hp_request_timeout_ms;
     int be_on_timeout;
     int log_level;
+    char profile_dir[4096]; /* mosaic-profile/1 files of HP and BE kernels */
+    char model_dir[4096];   /* the predictor's models (mosaic_predictor_open) */
     struct mosaic__rule rules[MOSAIC__MAX_RULES];
     int nrules;
     int rules_are_default; /* the first `rule` line replaces the default */
@@ -96,6 +100,7 @@ int mosaic__role_decide(const struct mosaic__sched_config *cfg, const struct mos
 
 /* What a policy sees: the node's HP state at the moment of a decision. */
 struct mosaic__sched_view {
+    uint64_t now_ns; /* CLOCK_MONOTONIC, the clients' clock too */
     unsigned hp_clients;
     unsigned hp_requests_in_flight;
     unsigned be_in_flight;
@@ -111,16 +116,66 @@ struct mosaic__be_want {
 
 enum mosaic__decision { MOSAIC__ADMIT, MOSAIC__HOLD };
 
+/* What the daemon tells a policy as it happens, so that a policy can keep
+ * its own model of the HP requests and of the BE kernels running. */
+enum mosaic__pev_type {
+    MOSAIC__PEV_HP_BEGIN,   /* id: request id, ts: the client's begin time */
+    MOSAIC__PEV_HP_END,     /* id: request id, ts: the client's end time */
+    MOSAIC__PEV_HP_LAUNCH,  /* id: kernel id (the profile key's hash) */
+    MOSAIC__PEV_BE_GRANT,   /* id: kernel id, ts: the grant's time */
+    MOSAIC__PEV_BE_DONE,    /* id: kernel id */
+    MOSAIC__PEV_CLIENT_GONE /* everything of client_id is gone */
+};
+
+struct mosaic__policy_event {
+    int type; /* enum mosaic__pev_type */
+    uint32_t client_id;
+    uint64_t id, ts_ns;
+};
+
 /* A policy decides for one waiting BE kernel; the mechanism (rings,
- * wake-ups, accounting, failure) is the daemon's. */
+ * wake-ups, accounting, failure) is the daemon's. observe, metrics and
+ * close may be NULL (a stateless policy). */
 struct mosaic__policy {
     const char *name;
     int (*decide)(void *state, const struct mosaic__sched_view *v,
                   const struct mosaic__be_want *w);
+    void (*observe)(void *state, const struct mosaic__policy_event *e);
+    /* Appends Prometheus text lines to buf; returns the bytes written. */
+    size_t (*metrics)(void *state, char *buf, size_t cap);
+    void (*close)(void *state);
     void *state;
 };
 
+/* The stateless policies (none, hold-be, mps-priority) by id. */
 int mosaic__policy_get(int id, struct mosaic__policy *out);
+/*
+ * Any policy by cfg->policy; the model-driven ones (orion, mosaic) load the
+ * profile store (cfg->profile_dir) and, for mosaic, the predictor
+ * (cfg->model_dir). MOSAIC_ECONFIG with err naming the key and the fix.
+ */
+int mosaic__policy_open(const struct mosaic__sched_config *cfg, struct mosaic__policy *out,
+                        char *err, size_t errlen);
+void mosaic__policy_close(struct mosaic__policy *p);
+
+/* ---- pstore.c: the kernel profile store -------------------------------- */
+
+struct mosaic_kernel;
+struct mosaic__pstore;
+
+/* The 64-bit FNV-1a hash of a profile key: the kernel id clients post. */
+uint64_t mosaic__kernel_id(const char *key);
+/*
+ * Loads every *.profile.json under dir (not recursive). A file that cannot
+ * be read or parsed is skipped and named in the log; the rest are loaded.
+ * *loaded and *skipped count files. MOSAIC_EIO when dir cannot be opened.
+ */
+int mosaic__pstore_load(const char *dir, struct mosaic__pstore **out, unsigned *loaded,
+                        unsigned *skipped, char *err, size_t errlen);
+void mosaic__pstore_free(struct mosaic__pstore *s);
+/* The kernel profiled under this id, or NULL. */
+const struct mosaic_kernel *mosaic__pstore_get(const struct mosaic__pstore *s, uint64_t id);
+size_t mosaic__pstore_count(const struct mosaic__pstore *s);
 
 /* ---- sys.c: systemd and MPS ------------------------------------------- */
 

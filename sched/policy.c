@@ -1,9 +1,8 @@
 /*
- * Admission policies: a policy only decides, for one waiting BE kernel,
- * admit or hold; the daemon owns the mechanism around it. The predictor's
- * eq. 5 policy (issue 10 item 4) plugs in here once the predictor offers
- * its online API; these two exist so that the mechanism can be exercised
- * end to end and compared against.
+ * The stateless admission policies: a policy only decides, for one waiting
+ * BE kernel, admit or hold; the daemon owns the mechanism around it. The
+ * model-driven ones (mosaic: eq. 5 with the predictor; orion) are in
+ * policy_model.c.
  */
 #include "daemon.h"
 
@@ -36,6 +35,13 @@ int mosaic__policy_get(int id, struct mosaic__policy *out)
     switch (id) {
     case MOSAIC__POLICY_NONE:
         *out = (struct mosaic__policy){.name = "none", .decide = decide_none};
+        return 0;
+    case MOSAIC__POLICY_MPS_PRIORITY:
+        /* No control from the daemon: the BE clients run at low MPS client
+         * priority (CUDA_MPS_CLIENT_PRIORITY=1, set by whoever starts them),
+         * the knob a user tries first. Kept as a policy of its own so that
+         * status and metrics name the baseline that was run. */
+        *out = (struct mosaic__policy){.name = "mps-priority", .decide = decide_none};
         return 0;
     case MOSAIC__POLICY_HOLD_BE:
         *out = (struct mosaic__policy){.name = "hold-be", .decide = decide_hold_be};

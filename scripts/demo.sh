@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # Sets up and runs the demo on a machine without a GPU: installs the build
-# dependencies (apt, when root), builds, runs a small program under
-# libmosaic.so over the fake driver, prints the shim's statistics, and shows
-# the launch-coverage results recorded on the H200.
+# dependencies (apt, when root), builds, runs the arbiter side by side with
+# its baselines on the simulated GPU (scripts/arbiter_eval.sh: the table of
+# HP p99 and BE throughput with and without control), runs a small program
+# under libmosaic.so over the fake driver, prints the shim's statistics, and
+# shows the launch-coverage results recorded on the H200.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc 2>/dev/null || echo 2)" >/dev/null
+echo "== the arbiter on a simulated GPU: HP service + BE trainer, each policy and p (about two minutes) =="
+scripts/arbiter_eval.sh --build build --json build/arbiter_eval.json
+echo "(results as JSON: build/arbiter_eval.json; method and discussion: docs/arbiter-eval.md)"
+echo
 stats=$(mktemp -d)/stats.json
 echo "== a program launching 1000 kernels (500 before and after a fork) under libmosaic.so =="
 LD_LIBRARY_PATH=build/tests/fakecuda MOSAIC_STATS="$stats" MOSAIC_LOG=info \

@@ -104,6 +104,13 @@ uint64_t mosaic_sched_client_generation(const struct mosaic_sched_client *c);
 /* Events dropped because the ring was full (also counted by the daemon). */
 uint64_t mosaic_sched_client_dropped(const struct mosaic_sched_client *c);
 
+/*
+ * A kernel's id on the rings: the 64-bit FNV-1a hash of its profile key
+ * (mosaic_kernel_key: "NAME|grid=X,Y,Z|block=X,Y,Z|dsmem=N"), never 0. The
+ * daemon finds the kernel's profile by the same hash.
+ */
+uint64_t mosaic_sched_kernel_id(const char *profile_key);
+
 /* HP side: never waits. ts_ns: CLOCK_MONOTONIC, 0 to read it here. */
 int mosaic_sched_hp_request_begin(struct mosaic_sched_client *c, uint64_t request_id,
                                   uint64_t ts_ns);

@@ -8,6 +8,10 @@
  * span of each request from events.
  *
  *   hp_service [--requests N] [--warmup N] [--gap-ms MS] [--kernel KEY]...
+ *              [--latencies FILE]
+ *
+ * --latencies writes every measured request's host latency (ms, one a line,
+ * in request order) for the arbiter evaluation's share of requests over p.
  */
 #include "demo_util.h"
 
@@ -29,7 +33,7 @@ static const char *const default_keys[] = {
 static int usage(void)
 {
     fprintf(stderr, "usage: hp_service [--requests N] [--warmup N] "
-            "[--gap-ms MS] [--kernel KEY]... [--graph]\n"
+            "[--gap-ms MS] [--kernel KEY]... [--graph] [--latencies FILE]\n"
             "  KEY: a profile key, NAME|grid=X,Y,Z|block=X,Y,Z|dsmem=N\n"
             "  --graph: capture the sequence once, launch it as a CUDA graph\n");
     return 2;
@@ -51,6 +55,7 @@ int main(int argc, char **argv)
     double gap_ms = 2;
     static struct demo_seq seq;
     bool graph = false;
+    const char *lat_path = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--graph") == 0) {
             graph = true;
@@ -64,6 +69,8 @@ int main(int argc, char **argv)
             warmup = atoi(argv[++i]);
         else if (strcmp(argv[i], "--gap-ms") == 0)
             gap_ms = atof(argv[++i]);
+        else if (strcmp(argv[i], "--latencies") == 0)
+            lat_path = argv[++i];
         else if (strcmp(argv[i], "--kernel") == 0) {
             if (demo_add_key(&seq, argv[++i]) != 0)
                 return 2;
@@ -126,6 +133,21 @@ int main(int argc, char **argv)
     double sum = 0;
     for (int r = 0; r < requests; r++)
         sum += lat[r];
+    if (lat_path != NULL) {
+        FILE *f = fopen(lat_path, "w");
+        if (f == NULL) {
+            fprintf(stderr, "hp_service: --latencies %s: cannot be written\n",
+                    lat_path);
+            return 1;
+        }
+        for (int r = 0; r < requests; r++)
+            fprintf(f, "%.6f\n", lat[r]);
+        if (fclose(f) != 0) {
+            fprintf(stderr, "hp_service: --latencies %s: write failed\n",
+                    lat_path);
+            return 1;
+        }
+    }
     demo_sort(lat, requests);
     demo_sort(gpu, requests);
     printf("{\"program\": \"hp_service\", \"requests\": %d, "
