@@ -5,7 +5,7 @@
  * never the observed dispatch order or the measured offset.
  *
  *   mosaic-offset-eval [--data DIR] [--offsets DIR] [--models DIR]
- *                      [--lockbox-models DIR] [--ignore-offsets]
+ *                      [--lockbox-models DIR] [--ignore-offsets] [--point likely|mean]
  *                      [--expect SET,STAT,MAX ...] [--expect-worse]
  *
  * --data: the dataset whose profiles name the variants (profiler/data/h200);
@@ -18,9 +18,12 @@
  * query offset +-delay (B after A: +, A after B: -; a delay of 0 is +-0.1
  * us, so that the kernel launched first is known) with the isolated
  * durations measured the same way (iso_sync_*). The point prediction within
- * the dispatch jitter is the likelihood-weighted mean of the two orders.
- * --ignore-offsets: every query launched together (a deliberately wrong
- * input). --expect SET,STAT,MAX: fails (exit 1) when STAT (p50, p95, p50hi,
+ * the dispatch jitter is the most likely order's outcome (the kernel
+ * launched first dispatches first), or with --point mean the
+ * likelihood-weighted mean of the two orders' outcomes (bimodal outcomes
+ * make that mean land between them).
+ * --ignore-offsets: every query launched back to back, +-0.1 us, the
+ * leader kept and the delay dropped (a deliberately wrong input). --expect SET,STAT,MAX: fails (exit 1) when STAT (p50, p95, p50hi,
  * p95hi: abs. % error; excess: median conservative excess %) of SET is past
  * MAX; --expect-worse: fails unless the offsets-ignored prediction and the
  * no-interference floor have a larger p50 than the model on every set.
@@ -276,8 +279,12 @@ static void query_of(const struct mosaic__dataset *ds, const struct row *w, int 
     q->iso_b_us = w->iso[1];
 }
 
+#define NSPEC 9 /* the delay specs of the data, in order */
+static const char *spec_name[NSPEC] = {"0", "2", "5", "10", "20", "50", "0.5x", "1x", "1.5x"};
+
 struct score {
     struct mosaic__errs model, floor, model_hi, floor_hi, ign;
+    struct mosaic__errs by_spec[NSPEC][2]; /* model, floor */
     size_t rep_n, rep_cov, n_lock, n_ship;
     struct mosaic__errs excess;
 };
@@ -298,6 +305,22 @@ static int push_err(struct mosaic__errs *e, double v)
     return 0;
 }
 
+/* 0: the point prediction is the most likely order's outcome (within the
+ * jitter the kernel launched first, MOSAIC_ENQUEUED_FIRST_P); 1: the
+ * likelihood-weighted mean of the orders' outcomes (--point mean). */
+static int g_point_mean;
+
+static double point_of(const struct mosaic_pred_answer *a, int k)
+{
+    double v = 0;
+    int best = 0;
+    for (int o = 0; o < a->n_orders; o++) {
+        v += a->order[o].likelihood * a->order[o].r.k[k].duration_us;
+        if (a->order[o].likelihood > a->order[best].likelihood) best = o;
+    }
+    return g_point_mean ? v : a->order[best].r.k[k].duration_us;
+}
+
 static int score_rows(struct mosaic_predictor *ship, struct mosaic_predictor *lockp,
                       const struct mosaic__dataset *ds, const unsigned char *lock,
                       const struct rows *rs, struct score sc[S_N])
@@ -316,15 +339,17 @@ static int score_rows(struct mosaic_predictor *ship, struct mosaic_predictor *lo
             if (mosaic_predict(pr, &q, &an, err, sizeof err)) goto fail;
             query_of(ds, w, 1, k, &q);
             if (mosaic_predict(pr, &q, &ai, err, sizeof err)) goto fail;
-            for (int o = 0; o < an.n_orders; o++)
-                pred += an.order[o].likelihood * an.order[o].r.k[k].duration_us;
-            for (int o = 0; o < ai.n_orders; o++)
-                predi += ai.order[o].likelihood * ai.order[o].r.k[k].duration_us;
+            pred = point_of(&an, k);
+            predi = point_of(&ai, k);
             em = 100 * fabs(pred - w->meas[k]) / w->meas[k];
             ef = 100 * fabs(w->iso[k] - w->meas[k]) / w->meas[k];
             if (push_err(&s->model, em) || push_err(&s->floor, ef) ||
                 push_err(&s->ign, 100 * fabs(predi - w->meas[k]) / w->meas[k]))
                 return -1;
+            for (int d = 0; d < NSPEC; d++)
+                if (!strcmp(w->spec, spec_name[d]) &&
+                    (push_err(&s->by_spec[d][0], em) || push_err(&s->by_spec[d][1], ef)))
+                    return -1;
             if (w->meas[k] / w->iso[k] >= MOSAIC__EVAL_HI &&
                 (push_err(&s->model_hi, em) || push_err(&s->floor_hi, ef)))
                 return -1;
@@ -492,6 +517,9 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--lockbox-models") && i + 1 < argc) lmodels = argv[++i];
         else if (!strcmp(argv[i], "--ignore-offsets")) ignore = 1;
         else if (!strcmp(argv[i], "--expect-worse")) worse = 1;
+        else if (!strcmp(argv[i], "--point") && i + 1 < argc &&
+                 (!strcmp(argv[i + 1], "likely") || !strcmp(argv[i + 1], "mean")))
+            g_point_mean = !strcmp(argv[++i], "mean");
         else if (!strcmp(argv[i], "--expect") && i + 1 < argc && nex < 32) {
             if (parse_expect(argv[++i], &ex[nex++])) {
                 fprintf(stderr, "mosaic-offset-eval: --expect %s: want SET,STAT,MAX with SET "
@@ -501,7 +529,7 @@ int main(int argc, char **argv)
             }
         } else {
             fprintf(stderr, "usage: mosaic-offset-eval [--data DIR] [--offsets DIR] "
-                    "[--models DIR] [--lockbox-models DIR] [--ignore-offsets] "
+                    "[--models DIR] [--lockbox-models DIR] [--ignore-offsets] [--point likely|mean] "
                     "[--expect SET,STAT,MAX ...] [--expect-worse]\n");
             return 2;
         }
@@ -559,10 +587,11 @@ int main(int argc, char **argv)
     }
     if (score_rows(ship, lockp, &ds, lock, &r, sc) || score_rows(ship, lockp, &ds, lock, &mb, sc))
         goto done;
-    printf("Offset and two-process co-runs (issue 14), %s: queries carry %s; isolated = "
+    printf("Offset and two-process co-runs (issue 14), %s: queries carry %s; point: %s; isolated = "
            "iso_sync_*; rows with a LOCKBOX family scored with %s, the others with %s; "
            "%zu rows skipped (variant not in %s), %zu without an iso_sync baseline\n", offs,
-           ignore ? "NO offset (deliberately wrong)" : "the requested offset and leader",
+           ignore ? "NO delay (deliberately wrong)" : "the requested offset and leader",
+           g_point_mean ? "likelihood-weighted mean of the orders" : "the most likely order",
            lmodels, models, r.unknown + mb.unknown, data, r.no_iso);
     printf("%-7s %6s %5s | %12s %12s %12s | %5s %12s %12s | %7s %8s\n", "set", "kern", "lockb",
            "model p50/95", "floor p50/95", "no-off p50/95", ">=1.1", "model p50/95",
@@ -579,6 +608,18 @@ int main(int argc, char **argv)
     }
     printf("(cover/excess: the conservative value of each kernel against every repeat of the "
            "rows with delay <= %.1f us, the dispatch jitter)\n", MOSAIC_DISPATCH_JITTER_US);
+    printf("\nBy requested delay (us, or times A's isolated duration), all rows: model "
+           "p50/p95 | floor p50/p95\n%-6s", "delay");
+    for (int s = 0; s < S_N; s++) printf(" | %-23s", set_name[s]);
+    printf("\n");
+    for (int d = 0; d < NSPEC; d++) {
+        printf("%-6s", spec_name[d]);
+        for (int s = 0; s < S_N; s++)
+            printf(" | %4.1f %5.1f | %4.1f %5.1f", p(&sc[s].by_spec[d][0], 0),
+                   p(&sc[s].by_spec[d][0], 1), p(&sc[s].by_spec[d][1], 0),
+                   p(&sc[s].by_spec[d][1], 1));
+        printf("\n");
+    }
     if (compare_mps(&mb, &r)) goto done;
     rc = 0;
     for (int i = 0; i < nex; i++) {
@@ -609,6 +650,10 @@ done:
         mosaic__errs_free(&sc[s].floor_hi);
         mosaic__errs_free(&sc[s].ign);
         mosaic__errs_free(&sc[s].excess);
+        for (int d = 0; d < NSPEC; d++) {
+            mosaic__errs_free(&sc[s].by_spec[d][0]);
+            mosaic__errs_free(&sc[s].by_spec[d][1]);
+        }
     }
     free(r.r);
     free(mb.r);
