@@ -383,7 +383,7 @@ static int score_rows(struct mosaic_predictor *ship, struct mosaic_predictor *lo
  * leader), and by delay. */
 struct tally {
     char key[48];
-    size_t n, diff;
+    size_t n, diff, big; /* big: differs, and the slowdowns by more than 10% */
     struct mosaic__errs d; /* signed (mps - one) / one, % */
 };
 
@@ -400,6 +400,7 @@ static int tally_add(struct tally *t, size_t *nt, size_t cap, const char *key, i
     }
     t[i].n++;
     t[i].diff += differs;
+    t[i].big += differs && fabs(d) > 10;
     return differs ? push_err(&t[i].d, d) : 0;
 }
 
@@ -441,14 +442,16 @@ static int compare_mps(const struct rows *mps, const struct rows *one)
     }
     printf("\nTwo processes under MPS against one process (same pairs, shared): %zu kernels, "
            "%zu differ beyond the run-to-run spread; %zu rows with the slowdown (>= 1.1x, "
-           "one kernel only) on the other kernel\n", n, diff, flip);
+           "one kernel only) on the other kernel\n"
+           "  (median d slow%%: (two-process - one-process) / one-process slowdown of the "
+           "differing kernels; >10%%: differing by more than 10%%)\n", n, diff, flip);
     for (int g = 0; g < 3; g++) {
-        printf("  %-24s %6s %6s %8s %14s\n", title[g], "kern", "differ", "share",
-               "median d slow%");
+        printf("  %-24s %6s %6s %8s %14s %7s\n", title[g], "kern", "differ", "share",
+               "median d slow%", ">10%");
         for (size_t i = 0; i < nt[g]; i++) {
             double med = t[g][i].d.n ? p(&t[g][i].d, 0) : NAN;
-            printf("  %-24s %6zu %6zu %7.1f%% %+13.1f%%\n", t[g][i].key, t[g][i].n,
-                   t[g][i].diff, 100.0 * t[g][i].diff / t[g][i].n, med);
+            printf("  %-24s %6zu %6zu %7.1f%% %+13.1f%% %7zu\n", t[g][i].key, t[g][i].n,
+                   t[g][i].diff, 100.0 * t[g][i].diff / t[g][i].n, med, t[g][i].big);
             mosaic__errs_free(&t[g][i].d);
         }
     }
