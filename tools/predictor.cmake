@@ -19,3 +19,12 @@ if(TARGET mosaic_predict)
                    "built; the predictor and mosaic-predict are")
   endif()
 endif()
+
+# mosaic-offset-eval scores the predictor on the issue 14 offset and MPS
+# co-runs (library only; it reads the dataset through train_internal.h).
+if(TARGET mosaic_predict)
+  add_executable(mosaic-offset-eval ${CMAKE_CURRENT_LIST_DIR}/mosaic_offset_eval.c)
+  target_link_libraries(mosaic-offset-eval PRIVATE mosaic_predict)
+  target_include_directories(mosaic-offset-eval PRIVATE
+      ${PROJECT_SOURCE_DIR}/predictor ${PROJECT_SOURCE_DIR}/core)
+endif()
