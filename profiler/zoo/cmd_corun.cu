@@ -124,13 +124,30 @@ out:
     return e;
 }
 
+void j_corun_durations(const double *a, const double *b, int n, double *ma,
+                       double *mb)
+{
+    double mn, mx;
+
+    *ma = median_of(a, n);
+    *mb = median_of(b, n);
+    j_num("corun_a_us", *ma);
+    minmax_of(a, n, &mn, &mx);
+    j_num("corun_a_min_us", mn);
+    j_num("corun_a_max_us", mx);
+    j_num("corun_b_us", *mb);
+    minmax_of(b, n, &mn, &mx);
+    j_num("corun_b_min_us", mn);
+    j_num("corun_b_max_us", mx);
+}
+
 static void emit_corun(struct corun_state *C, int va, int vb, int b_first,
                        const struct iso_ent *ia, const struct iso_ent *ib,
                        const struct co_sample *s, int n, int ok)
 {
     double a[ZOO_MAX_REPEATS], b[ZOO_MAX_REPEATS], off[ZOO_MAX_REPEATS];
     double ea[ZOO_MAX_REPEATS], eb[ZOO_MAX_REPEATS];
-    double ma, mb, mn, mx;
+    double ma, mb;
     int i, expired = 0;
 
     for (i = 0; i < n; i++) {
@@ -179,16 +196,7 @@ static void emit_corun(struct corun_state *C, int va, int vb, int b_first,
         j_end();
         return;
     }
-    ma = median_of(a, n);
-    mb = median_of(b, n);
-    j_num("corun_a_us", ma);
-    minmax_of(a, n, &mn, &mx);
-    j_num("corun_a_min_us", mn);
-    j_num("corun_a_max_us", mx);
-    j_num("corun_b_us", mb);
-    minmax_of(b, n, &mn, &mx);
-    j_num("corun_b_min_us", mn);
-    j_num("corun_b_max_us", mx);
+    j_corun_durations(a, b, n, &ma, &mb);
     j_num("slowdown_a", ma / ia->t.median);
     j_num("slowdown_b", mb / ib->t.median);
     j_num("slowdown_gated_a", ma / ia->gated_med);

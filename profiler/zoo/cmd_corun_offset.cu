@@ -182,7 +182,7 @@ static void off_emit(struct off_run *X, struct corun_state *C, int va, int vb,
     double ea[ZOO_OFF_MAX_REPEATS], eb[ZOO_OFF_MAX_REPEATS];
     double appl[ZOO_OFF_MAX_REPEATS];
     const struct off_iso *is_a, *is_b;
-    double lead_iso, req, ma, mb, mn, mx, med_off;
+    double lead_iso, req, ma, mb, med_off;
     int k, m = 0, expired = 0, late = 0, failed = 0;
 
     is_a = off_iso_of(X, va, 0, leader == 0 ? 0 : 1);
@@ -252,17 +252,8 @@ static void off_emit(struct off_run *X, struct corun_state *C, int va, int vb,
         j_end();
         return;
     }
-    ma = median_of(a, m);
-    mb = median_of(b, m);
     med_off = median_of(off, m);
-    j_num("corun_a_us", ma);
-    minmax_of(a, m, &mn, &mx);
-    j_num("corun_a_min_us", mn);
-    j_num("corun_a_max_us", mx);
-    j_num("corun_b_us", mb);
-    minmax_of(b, m, &mn, &mx);
-    j_num("corun_b_min_us", mn);
-    j_num("corun_b_max_us", mx);
+    j_corun_durations(a, b, m, &ma, &mb);
     if (iso[0] && !iso[0]->rc) {
         j_num("slowdown_a", ma / iso[0]->t.median);
         j_num("slowdown_gated_a", ma / iso[0]->gated_med);

@@ -54,5 +54,9 @@ struct iso_ent *iso_get(struct corun_state *C, int vi, int side,
 /* Pairs from a file of "A B" lines ('#' starts a comment); a bad line is
  * an error record. Returns 0 (pairs malloc'ed, 2 ints each) or -1. */
 int read_pairs(const char *path, int **pairs, int *n_pairs);
+/* Writes corun_{a,b}_us (the medians of a and b, n samples each) with their
+ * _min_us and _max_us into the current record; returns the medians. */
+void j_corun_durations(const double *a, const double *b, int n, double *ma,
+                       double *mb);
 
 #endif /* MOSAIC_ZOO_CORUN_H */
