@@ -194,7 +194,18 @@ for pair in $PAIRS; do
   gap=$(python3 -c "import sys; v=sorted(float(x) for x in open(sys.argv[1])); print(round(0.4*v[len(v)//2],3))" "$OUT/run/$hm.iso1.lat" 2>/dev/null || echo 5)
   echo "$gap" >"$OUT/run/$hm.gap_ms"
   log "$hm: requests $gap ms apart"
-  has overhead && { corun "$hm.shim_alone" none 1.25 "$hm" "" "$gap"; corun "$hm.noshim_alone" "" 1 "$hm" "" "$gap"; }
+  if has overhead; then
+    # The shim's cost with no BE work, in steps, interleaved over two rounds:
+    # no shim; the shim observing only; as an HP client with no daemon
+    # (disconnected); as an HP client of a daemon (policy none).
+    for round in 1 2; do
+      corun "$hm.noshim_alone$round" "" 1 "$hm" "" "$gap"
+      MOSAIC_STATS=$OUT/run/$hm.observe$round.stats.json LD_PRELOAD=$SHIM corun "$hm.observe_alone$round" "" 1 "$hm" "" "$gap"
+      MOSAIC_STATS=$OUT/run/$hm.disc$round.stats.json LD_PRELOAD=$SHIM MOSAIC_ROLE=hp MOSAIC_SCHED_SOCKET=$OUT/run/none.sock \
+        corun "$hm.disconnected_alone$round" "" 1 "$hm" "" "$gap"
+      MOSAIC_STATS=$OUT/run/$hm.shim$round.stats.json corun "$hm.shim_alone$round" none 1.25 "$hm" "" "$gap"
+    done
+  fi
   if has policies; then
     for pol in none mps-priority orion; do corun "$hm.$pol" "$pol" 1.25 "$hm" "$bm" "$gap"; done
     for p in $PS; do corun "$hm.mosaic-$p" mosaic "$p" "$hm" "$bm" "$gap"; done
@@ -206,4 +217,8 @@ for pair in $PAIRS; do
   fi
 done
 
-python3 "$REPO/scripts/gpu/issue15_summary.py" "$OUT" "$PAIRS" "$PS" | tee "$OUT/summary.txt"
+# Few files come back from the device: the runs go into one archive.
+tar -C "$OUT" -czf "$OUT/run.tgz" run $( [[ -d $OUT/prof ]] && echo prof) 2>/dev/null && rm -rf "$OUT/run.keep" && mv "$OUT/run" "$OUT/run.keep"
+python3 "$REPO/scripts/gpu/issue15_summary.py" "$OUT/run.keep" "$PAIRS" "$PS" | tee "$OUT/summary.txt"
+mv "$OUT/run.keep/results.json" "$OUT/results.json" 2>/dev/null
+[[ -n ${KEEP_RUN:-} ]] || rm -rf "$OUT/run.keep"
