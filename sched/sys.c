@@ -10,8 +10,10 @@
  * under MPS; without it the driver time-slices them (measured on the H200:
  * two 48 ms kernels grew to 77 and 100 ms). The control daemon
  * (nvidia-cuda-mps-control -d, driver 580.159.04 / CUDA 13.0 tested)
- * creates a FIFO named `control` in its pipe directory; that FIFO is what
- * is checked. Starting it needs the rights to the GPU (root on that host).
+ * creates an entry named `control` in its pipe directory, a FIFO on the
+ * hosts seen so far; a socket is accepted too, since the check is only
+ * that a control daemon answers there. Starting it needs the rights to the
+ * GPU (root on that host).
  */
 #define _GNU_SOURCE 1
 #include <errno.h>
@@ -63,7 +65,7 @@ static int control_pipe(const char *dir, char *path, size_t len)
 
     if (n < 0 || (size_t)n >= len)
         return 0;
-    return stat(path, &st) == 0 && S_ISFIFO(st.st_mode);
+    return stat(path, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
 }
 
 static int start_mps(const struct mosaic__sched_config *cfg, char *msg, size_t msglen)
@@ -129,7 +131,7 @@ int mosaic__mps_check(const struct mosaic__sched_config *cfg, char *msg, size_t 
         if (rc < 0)
             return 0;
     }
-    snprintf(msg, msglen, "no MPS control daemon (no FIFO %s/control): kernels of separate "
+    snprintf(msg, msglen, "no MPS control daemon (no %s/control): kernels of separate "
              "processes will be time-sliced, NOT concurrent; start `nvidia-cuda-mps-control -d` "
              "with CUDA_MPS_PIPE_DIRECTORY=%s, or set `mps start`",
              cfg->mps_pipe_dir, cfg->mps_pipe_dir);

@@ -101,8 +101,11 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # Profiles first, without MPS (CUPTI's range profiler replays kernels).
+# PROFILES=DIR: profiles captured before (DIR/<model>.profile.json) are
+# used as they are and only the missing ones captured.
 if has capture; then
   mkdir -p "$OUT/prof"
+  [[ -n ${PROFILES:-} ]] && cp "$PROFILES"/*.profile.json "$OUT/prof/" 2>/dev/null
   for pair in $PAIRS; do
     for m in ${pair%%:*} ${pair##*:}; do
       [[ -s $OUT/prof/$m.profile.json ]] && continue
@@ -124,7 +127,8 @@ if [[ $DRY != sim ]]; then
   if "$MPSCTL" -d >>"$OUT/script.log" 2>&1; then
     MPS_STARTED=1
     MPS_ARGS=(--mps check --mps-pipe-dir "$CUDA_MPS_PIPE_DIRECTORY")
-    log "mps: control daemon started ($CUDA_MPS_PIPE_DIRECTORY)"
+    sleep 0.5
+    log "mps: control daemon started ($CUDA_MPS_PIPE_DIRECTORY: $(ls -la "$CUDA_MPS_PIPE_DIRECTORY" | tr '\n' ' '))"
   else
     log "mps: could not start the control daemon: processes are time-sliced; results say so"
   fi
@@ -185,15 +189,19 @@ corun() {
 mkdir -p "$OUT/run"
 for pair in $PAIRS; do
   hm=${pair%%:*} bm=${pair##*:} gap=0
+  # The load: requests 0.4 x the isolated median apart (HP busy ~70%),
+  # from a first run back to back; the isolated baseline is then measured
+  # at that load, as every co-run is (two runs pooled).
   if has iso; then
-    for i in 1 2; do corun "$hm.iso$i" "" 1 "$hm" "" 0; done
+    corun "$hm.iso0" "" 1 "$hm" "" 0
+    gap=$(python3 -c "import sys; v=sorted(float(l.split()[0]) for l in open(sys.argv[1])); print(round(0.4*v[len(v)//2],3))" "$OUT/run/$hm.iso0.lat" 2>/dev/null || echo 5)
+    echo "$gap" >"$OUT/run/$hm.gap_ms"
+    log "$hm: requests $gap ms apart"
+    for i in 1 2; do corun "$hm.iso$i" "" 1 "$hm" "" "$gap"; done
     env bash -c "exec $(be_cmd "$bm" 15 "$OUT/run/$bm.iso.ready")" >"$OUT/run/$hm.be_iso.json" 2>"$OUT/run/$hm.be_iso.err"
     log "BE $bm alone: $(tail -1 "$OUT/run/$hm.be_iso.json" | cut -c1-120)"
   fi
-  # The load: requests 0.4 x the isolated median apart (HP busy ~70%).
-  gap=$(python3 -c "import sys; v=sorted(float(x) for x in open(sys.argv[1])); print(round(0.4*v[len(v)//2],3))" "$OUT/run/$hm.iso1.lat" 2>/dev/null || echo 5)
-  echo "$gap" >"$OUT/run/$hm.gap_ms"
-  log "$hm: requests $gap ms apart"
+  gap=$(cat "$OUT/run/$hm.gap_ms" 2>/dev/null || echo 5)
   if has overhead; then
     # The shim's cost with no BE work, in steps, interleaved over two rounds:
     # no shim; the shim observing only; as an HP client with no daemon
@@ -212,7 +220,7 @@ for pair in $PAIRS; do
   fi
   if has fault; then
     # Kill the daemon about a third of the way through the run.
-    dur=$(python3 -c "import sys; v=sorted(float(x) for x in open(sys.argv[1])); print(round(($REQUESTS/3)*(v[len(v)//2]+$gap)/1e3,2))" "$OUT/run/$hm.iso1.lat" 2>/dev/null || echo 2)
+    dur=$(python3 -c "import sys; v=sorted(float(l.split()[0]) for l in open(sys.argv[1])); print(round(($REQUESTS/3)*(v[len(v)//2]+$gap)/1e3,2))" "$OUT/run/$hm.iso0.lat" 2>/dev/null || echo 2)
     corun "$hm.fault" mosaic 1.25 "$hm" "$bm" "$gap" "$dur"
   fi
 done

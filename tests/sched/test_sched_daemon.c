@@ -839,7 +839,7 @@ static void mps_is_checked_and_started(void **state)
     s = status(&d);
     assert_non_null(strstr(s, "\"concurrent\":false"));
     assert_non_null(strstr(s, "NOT concurrent"));
-    assert_true(log_has(&d, "no MPS control daemon (no FIFO /nonexistent-mps/control)"));
+    assert_true(log_has(&d, "no MPS control daemon (no /nonexistent-mps/control)"));
     dmn_stop(&d);
 
     /* A control FIFO present: concurrent. */
