@@ -138,13 +138,14 @@ start_daemon() { # tag policy p
   local sock=$OUT/run/$1.sock
   rm -f "$sock"
   "$SCHED" --config /dev/null --socket "$sock" --policy "$2" --slo "$3" \
-    --profile-dir "$PROFDIR" --model-dir "$MODELS" --metrics-port 0 "${MPS_ARGS[@]}" \
+    --profile-dir "$PROFDIR" --model-dir "$MODELS" --metrics-port "${METRICS_PORT:-19464}" "${MPS_ARGS[@]}" \
     --log-level info daemon 2>>"$OUT/run/$1.daemon.log" &
   daemon_pid=$!
   for _ in $(seq 200); do [[ -S $sock ]] && return 0; sleep 0.05; done
   log "daemon for $1 did not start"; tail -5 "$OUT/run/$1.daemon.log" >&2; return 1
 }
-stop_daemon() { [[ -n $daemon_pid ]] && kill -TERM "$daemon_pid" 2>/dev/null; wait "$daemon_pid" 2>/dev/null; daemon_pid=""; }
+stop_daemon() {
+  [[ -n $daemon_pid ]] && kill -TERM "$daemon_pid" 2>/dev/null; wait "$daemon_pid" 2>/dev/null; daemon_pid=""; }
 wait_ready() { # file seconds
   local i
   for i in $(seq $(($2 * 10))); do [[ -e $1 || $DRY == sim ]] && return 0; sleep 0.1; done
@@ -180,6 +181,11 @@ corun() {
   env "${env[@]}" ${pol:+MOSAIC_ROLE=hp} bash -c "exec $(hp_cmd "$hm" "$REQUESTS" "$gap" "$OUT/run/$tag.lat")" \
     >"$OUT/run/$tag.hp.json" 2>"$OUT/run/$tag.hp.err"
   local rc=$?
+  if [[ -n $pol && -z $fault ]]; then
+    "$SCHED" --socket "$sock" status --json >"$OUT/run/$tag.status.json" 2>&1
+    python3 -c "import urllib.request,sys; sys.stdout.write(urllib.request.urlopen('http://127.0.0.1:${METRICS_PORT:-19464}/metrics', timeout=2).read().decode())" \
+      >"$OUT/run/$tag.metrics.txt" 2>&1
+  fi
   if [[ -n $bm ]]; then kill -TERM "$be_pid" 2>/dev/null; wait "$be_pid" 2>/dev/null; be_pid=""; fi
   stop_daemon
   if [[ -n $fault ]]; then wait; [[ -s $OUT/run/$tag.daemon2.pid ]] && kill -TERM "$(cat "$OUT/run/$tag.daemon2.pid")" 2>/dev/null; fi

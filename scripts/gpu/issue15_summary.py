@@ -39,6 +39,23 @@ def last_json(path):
         return None
 
 
+def metrics(path):
+    """The daemon's counters at the end of a run: name{labels} -> value."""
+    m = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith("mosaic_") and " " in line:
+                    k, v = line.rsplit(" ", 1)
+                    try:
+                        m[k] = float(v)
+                    except ValueError:
+                        pass
+    except OSError:
+        pass
+    return m
+
+
 def pct(v, q):
     s = sorted(v)
     return s[min(len(s) - 1, max(0, int(q * len(s) + 0.999999) - 1))] if s else float("nan")
@@ -92,6 +109,11 @@ def main():
                        "over_p_pct": 100.0 * sum(x > p * iso99 for x in ms) / len(ms),
                        "be_steps_per_s": sps, "be_vs_isolated": sps / be_iso_sps if be_iso_sps else 0.0}
                 row["cost_savings"] = 2 * row["be_vs_isolated"]
+                met = metrics(f"{run}/{hm}.{pol}.metrics.txt")
+                row["decisions"] = {k.split('"')[1]: v for k, v in met.items()
+                                    if k.startswith("mosaic_policy_decisions_total{")}
+                row["admissions"] = {k.split('"')[1]: v for k, v in met.items()
+                                     if k.startswith("mosaic_admissions_total{")}
                 r["runs"].append(row)
                 lines.append(f"  {p:5.2f} {row['policy']:13} {row['hp_p99_ms']:9.3f} "
                              f"{row['hp_p99_slowdown']:7.2f} {row['over_p_pct']:6.1f} {sps:8.2f} "
