@@ -16,7 +16,7 @@
 # kernels, saves truth_*.raw, checks) and `argus16 overhead` (marker-free,
 # unarmed and armed builds interleaved, CUDA-graph timed). Full results in
 # $OUT: results.tsv, results.json, env.txt, truth.tsv, overhead.tsv,
-# overhead_checks.tsv, *.raw, ptxas.txt, summary.txt, logs; a short table is printed last.
+# overhead_checks.tsv, *.raw, ptxas.txt, sass.txt, summary.txt, logs; a short table is printed last.
 #
 # --build-only: build and stop (the ctest argus_gpu_build).
 # --dry-run:    build, run what needs no GPU (the program's no-GPU path and,
@@ -153,6 +153,22 @@ done
     { cat "$work/nvcc_main.log" >&2; log "nvcc failed on gpu_argus16_main.cu"; exit 1; }
 log "built $work/argus16"
 [[ $mode == build ]] && exit 0
+
+# Non-NOP SASS instructions and 8-byte global stores per kernel, markers on
+# and off, where cuobjdump (and the nvdisasm it runs) is found: the static
+# cost beside the measured one.
+CUOBJDUMP=${CUOBJDUMP:-$(command -v cuobjdump || echo "$(dirname "$NVCC")/cuobjdump")}
+if [[ -x $CUOBJDUMP ]]; then
+    for o in "$work"/truth_on.o "$work"/truth_off.o "$work"/overhead_on.o "$work"/overhead_off.o; do
+        "$CUOBJDUMP" -sass "$o" 2>/dev/null | awk -v obj="$(basename "$o")" '
+            /Function :/ { f = $3 }
+            /^ +\/\*[0-9a-f]+\*\// { if ($0 !~ /NOP/) n[f]++; if ($0 ~ /STG\.E\.64/) st[f]++ }
+            END { for (k in n) printf "%s\t%s\t%d instructions\t%d STG.E.64\n", obj, k, n[k], st[k] }'
+    done >"$OUT/sass.txt" || true
+    log "SASS counts in $OUT/sass.txt"
+else
+    log "no cuobjdump: SASS counts not written"
+fi
 
 gpu=0
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then gpu=1; fi

