@@ -347,7 +347,9 @@ static int run_truth(const char *out)
         }
         void *raw = NULL;
         size_t len = 0;
-        bool ran = cuda_ok(truth_launch(&on, s), "armed launch") &&
+        /* Wait for the descriptor copy before the launch (see set_desc). */
+        bool ran = cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize after arming") &&
+                   cuda_ok(truth_launch(&on, s), "armed launch") &&
                    cuda_ok(cudaStreamSynchronize(s), "armed kernel");
         int crc = ran ? argus_launch_collect(&l, &raw, &len, msg, sizeof(msg)) : ARGUS_EDRIVER;
         argus_launch_release(&l);
