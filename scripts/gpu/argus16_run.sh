@@ -82,6 +82,10 @@ def num(d):
 truth = [num(r) for r in rows("truth.tsv", False)]
 buf = [num(r) for r in rows("overhead_checks.tsv", False)]
 ovh = [num(r) for r in rows("overhead.tsv", True)]
+for r in ovh:
+    for k in ("iters", "launches_per_replay", "replays", "rounds"):
+        if isinstance(r.get(k), float):
+            r[k] = int(r[k])
 try:
     env = open(f"{out}/env.txt").read().splitlines()
 except OSError:
@@ -171,7 +175,10 @@ else
 fi
 
 gpu=0
-if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then gpu=1; fi
+# Read into a variable first: with pipefail, `nvidia-smi | grep -q` could
+# fail on a SIGPIPE and report no GPU where there is one.
+gpus=$(nvidia-smi -L 2>/dev/null || true)
+[[ $gpus == *GPU* ]] && gpu=1
 if [[ $mode == dry || $gpu == 0 ]]; then
     set +e
     "$work/argus16" truth "$OUT" >"$OUT/nogpu.txt" 2>&1
@@ -203,7 +210,11 @@ fi
     echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu,compute_mode,persistence_mode --format=csv
     echo "nvcc: $("$NVCC" --version | tail -2 | tr '\n' ' ')"
-    echo "git: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with uncommitted changes)')"
+    if rev=$(git rev-parse --short HEAD 2>/dev/null); then
+        echo "git: $rev$(git diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
+    else
+        echo "git: not a git checkout"
+    fi
     echo "build: nvcc -O3 ${ARCH[*]}; argus core and checker with $CC -O2"
     echo "method: 10 warm-up launches; a CUDA graph of n launches (n so a replay takes ~1 ms, 1..100); sample = replay event time / n; measurement = median of 20 replays; overhead: $rounds rounds, variants interleaved in rotating order; cuda_event_fallback where capture failed (per row in the TSVs)"
     echo "clocks: as found (never set)"
@@ -212,11 +223,11 @@ cat "$OUT/env.txt" >&2
 
 set +e
 log "truth kernels"
-timeout 240 "$work/argus16" truth "$OUT" >"$OUT/truth.txt" 2>&1
+timeout 120 "$work/argus16" truth "$OUT" >"$OUT/truth.txt" 2>&1
 rc_truth=$?
 log "truth: exit $rc_truth"
 log "overhead kernels ($rounds rounds)"
-timeout 300 "$work/argus16" overhead "$OUT" "$rounds" >"$OUT/overhead.txt" 2>&1
+timeout 240 "$work/argus16" overhead "$OUT" "$rounds" >"$OUT/overhead.txt" 2>&1
 rc_ovh=$?
 log "overhead: exit $rc_ovh"
 set -e
