@@ -47,7 +47,7 @@ extern "C" {
 #define G16_CALL_ITERS 8u
 #define G16_CALL_A 3u
 #define G16_CALL_B 1u
-#define G16_WORK_CYCLES 4000u
+#define G16_WORK_CYCLES 20000u
 
 /* Barrier kernel, G16_BAR_WARPS warps per CTA: G16_BAR_ITERS times, region
  * "skew" (warp w spins w * G16_BAR_SKEW_NS on %globaltimer), then region
@@ -55,7 +55,7 @@ extern "C" {
  * last arrives, so skew + bar is (warps - 1) * G16_BAR_SKEW_NS per warp. */
 #define G16_BAR_WARPS 8u
 #define G16_BAR_ITERS 8u
-#define G16_BAR_SKEW_NS 500u
+#define G16_BAR_SKEW_NS 1000u
 
 /* Warp-specialised kernel, G16_ROLE_WARPS warps per CTA: warp 0 has role
  * "producer", the others "consumer". G16_ROLE_ITERS times: the producer's
@@ -65,8 +65,8 @@ extern "C" {
  * (a __syncthreads) in every warp. */
 #define G16_ROLE_WARPS 4u
 #define G16_ROLE_ITERS 8u
-#define G16_PRODUCE_NS 1000u
-#define G16_CONSUME_NS 2000u
+#define G16_PRODUCE_NS 2000u
+#define G16_CONSUME_NS 4000u
 
 /* Overhead kernels (gpu_overhead_kernels.cu): G16_OVH_REGIONS sequential
  * occurrences of region "body" per warp. */

@@ -4,7 +4,7 @@
  * gpu_overhead_kernels.cu: written with the true durations every check
  * passes, and each way of making a buffer wrong (a region 3% long, a
  * marker-free time 5% off, a call ratio of 2:1, a warp's skew off by
- * 100 ns, a warp with the wrong role, a warp that never ran) fails the
+ * 300 ns, a warp with the wrong role, a warp that never ran) fails the
  * check that should catch it. So the GPU run's verdicts can fail, and the
  * checker is exercised here without a GPU.
  */
@@ -30,7 +30,7 @@
 typedef struct fault {
     double spin5_scale;     /* spin5us duration factor (1: true) */
     uint32_t callb_calls;   /* work() calls in callB (G16_CALL_B: true) */
-    int skew_warp;          /* warp whose skew is 100 ns long, -1: none */
+    int skew_warp;          /* warp whose skew is 300 ns long, -1: none */
     int producer_warp1;     /* warp 1 also says "producer" */
     int drop_cta0_warp0;    /* slot 0 never written */
 } fault;
@@ -116,7 +116,7 @@ static dm_buf make_barrier(const fault *f)
         for (uint32_t wi = 0; wi < G16_BAR_WARPS; wi++) {
             dm_warp w;
             start(&w, &b, c, wi);
-            double extra = (int)wi == f->skew_warp ? 100.0 : 0.0;
+            double extra = (int)wi == f->skew_warp ? 300.0 : 0.0;
             for (uint32_t i = 0; i < G16_BAR_ITERS; i++) {
                 dm_emit(&w, ARGUS_REC_BEGIN, skew, 5);
                 dm_emit(&w, ARGUS_REC_END, skew, CYC(wi * G16_BAR_SKEW_NS + extra) + 10);
