@@ -1,0 +1,255 @@
+#!/usr/bin/env bash
+# Issue 16 on the H200, in one device call: Argus correctness against known
+# ground truth and marker overhead as the Argus paper's Fig. 14a measures it
+# (docs/argus.md, "Issue 16 runs (scripts)").
+#
+#   OUT=/tmp/out scripts/gpu/argus16_run.sh [--build-only | --dry-run] [--rounds N]
+#
+# Builds, with nvcc for sm_90a and gcc (no cJSON, no CMake: the GPU image
+# has neither cJSON nor a need for the full build):
+#   the Argus core (profiler/argus: decoder, statistics, launch arming) and
+#   the checker (tests/argus/gpu_truth_check.c) into libargus16.a;
+#   tests/argus/gpu_truth_kernels.cu and gpu_overhead_kernels.cu, each twice
+#   (-DARGUS_ENABLE: names *_on; without: *_off, the marker-free twin);
+#   tests/argus/gpu_argus16_main.cu, linked with all four into $OUT/build/argus16.
+# Then, on a GPU: `argus16 truth` (arms, runs and decodes the four truth
+# kernels, saves truth_*.raw, checks) and `argus16 overhead` (marker-free,
+# unarmed and armed builds interleaved, CUDA-graph timed). Full results in
+# $OUT: results.tsv, results.json, env.txt, truth.tsv, overhead.tsv,
+# overhead_checks.tsv, *.raw, ptxas.txt, sass.txt, summary.txt, logs; a short table is printed last.
+#
+# --build-only: build and stop (the ctest argus_gpu_build).
+# --dry-run:    build, run what needs no GPU (the program's no-GPU path and,
+#               where cmocka is installed, the checker on device-model
+#               buffers), measure nothing.
+# Without a GPU the script says so, claims nothing measured and exits 0.
+# WERROR=1 makes warnings errors (the ctest sets it; on the GPU machine a
+# different compiler must not stop the run over a warning).
+# Tested with nvcc 13.0 and gcc 12/13.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+mode=run rounds=7
+while [[ $# -gt 0 ]]; do
+    case $1 in
+    --build-only) mode=build ;;
+    --dry-run) mode=dry ;;
+    --rounds) rounds=${2:?--rounds needs a number}; shift ;;
+    *) echo "argus16_run.sh: unknown argument $1 (use --build-only, --dry-run, --rounds N)" >&2; exit 2 ;;
+    esac
+    shift
+done
+OUT=${OUT:-$PWD/out-argus16}
+NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+CC=${CC:-gcc}
+# The -gencode form: HOPPER.md saw the -arch=sm_90a shorthand run a plain
+# sm_90 pass too.
+ARCH=(-gencode=arch=compute_90a,code=sm_90a)
+work=$OUT/build
+mkdir -p "$work"
+T0=$SECONDS
+log() { printf '[argus16 +%3ds] %s\n' $((SECONDS - T0)) "$*" | tee -a "$OUT/script.log" >&2; }
+werr=()
+[[ ${WERROR:-0} == 1 ]] && werr=(-Werror)
+nvwerr=()
+[[ ${WERROR:-0} == 1 ]] && nvwerr=(-Werror all-warnings)
+
+# Writes results.json and prints the target verdicts: for each body, the
+# configuration whose marker-free kernel time is nearest 20 us (target: at
+# most 5% added) and nearest 500 us (at most 0.1%), its armed added % with
+# the rounds' range, and the A/A difference (marker-free timed twice), which
+# says whether the target is resolvable at all.
+summarise() {
+    python3 - "$@" <<'PY'
+import csv, json, sys
+out, rc_truth, rc_ovh = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def rows(name, header):
+    try:
+        with open(f"{out}/{name}") as f:
+            r = list(csv.reader(f, delimiter="\t"))
+    except OSError:
+        return []
+    if not header:
+        r = [dict(zip(["test", "what", "got", "want", "tol", "unit", "verdict"], x)) for x in r]
+        return r
+    return [dict(zip(r[0], x)) for x in r[1:]]
+def num(d):
+    for k, v in list(d.items()):
+        try:
+            d[k] = float(v) if v != "" else None
+        except ValueError:
+            pass
+    return d
+truth = [num(r) for r in rows("truth.tsv", False)]
+buf = [num(r) for r in rows("overhead_checks.tsv", False)]
+ovh = [num(r) for r in rows("overhead.tsv", True)]
+for r in ovh:
+    for k in ("iters", "launches_per_replay", "replays", "rounds"):
+        if isinstance(r.get(k), float):
+            r[k] = int(r[k])
+try:
+    env = open(f"{out}/env.txt").read().splitlines()
+except OSError:
+    env = []
+targets = []
+for body in ("compute", "memory"):
+    free = {r["iters"]: r for r in ovh if r["body"] == body and r["variant"] == "marker_free"}
+    if not free:
+        continue
+    for want_us, limit in ((20.0, 5.0), (500.0, 0.1)):
+        it = min(free, key=lambda i: abs(free[i]["kernel_us_median"] - want_us))
+        pick = {r["variant"]: r for r in ovh if r["body"] == body and r["iters"] == it}
+        a, aa, un = pick["armed"], pick["marker_free_again"], pick["unarmed"]
+        verdict = "met" if a["added_pct_median"] <= limit else "missed"
+        noise = abs(aa["added_pct_median"])
+        t = {"body": body, "iters": int(it), "near_us": want_us,
+             "free_us": free[it]["kernel_us_median"], "armed_us": a["kernel_us_median"],
+             "added_pct": a["added_pct_median"], "added_pct_min": a["added_pct_min"],
+             "added_pct_max": a["added_pct_max"], "unarmed_added_pct": un["added_pct_median"],
+             "aa_pct": aa["added_pct_median"], "target_pct": limit, "verdict": verdict,
+             "resolvable": noise < limit}
+        targets.append(t)
+        note = "" if noise < limit else f" (A/A {aa['added_pct_median']:+.3f}% is at or above the target: not resolvable)"
+        print(f"target {body:7s} ~{want_us:5.0f} us: iters {int(it):3d}, free {t['free_us']:9.3f} us, "
+              f"armed +{t['added_pct']:.3f}% [{t['added_pct_min']:.3f}..{t['added_pct_max']:.3f}], "
+              f"unarmed {t['unarmed_added_pct']:+.3f}%, A/A {t['aa_pct']:+.3f}%: {verdict} (<= {limit}%){note}")
+fails = [r for r in truth + buf if r.get("verdict") == "fail"]
+checks = [r for r in truth + buf if r.get("verdict") in ("pass", "fail")]
+print(f"checks: {len(checks)} ({len([r for r in truth if r.get('verdict') in ('pass', 'fail')])} truth), "
+      f"{len(fails)} failed")
+json.dump({"schema": "mosaic.argus16.results", "version": 1, "env": env,
+           "exit": {"truth": rc_truth, "overhead": rc_ovh}, "truth": truth,
+           "overhead_buffer": buf, "overhead": ovh, "targets": targets},
+          open(f"{out}/results.json", "w"), indent=1)
+PY
+}
+
+[[ -x $NVCC ]] || { log "no nvcc at $NVCC (set NVCC): nothing built"; exit 1; }
+log "building into $work with $NVCC ($("$NVCC" --version | tail -1))"
+objs=()
+for f in profiler/argus/common profiler/argus/decode profiler/argus/stats profiler/argus/registry \
+    profiler/argus/runtime tests/argus/gpu_truth_check; do
+    o=$work/$(basename "$f").o
+    "$CC" -std=gnu11 -O2 -Wall -Wextra "${werr[@]}" -Iinclude -Iprofiler/argus -Itests/argus \
+        -c "$f.c" -o "$o"
+    objs+=("$o")
+done
+rm -f "$work/libargus16.a"
+ar rcs "$work/libargus16.a" "${objs[@]}"
+: >"$OUT/ptxas.txt"
+kobjs=()
+for k in truth overhead; do
+    for v in on off; do
+        flags=()
+        [[ $v == on ]] && flags=(-DARGUS_ENABLE)
+        o=$work/${k}_$v.o
+        # -Xptxas -v: registers, spills and stack per kernel, kept in
+        # ptxas.txt (markers must not add spills).
+        "$NVCC" -std=c++17 -O3 "${ARCH[@]}" "${nvwerr[@]}" "${flags[@]}" -Xptxas -v -Iinclude \
+            -Itests/argus -c "tests/argus/gpu_${k}_kernels.cu" -o "$o" >"$work/nvcc_${k}_$v.log" 2>&1 ||
+            { cat "$work/nvcc_${k}_$v.log" >&2; log "nvcc failed on gpu_${k}_kernels.cu ($v)"; exit 1; }
+        { echo "== gpu_${k}_kernels.cu, markers $v"; grep -E 'ptxas info|bytes stack' "$work/nvcc_${k}_$v.log" || true; } >>"$OUT/ptxas.txt"
+        kobjs+=("$o")
+    done
+done
+"$NVCC" -std=c++17 -O3 "${ARCH[@]}" "${nvwerr[@]}" -Iinclude -Itests/argus \
+    tests/argus/gpu_argus16_main.cu "${kobjs[@]}" -o "$work/argus16" -L"$work" -largus16 \
+    -ldl -lpthread -lm >"$work/nvcc_main.log" 2>&1 ||
+    { cat "$work/nvcc_main.log" >&2; log "nvcc failed on gpu_argus16_main.cu"; exit 1; }
+log "built $work/argus16"
+[[ $mode == build ]] && exit 0
+
+# Non-NOP SASS instructions and 8-byte global stores per kernel, markers on
+# and off, where cuobjdump (and the nvdisasm it runs) is found: the static
+# cost beside the measured one.
+CUOBJDUMP=${CUOBJDUMP:-$(command -v cuobjdump || echo "$(dirname "$NVCC")/cuobjdump")}
+if [[ -x $CUOBJDUMP ]]; then
+    for o in "$work"/truth_on.o "$work"/truth_off.o "$work"/overhead_on.o "$work"/overhead_off.o; do
+        "$CUOBJDUMP" -sass "$o" 2>/dev/null | awk -v obj="$(basename "$o")" '
+            /Function :/ { f = $3 }
+            /^ +\/\*[0-9a-f]+\*\// { if ($0 !~ /NOP/) n[f]++; if ($0 ~ /STG\.E\.64/) st[f]++ }
+            END { for (k in n) printf "%s\t%s\t%d instructions\t%d STG.E.64\n", obj, k, n[k], st[k] }'
+    done >"$OUT/sass.txt" || true
+    log "SASS counts in $OUT/sass.txt"
+else
+    log "no cuobjdump: SASS counts not written"
+fi
+
+gpu=0
+# Read into a variable first: with pipefail, `nvidia-smi | grep -q` could
+# fail on a SIGPIPE and report no GPU where there is one.
+gpus=$(nvidia-smi -L 2>/dev/null || true)
+[[ $gpus == *GPU* ]] && gpu=1
+if [[ $mode == dry || $gpu == 0 ]]; then
+    set +e
+    "$work/argus16" truth "$OUT" >"$OUT/nogpu.txt" 2>&1
+    rc=$?
+    set -e
+    if [[ $rc == 3 ]]; then
+        log "the program's no-GPU path: $(head -1 "$OUT/nogpu.txt")"
+    elif [[ $rc != 0 ]]; then
+        log "argus16 without a GPU exited $rc: $(tail -1 "$OUT/nogpu.txt")"
+    fi
+    if [[ -f /usr/include/cmocka.h ]]; then
+        "$CC" -std=gnu11 -O2 -Wall -Wextra "${werr[@]}" -Iinclude -Itests/argus \
+            tests/argus/gpu_truth_model.c -o "$work/gpu_truth_model" -L"$work" -largus16 -lcmocka -lm \
+            -ldl -lpthread
+        "$work/gpu_truth_model" >"$OUT/model.txt" 2>&1 && log "checker on device-model buffers: passed" ||
+            { cat "$OUT/model.txt" >&2; log "checker on device-model buffers: FAILED"; exit 1; }
+    else
+        log "no cmocka here: the checker's model test is not run (ctest argus_gpu_model runs it)"
+    fi
+    if [[ $gpu == 0 ]]; then
+        echo "== argus16: no GPU present (nvidia-smi lists none): nothing measured; built and checked on the CPU only"
+    else
+        echo "== argus16: dry run: built and checked on the CPU only; nothing measured"
+    fi
+    exit 0
+fi
+
+{
+    echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu,compute_mode,persistence_mode --format=csv
+    echo "nvcc: $("$NVCC" --version | tail -2 | tr '\n' ' ')"
+    if rev=$(git rev-parse --short HEAD 2>/dev/null); then
+        echo "git: $rev$(git diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
+    else
+        echo "git: not a git checkout"
+    fi
+    echo "build: nvcc -O3 ${ARCH[*]}; argus core and checker with $CC -O2"
+    echo "method: 10 warm-up launches; a CUDA graph of n launches (n so a replay takes ~1 ms, 1..100); sample = replay event time / n; measurement = median of 20 replays; overhead: $rounds rounds, variants interleaved in rotating order; cuda_event_fallback where capture failed (per row in the TSVs)"
+    echo "clocks: as found (never set)"
+} >"$OUT/env.txt" 2>&1
+cat "$OUT/env.txt" >&2
+
+set +e
+log "truth kernels"
+timeout 120 "$work/argus16" truth "$OUT" >"$OUT/truth.txt" 2>&1
+rc_truth=$?
+log "truth: exit $rc_truth"
+log "overhead kernels ($rounds rounds)"
+timeout 240 "$work/argus16" overhead "$OUT" "$rounds" >"$OUT/overhead.txt" 2>&1
+rc_ovh=$?
+log "overhead: exit $rc_ovh"
+set -e
+
+# results.tsv: every row of the three TSVs with its part first;
+# results.json: the same, typed, with env.txt.
+{
+    printf 'part\ttest\twhat\tgot\twant\ttol\tunit\tverdict\n'
+    [[ -f $OUT/truth.tsv ]] && sed 's/^/truth\t/' "$OUT/truth.tsv"
+    [[ -f $OUT/overhead_checks.tsv ]] && sed 's/^/overhead_buffer\t/' "$OUT/overhead_checks.tsv"
+} >"$OUT/results.tsv"
+if command -v python3 >/dev/null 2>&1; then
+    summarise "$OUT" "$rc_truth" "$rc_ovh" >"$OUT/summary.txt" 2>&1 ||
+        log "the summary failed (summary.txt says why)"
+else
+    log "no python3: results.json and the target verdicts are not written"
+fi
+
+echo "== argus16: $(sed -n 3p "$OUT/env.txt")"
+grep -E '^FAIL' "$OUT/truth.txt" "$OUT/overhead.txt" | head -20 || true
+tail -3 "$OUT/truth.txt"
+grep -E '^(body|compute|memory) ' "$OUT/overhead.txt" || tail -5 "$OUT/overhead.txt"
+[[ -f $OUT/summary.txt ]] && cat "$OUT/summary.txt"
+echo "== result: truth exit $rc_truth, overhead exit $rc_ovh ($((SECONDS - T0)) s); full results in $OUT"
+[[ $rc_truth == 0 && $rc_ovh == 0 ]]

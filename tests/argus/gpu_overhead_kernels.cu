@@ -1,0 +1,82 @@
+/*
+ * Issue 16: the marker-overhead kernels of the Argus paper's Fig. 14a.
+ * G16_OVH_CTAS x G16_OVH_THREADS threads; every warp runs G16_OVH_REGIONS
+ * sequential occurrences of region "body", whose body is either
+ *  - compute: `iters` x G16_OVH_FMAS dependent FMAs (latency bound), or
+ *  - memory: `iters` coalesced global loads per thread, striding through
+ *    an input larger than L2 (bandwidth bound).
+ * Built twice into one program (scripts/gpu/argus16_run.sh): with
+ * -DARGUS_ENABLE (names end in _on) and without (_off), the same source,
+ * so that the marker-free build is timed in the same process, interleaved
+ * with the marked one.
+ */
+#include <cuda_runtime.h>
+
+#include <argus/region.cuh>
+
+#include "gpu_truth.h"
+
+#ifdef ARGUS_ENABLE
+#define G16_NAME(x) x##_on
+#else
+#define G16_NAME(x) x##_off
+#endif
+
+__global__ void G16_NAME(g16_ovh_compute)(float *out, int iters)
+{
+    ARGUS_CTA_BEGIN();
+    unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
+    float a = (float)tid * 1e-6f, b = 0.999f, c = 1e-3f;
+    for (unsigned r = 0; r < G16_OVH_REGIONS; r++) {
+        ARGUS_REGION_BEGIN("body");
+        for (int i = 0; i < iters; i++) {
+#pragma unroll
+            for (unsigned k = 0; k < G16_OVH_FMAS; k++)
+                a = fmaf(a, b, c);
+        }
+        ARGUS_REGION_END("body");
+    }
+    out[tid] = a;
+    ARGUS_CTA_END();
+}
+
+/* mask: input elements - 1 (a power of two), so the index wraps. */
+__global__ void G16_NAME(g16_ovh_memory)(const float *__restrict__ in, float *out, int iters,
+                                         unsigned mask)
+{
+    ARGUS_CTA_BEGIN();
+    unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned stride = gridDim.x * blockDim.x;
+    unsigned idx = tid;
+    float acc = 0.0f;
+    for (unsigned r = 0; r < G16_OVH_REGIONS; r++) {
+        ARGUS_REGION_BEGIN("body");
+        for (int i = 0; i < iters; i++) {
+            acc += in[idx & mask];
+            idx += stride;
+        }
+        ARGUS_REGION_END("body");
+    }
+    out[tid] = acc;
+    ARGUS_CTA_END();
+}
+
+/* body: 0 compute, 1 memory. */
+extern "C" const void *G16_NAME(g16_ovh_kernel)(int body)
+{
+    return body == 0 ? (const void *)G16_NAME(g16_ovh_compute)
+                     : (const void *)G16_NAME(g16_ovh_memory);
+}
+
+extern "C" cudaError_t G16_NAME(g16_ovh_launch)(int body, const float *in, float *out, int iters,
+                                                unsigned mask, cudaStream_t s)
+{
+    if (body == 0) {
+        void *args[] = {&out, &iters};
+        return cudaLaunchKernel(G16_NAME(g16_ovh_kernel)(0), dim3(G16_OVH_CTAS),
+                                dim3(G16_OVH_THREADS), args, 0, s);
+    }
+    void *args[] = {(void *)&in, &out, &iters, &mask};
+    return cudaLaunchKernel(G16_NAME(g16_ovh_kernel)(1), dim3(G16_OVH_CTAS), dim3(G16_OVH_THREADS),
+                            args, 0, s);
+}
