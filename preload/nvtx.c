@@ -10,16 +10,21 @@
  * constructor points NVTX_INJECTION64_PATH at this library, only if it is
  * unset (never over nsys or another tool: then NVTX ranges go to that tool
  * and requests come from the API or the learned pattern, said once at
- * MOSAIC_LOG=info). A shared object whose NVTX initialised before the
- * constructor ran (from another library's constructor) reaches us through
- * the exported InitializeInjectionNvtx2_fnptr instead, where its NVTX binds
- * that symbol dynamically; its ranges count from the constructor on.
+ * MOSAIC_LOG=info). A library whose NVTX initialised before the
+ * constructor ran (an NVTX call in another library's constructor: those run
+ * before a preloaded library's) found no injection, and NVTX never looks
+ * again, so its ranges are not seen. A user who sets
+ * NVTX_INJECTION64_PATH to this library reaches it too: such a copy then
+ * initialises through us before the constructor (no client yet: its hooks
+ * wait) and its ranges count from the constructor on; the shim takes the
+ * variable as its own, not as another tool's.
  *
- * Doing nothing measurable elsewhere: with any role but hp, in
- * pass-through, or where this library was loaded only as an injection
- * (dlopened by NVTX in a process that did not preload it), the variable is
- * not set and every NVTX copy that asks is declined, which leaves its calls
- * as NVTX's no-ops.
+ * Doing nothing measurable elsewhere: with any role but hp, or in
+ * pass-through, the variable is not set and every NVTX copy that asks is
+ * declined, which leaves its calls as NVTX's no-ops. Where this library is
+ * only dlopened by NVTX (a child that inherited the variable, not
+ * LD_PRELOAD) the load fails on glibc 2.36 (initial-exec TLS, kcache.c);
+ * if it loads, it declines too, as it is not in front of the program.
  *
  * Nesting and threads: push/pop requests are per thread and the outermost
  * "mosaic:request" range of a thread is the request (a nested one is part
@@ -160,7 +165,8 @@ void mosaic__nvtx_setup(void)
                     "from mosaic_request_begin/end or the learned launch pattern", other);
     } else if (rc < 0) {
         MOSAIC__LOG(MOSAIC__LOG_WARN, "NVTX: cannot point NVTX_INJECTION64_PATH at the shim "
-                    "(%s): ranges named %s are seen only from libraries that bind "
-                    "InitializeInjectionNvtx2_fnptr", mosaic_strerror(rc), REQUEST_NAME);
+                    "(%s): ranges named %s are not seen; set NVTX_INJECTION64_PATH to the "
+                    "path of libmosaic.so, or mark requests with mosaic_request_begin/end",
+                    mosaic_strerror(rc), REQUEST_NAME);
     }
 }
