@@ -14,7 +14,7 @@
  * synchronisation begins a request, and the next cuStreamSynchronize,
  * cuCtxSynchronize or cuEventSynchronize to return ends it. The first
  * explicit signal (API or NVTX) ends learning for good (docs/sched.md,
- * "Where HP requests come from"). All of it is ring writes: no system
+ * "HP requests: where they come from"). All of it is ring writes: no system
  * call, no wait; with no daemon the client returns MOSAIC_EDISCONNECTED at
  * once and the program runs uncontrolled.
  *
