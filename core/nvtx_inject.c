@@ -288,7 +288,7 @@ int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get)
 }
 
 /* The static injection's pointer: a strong definition that the nvtx3
- * headers' weak one yields to, in the program at link time and, for
- * objects that bind it dynamically, at load time. */
+ * headers' weak, hidden one yields to at link time, for NVTX users linked
+ * into the same object as this module. */
 EXPORT NvtxInitializeInjectionNvtxFunc_t InitializeInjectionNvtx2_fnptr;
 NvtxInitializeInjectionNvtxFunc_t InitializeInjectionNvtx2_fnptr = inject_init;

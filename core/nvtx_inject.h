@@ -10,11 +10,14 @@
  * headers has its own copy of the NVTX globals; on its first NVTX call it
  * dlopens NVTX_INJECTION64_PATH and calls that library's
  * InitializeInjectionNvtx2, or, with the variable unset, calls the function
- * that the symbol InitializeInjectionNvtx2_fnptr points to (the nvtx3
- * headers define it weak; this module defines it, so an object that binds it
- * dynamically finds us without any variable). This module exports both. So
- * a process can initialise us several times, once per copy, each with its
- * own function table; all of them call the same client.
+ * that the symbol InitializeInjectionNvtx2_fnptr points to. The nvtx3
+ * headers define that pointer weak and hidden (under a visibility pragma),
+ * so the strong one here serves only NVTX users in the same link unit as
+ * the module (a program that links it statically, like its unit test); a
+ * shared library's NVTX finds a shim only through the variable, and only
+ * if the variable is set before that copy's first NVTX call. A process can
+ * initialise us several times, once per copy, each with its own function
+ * table; all of them call the same client.
  *
  * What the client sees: push(name) returns a 32-bit tag that the module
  * keeps on the calling thread's range stack and hands back to pop(tag), as

@@ -8,6 +8,14 @@
  * kernels it holds; run counts are folded into the kernels' own counts when
  * the executable is destroyed or updated, and read live for statistics.
  *
+ * In an HP process (MOSAIC_ROLE=hp) the walk also keeps each kernel node's
+ * id on the arbiter's rings (its profile key's hash: name, grid, block and
+ * dynamic shared memory from the node's parameters, as a direct launch of
+ * it would post), so that an HP graph launch posts its kernels in node
+ * order and the daemon's eq. 5 sees inside it (sched_link.c). Node order is
+ * the order cuGraphGetNodes gives, which for a graph captured from one
+ * stream is the capture order; independent branches have no order to keep.
+ *
  * Kernels inside conditional nodes (CUDA 12.4+) may or may not run: such a
  * graph is marked unknown and its launches are counted apart. Kernel nodes
  * whose function changes through cuGraphExecKernelNodeSetParams are not
@@ -17,6 +25,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "sched_link.h"
 
 struct mosaic__pmap mosaic__gmap = MOSAIC__PMAP_INITIALIZER;
 
@@ -25,6 +34,7 @@ struct graph_rec {
     int complete;       /* every kernel that can run is in k[] */
     size_t n, cap;
     struct mosaic__kernel **k;
+    uint64_t *ids; /* HP only: k[i]'s id on the arbiter's rings, else NULL */
     struct graph_rec *next_retired;
 };
 
@@ -49,7 +59,9 @@ void mosaic__graph_fork_unlock(int child)
 
 #define MOSAIC__GRAPH_DEPTH 16
 
-static int push(struct graph_rec *g, struct mosaic__kernel *k)
+/* want_ids: an HP process, which posts graph kernels to the arbiter. */
+static int push(struct graph_rec *g, struct mosaic__kernel *k, const CUDA_KERNEL_NODE_PARAMS *p,
+                int want_ids)
 {
     if (g->n == g->cap) {
         size_t cap = g->cap ? g->cap * 2 : 16;
@@ -57,14 +69,24 @@ static int push(struct graph_rec *g, struct mosaic__kernel *k)
         if (!nk)
             return -1;
         g->k = nk;
+        if (want_ids) {
+            uint64_t *ni = realloc(g->ids, cap * sizeof(*ni));
+            if (!ni)
+                return -1;
+            g->ids = ni;
+        }
         g->cap = cap;
     }
+    if (want_ids)
+        g->ids[g->n] = mosaic__sched_key_id(
+            k->name, (unsigned[3]){p->gridDimX, p->gridDimY, p->gridDimZ},
+            (unsigned[3]){p->blockDimX, p->blockDimY, p->blockDimZ}, p->sharedMemBytes);
     g->k[g->n++] = k;
     return 0;
 }
 
 static int collect(const struct mosaic__binding *b, CUgraph graph,
-                   struct graph_rec *g, int depth)
+                   struct graph_rec *g, int depth, int want_ids)
 {
     CUgraphNode *nodes;
     size_t n = 0;
@@ -95,16 +117,16 @@ static int collect(const struct mosaic__binding *b, CUgraph graph,
             if (b->drv.cuGraphKernelNodeGetParams_v2(nodes[i], &p) != CUDA_SUCCESS)
                 rc = -1;
             else if (p.func)
-                rc = push(g, mosaic__kernel_get(p.func, MOSAIC__KIND_FUNCTION));
+                rc = push(g, mosaic__kernel_get(p.func, MOSAIC__KIND_FUNCTION), &p, want_ids);
             else
-                rc = push(g, mosaic__kernel_get(p.kern, MOSAIC__KIND_KERNEL));
+                rc = push(g, mosaic__kernel_get(p.kern, MOSAIC__KIND_KERNEL), &p, want_ids);
             break;
         case CU_GRAPH_NODE_TYPE_GRAPH:
             if (b->drv.cuGraphChildGraphNodeGetGraph(nodes[i], &child) !=
                 CUDA_SUCCESS)
                 rc = -1;
             else
-                rc = collect(b, child, g, depth + 1);
+                rc = collect(b, child, g, depth + 1, want_ids);
             break;
         case CU_GRAPH_NODE_TYPE_CONDITIONAL:
             rc = -1;
@@ -153,7 +175,7 @@ void mosaic__graph_note_exec(CUgraphExec exec, CUgraph graph)
         MOSAIC__INC(errors);
         return;
     }
-    g->complete = collect(b, graph, g, 0) == 0;
+    g->complete = collect(b, graph, g, 0, mosaic__cfg.role == MOSAIC__ROLE_HP) == 0;
     if (!g->complete) {
         MOSAIC__LOG(MOSAIC__LOG_WARN,
                     "graph exec %p: kernels not fully known (conditional "
@@ -164,6 +186,7 @@ void mosaic__graph_note_exec(CUgraphExec exec, CUgraph graph)
                 g->n);
     if (mosaic__pmap_put(&mosaic__gmap, exec, g) != 0) {
         free(g->k);
+        free(g->ids);
         free(g);
         MOSAIC__INC(errors);
         return;
@@ -187,6 +210,21 @@ int mosaic__graph_note_launch(CUgraphExec exec)
         return -1;
     atomic_fetch_add_explicit(&g->runs, 1, memory_order_relaxed);
     return g->complete ? 0 : -1;
+}
+
+const uint64_t *mosaic__graph_hp_ids(CUgraphExec exec, size_t *n)
+{
+    static const uint64_t no_kernels[1];
+    /* A record stays valid after a racing destroy or update (retired
+     * records are never freed), so the ids may be read without a lock. */
+    struct graph_rec *g = mosaic__pmap_get(&mosaic__gmap, exec);
+
+    if (!g || !g->complete)
+        return NULL;
+    *n = g->n;
+    if (g->n == 0)
+        return no_kernels; /* nothing to post, and nothing unknown */
+    return g->ids;
 }
 
 static void snapshot_one(const void *key, void *val, void *arg)

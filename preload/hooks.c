@@ -285,7 +285,7 @@ h_graph_launch(int hook, MOSAIC__P_graph_launch)
         MOSAIC__INC(graph_launches);
         if (mosaic__graph_note_launch(exec) < 0)
             MOSAIC__INC(graph_launches_unknown);
-        mosaic__sched_hp_launched(NULL, NULL, NULL, 0);
+        mosaic__sched_hp_graph_launched(exec);
     }
     return r;
 }
@@ -607,6 +607,7 @@ __attribute__((constructor)) static void mosaic__init(void)
     MOSAIC__LOG(MOSAIC__LOG_INFO, "libmosaic %s loaded: mode %s, role %s",
                 MOSAIC_VERSION_STRING, mosaic__mode_name(mosaic__cfg.mode),
                 mosaic__role_name(mosaic__cfg.role));
+    mosaic__nvtx_setup();
 }
 
 __attribute__((destructor)) static void mosaic__fini(void)

@@ -259,6 +259,10 @@ void mosaic__graph_note_exec(CUgraphExec exec, CUgraph graph);
 void mosaic__graph_forget_exec(CUgraphExec exec);
 /* Counts one execution of exec; returns 0, or -1 if its kernels are unknown. */
 int mosaic__graph_note_launch(CUgraphExec exec);
+/* HP: the ids of exec's kernels on the arbiter's rings, in node order (n
+ * of them), or NULL when exec is unknown, its kernels are not all known, or
+ * this is no HP process. */
+const uint64_t *mosaic__graph_hp_ids(CUgraphExec exec, size_t *n);
 /* Adds each kernel's not-yet-folded graph executions to k->snap and
  * returns the total of those executions. Caller holds the stats lock. */
 uint64_t mosaic__graph_snapshot(void);

@@ -14,11 +14,27 @@ void mosaic__sched_be_gate(const struct mosaic__binding *b, int hook, const void
                            CUgraphExec exec, CUstream s, const unsigned *grid,
                            const unsigned *block, unsigned dyn_smem);
 /* HP: after a launch executed (not captured): post it, beginning a learned
- * request when none is open (fn NULL: a graph launch). */
+ * request when none is open. */
 void mosaic__sched_hp_launched(const void *fn, const unsigned *grid, const unsigned *block,
                                unsigned dyn_smem);
+/* HP: after a graph launch executed: the same, posting the graph's kernels. */
+void mosaic__sched_hp_graph_launched(CUgraphExec exec);
+/* HP: an explicitly marked request (an NVTX "mosaic:request" range) begins:
+ * learning stops; returns its id (nonzero), or 0 when this process is no
+ * HP client. close ends it (0 is ignored); returns 0 or a MOSAIC_E* code. */
+uint32_t mosaic__sched_hp_request_open(void);
+int mosaic__sched_hp_request_close(uint32_t id);
+/* A kernel's id on the rings from its name and launch configuration (0 for
+ * a key too long to form). */
+uint64_t mosaic__sched_key_id(const char *name, const unsigned *grid, const unsigned *block,
+                              unsigned dyn_smem);
 /* After a synchronising call returned: s is the stream (NULL with ctx 1 for
  * cuCtxSynchronize, NULL with ctx 0 for an event). */
 void mosaic__sched_synced(CUstream s, int ctx);
+
+/* nvtx.c, from the constructor: in an HP process, makes this library the
+ * NVTX injection (NVTX_INJECTION64_PATH, only if unset) so that ranges
+ * named "mosaic:request" mark requests; in any other, declines NVTX. */
+void mosaic__nvtx_setup(void);
 
 #endif /* MOSAIC_PRELOAD_SCHED_LINK_H */

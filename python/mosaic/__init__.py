@@ -10,13 +10,28 @@ unconditionally::
         out = model(batch)
         torch.cuda.synchronize()
 
-Once a program marks requests itself, the shim stops learning them from
-the synchronisation pattern.
+One such request is open at a time: ``begin()`` while one is open ends it
+first, and ``end()`` with none open returns MOSAIC_EINVAL (-1).
+
+A service that already uses NVTX needs no import at all: the shim is the
+NVTX injection library of an HP process, and a range named
+``REQUEST_RANGE`` ("mosaic:request") is a request::
+
+    with torch.cuda.nvtx.range(mosaic.REQUEST_RANGE):
+        out = model(batch)
+        torch.cuda.synchronize()
+
+(unless NVTX_INJECTION64_PATH names another tool, such as nsys: then use
+``request()``). Once a program marks requests either way, the shim stops
+learning them from the synchronisation pattern.
 """
 import contextlib
 import ctypes
 
-__all__ = ["active", "begin", "end", "request"]
+__all__ = ["REQUEST_RANGE", "active", "begin", "end", "request"]
+
+#: The NVTX range name that marks an HP request (docs/sched.md).
+REQUEST_RANGE = "mosaic:request"
 
 
 def _bind():
