@@ -698,16 +698,34 @@ static inline void step_lanes(const struct node *nodes, const float *x,
     }
 }
 
+/* The same step for a row without NaN features, the predictor's usual
+ * case: the comparison alone decides (a leaf's NaN threshold still keeps
+ * it in place), so each lane skips the missing-value test. The results are
+ * the same as step_lanes' for such a row. */
+static inline void step_lanes_dense(const struct node *nodes, const float *x,
+                                    int32_t idx[FOREST_LANES])
+{
+#pragma GCC unroll 16
+    for (int k = 0; k < FOREST_LANES; k++) {
+        const struct node *nd = &nodes[idx[k]];
+        idx[k] = nd->left + (x[nd->feature & NODE_FEATURE_MASK] >= nd->threshold);
+    }
+}
+
 double mosaic__forest_predict(const struct mosaic__forest *f, const float *x)
 {
     const struct node *nodes = f->nodes;
     double sum = 0;
+    int dense = 1;
 
+    for (int i = 0; i < f->nfeatures; i++) dense &= !isnan(x[i]);
     for (int g = 0; g < f->ngroups; g++) {
         int32_t idx[FOREST_LANES];
         memcpy(idx, &f->roots[g * FOREST_LANES], sizeof(idx));
-        for (int32_t s = 0; s < f->group_steps[g]; s++)
-            step_lanes(nodes, x, idx);
+        if (dense)
+            for (int32_t s = 0; s < f->group_steps[g]; s++) step_lanes_dense(nodes, x, idx);
+        else
+            for (int32_t s = 0; s < f->group_steps[g]; s++) step_lanes(nodes, x, idx);
         for (int k = 0; k < FOREST_LANES; k++)
             sum += f->leaf_values[idx[k]];
     }
