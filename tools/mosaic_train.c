@@ -794,6 +794,13 @@ static void baselines(const struct mosaic__dataset *ds, const unsigned char *ski
 }
 
 /* The method and the frozen constants, written at the end of the doc. */
+/* Sections of the doc written by hand (prediction latency, issue 9, from
+ * tests/predictor/bench_compare.sh) follow this line, which begins them;
+ * mosaic-train keeps them when it rewrites the doc. */
+#define DOC_KEEP_MARK                                                                     \
+    "<!-- Not generated from here on: mosaic-train keeps this line and what follows it " \
+    "when it rewrites this file. -->"
+
 static const char g_method_text[] =
     "## Method\n\n"
     "- **Strict leave-family-out.** For each family outside the lockbox, every model "
@@ -1144,15 +1151,27 @@ int main(int argc, char **argv)
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
 
-    /* the doc */
+    /* the doc; what follows DOC_KEEP_MARK in the file it replaces is kept */
     {
-        FILE *f = fopen(doc, "w");
-        char now[32];
+        FILE *f;
+        char now[32], derr[1024], *prev = NULL;
+        const char *keep = NULL;
         time_t t = time(NULL);
+        struct stat dst;
         static const int all[] = {M_MOSAIC, M_KACE, M_GP}, abl[] = {M_PLACE, M_PACK, M_MOSAIC};
         strftime(now, sizeof now, "%Y-%m-%d %H:%M UTC", gmtime(&t));
+        if (stat(doc, &dst) == 0) {
+            if (mosaic__read_file(doc, 16L << 20, &prev, derr, sizeof derr)) {
+                fprintf(stderr, "mosaic-train: %s (the doc it would rewrite; give another "
+                                "--doc)\n", derr);
+                return 1;
+            }
+            keep = strstr(prev, DOC_KEEP_MARK);
+        }
+        f = fopen(doc, "w");
         if (!f) {
             fprintf(stderr, "mosaic-train: %s: %s\n", doc, strerror(errno));
+            free(prev);
             return 1;
         }
         fprintf(f, "# Predictor accuracy on the H200 dataset (issues 4, 9)\n\n");
@@ -1187,7 +1206,12 @@ int main(int argc, char **argv)
                    "isolated duration on its own SMs is an input, so 'placement only' "
                    "predicts no slowdown (it is the floor).\n\n");
         fprintf(f, "%s", g_method_text);
-        fclose(f);
+        if (keep) fprintf(f, "\n%s", keep);
+        free(prev);
+        if (fclose(f) != 0) {
+            fprintf(stderr, "mosaic-train: %s: %s\n", doc, strerror(errno));
+            return 1;
+        }
     }
     {
         static const int all[] = {M_MOSAIC, M_PLACE, M_PACK, M_KACE, M_GP};
