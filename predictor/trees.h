@@ -45,7 +45,7 @@ int mosaic__forest_load_json(const struct cJSON *root, const char *what,
  * x < threshold goes left, as in XGBoost. No allocation, no locking: a
  * loaded forest may be shared by threads. A forest of depth at most 6 is
  * also kept as perfect binary trees, which a row without NaN features takes
- * (same result to the bit; 0.26-0.34 us against 0.34-0.52 us for the
+ * (same result to the bit; 0.26-0.34 us against 0.34-0.54 us for the
  * 80-tree, depth-4 H200 inter-SM model, 2026-12-01); mosaic-train
  * --check-forests compares both paths with XGBoost on every dataset row. */
 double mosaic__forest_predict(const struct mosaic__forest *f, const float *x);
