@@ -156,7 +156,8 @@ MOSAIC__EXPORT void mosaic_predictor_close(struct mosaic_predictor *p)
     if (!p) return;
     mosaic__forest_free(p->inter);
     mosaic__forest_free(p->shared);
-    free(p->cache);
+    free(p->cache_keys);
+    free(p->cache_res);
     free(p);
 }
 
@@ -165,19 +166,43 @@ MOSAIC__EXPORT const struct mosaic_gpu_desc *mosaic_predictor_gpu(const struct m
     return p ? &p->gpu : NULL;
 }
 
+/* Writes one byte of every page of buf, so that the kernel maps the pages
+ * now: calloc hands out untouched zero pages, and the first write to each
+ * then faulted inside a prediction (a 4096-entry cache is about 200 pages;
+ * those faults, 1-5 us each on this workplace's VM, were the cold-cache
+ * p99 of partitioned mode, 4.1-4.5 us against 0.9-1.7 us uncached). The
+ * stores are volatile so that no compiler folds them into the calloc. */
+static void prefault(void *buf, size_t bytes)
+{
+    volatile unsigned char *b = buf;
+    for (size_t i = 0; i < bytes; i += 4096) b[i] = 0;
+    if (bytes) b[bytes - 1] = 0;
+}
+
 MOSAIC__EXPORT int mosaic_predictor_set_cache(struct mosaic_predictor *p, size_t entries)
 {
-    size_t n = 1;
+    size_t n = MOSAIC__CACHE_WAYS;
     if (!p) return MOSAIC_EINVAL;
-    free(p->cache);
-    p->cache = NULL;
-    p->cache_mask = 0;
+    free(p->cache_keys);
+    free(p->cache_res);
+    p->cache_keys = NULL;
+    p->cache_res = NULL;
+    p->cache_set_mask = 0;
     if (entries == 0) return 0;
     if (entries > ((size_t)1 << 24)) return MOSAIC_EINVAL;
     while (n < entries) n <<= 1;
-    p->cache = calloc(n, sizeof *p->cache);
-    if (!p->cache) return MOSAIC_ENOMEM;
-    p->cache_mask = n - 1;
+    p->cache_keys = calloc(n, sizeof *p->cache_keys);
+    p->cache_res = calloc(n, sizeof *p->cache_res);
+    if (!p->cache_keys || !p->cache_res) {
+        free(p->cache_keys);
+        free(p->cache_res);
+        p->cache_keys = NULL;
+        p->cache_res = NULL;
+        return MOSAIC_ENOMEM;
+    }
+    prefault(p->cache_keys, n * sizeof *p->cache_keys);
+    prefault(p->cache_res, n * sizeof *p->cache_res);
+    p->cache_set_mask = n / MOSAIC__CACHE_WAYS - 1;
     return 0;
 }
 
@@ -339,21 +364,37 @@ static void predict_partitioned(const struct mosaic_predictor *p,
     res->overlap_us = both_end > t ? both_end - t : 0;
 }
 
-/* Shared: the inter-SM factor of each at an even split, then the timeline
- * (timeline.c), then the residual model on the rows features.c builds from
- * the timeline's result; the rows go to xa_out/xb_out when given. */
+/* What the orders of one query share, computed by the first order that
+ * needs it: in shared mode each kernel's inter-SM factor on all SMs does
+ * not depend on the dispatch order, so mosaic_predict's two orders take
+ * one pair of forest evaluations instead of two (a quarter of a shared
+ * answer's forest work). */
+struct pred_shared_ctx {
+    int have_inter;
+    double inter_a, inter_b;
+};
+
+/* Shared: the inter-SM factor of each at an even split (from ctx when an
+ * order before this one computed them), then the timeline (timeline.c),
+ * then the residual model on the rows features.c builds from the
+ * timeline's result; the rows go to xa_out/xb_out when given. */
 static void predict_shared(const struct mosaic_predictor *p, const struct mosaic_pred_query *q,
                            int b_first, double delay, unsigned comp, double iso_a,
-                           double iso_b, struct mosaic_pred_result *res, float *xa_out,
-                           float *xb_out)
+                           double iso_b, struct pred_shared_ctx *ctx,
+                           struct mosaic_pred_result *res, float *xa_out, float *xb_out)
 {
     const struct mosaic_gpu_desc *g = &p->gpu;
     int N = g->sm_count;
     double ia = 1, ib = 1;
     float xa[MOSAIC__NF_SHARED], xb[MOSAIC__NF_SHARED];
     if (comp & MOSAIC_PC_INTER) {
-        ia = inter_factor(p, q->a, N, iso_a, q->b, N, iso_b);
-        ib = inter_factor(p, q->b, N, iso_b, q->a, N, iso_a);
+        if (!ctx->have_inter) {
+            ctx->inter_a = inter_factor(p, q->a, N, iso_a, q->b, N, iso_b);
+            ctx->inter_b = inter_factor(p, q->b, N, iso_b, q->a, N, iso_a);
+            ctx->have_inter = 1;
+        }
+        ia = ctx->inter_a;
+        ib = ctx->inter_b;
     }
     mosaic__timeline_shared(g, &p->coef, q->a, q->b, b_first, delay, iso_a, iso_b, ia, ib,
                             comp, res);
@@ -392,8 +433,8 @@ static void predict_shared(const struct mosaic_predictor *p, const struct mosaic
  * prediction; delay: the later kernel's enqueue delay (0 within the
  * jitter). */
 static void predict_core(struct mosaic_predictor *p, const struct mosaic_pred_query *q,
-                         int b_first, double delay, struct mosaic_pred_result *res,
-                         float *xa_out, float *xb_out)
+                         int b_first, double delay, struct pred_shared_ctx *ctx,
+                         struct mosaic_pred_result *res, float *xa_out, float *xb_out)
 {
     unsigned comp = MOSAIC_PC_ALL & ~q->disable;
     const struct mosaic_gpu_desc *g = &p->gpu;
@@ -410,14 +451,15 @@ static void predict_core(struct mosaic_predictor *p, const struct mosaic_pred_qu
     if (q->mode == MOSAIC_MODE_PARTITIONED)
         predict_partitioned(p, q, comp, iso_a, iso_b, b_first ? -delay : delay, res);
     else
-        predict_shared(p, q, b_first, delay, comp, iso_a, iso_b, res, xa_out, xb_out);
+        predict_shared(p, q, b_first, delay, comp, iso_a, iso_b, ctx, res, xa_out, xb_out);
 }
 
 int mosaic__predict_rows(struct mosaic_predictor *p,
                          const struct mosaic_pred_query *q, int b_first,
                          struct mosaic_pred_result *res, float *xa, float *xb)
 {
-    predict_core(p, q, b_first, 0, res, xa, xb);
+    struct pred_shared_ctx ctx = {0};
+    predict_core(p, q, b_first, 0, &ctx, res, xa, xb);
     return 0;
 }
 
@@ -458,11 +500,84 @@ static void cache_apply(const struct mosaic_pred_query *q, const struct mosaic_p
     res->cached = 1;
 }
 
+/* The cache's description of a query in one order, beside the kernels'
+ * identities: mode, order, components, SM split (partitioned mode only:
+ * shared mode ignores it) and the start delay in buckets of 0.25 us.
+ * 0 when it does not fit the key's fields (an SM count beyond 16 bits):
+ * such a query is predicted without the cache. */
+static uint64_t cache_cfg(const struct mosaic_pred_query *q, int b_first, double delay)
+{
+    unsigned comp = MOSAIC_PC_ALL & ~q->disable;
+    uint64_t dbk = (uint64_t)llround(delay * 4); /* <= 4e6: 22 bits */
+    uint64_t cfg = (uint64_t)q->mode | (uint64_t)b_first << 1 | (uint64_t)comp << 2 | dbk << 40 |
+                   MOSAIC__CACHE_USED;
+    if (q->mode == MOSAIC_MODE_PARTITIONED) {
+        if (q->sms_a < 0 || q->sms_a > 0xffff || q->sms_b < 0 || q->sms_b > 0xffff) return 0;
+        cfg |= (uint64_t)q->sms_a << 8 | (uint64_t)q->sms_b << 24;
+    }
+    return cfg;
+}
+
+/* One order of a checked query, through the cache when there is one.
+ * Sets-associative: a key hashes to a set of MOSAIC__CACHE_WAYS ways; a
+ * miss takes a free way, else the one the victim counter points at. */
+static void predict_order_checked(struct mosaic_predictor *p, const struct mosaic_pred_query *q,
+                                  int b_first, struct pred_shared_ctx *ctx,
+                                  struct mosaic_pred_result *res)
+{
+    double delay = query_delay(q);
+    struct mosaic__cache_key key, *set, *slot = NULL;
+    size_t base;
+    uint64_t h;
+    if (!p->cache_keys || !(key.cfg = cache_cfg(q, b_first, delay))) {
+        predict_core(p, q, b_first, delay, ctx, res, NULL, NULL);
+        return;
+    }
+    key.ha = q->a->hash;
+    key.hb = q->b->hash;
+    key.isok = iso_bucket(q->iso_a_us) << 32 | iso_bucket(q->iso_b_us);
+    h = mix(key.ha ^ mix(key.hb + 0x9e3779b97f4a7c15ull) ^ mix(key.cfg * 31 ^ mix(key.isok)));
+    base = (size_t)(h & p->cache_set_mask) * MOSAIC__CACHE_WAYS;
+    set = &p->cache_keys[base];
+    for (size_t w = 0; w < MOSAIC__CACHE_WAYS; w++) {
+        if (!set[w].cfg) {
+            if (!slot) slot = &set[w];
+            continue;
+        }
+        if (set[w].ha == key.ha && set[w].hb == key.hb && set[w].cfg == key.cfg &&
+            set[w].isok == key.isok) {
+            cache_apply(q, &p->cache_res[base + w], res);
+            return;
+        }
+    }
+    if (!slot) slot = &set[p->cache_victim++ % MOSAIC__CACHE_WAYS];
+    predict_core(p, q, b_first, delay, ctx, res, NULL, NULL);
+    *slot = key;
+    p->cache_res[(size_t)(slot - p->cache_keys)] = *res;
+}
+
+/* The order a query may be predicted in: partitioned mode has the one the
+ * offset gives; beyond the jitter only that one can happen. */
+static int order_check(const struct mosaic_pred_query *q, int *b_first, char *err,
+                       size_t errlen)
+{
+    if (q->mode == MOSAIC_MODE_PARTITIONED) *b_first = q->offset_us < 0;
+    *b_first = *b_first != 0;
+    if (query_delay(q) > 0 && *b_first != (q->offset_us < 0)) {
+        snprintf(err, errlen,
+                 "query: offset_us = %g is beyond the dispatch jitter (%g us): only the "
+                 "order that follows from it can be predicted", q->offset_us,
+                 MOSAIC_DISPATCH_JITTER_US);
+        return MOSAIC_EINVAL;
+    }
+    return 0;
+}
+
 int mosaic__predict_order(struct mosaic_predictor *p, const struct mosaic_pred_query *q,
                           int b_first, struct mosaic_pred_result *res, char *err,
                           size_t errlen)
 {
-    double delay;
+    struct pred_shared_ctx ctx = {0};
     int rc;
     if (!res) {
         snprintf(err, errlen, "mosaic__predict_order: NULL result");
@@ -474,62 +589,16 @@ int mosaic__predict_order(struct mosaic_predictor *p, const struct mosaic_pred_q
         return MOSAIC_EINVAL;
     }
     rc = check_query(p, q, err, errlen);
+    if (!rc) rc = order_check(q, &b_first, err, errlen);
     if (rc) return rc;
-    delay = query_delay(q);
-    if (q->mode == MOSAIC_MODE_PARTITIONED) b_first = q->offset_us < 0;
-    b_first = b_first != 0;
-    if (delay > 0 && b_first != (q->offset_us < 0)) {
-        snprintf(err, errlen,
-                 "query: offset_us = %g is beyond the dispatch jitter (%g us): only the "
-                 "order that follows from it can be predicted", q->offset_us,
-                 MOSAIC_DISPATCH_JITTER_US);
-        return MOSAIC_EINVAL;
-    }
-    if (p->cache) {
-        unsigned comp = MOSAIC_PC_ALL & ~q->disable;
-        uint64_t dbk = (uint64_t)llround(delay * 4);
-        uint64_t cfg = (uint64_t)q->mode | (uint64_t)b_first << 1 | (uint64_t)comp << 2 |
-                       (q->mode == MOSAIC_MODE_PARTITIONED
-                            ? ((uint64_t)(uint8_t)q->sms_a << 8 | (uint64_t)(uint8_t)q->sms_b << 16)
-                            : 0) |
-                       dbk << 24;
-        uint64_t isok = iso_bucket(q->iso_a_us) << 32 | iso_bucket(q->iso_b_us);
-        uint64_t h = mix(q->a->hash ^ mix(q->b->hash + 0x9e3779b97f4a7c15ull) ^
-                         mix(cfg * 31 ^ mix(isok)));
-        /* 4-way probe; a miss takes the first free slot, else the home */
-        struct mosaic__cache_ent *e = NULL;
-        for (size_t w = 0; w < 4; w++) {
-            struct mosaic__cache_ent *c = &p->cache[(h + w) & p->cache_mask];
-            if (!c->used) {
-                if (!e) e = c;
-                break;
-            }
-            if (c->tag == h && c->ha == q->a->hash && c->hb == q->b->hash && c->cfg == cfg &&
-                c->isok == isok && c->sms_a == q->sms_a && c->sms_b == q->sms_b) {
-                cache_apply(q, &c->res, res);
-                return 0;
-            }
-        }
-        if (!e) e = &p->cache[h & p->cache_mask];
-        predict_core(p, q, b_first, delay, res, NULL, NULL);
-        e->used = 1;
-        e->tag = h;
-        e->ha = q->a->hash;
-        e->hb = q->b->hash;
-        e->cfg = cfg;
-        e->isok = isok;
-        e->sms_a = q->sms_a;
-        e->sms_b = q->sms_b;
-        e->res = *res;
-        return 0;
-    }
-    predict_core(p, q, b_first, delay, res, NULL, NULL);
+    predict_order_checked(p, q, b_first, &ctx, res);
     return 0;
 }
 
 MOSAIC__EXPORT int mosaic_predict(struct mosaic_predictor *p, const struct mosaic_pred_query *q,
                                struct mosaic_pred_answer *ans, char *err, size_t errlen)
 {
+    struct pred_shared_ctx ctx = {0};
     int rc, pk;
     if (!ans) {
         snprintf(err, errlen, "mosaic_predict: NULL answer");
@@ -558,8 +627,9 @@ MOSAIC__EXPORT int mosaic_predict(struct mosaic_predictor *p, const struct mosai
         ans->order[1].likelihood = 1 - MOSAIC_ENQUEUED_FIRST_P;
     }
     for (int i = 0; i < ans->n_orders; i++) {
-        rc = mosaic__predict_order(p, q, ans->order[i].b_first, &ans->order[i].r, err, errlen);
-        if (!rc) rc = check_result(q, &ans->order[i].r, err, errlen);
+        /* checked above; the orders are the ones the offset allows */
+        predict_order_checked(p, q, ans->order[i].b_first, &ctx, &ans->order[i].r);
+        rc = check_result(q, &ans->order[i].r, err, errlen);
         if (rc) {
             memset(ans, 0, sizeof *ans);
             return rc;

@@ -81,17 +81,23 @@ struct mosaic_predictor {
     struct mosaic__forest *inter;  /* log slowdown, partitioned-trained */
     struct mosaic__forest *shared; /* log residual of the shared timeline */
     struct mosaic__coef coef;
-    /* cache */
-    struct mosaic__cache_ent *cache;
-    size_t cache_mask;
+    /* The per-pair cache (predict.c, mosaic_predictor_set_cache): sets of
+     * MOSAIC__CACHE_WAYS keys, and the results in a parallel array, so that
+     * a lookup reads one set's keys (two cache lines) and touches a result
+     * only on a hit. */
+    struct mosaic__cache_key *cache_keys;
+    struct mosaic_pred_result *cache_res;
+    size_t cache_set_mask; /* sets - 1 */
+    uint64_t cache_victim; /* turns over the way a full set gives up */
 };
-struct mosaic__cache_ent {
-    uint64_t tag, ha, hb;
-    uint64_t cfg;  /* mode, order, comp, split, delay bucket */
-    uint64_t isok; /* the isolated durations' buckets */
-    int sms_a, sms_b;
-    struct mosaic_pred_result res;
-    int used;
+#define MOSAIC__CACHE_WAYS 4
+/* What a cached outcome was predicted from: both kernels' identities
+ * (their key hashes), and in cfg the mode, order, components, SM split and
+ * start-delay bucket with MOSAIC__CACHE_USED set; isok: the isolated
+ * durations' buckets. A key of all zeros is an empty way. */
+struct mosaic__cache_key {
+    uint64_t ha, hb, cfg, isok;
 };
+#define MOSAIC__CACHE_USED (1ull << 63)
 
 #endif

@@ -122,6 +122,7 @@ struct tl_run {
     double first_dispatched, second_dispatched; /* last block dispatched; -1: not yet */
     double coresident_time;
     struct mosaic__batches batches;
+    int first_live; /* the batches before it have ended: the loops skip them */
     struct mosaic__batch_ctx place;
 };
 
@@ -271,6 +272,7 @@ static void tl_setup(struct tl_run *r, const struct tl_pair *in, struct tl_pre *
         .intra = (in->comp & MOSAIC_PC_INTRA) != 0,
         .pack_weight = (in->comp & MOSAIC_PC_PACKING) ? in->c->pack : 0};
     r->batches.n = 0;
+    r->first_live = 0;
     r->second_blocks_left = (double)in->second->grid;
     r->taken_idle = r->taken_beside = 0;
     o->start_s = -1;
@@ -323,7 +325,7 @@ static void tl_dispatch_batches(struct tl_run *r, struct tl_step *st)
     struct mosaic__batches *bt = &r->batches;
     const int N = r->n_sms;
     double running = 0;
-    for (int i = 0; i < bt->n; i++)
+    for (int i = r->first_live; i < bt->n; i++)
         if (bt->progress[i] < 1) running += bt->blocks[i];
     if (st->second_released && r->second_blocks_left > 0.5 && st->slots - running >= 1 &&
         bt->n < MOSAIC__MAXB - 1) {
@@ -344,7 +346,7 @@ static void tl_dispatch_batches(struct tl_run *r, struct tl_step *st)
         if (r->second_blocks_left < 0.5 && r->second_dispatched < 0) r->second_dispatched = r->t;
         if (r->out->start_s < 0) r->out->start_s = r->t;
     }
-    for (int i = 0; i < bt->n; i++)
+    for (int i = r->first_live; i < bt->n; i++)
         if (bt->progress[i] < 1) {
             st->second_active += bt->blocks[i];
             if (st->first_running && bt->beside_frac[i] > 0) {
@@ -425,7 +427,7 @@ static void tl_next_event(const struct tl_run *r, struct tl_step *st)
     }
     if (st->first_running && r->next_break >= r->n_breaks) st->dt = 0;
     if (r->second_one_wave) {
-        for (int i = 0; i < r->batches.n; i++)
+        for (int i = r->first_live; i < r->batches.n; i++)
             if (r->batches.progress[i] < 1) {
                 double d = (1 - r->batches.progress[i]) * TS * tl_batch_slowdown(r, st, i);
                 if (d < st->dt) st->dt = d;
@@ -445,12 +447,13 @@ static void tl_advance(struct tl_run *r, const struct tl_step *st)
     if (r->second_one_wave) {
         struct mosaic__batches *bt = &r->batches;
         int alldone = r->second_blocks_left < 0.5;
-        for (int i = 0; i < bt->n; i++)
+        for (int i = r->first_live; i < bt->n; i++)
             if (bt->progress[i] < 1) {
                 bt->progress[i] += dt / (TS * tl_batch_slowdown(r, st, i));
                 if (bt->progress[i] >= 1 - 1e-9) bt->progress[i] = 1;
                 else alldone = 0;
             }
+        while (r->first_live < bt->n && bt->progress[r->first_live] >= 1) r->first_live++;
         r->t += dt;
         if (alldone && bt->n > 0 && r->second_end < 0) r->second_end = r->t;
     } else {
@@ -543,7 +546,13 @@ void mosaic__timeline_shared(const struct mosaic_gpu_desc *g,
      * + intra-SM (the factors of the result are the ratios) */
     timeline(&in, &pre, &o0);
     in.comp = comp & MOSAIC_PC_PACKING;
-    timeline(&in, &pre, &o1);
+    /* Block packing acts only through the batches of a single-wave second
+     * kernel (mosaic__place_batch); beside a multi-wave one, or at weight
+     * 0, the packing run is the placement run, so it is not run again. */
+    if (in.comp && c->pack != 0 && (double)in.second->grid <= (double)in.second->bps * g->sm_count)
+        timeline(&in, &pre, &o1);
+    else
+        o1 = o0;
     in.comp = comp & (MOSAIC_PC_PACKING | MOSAIC_PC_INTER);
     timeline(&in, &pre, &o2);
     in.comp = comp;

@@ -9,7 +9,11 @@
  *   mosaic-train --eval-only MODELS [--data DIR] [--max-p95 SHARED,PARTITIONED]
  *                [--max-iso-p95 P] [--dump CSV]
  *   mosaic-train --features
+ *   mosaic-train --check-forests MODELS [--data DIR]
  *
+ * --check-forests compares MODELS' inter.json and shared.json as the
+ * library evaluates them with XGBoost's own predictions on every row of the
+ * dataset (and on each with one feature missing); exit status 1 past 1e-5.
  * --features prints the two models' feature lists (position, name, unit,
  * monotone constraint, meaning: predictor/feature_list.h), the names being
  * what every model file records in its "features" array.
@@ -794,6 +798,13 @@ static void baselines(const struct mosaic__dataset *ds, const unsigned char *ski
 }
 
 /* The method and the frozen constants, written at the end of the doc. */
+/* Sections of the doc written by hand (prediction latency, issue 9, from
+ * tests/predictor/bench_compare.sh) follow this line, which begins them;
+ * mosaic-train keeps them when it rewrites the doc. */
+#define DOC_KEEP_MARK                                                                     \
+    "<!-- Not generated from here on: mosaic-train keeps this line and what follows it " \
+    "when it rewrites this file. -->"
+
 static const char g_method_text[] =
     "## Method\n\n"
     "- **Strict leave-family-out.** For each family outside the lockbox, every model "
@@ -959,6 +970,82 @@ static void score_fold(struct mosaic_predictor *p, const struct mosaic__dataset 
     }
 }
 
+/* --check-forests: one model file's predictions through the library
+ * (mosaic__forest_predict: its perfect-tree path for rows without NaN, the
+ * node array for the others) against XGBoost's own on every row, and on
+ * each row again with one feature missing (NaN: its default directions).
+ * XGBoost sums the trees in single precision, the library in double: the
+ * largest difference allowed is 1e-5, absolute plus relative. 0, or 1
+ * with the largest difference and its row named. */
+static int check_forest(const char *path, const struct mosaic__forest *f, struct rows *r)
+{
+    BoosterHandle b;
+    DMatrixHandle dm;
+    bst_ulong len;
+    const float *out;
+    double worst = 0;
+    size_t worst_row = 0, n = r->n;
+    for (size_t i = 0; i < n; i++) {
+        float x[(int)MOSAIC__NF_SHARED > (int)MOSAIC__NF_INTER ? (int)MOSAIC__NF_SHARED
+                                                               : (int)MOSAIC__NF_INTER];
+        memcpy(x, r->x + i * r->d, r->d * sizeof(float));
+        x[i % r->d] = NAN;
+        rows_push(r, x, r->y[i]);
+    }
+    XG(XGBoosterCreate(NULL, 0, &b));
+    XG(XGBoosterLoadModel(b, path));
+    XG(XGDMatrixCreateFromMat(r->x, r->n, r->d, NAN, &dm));
+    XG(XGBoosterPredict(b, dm, 0, 0, 0, &len, &out));
+    if (len != r->n) {
+        fprintf(stderr, "mosaic-train: %s: XGBoost gave %lu predictions for %zu rows\n", path,
+                (unsigned long)len, r->n);
+        return 1;
+    }
+    for (size_t i = 0; i < r->n; i++) {
+        double mine = mosaic__forest_predict(f, r->x + i * r->d);
+        double d = fabs(mine - out[i]) / (1 + fabs((double)out[i]));
+        if (!(d <= worst)) {
+            worst = d;
+            worst_row = i;
+        }
+    }
+    XG(XGDMatrixFree(dm));
+    XG(XGBoosterFree(b));
+    printf("%s: %zu dataset rows, and each again with one feature missing: largest "
+           "difference from XGBoost %.3g (row %zu%s; limit 1e-5)\n", path, n, worst,
+           worst_row % n, worst_row >= n ? ", one feature missing" : "");
+    return worst <= 1e-5 ? 0 : 1;
+}
+
+static int check_forests(const char *models, const struct mosaic__dataset *ds,
+                         const struct mosaic_gpu_desc *g)
+{
+    struct mosaic_predictor *p;
+    struct rows ri = {0}, rs = {0};
+    char err[4200], path[4096];
+    int rc;
+    if (mosaic_predictor_open(models, g, &p, err, sizeof err)) {
+        fprintf(stderr, "mosaic-train: %s\n", err);
+        return 1;
+    }
+    inter_rows(ds, NULL, &ri, g);
+    shared_rows(p, ds, NULL, &rs);
+    if (ri.n == 0 || rs.n == 0) {
+        fprintf(stderr, "mosaic-train: --check-forests: the dataset has no %s rows\n",
+                ri.n ? "shared" : "partitioned");
+        rc = 1;
+    } else {
+        snprintf(path, sizeof path, "%s/inter.json", models);
+        rc = check_forest(path, p->inter, &ri);
+        snprintf(path, sizeof path, "%s/shared.json", models);
+        rc |= check_forest(path, p->shared, &rs);
+    }
+    rows_free(&ri);
+    rows_free(&rs);
+    mosaic_predictor_close(p);
+    return rc;
+}
+
 static void usage(void)
 {
     fprintf(stderr,
@@ -968,6 +1055,7 @@ static void usage(void)
             "       mosaic-train --eval-only MODELS [--data DIR] [--max-p95 S,P] [--max-iso-p95 P]\n"
             "                    [--dump CSV]\n"
             "       mosaic-train --features\n"
+            "       mosaic-train --check-forests MODELS [--data DIR]\n"
             "Training writes the models into --out DIR (required: no default, so that the\n"
             "committed predictor/models/h200 is rewritten only when named) and the evaluation\n"
             "into --doc FILE (default DIR/predictor-eval.md; docs/predictor-eval.md only when\n"
@@ -982,7 +1070,7 @@ int main(int argc, char **argv)
                *lockbox = "predictor/models/h200/LOCKBOX";
     char docbuf[4096];
     int do_eval = 1;
-    const char *eval_models = NULL;
+    const char *eval_models = NULL, *check_models = NULL;
     double max95[2] = {INFINITY, INFINITY}; /* shared, partitioned */
     double max95_iso = INFINITY;
     FILE *dump = NULL;
@@ -1011,6 +1099,7 @@ int main(int argc, char **argv)
             return 0;
         }
         else if (!strcmp(argv[i], "--eval-only") && i + 1 < argc) eval_models = argv[++i];
+        else if (!strcmp(argv[i], "--check-forests") && i + 1 < argc) check_models = argv[++i];
         else if (!strcmp(argv[i], "--max-iso-p95") && i + 1 < argc) {
             char *end;
             max95_iso = strtod(argv[++i], &end);
@@ -1034,6 +1123,22 @@ int main(int argc, char **argv)
             usage();
             return 1;
         }
+    }
+    if (check_models) {
+        struct mosaic__dataset cds;
+        struct mosaic_predictor *cp;
+        int rc;
+        mosaic_gpu_desc_h200(&g);
+        cp = base_pred(&g);
+        if (mosaic__dataset_load(data, cp, &cds, err, sizeof err)) {
+            fprintf(stderr, "mosaic-train: %s\n", err);
+            mosaic_predictor_close(cp);
+            return 1;
+        }
+        rc = check_forests(check_models, &cds, &g);
+        mosaic__dataset_free(&cds);
+        mosaic_predictor_close(cp);
+        return rc;
     }
     if (!eval_models && !out) {
         fprintf(stderr, "mosaic-train: give --out DIR, the directory the trained models go "
@@ -1144,15 +1249,27 @@ int main(int argc, char **argv)
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
 
-    /* the doc */
+    /* the doc; what follows DOC_KEEP_MARK in the file it replaces is kept */
     {
-        FILE *f = fopen(doc, "w");
-        char now[32];
+        FILE *f;
+        char now[32], derr[1024], *prev = NULL;
+        const char *keep = NULL;
         time_t t = time(NULL);
+        struct stat dst;
         static const int all[] = {M_MOSAIC, M_KACE, M_GP}, abl[] = {M_PLACE, M_PACK, M_MOSAIC};
         strftime(now, sizeof now, "%Y-%m-%d %H:%M UTC", gmtime(&t));
+        if (stat(doc, &dst) == 0) {
+            if (mosaic__read_file(doc, 16L << 20, &prev, derr, sizeof derr)) {
+                fprintf(stderr, "mosaic-train: %s (the doc it would rewrite; give another "
+                                "--doc)\n", derr);
+                return 1;
+            }
+            keep = strstr(prev, DOC_KEEP_MARK);
+        }
+        f = fopen(doc, "w");
         if (!f) {
             fprintf(stderr, "mosaic-train: %s: %s\n", doc, strerror(errno));
+            free(prev);
             return 1;
         }
         fprintf(f, "# Predictor accuracy on the H200 dataset (issues 4, 9)\n\n");
@@ -1187,7 +1304,12 @@ int main(int argc, char **argv)
                    "isolated duration on its own SMs is an input, so 'placement only' "
                    "predicts no slowdown (it is the floor).\n\n");
         fprintf(f, "%s", g_method_text);
-        fclose(f);
+        if (keep) fprintf(f, "\n%s", keep);
+        free(prev);
+        if (fclose(f) != 0) {
+            fprintf(stderr, "mosaic-train: %s: %s\n", doc, strerror(errno));
+            return 1;
+        }
     }
     {
         static const int all[] = {M_MOSAIC, M_PLACE, M_PACK, M_KACE, M_GP};

@@ -6,17 +6,25 @@
  * answer (both orders in shared mode, the conservative value), each call
  * timed on its own; p50 and p99 per mode, with the cache off, cold (random
  * pairs over the whole pool) and warm (a working set of 256 pairs, as an
- * arbiter meets the same service kernels again).
+ * arbiter meets the same service kernels again, after as many warm-up
+ * calls as are timed: with durations re-measured each call, a pair's
+ * kernels fall into one or two duration buckets each, so the first
+ * thousand calls still miss). Each row also gives the share of cache hits
+ * and the page faults taken while it ran, and the table the machine's
+ * load average before and after.
  *
  *   bench_predict [DATA_DIR] [MODELS_DIR] [CALLS]
  *
- * Run it pinned to one core (taskset -c 0) for the one-core figure.
+ * Run it pinned to one core (taskset -c 1) for the one-core figure;
+ * tests/predictor/bench_compare.sh runs it against an older revision's
+ * library in the same session.
  */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "train_internal.h"
@@ -35,6 +43,25 @@ static uint64_t next(void)
     rng ^= rng >> 7;
     rng ^= rng << 17;
     return rng;
+}
+
+/* The load average (1, 5, 15 minutes) as /proc/loadavg gives it, or "?". */
+static void print_load(const char *when)
+{
+    char buf[128] = "?";
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (!fgets(buf, sizeof buf, f)) snprintf(buf, sizeof buf, "?");
+        fclose(f);
+    }
+    buf[strcspn(buf, "\n")] = 0;
+    printf("(load average %s: %s)\n", when, buf);
+}
+
+static long minor_faults(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_minflt : 0;
 }
 
 static int cmpd(const void *a, const void *b)
@@ -64,6 +91,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_predict: %s\n", t ? err : "out of memory");
         return 1;
     }
+    /* the samples' pages mapped now, not on a first write between two timed calls */
+    for (long k = 0; k < calls; k++) t[k] = (double)k;
     for (int f = 0; f < 2; f++) {
         mosaic_profile_init(&prof[f]);
         snprintf(path, sizeof path, "%s/%s", data, files[f]);
@@ -78,17 +107,21 @@ int main(int argc, char **argv)
                                        sizeof err) == 0)
                 n++;
     }
-    printf("| mode | cache | p50 ns | p99 ns | mean ns |\n| --- | --- | --- | --- | --- |\n");
+    print_load("before");
+    printf("| mode | cache | p50 ns | p99 ns | mean ns | cache hits | page faults |\n"
+           "| --- | --- | --- | --- | --- | --- | --- |\n");
     for (int mode = 1; mode >= 0; mode--)
         for (int c = 0; c < 3; c++) {
             size_t ws[256][2];
             double sum = 0;
+            long hits = 0, faults;
             if (mosaic_predictor_set_cache(p, c ? 4096 : 0)) return 1;
             for (int w = 0; w < 256; w++) {
                 ws[w][0] = next() % n;
                 ws[w][1] = next() % n;
             }
-            for (long k = -(c == 2 ? 1024 : 0); k < calls; k++) {
+            faults = minor_faults();
+            for (long k = -(c == 2 ? calls : 0); k < calls; k++) {
                 size_t w = next() % 256;
                 size_t i = c == 2 ? ws[w][0] : next() % n;
                 size_t j = c == 2 ? ws[w][1] : next() % n;
@@ -109,16 +142,21 @@ int main(int argc, char **argv)
                     return 1;
                 }
                 if (k >= 0) t[k] = now_ns() - t0;
+                if (k >= 0) hits += a.order[0].r.cached;
                 sink += a.conservative_us;
             }
             for (long k = 0; k < calls; k++) sum += t[k];
             qsort(t, (size_t)calls, sizeof *t, cmpd);
-            printf("| %s | %s | %.0f | %.0f | %.0f |\n", mode ? "partitioned" : "shared",
-                   cname[c], t[calls / 2], t[(size_t)((double)calls * 0.99)],
-                   sum / (double)calls);
+            faults = minor_faults() - faults;
+            printf("| %s | %s | %.0f | %.0f | %.0f | %.1f%% | %ld |\n",
+                   mode ? "partitioned" : "shared", cname[c], t[calls / 2],
+                   t[(size_t)((double)calls * 0.99)], sum / (double)calls,
+                   100.0 * (double)hits / (double)calls, faults);
         }
     printf("(%zu kernels in the pool, %ld calls per row, each timed alone with "
-           "CLOCK_MONOTONIC, ~20-30 ns of it the clock)\n", n, calls);
+           "CLOCK_MONOTONIC, ~20-30 ns of it the clock; cache hits: the first order's)\n", n,
+           calls);
+    print_load("after");
     fprintf(stderr, "(checksum %g)\n", sink);
     for (size_t i = 0; i < n; i++) mosaic_pkernel_free(pool[i]);
     free(pool);

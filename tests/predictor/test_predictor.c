@@ -910,6 +910,42 @@ static void test_predict_api_and_cache(void **state)
         assert_int_equal(mosaic__predict_order(p, &q, 1, &r2, err, sizeof err), 0);
         assert_int_equal(r2.cached, 0);
     }
+    /* A cache of one set (4 ways) that 36 pairs in both modes keep evicting
+     * from: every answer, from the cache or computed again, is the one the
+     * uncached predictor gives, and the pairs met again right away hit;
+     * shared mode ignores the SM split in the key (it ignores it in the
+     * prediction). */
+    {
+        struct mosaic_pred_answer ref[2][6][6];
+        int hits = 0;
+        assert_int_equal(mosaic_predictor_set_cache(p, 0), 0);
+        for (int mode = 0; mode < 2; mode++)
+            for (int i = 0; i < 6; i++)
+                for (int j = 0; j < 6; j++) {
+                    struct mosaic_pred_query q = {.a = pk[i], .b = pk[j], .mode = mode,
+                                                  .sms_a = 64, .sms_b = 68};
+                    assert_int_equal(mosaic_predict(p, &q, &ref[mode][i][j], err, sizeof err), 0);
+                }
+        assert_int_equal(mosaic_predictor_set_cache(p, 4), 0);
+        for (int pass = 0; pass < 3; pass++)
+            for (int mode = 0; mode < 2; mode++)
+                for (int i = 0; i < 6; i++)
+                    for (int j = 0; j < 6; j++)
+                        for (int again = 0; again < 2; again++) {
+                            struct mosaic_pred_query q = {.a = pk[i], .b = pk[j], .mode = mode,
+                                                          .sms_a = mode ? 64 : 8 * again,
+                                                          .sms_b = mode ? 68 : 0};
+                            struct mosaic_pred_answer a;
+                            assert_int_equal(mosaic_predict(p, &q, &a, err, sizeof err), 0);
+                            for (int o = 0; o < a.n_orders; o++) {
+                                hits += a.order[o].r.cached;
+                                if (again) assert_int_equal(a.order[o].r.cached, 1);
+                                a.order[o].r.cached = 0;
+                            }
+                            assert_memory_equal(&a, &ref[mode][i][j], sizeof a);
+                        }
+        assert_true(hits >= 3 * (36 * 2 + 36));
+    }
     for (int i = 0; i < 6; i++) mosaic_pkernel_free(pk[i]);
     mosaic_profile_free(&prof);
     mosaic_predictor_close(p);
