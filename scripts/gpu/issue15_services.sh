@@ -86,6 +86,11 @@ MPS_STARTED=0
 MPSCTL=$(command -v nvidia-cuda-mps-control || echo /usr/local/nvidia/bin/nvidia-cuda-mps-control)
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mosaic15-mps-$$ CUDA_MPS_LOG_DIRECTORY=$OUT/mps-log
 daemon_pid="" be_pid=""
+archived=0
+archive() { # few files come back from the device: everything goes into one archive
+  [[ $archived == 1 || ! -d $OUT/run ]] && return
+  tar -C "$OUT" -czf "$OUT/run.tgz" run $( [[ -d $OUT/prof ]] && echo prof) 2>/dev/null && archived=1
+}
 cleanup() {
   [[ -n $be_pid ]] && kill -TERM "$be_pid" 2>/dev/null
   [[ -n $daemon_pid ]] && kill -TERM "$daemon_pid" 2>/dev/null
@@ -96,8 +101,11 @@ cleanup() {
     log "mps: stopped"
   fi
   [[ $DRY == sim ]] && "$REPO/$BUILD/bin/simgpu" rm "$MOSAIC_SIMGPU" >/dev/null 2>&1
+  archive
+  [[ -n ${KEEP_RUN:-} || $archived == 0 ]] || rm -rf "$OUT/run" "$OUT/prof" "$OUT/mps-log"
 }
 trap cleanup EXIT
+# A timeout (TERM) still archives what was measured.
 trap 'exit 130' INT TERM
 
 # Profiles first, without MPS (CUPTI's range profiler replays kernels).
@@ -231,8 +239,5 @@ for pair in $PAIRS; do
   fi
 done
 
-# Few files come back from the device: the runs go into one archive.
-tar -C "$OUT" -czf "$OUT/run.tgz" run $( [[ -d $OUT/prof ]] && echo prof) 2>/dev/null && rm -rf "$OUT/run.keep" && mv "$OUT/run" "$OUT/run.keep"
-python3 "$REPO/scripts/gpu/issue15_summary.py" "$OUT/run.keep" "$PAIRS" "$PS" | tee "$OUT/summary.txt"
-mv "$OUT/run.keep/results.json" "$OUT/results.json" 2>/dev/null
-[[ -n ${KEEP_RUN:-} ]] || rm -rf "$OUT/run.keep"
+python3 "$REPO/scripts/gpu/issue15_summary.py" "$OUT/run" "$PAIRS" "$PS" | tee "$OUT/summary.txt"
+cp "$OUT/run/results.json" "$OUT/results.json" 2>/dev/null
