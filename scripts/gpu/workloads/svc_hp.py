@@ -51,7 +51,6 @@ if not a.eager:
         with torch.cuda.graph(g):
             step()
     torch.cuda.current_stream().wait_stream(side)
-    eager_step = step
     step = g.replay
     for _ in range(a.warmup):
         step()
