@@ -290,7 +290,8 @@ def daemon_kill(e, iso, mode):
                          f"the daemon was away: it spins instead of sleeping")
     else:
         # Before be-timeout-ms BE waits: requests ended by then are within p.
-        early = [l for s, l in req if s + l > t_kill and s + l < t_kill + BE_TIMEOUT_S and l > bound]
+        early = [l for s, l in req
+                 if s > t_kill + kernel_slack and s + l < t_kill + BE_TIMEOUT_S and l > bound]
         if early:
             raise Failed(f"{tag}: {len(early)} requests over p before be-timeout-ms ran out")
         waiting = [t for t in steps if t_kill + step_slack < t < t_kill + BE_TIMEOUT_S - 0.05]
