@@ -5,7 +5,11 @@
  * until SIGTERM/SIGINT) and prints one JSON object: steps, seconds and
  * throughput in steps and kernels per second of wall time.
  *
- *   be_trainer [--seconds S] [--steps N] [--kernel KEY]...
+ *   be_trainer [--seconds S] [--steps N] [--kernel KEY]... [--step-times FILE]
+ *
+ * --step-times writes each step's end (CLOCK_MONOTONIC ms, one a line) as
+ * it happens, so that a fault test can count the steps made while the
+ * daemon was away and after it came back (tests/arbiter/arbiter_faults.py).
  */
 #include "demo_util.h"
 
@@ -34,7 +38,7 @@ static void on_signal(int sig)
 static int usage(void)
 {
     fprintf(stderr, "usage: be_trainer [--seconds S] [--steps N] "
-            "[--kernel KEY]... [--graph]\n"
+            "[--kernel KEY]... [--graph] [--step-times FILE]\n"
             "  KEY: a profile key, NAME|grid=X,Y,Z|block=X,Y,Z|dsmem=N\n"
             "  --graph: capture the sequence once, launch it as a CUDA graph\n");
     return 2;
@@ -46,6 +50,7 @@ int main(int argc, char **argv)
     long steps_max = -1;
     static struct demo_seq seq;
     bool graph = false;
+    const char *times_path = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--graph") == 0) {
             graph = true;
@@ -57,6 +62,8 @@ int main(int argc, char **argv)
             seconds = atof(argv[++i]);
         else if (strcmp(argv[i], "--steps") == 0)
             steps_max = atol(argv[++i]);
+        else if (strcmp(argv[i], "--step-times") == 0)
+            times_path = argv[++i];
         else if (strcmp(argv[i], "--kernel") == 0) {
             if (demo_add_key(&seq, argv[++i]) != 0)
                 return 2;
@@ -85,6 +92,12 @@ int main(int argc, char **argv)
                 "graph\n");
         return 1;
     }
+    FILE *times = NULL;
+    if (times_path != NULL && (times = fopen(times_path, "w")) == NULL) {
+        fprintf(stderr, "be_trainer: --step-times %s: cannot be written\n",
+                times_path);
+        return 1;
+    }
     double t0 = demo_now_ms();
     long steps = 0;
     while (!stop && (steps_max < 0 || steps < steps_max) &&
@@ -99,6 +112,17 @@ int main(int argc, char **argv)
             return 1;
         }
         steps++;
+        /* Flushed per step: a reader after a kill still sees every step
+         * made (a step takes milliseconds, the write microseconds). */
+        if (times != NULL) {
+            fprintf(times, "%.6f\n", demo_now_ms());
+            fflush(times);
+        }
+    }
+    if (times != NULL && fclose(times) != 0) {
+        fprintf(stderr, "be_trainer: --step-times %s: write failed\n",
+                times_path);
+        return 1;
     }
     double secs = (demo_now_ms() - t0) / 1e3;
     printf("{\"program\": \"be_trainer\", \"steps\": %ld, "

@@ -8,10 +8,13 @@
  * span of each request from events.
  *
  *   hp_service [--requests N] [--warmup N] [--gap-ms MS] [--kernel KEY]...
- *              [--latencies FILE]
+ *              [--latencies FILE] [--times FILE]
  *
  * --latencies writes every measured request's host latency (ms, one a line,
  * in request order) for the arbiter evaluation's share of requests over p.
+ * --times writes "start_ms latency_ms" per measured request, the start on
+ * CLOCK_MONOTONIC, so that a fault test can tell which requests ran while
+ * the daemon was away (tests/arbiter/arbiter_faults.py).
  */
 #include "demo_util.h"
 
@@ -33,7 +36,8 @@ static const char *const default_keys[] = {
 static int usage(void)
 {
     fprintf(stderr, "usage: hp_service [--requests N] [--warmup N] "
-            "[--gap-ms MS] [--kernel KEY]... [--graph] [--latencies FILE]\n"
+            "[--gap-ms MS] [--kernel KEY]... [--graph] [--latencies FILE] "
+            "[--times FILE]\n"
             "  KEY: a profile key, NAME|grid=X,Y,Z|block=X,Y,Z|dsmem=N\n"
             "  --graph: capture the sequence once, launch it as a CUDA graph\n");
     return 2;
@@ -55,7 +59,7 @@ int main(int argc, char **argv)
     double gap_ms = 2;
     static struct demo_seq seq;
     bool graph = false;
-    const char *lat_path = NULL;
+    const char *lat_path = NULL, *times_path = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--graph") == 0) {
             graph = true;
@@ -71,6 +75,8 @@ int main(int argc, char **argv)
             gap_ms = atof(argv[++i]);
         else if (strcmp(argv[i], "--latencies") == 0)
             lat_path = argv[++i];
+        else if (strcmp(argv[i], "--times") == 0)
+            times_path = argv[++i];
         else if (strcmp(argv[i], "--kernel") == 0) {
             if (demo_add_key(&seq, argv[++i]) != 0)
                 return 2;
@@ -103,7 +109,8 @@ int main(int argc, char **argv)
     }
     double *lat = calloc((size_t)requests, sizeof *lat);
     double *gpu = calloc((size_t)requests, sizeof *gpu);
-    if (lat == NULL || gpu == NULL)
+    double *start = calloc((size_t)requests, sizeof *start);
+    if (lat == NULL || gpu == NULL || start == NULL)
         return 1;
     for (int r = -warmup; r < requests; r++) {
         double t0 = demo_now_ms();
@@ -125,6 +132,7 @@ int main(int argc, char **argv)
             return 1;
         }
         if (r >= 0) {
+            start[r] = t0;
             lat[r] = t1 - t0;
             gpu[r] = ms;
         }
@@ -148,6 +156,21 @@ int main(int argc, char **argv)
             return 1;
         }
     }
+    if (times_path != NULL) {
+        FILE *f = fopen(times_path, "w");
+        if (f == NULL) {
+            fprintf(stderr, "hp_service: --times %s: cannot be written\n",
+                    times_path);
+            return 1;
+        }
+        for (int r = 0; r < requests; r++)
+            fprintf(f, "%.6f %.6f\n", start[r], lat[r]);
+        if (fclose(f) != 0) {
+            fprintf(stderr, "hp_service: --times %s: write failed\n",
+                    times_path);
+            return 1;
+        }
+    }
     demo_sort(lat, requests);
     demo_sort(gpu, requests);
     printf("{\"program\": \"hp_service\", \"requests\": %d, "
@@ -163,6 +186,7 @@ int main(int argc, char **argv)
            demo_quantile(gpu, requests, 0.99));
     free(lat);
     free(gpu);
+    free(start);
     cuEventDestroy(e0);
     cuEventDestroy(e1);
     if (exec != NULL)
