@@ -146,7 +146,11 @@ typedef struct argus_node {
     X(ARGUS_DIAG_WARP_NOT_ENDED, "warp did not run ARGUS_CTA_END")            \
     X(ARGUS_DIAG_SLOT_MISMATCH, "slot header names another CTA/warp")         \
     X(ARGUS_DIAG_CLOCK, "clock anchors are inconsistent")                    \
-    X(ARGUS_DIAG_TOO_DEEP, "regions nested deeper than ARGUS_MAX_DEPTH")
+    X(ARGUS_DIAG_TOO_DEEP, "regions nested deeper than ARGUS_MAX_DEPTH")      \
+    X(ARGUS_DIAG_UNKNOWN_CORRELATION,                                         \
+      "kernel whose launch was not recorded (unknown correlation ID)")        \
+    X(ARGUS_DIAG_ACTIVITY_DROPPED, "CUPTI dropped activity records")          \
+    X(ARGUS_DIAG_NO_KERNEL, "launch recorded but CUPTI reported no kernel for it")
 
 enum argus_diag_kind {
 #define ARGUS_X_DIAG(name, what) name,
@@ -168,6 +172,8 @@ typedef struct argus_diag {
 #define ARGUS_CLOCK_GIVEN 0     /* argus_decode_opts.cycles_per_ns */
 #define ARGUS_CLOCK_ANCHORS 1   /* from the warps' start/end anchors */
 #define ARGUS_CLOCK_NONE 2      /* no usable anchor: times are cycles */
+#define ARGUS_CLOCK_HOST 3      /* argus-shim: host/CUPTI timestamps in ns;
+                                   clk_* hold the same ns, no SM clock */
 
 typedef struct argus_decode_opts {
     double cycles_per_ns;        /* SM clock (GHz); 0: estimate it */
@@ -193,6 +199,11 @@ typedef struct argus_trace {
     int clock_method;        /* ARGUS_CLOCK_* */
     uint64_t gt_min, gt_max; /* kernel span by globaltimer (observed) */
     double warp_time_ns;     /* sum of active warps' lifetimes (derived) */
+    /* Optional names for the trace writer (argus-shim's host threads and
+     * CUDA streams); NULL: "CTA c warp w" per slot and "SM s" per SM. */
+    char **slot_names;       /* nwarps entries */
+    char **sm_names;         /* nsm_names entries, indexed by sm */
+    size_t nsm_names;
 } argus_trace;
 
 /* Decodes a raw buffer (as argus_launch_collect returns it, or a file of
