@@ -13,8 +13,9 @@
  *
  * Exit status: CMD's (128 + signal when a signal ended it), so that a
  * wrapper script sees the program's failure; 0 after a clean replay; 1 when
- * the recording is bad or the outputs cannot be written (CMD itself having
- * succeeded); 2 for a usage error; 127 when CMD cannot be run.
+ * the recording is bad, missing (CMD never initialised CUDA) or the outputs
+ * cannot be written, CMD itself having succeeded; 2 for a usage error; 127
+ * when CMD cannot be run.
  */
 #define _GNU_SOURCE 1
 #include <errno.h>
