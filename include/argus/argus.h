@@ -93,6 +93,27 @@ int argus_registry_load(const char *path, argus_registry **out, char *msg,
                         size_t msglen);
 int argus_registry_save(const argus_registry *r, const char *path, char *msg,
                         size_t msglen);
+/* The same document from text in memory (path names it in messages). */
+int argus_registry_parse(const char *text, const char *path, argus_registry **out,
+                         char *msg, size_t msglen);
+
+/* The registry in the binary. `argus registry --embed OUT.cuh` writes a
+ * header defining extern "C" __device__ const char argus_registry_v1[],
+ * the registry JSON, so that a module built with it carries its names:
+ *   argus_registry_from_module reads it with cuModuleGetGlobal (through
+ *     the driver table) from a loaded module;
+ *   argus_registry_find_embedded finds it in the bytes of a cubin (or an
+ *     uncompressed fatbin or executable); argus_registry_load falls back
+ *     to it for a file that is not JSON.
+ * A module without it: ARGUS_ENOREGION; two in one file: ARGUS_EREGISTRY. */
+#define ARGUS_REGISTRY_SYMBOL "argus_registry_v1"
+int argus_registry_embed(const argus_registry *r, const char *path, char *msg,
+                         size_t msglen);
+int argus_registry_find_embedded(const void *bytes, size_t len, const char *where,
+                                 argus_registry **out, char *msg, size_t msglen);
+struct argus_driver;
+int argus_registry_from_module(const struct argus_driver *drv, void *module,
+                               argus_registry **out, char *msg, size_t msglen);
 
 /* ---- decoding --------------------------------------------------------- */
 

@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "argus/shim.h"
 #include "argus_internal.h"
@@ -45,6 +46,7 @@ static int write_json(cJSON *root, FILE *f)
 }
 
 static void add_diags(cJSON *root, const argus_trace *t);
+static int registry_write(const argus_registry *r, FILE *f);
 
 static void id_str(uint32_t id, char *buf, size_t len)
 {
@@ -281,6 +283,48 @@ int argus_trace_json(const argus_trace *t, const argus_registry *reg, const char
 
 /* ---- registry files ---------------------------------------------------- */
 
+/* A whole binary file (a cubin, fatbin or executable), regular files only,
+ * at most 1 GiB. */
+static int read_binary(const char *path, void **out, size_t *len, char *msg, size_t msglen)
+{
+    int fd = mosaic__open_regular(path, msg, msglen);
+    if (fd < 0)
+        return ARGUS_EIO;
+    FILE *f = fdopen(fd, "rb");
+    if (f == NULL) {
+        close(fd);
+        return argus__fail(ARGUS_EIO, msg, msglen, "%s: cannot read", path);
+    }
+    size_t cap = 1 << 16, n = 0;
+    unsigned char *b = malloc(cap);
+    while (b != NULL) {
+        n += fread(b + n, 1, cap - n, f);
+        if (n < cap)
+            break;
+        if (cap >= ((size_t)1 << 30)) {
+            free(b);
+            fclose(f);
+            return argus__fail(ARGUS_ELIMIT, msg, msglen, "%s: larger than 1 GiB", path);
+        }
+        unsigned char *nb = realloc(b, cap * 2);
+        if (nb == NULL)
+            free(b);
+        b = nb;
+        cap *= 2;
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (b == NULL)
+        return ARGUS_ENOMEM;
+    if (err) {
+        free(b);
+        return argus__fail(ARGUS_EIO, msg, msglen, "%s: read error", path);
+    }
+    *out = b;
+    *len = n;
+    return 0;
+}
+
 /* Through the project's one whole-file reader (core/readfile.c: regular
  * files only, so a FIFO cannot hang the caller; size limit; NUL check),
  * its MOSAIC_E* code told as the Argus code of the same meaning. */
@@ -311,10 +355,34 @@ int argus_registry_load(const char *path, argus_registry **out, char *msg, size_
     *out = NULL;
     char *text = NULL;
     int rc = read_file(path, &text, msg, msglen);
+    if (rc == ARGUS_EREGISTRY) {
+        /* NUL bytes: a cubin, fatbin or executable, which may carry an
+         * embedded registry (argus registry --embed). */
+        void *bytes = NULL;
+        size_t len = 0;
+        if ((rc = read_binary(path, &bytes, &len, msg, msglen)) != 0)
+            return rc;
+        rc = argus_registry_find_embedded(bytes, len, path, out, msg, msglen);
+        free(bytes);
+        return rc;
+    }
     if (rc != 0)
         return rc;
-    cJSON *root = cJSON_Parse(text);
+    rc = argus_registry_parse(text, path, out, msg, msglen);
     free(text);
+    return rc;
+}
+
+int argus_registry_parse(const char *text, const char *path, argus_registry **out, char *msg,
+                         size_t msglen)
+{
+    if (text == NULL || out == NULL)
+        return ARGUS_EINVAL;
+    *out = NULL;
+    if (path == NULL)
+        path = "<registry>";
+    int rc;
+    cJSON *root = cJSON_Parse(text);
     if (root == NULL)
         return argus__fail(ARGUS_EREGISTRY, msg, msglen, "%s: not JSON", path);
     const cJSON *schema = cJSON_GetObjectItem(root, "schema");
@@ -375,6 +443,19 @@ int argus_registry_save(const argus_registry *r, const char *path, char *msg, si
 {
     if (r == NULL || path == NULL)
         return ARGUS_EINVAL;
+    FILE *f = fopen(path, "w");
+    if (f == NULL)
+        return argus__fail(ARGUS_EIO, msg, msglen, "%s: cannot create the file", path);
+    int rc = registry_write(r, f);
+    if (fclose(f) != 0 && rc == 0)
+        rc = ARGUS_EIO;
+    if (rc != 0)
+        return argus__fail(rc, msg, msglen, "%s: writing failed", path);
+    return 0;
+}
+
+static int registry_write(const argus_registry *r, FILE *f)
+{
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "schema", ARGUS_REGISTRY_SCHEMA);
     cJSON_AddNumberToObject(root, "version", ARGUS_REGISTRY_VERSION);
@@ -398,17 +479,7 @@ int argus_registry_save(const argus_registry *r, const char *path, char *msg, si
         cJSON_AddBoolToObject(e, "role", is_role);
         cJSON_AddItemToArray(regions, e);
     }
-    FILE *f = fopen(path, "w");
-    if (f == NULL) {
-        cJSON_Delete(root);
-        return argus__fail(ARGUS_EIO, msg, msglen, "%s: cannot create the file", path);
-    }
-    int rc = write_json(root, f);
-    if (fclose(f) != 0 && rc == 0)
-        rc = ARGUS_EIO;
-    if (rc != 0)
-        return argus__fail(rc, msg, msglen, "%s: writing failed", path);
-    return 0;
+    return write_json(root, f);
 }
 
 /* ---- argus-shim: kernel-level regions on the host timebase -------------- */
@@ -576,4 +647,157 @@ int argus_shim_trace_json(const argus_shim_result *res, FILE *f)
     if (res == NULL)
         return ARGUS_EINVAL;
     return argus_trace_json(&res->trace, res->reg, NULL, f);
+}
+
+/* ---- the registry in the binary ----------------------------------------- */
+
+/* The embedded text starts with exactly these bytes (argus_registry_save's
+ * order), which is how it is found in a cubin's initialised-data section. */
+#define EMBED_MARK "{\"schema\":\"argus.registry\",\"version\":1,"
+
+/* Whether the NUL-terminated texts at a and b (both before end) match. */
+static int same_text(const char *a, const char *b, const char *end)
+{
+    while (a < end && b < end && *a == *b && *a != '\0') {
+        a++;
+        b++;
+    }
+    return a < end && b < end && *a == '\0' && *b == '\0';
+}
+
+int argus_registry_find_embedded(const void *bytes, size_t len, const char *where,
+                                 argus_registry **out, char *msg, size_t msglen)
+{
+    if (bytes == NULL || out == NULL)
+        return ARGUS_EINVAL;
+    *out = NULL;
+    if (where == NULL)
+        where = "<binary>";
+    const char *b = bytes, *end = b + len;
+    size_t ml = strlen(EMBED_MARK);
+    const char *hit = NULL;
+    for (const char *p = b; p + ml <= end; p++) {
+        p = memchr(p, '{', (size_t)(end - p));
+        if (p == NULL || p + ml > end)
+            break;
+        if (memcmp(p, EMBED_MARK, ml) == 0) {
+            /* A host object or executable holds the text twice: in the
+             * cubin of its fatbin and in the host shadow of the __device__
+             * variable (nvcc gives it the same initialiser). Identical
+             * copies are one registry. */
+            if (hit != NULL && same_text(hit, p, end)) {
+                p += ml - 1;
+                continue;
+            }
+            if (hit != NULL)
+                return argus__fail(ARGUS_EREGISTRY, msg, msglen,
+                                   "%s: holds more than one embedded registry (several modules "
+                                   "linked together?); pass the registry of the kernel's own "
+                                   "module (a cubin, or `argus registry` JSON)",
+                                   where);
+            hit = p;
+        }
+    }
+    if (hit == NULL)
+        return argus__fail(ARGUS_EREGISTRY, msg, msglen,
+                           "%s: neither a registry JSON file nor a binary with an embedded "
+                           "registry (compile the kernels' .cu file with the header `argus "
+                           "registry --embed` writes: its cubin, object and executable then "
+                           "carry it; or pass the registry JSON)",
+                           where);
+    const char *nul = memchr(hit, '\0', (size_t)(end - hit));
+    if (nul == NULL)
+        return argus__fail(ARGUS_EREGISTRY, msg, msglen,
+                           "%s: the embedded registry is cut off (no terminating NUL)", where);
+    char *text = malloc((size_t)(nul - hit) + 1);
+    if (text == NULL)
+        return ARGUS_ENOMEM;
+    memcpy(text, hit, (size_t)(nul - hit) + 1);
+    int rc = argus_registry_parse(text, where, out, msg, msglen);
+    free(text);
+    return rc;
+}
+
+int argus_registry_from_module(const argus_driver *drv, void *module, argus_registry **out,
+                               char *msg, size_t msglen)
+{
+    if (drv == NULL || out == NULL || drv->get_global == NULL || drv->dtoh == NULL)
+        return ARGUS_EINVAL;
+    *out = NULL;
+    uint64_t dptr = 0;
+    size_t bytes = 0;
+    int cr = drv->get_global(drv->ctx, module, ARGUS_REGISTRY_SYMBOL, &dptr, &bytes);
+    if (cr != 0)
+        return argus__fail(ARGUS_ENOREGION, msg, msglen,
+                           "the module has no %s (CUresult %d): build it with the header that "
+                           "`argus registry --embed` writes, or pass the registry file",
+                           ARGUS_REGISTRY_SYMBOL, cr);
+    if (bytes == 0 || bytes > (16u << 20))
+        return argus__fail(ARGUS_ELIMIT, msg, msglen,
+                           "%s is %zu bytes: expected 1 byte to 16 MiB of registry text",
+                           ARGUS_REGISTRY_SYMBOL, bytes);
+    char *text = malloc(bytes + 1);
+    if (text == NULL)
+        return ARGUS_ENOMEM;
+    if ((cr = drv->dtoh(drv->ctx, text, dptr, bytes)) != 0) {
+        free(text);
+        return argus__fail(ARGUS_EDRIVER, msg, msglen, "reading %s failed (CUresult %d)",
+                           ARGUS_REGISTRY_SYMBOL, cr);
+    }
+    text[bytes] = '\0';
+    int rc = argus_registry_parse(text, ARGUS_REGISTRY_SYMBOL, out, msg, msglen);
+    free(text);
+    return rc;
+}
+
+int argus_registry_embed(const argus_registry *r, const char *path, char *msg, size_t msglen)
+{
+    if (r == NULL || path == NULL)
+        return ARGUS_EINVAL;
+    char *text = NULL;
+    size_t tlen = 0;
+    FILE *mem = open_memstream(&text, &tlen);
+    if (mem == NULL)
+        return ARGUS_ENOMEM;
+    int rc = registry_write(r, mem);
+    if (fclose(mem) != 0 && rc == 0)
+        rc = ARGUS_ENOMEM;
+    if (rc != 0) {
+        free(text);
+        return argus__fail(rc, msg, msglen, "%s: the registry could not be written", path);
+    }
+    /* The saved form ends in a newline; the embedded one ends at its NUL. */
+    while (tlen > 0 && text[tlen - 1] == '\n')
+        text[--tlen] = '\0';
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        free(text);
+        return argus__fail(ARGUS_EIO, msg, msglen, "%s: cannot create the file", path);
+    }
+    fputs("/* Generated by `argus registry --embed` (docs/argus.md): the region\n"
+          " * registry, carried in the module as " ARGUS_REGISTRY_SYMBOL ", which the host\n"
+          " * reads with cuModuleGetGlobal (argus_registry_from_module) and the argus\n"
+          " * CLI finds in a cubin (--registry kernel.cubin). Include it in the .cu file\n"
+          " * that holds the kernels, or compile that file with -include. */\n"
+          "#ifndef ARGUS_EMBEDDED_REGISTRY\n#define ARGUS_EMBEDDED_REGISTRY\n"
+          "extern \"C\" __device__ const char " ARGUS_REGISTRY_SYMBOL "[] =\n    \"",
+          f);
+    /* A C string literal: quotes and backslashes escaped (the JSON has no
+     * control characters: cJSON escapes them). */
+    for (size_t i = 0; i < tlen; i++) {
+        if (text[i] == '"' || text[i] == '\\')
+            fputc('\\', f);
+        fputc(text[i], f);
+        if (i % 96 == 95 && i + 1 < tlen)
+            fputs("\"\n    \"", f);
+    }
+    fputs("\";\n#endif\n", f);
+    free(text);
+    if (ferror(f)) {
+        fclose(f);
+        return argus__fail(ARGUS_EIO, msg, msglen, "%s: writing failed", path);
+    }
+    if (fclose(f) != 0)
+        return argus__fail(ARGUS_EIO, msg, msglen, "%s: writing failed", path);
+    return 0;
 }

@@ -6,9 +6,13 @@
 # argus_cli, whose buffers come from the device model, these bytes were
 # written by the real markers, so a decoder change that only the model's
 # writer agreed with fails here.
-# usage: test_fixtures.sh ARGUS SRC_DIR WORK_DIR
+# With NVCC given, the registry also comes from the binary: kernel_known.cu
+# compiled with the header `argus registry --embed` writes, as a cubin and
+# as a host object (which holds it twice), decodes the same buffer to the
+# same regions.
+# usage: test_fixtures.sh ARGUS SRC_DIR WORK_DIR [NVCC]
 set -euo pipefail
-argus=$1 src=$2 work=$3
+argus=$1 src=$2 work=$3 nvcc=${4:-}
 rm -rf "$work" && mkdir -p "$work"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 known=$src/fixtures/known.raw wrap=$src/fixtures/wrap.raw
@@ -78,4 +82,26 @@ for schema, doc in [("argus.report.v1.json", "known.json"), ("argus.report.v1.js
     jsonschema.validate(json.load(open(f"{work}/{doc}")), json.load(open(f"{schemas}/{schema}")))
 print("argus fixtures: reports and traces valid against their schemas")
 PY
+if [ -n "$nvcc" ]; then
+    "$argus" registry "$src/kernel_known.cu" -o "$work/reg2.json" --embed "$work/reg.cuh" >/dev/null
+    inc=$src/../../include
+    "$nvcc" -arch=sm_90 -cubin -DARGUS_ENABLE -I"$inc" -include "$work/reg.cuh" \
+        "$src/kernel_known.cu" -o "$work/k.cubin"
+    "$nvcc" -arch=sm_90 -c -DARGUS_ENABLE -I"$inc" -include "$work/reg.cuh" \
+        "$src/kernel_known.cu" -o "$work/k.o"
+    "$argus" report "$known" --registry "$work/reg.json" >"$work/from_json.txt"
+    for bin in k.cubin k.o; do
+        "$argus" report "$known" --registry "$work/$bin" >"$work/from_$bin.txt" ||
+            fail "registry from $bin"
+        cmp -s "$work/from_json.txt" "$work/from_$bin.txt" ||
+            fail "the registry embedded in $bin gives another report"
+    done
+    grep -Eq '^outer/load +4224 +0 ' "$work/from_k.cubin.txt" || fail "embedded registry names"
+    # A binary without the registry is refused with what to do.
+    "$nvcc" -arch=sm_90 -cubin -DARGUS_ENABLE -I"$inc" "$src/kernel_known.cu" -o "$work/plain.cubin"
+    rc=0; "$argus" report "$known" --registry "$work/plain.cubin" 2>"$work/err" >/dev/null || rc=$?
+    [ "$rc" = 1 ] || fail "a cubin without a registry: exit $rc, not 1"
+    grep -q 'argus registry --embed' "$work/err" || fail "no-registry message: $(cat "$work/err")"
+    echo "argus fixtures: the registry embedded in a cubin and a host object names the regions"
+fi
 echo "argus fixtures: known.raw and wrap.raw decode to the counts recorded on the H200"
