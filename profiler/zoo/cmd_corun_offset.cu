@@ -54,7 +54,8 @@ static int off_local_batch(struct off_run *X, struct zoo_inst *in[2],
                            cudaStream_t st[2], const double lead_iso_us[2],
                            int n, double expect_us)
 {
-    int rc = 0, k, j, s;
+    struct zoo_step steps[ZOO_ROUND_MAX_STEPS];
+    int rc = 0, k, j, s, n_st;
     float ms = 0;
 
     CKZ(off_events(X, 5 * n));
@@ -73,21 +74,35 @@ static int off_local_batch(struct off_run *X, struct zoo_inst *in[2],
         /* The shared gate, then this round's own event behind it. */
         CKZ(gate_launch());
         CK(cudaEventRecord(e[0], g_gate_stream));
-        for (j = 0; j < 2; j++) {
-            /* The leader's stream first, as `corun` enqueues A first in
-             * order ab. */
-            s = j == 0 ? r->leader : 1 - r->leader;
-            CK(cudaStreamWaitEvent(st[s], e[0], 0));
-            if (s == r->leader)
-                CKZ(zoo_sync_lead(X->sync, r->seq, 1, rel_ns, 0, X->timeout_ns,
-                                  &X->drec[2 * k + s], st[s]));
-            else
-                CKZ(zoo_sync_follow(X->sync, r->seq, abs_ns, X->timeout_ns,
-                                    &X->drec[2 * k + s], st[s]));
-            CK(cudaEventRecord(e[1 + 2 * s], st[s]));
-            if (r->run[s])
+        /* zoo_round_steps puts both halves of the handshake before either
+         * measured kernel (offset_plan.h says why). */
+        n_st = zoo_round_steps(r, steps);
+        for (j = 0; j < n_st; j++) {
+            s = steps[j].side;
+            switch (steps[j].op) {
+            case ZOO_STEP_WAIT_GATE:
+                CK(cudaStreamWaitEvent(st[s], e[0], 0));
+                break;
+            case ZOO_STEP_SYNC:
+                if (s == r->leader)
+                    CKZ(zoo_sync_lead(X->sync, r->seq, 1, rel_ns, 0,
+                                      X->timeout_ns, &X->drec[2 * k + s],
+                                      st[s]));
+                else
+                    CKZ(zoo_sync_follow(X->sync, r->seq, abs_ns,
+                                        X->timeout_ns, &X->drec[2 * k + s],
+                                        st[s]));
+                break;
+            case ZOO_STEP_EV_START:
+                CK(cudaEventRecord(e[1 + 2 * s], st[s]));
+                break;
+            case ZOO_STEP_KERNEL:
                 CKZ(launch_one(in[s], st[s]));
-            CK(cudaEventRecord(e[2 + 2 * s], st[s]));
+                break;
+            default:
+                CK(cudaEventRecord(e[2 + 2 * s], st[s]));
+                break;
+            }
         }
         q = cudaEventQuery(e[0]);
         if (q != cudaSuccess && q != cudaErrorNotReady)
@@ -114,7 +129,14 @@ out:
     return rc;
 }
 
-/* Folds a batch's isolated rounds into X->iso. vi[side]: the variants. */
+/*
+ * Folds a batch's isolated rounds into X->iso. vi[side]: the variants. A
+ * (variant, side, role) with a failed round is forgotten (no samples, and
+ * the planner measures it again with the variant's next pair): otherwise
+ * one failed pair would leave every later row of the variant without its
+ * iso_sync baseline, as on the H200 run of 2026-12-01. One process only:
+ * two processes must keep computing the same schedule.
+ */
 static void off_collect_iso(struct off_run *X, const int vi[2], int n)
 {
     int k, touched[8], n_t = 0, i;
@@ -130,6 +152,10 @@ static void off_collect_iso(struct off_run *X, const int vi[2], int n)
         role = off_role(r, s);
         key = zoo_plan_iso_key(&X->plan, vi[s], s, role);
         e = &X->iso[key];
+        for (i = 0; i < n_t && touched[i] != key; i++) {
+        }
+        if (i == n_t && n_t < 8)
+            touched[n_t++] = key;
         if (o->rec[0].status != ZOO_SYNC_OK ||
             o->rec[1].status != ZOO_SYNC_OK) {
             e->bad++;
@@ -137,14 +163,19 @@ static void off_collect_iso(struct off_run *X, const int vi[2], int n)
         }
         if (e->n < ZOO_OFF_MAX_REPEATS)
             e->samples[e->n++] = o->t_e[s] - o->t_s[s];
-        for (i = 0; i < n_t && touched[i] != key; i++) {
-        }
-        if (i == n_t && n_t < 8)
-            touched[n_t++] = key;
     }
     for (i = 0; i < n_t; i++) {
         struct off_iso *e = &X->iso[touched[i]];
 
+        if (e->bad) {
+            fprintf(stderr, "mosaic-zoo: corun-offset: %d isolated protocol "
+                    "rounds of %s failed; measured again with its next "
+                    "pair\n", e->bad,
+                    zoo_variants[touched[i] / 4].name);
+            memset(e, 0, sizeof(*e));
+            zoo_plan_forget(&X->plan, touched[i]);
+            continue;
+        }
         e->med = median_of(e->samples, e->n);
         minmax_of(e->samples, e->n, &e->mn, &e->mx);
     }
@@ -397,6 +428,16 @@ int cmd_corun_offset(void)
     }
     if (cfg_open_corun_pair(&C.a, &C.b, g_opt.partitioned, g_opt.split))
         goto out;
+    {
+        cudaStream_t ps[2] = {C.a.s[0], C.b.s[0]};
+
+        rc = zoo_sync_preload(ps, 2);
+        if (rc) {
+            seterr("loading the offset protocol's kernels: %s", zerr(rc));
+            error_record(g_err);
+            goto out;
+        }
+    }
     for (i = 0; i < n_pairs && !should_stop(); i++)
         off_measure(&X, &C, pairs[2 * i], pairs[2 * i + 1]);
 out:

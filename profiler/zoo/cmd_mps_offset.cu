@@ -388,6 +388,15 @@ int cmd_mps_offset(void)
         error_record(g_err);
         goto out;
     }
+    /* Each process waits only on the other's kernels, so a lazy load here
+     * cannot deadlock the handshake as it did in one process; it would
+     * still delay the first control round, so the kernels load first. */
+    rc = zoo_sync_preload(&M->c.s[0], 1);
+    if (rc) {
+        seterr("loading the offset protocol's kernels: %s", zerr(rc));
+        error_record(g_err);
+        goto out;
+    }
     for (i = 0; i <= n_pairs && !stop && !M->peer_lost; i++) {
         int va = i < n_pairs ? pairs[2 * i] : 0;
         int vb = i < n_pairs ? pairs[2 * i + 1] : 0;

@@ -173,6 +173,37 @@ int zoo_sync_follow(struct zoo_sync *sync, unsigned long long seq,
     return (int)cudaGetLastError();
 }
 
+int zoo_sync_preload(const cudaStream_t *st, int n)
+{
+    struct cudaFuncAttributes fa;
+    struct zoo_sync *blk = NULL;
+    cudaError_t e;
+    int i;
+
+    /* The documented way to load a kernel now (CUDA Programming Guide,
+     * "Lazy Loading"): query its attributes. It loads into the current
+     * context only, and the streams may belong to green contexts, so each
+     * stream also runs both kernels once below. */
+    e = cudaFuncGetAttributes(&fa, zoo_sync_lead_kernel);
+    if (e == cudaSuccess)
+        e = cudaFuncGetAttributes(&fa, zoo_sync_follow_kernel);
+    if (e == cudaSuccess)
+        e = (cudaError_t)zoo_sync_alloc(&blk);
+    /* Any nonzero dead word makes both kernels return before they wait. */
+    if (e == cudaSuccess)
+        e = cudaMemset(&blk->dead, 0xff, sizeof(blk->dead));
+    for (i = 0; e == cudaSuccess && i < n; i++) {
+        zoo_sync_lead_kernel<<<1, 1, 0, st[i]>>>(blk, 1, 1, 0, 0, 0, NULL);
+        zoo_sync_follow_kernel<<<1, 1, 0, st[i]>>>(blk, 1, 0, 0, NULL);
+        e = cudaGetLastError();
+        if (e == cudaSuccess)
+            e = cudaStreamSynchronize(st[i]);
+    }
+    if (blk)
+        cudaFree(blk);
+    return (int)e;
+}
+
 int zoo_sync_reset(struct zoo_sync *sync)
 {
     return (int)cudaMemset(&sync->dead, 0, sizeof(sync->dead));

@@ -32,10 +32,11 @@
  * Written for CUDA 13.0 and an H200 (sm_90, driver 580.159.04), where
  * %globaltimer advances in 32 ns steps (profiler/data/h200/placement.jsonl,
  * "globaltimer_step_ns"); that CUDA IPC memory handles open between two
- * MPS clients is NVIDIA's documented behaviour, not yet seen here. Not yet
- * run on the GPU at all: the first run's records (offset_meas_us against
- * delay_us, ok:false on a timeout) are the test (docs/dataset.md, "Offset
- * co-runs and two processes").
+ * MPS clients is NVIDIA's documented behaviour, seen working on the H200
+ * run of 2026-12-01 (profiler/data/h200/offsets: the achieved offset within
+ * 1.2-1.6 us of the requested one in one process, 0.08 us across two). The
+ * protocol's kernels must be loaded before the first round
+ * (zoo_sync_preload says why).
  */
 #ifndef MOSAIC_ZOO_OFFSET_H
 #define MOSAIC_ZOO_OFFSET_H
@@ -104,6 +105,24 @@ int zoo_sync_follow(struct zoo_sync *sync, unsigned long long seq,
                     unsigned long long timeout_ns, struct zoo_sync_rec *rec,
                     cudaStream_t s);
 
+
+/*
+ * Loads the protocol's two kernels into the context of every stream in st
+ * (n of them) before the first round, and returns once they have run there
+ * (synchronously). Why: CUDA 12.2+ loads a kernel lazily at its first
+ * launch (CUDA_MODULE_LOADING=LAZY is the default), and that load may wait
+ * for the context to go idle. The first round's leader kernel spins until
+ * the follower kernel runs; if the follower's launch is its first, its load
+ * waits for the spinning leader and neither moves until the leader's wait
+ * times out. On the H200 run of 2026-12-01 this failed every round of the
+ * first pair of each one-process phase, and that pair's failed isolated
+ * rounds left two variants without iso_sync baselines for the whole run
+ * (profiler/data/h200/offsets/README.md). The warm-up launches use a
+ * private block whose dead word is set, so they return at once and touch
+ * no peer's state (two processes under MPS share their block). Returns 0
+ * or a cudaError_t.
+ */
+int zoo_sync_preload(const cudaStream_t *st, int n);
 
 /* Clears the sticky dead word (synchronously; no protocol kernel may be
  * queued). One process does this before each pair, so that one pair's

@@ -88,6 +88,12 @@ int zoo_plan_iso_key(const struct zoo_plan_state *p, int vi, int side,
     return (vi * 2 + side) * 2 + role;
 }
 
+void zoo_plan_forget(struct zoo_plan_state *p, int key)
+{
+    if (key >= 0 && key < p->n_variants * 4 + 4)
+        p->iso_seen[key] = 0;
+}
+
 static int plan_push(struct zoo_plan_state *p, struct zoo_round *out,
                      int *n, int max, int kind, int leader, int run_a,
                      int run_b, int iso_side, int delay_i, int warm)
@@ -143,6 +149,34 @@ int zoo_plan_pair(struct zoo_plan_state *p, int va, int vb, int order_ab,
                 if (plan_push(p, out, &n, max, ZOO_ROUND_CORUN, o, 1, 1, -1,
                               d, k == 0))
                     return -1;
+    }
+    return n;
+}
+
+static void step_push(struct zoo_step *out, int *n, int op, int side)
+{
+    out[*n].op = op;
+    out[*n].side = side;
+    (*n)++;
+}
+
+int zoo_round_steps(const struct zoo_round *r, struct zoo_step *out)
+{
+    int n = 0, j, s;
+
+    for (j = 0; j < 2; j++) {
+        s = j == 0 ? r->leader : 1 - r->leader;
+        step_push(out, &n, ZOO_STEP_WAIT_GATE, s);
+        step_push(out, &n, ZOO_STEP_SYNC, s);
+        step_push(out, &n, ZOO_STEP_EV_START, s);
+    }
+    /* The leader's kernel first, as `corun` enqueues A first in order ab
+     * (on the GPU the protocol decides who starts when). */
+    for (j = 0; j < 2; j++) {
+        s = j == 0 ? r->leader : 1 - r->leader;
+        if (r->run[s])
+            step_push(out, &n, ZOO_STEP_KERNEL, s);
+        step_push(out, &n, ZOO_STEP_EV_END, s);
     }
     return n;
 }

@@ -68,6 +68,11 @@ void zoo_plan_free(struct zoo_plan_state *p);
 int zoo_plan_iso_key(const struct zoo_plan_state *p, int vi, int side,
                      int role);
 
+/* Marks iso key `key` as not measured, so that the next pair with that
+ * (variant, side, role) gets its isolated rounds again (after they
+ * failed). */
+void zoo_plan_forget(struct zoo_plan_state *p, int key);
+
 /*
  * Appends pair (va, vb)'s rounds to out (at most max): a control round
  * when control is set, then isolated rounds (warm-up + repeats) for each
@@ -78,6 +83,32 @@ int zoo_plan_iso_key(const struct zoo_plan_state *p, int vi, int side,
 int zoo_plan_pair(struct zoo_plan_state *p, int va, int vb, int order_ab,
                   int order_ba, int n_delays, int repeats, int control,
                   struct zoo_round *out, int max);
+
+/*
+ * What the host enqueues for one round of one process's two streams, in
+ * order (corun-offset). A launch of a measured kernel may block the host
+ * (a library's synchronisation, a lazy load, a full launch queue), so both
+ * protocol kernels come before either measured kernel: the leader's
+ * protocol kernel spins until the follower's runs, and the host must never
+ * be stuck between enqueueing the two.
+ */
+enum zoo_step_op {
+    ZOO_STEP_WAIT_GATE = 0,   /* the stream waits for the round's gate */
+    ZOO_STEP_SYNC = 1,        /* the protocol kernel (lead or follow) */
+    ZOO_STEP_EV_START = 2,    /* the event before the measured kernel */
+    ZOO_STEP_KERNEL = 3,      /* the measured kernel (when it runs) */
+    ZOO_STEP_EV_END = 4       /* the event after it */
+};
+
+struct zoo_step {
+    int op;       /* enum zoo_step_op */
+    int side;     /* the stream: 0 A's, 1 B's */
+};
+
+#define ZOO_ROUND_MAX_STEPS 10
+
+/* Fills out with round r's steps; returns their count. */
+int zoo_round_steps(const struct zoo_round *r, struct zoo_step *out);
 
 /* The hash of a run's schedule inputs (pair names, delays, orders,
  * repeats): equal in both processes of a two-process run, or they would

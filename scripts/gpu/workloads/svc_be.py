@@ -1,0 +1,51 @@
+"""A BE job: training steps (or inference batches) of one model in a loop
+until SIGTERM or --seconds, then one JSON line with steps per second.
+
+  python3 svc_be.py --model resnet18_train [--batch N] [--seconds S]
+A step ends with torch.cuda.synchronize(), so steps/s counts finished GPU
+work; the timer starts after --warmup steps."""
+import argparse
+import json
+import signal
+import time
+
+import torch
+
+import svc_models
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--model", required=True)
+ap.add_argument("--batch", type=int, default=0)
+ap.add_argument("--seconds", type=float, default=600.0)
+ap.add_argument("--warmup", type=int, default=5)
+ap.add_argument("--ready")
+ap.add_argument("--steps-log", help="write each step's end as Unix time, one a line")
+a = ap.parse_args()
+
+stop = False
+def on_term(_sig, _frm):
+    global stop
+    stop = True
+signal.signal(signal.SIGTERM, on_term)
+
+step = svc_models.build(a.model, a.batch)
+for _ in range(a.warmup):
+    step()
+torch.cuda.synchronize()
+if a.ready:
+    open(a.ready, "w").close()
+t0 = time.perf_counter()
+n = 0
+ends = []
+while not stop and time.perf_counter() - t0 < a.seconds:
+    step()
+    torch.cuda.synchronize()
+    n += 1
+    ends.append(time.time())
+dt = time.perf_counter() - t0
+if a.steps_log:
+    with open(a.steps_log, "w") as f:
+        f.write("".join(f"{t:.6f}\n" for t in ends))
+print(json.dumps({"program": "svc_be", "model": a.model, "steps": n, "seconds": dt,
+                  "steps_per_s": n / dt if dt > 0 else 0.0,
+                  "method": "host perf_counter over the loop, synchronize() per step"}), flush=True)
