@@ -200,6 +200,16 @@ int main(int argc, char **argv)
         off += (size_t)n;
     }
     snprintf(pid, sizeof(pid), "%ld", (long)getpid());
+    /* NVTX has one injection per process: one configured by another tool
+     * (nsys, ...) keeps the ranges, and argus-shim says it has none. */
+    int nvtx_ours = nvtx;
+    const char *other = getenv("NVTX_INJECTION64_PATH");
+    if (nvtx && other && other[0] && strcmp(other, inject) != 0) {
+        fprintf(stderr, "argus-shim: NVTX_INJECTION64_PATH names another tool (%s): NVTX ranges "
+                        "go to it, not to argus-shim; unset it for ranges\n",
+                other);
+        nvtx_ours = 0;
+    }
     /* The child's pid becomes the root pid after the fork. */
     pid_t child = fork();
     if (child < 0) {
@@ -212,7 +222,9 @@ int main(int argc, char **argv)
             setenv("ARGUS_SHIM_ROOT_PID", pid, 1) != 0 ||
             setenv("ARGUS_SHIM_COMMAND", cmdline, 1) != 0 ||
             setenv("ARGUS_SHIM_KERNELS", kernels ? "1" : "0", 1) != 0 ||
-            setenv("ARGUS_SHIM_PC_SAMPLING", pcs ? "1" : "0", 1) != 0) {
+            setenv("ARGUS_SHIM_PC_SAMPLING", pcs ? "1" : "0", 1) != 0 ||
+            setenv("ARGUS_SHIM_NVTX", nvtx_ours ? "1" : "0", 1) != 0 ||
+            (nvtx_ours && setenv("NVTX_INJECTION64_PATH", inject, 1) != 0)) {
             fprintf(stderr, "argus-shim: cannot set the environment: %s\n", strerror(errno));
             _exit(127);
         }
@@ -240,10 +252,6 @@ int main(int argc, char **argv)
                 events);
         return code ? code : 1;
     }
-    if (nvtx)
-        fprintf(stderr, "argus-shim: NVTX ranges are not recorded by this build yet (they come "
-                        "with the NVTX injection core, core/nvtx_inject.h); kernels are reported "
-                        "without ranges\n");
     int bad = report(events, dir);
     return code ? code : bad ? 1 : 0;
 }

@@ -20,16 +20,23 @@
  *     (CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED), the header says so
  *     and nothing of CUPTI is touched (its activity buffers belong to the
  *     other tool): the recording keeps what does not need CUPTI.
- *   - NVTX ranges come through the project's NVTX injection core
- *     (core/nvtx_inject.h, branch h-nvtx) once it is merged: not recorded
- *     by this version (issue 12).
+ *   - NVTX ranges through the project's NVTX injection core
+ *     (core/nvtx_inject.h; argus-shim points NVTX_INJECTION64_PATH at this
+ *     same library): push/pop on the calling thread, start/end with the
+ *     tag this recorder handed out at the start as the range's ID (the
+ *     core gives end() that tag on whatever thread ends the range), each
+ *     with the thread and a cuptiGetTimestamp. NVTX may start before CUDA
+ *     does, so the recording is opened by whichever comes first; its
+ *     header then says CUDA had not started, and a "cupti" line written
+ *     at cuInit gives the state.
  *
  * Environment (argus-shim sets it):
  *   ARGUS_SHIM_OUT        the recording's path (required; without it the
  *                         library does nothing and says so on stderr)
  *   ARGUS_SHIM_ROOT_PID   a process with another pid (a CUDA child of the
  *                         command) writes <OUT>.<pid> beside it
- *   ARGUS_SHIM_KERNELS=0  no CUPTI at all (NVTX only)
+ *   ARGUS_SHIM_KERNELS=0  no CUPTI subscription (NVTX only)
+ *   ARGUS_SHIM_NVTX=1     record NVTX ranges
  *   ARGUS_SHIM_PC_SAMPLING=1  PC sampling was asked for: recorded as
  *                         unavailable with the reason (not implemented)
  *   ARGUS_SHIM_COMMAND    the command line, for the header
@@ -51,6 +58,7 @@
 
 #include "core.h"
 #include "json.h"
+#include "nvtx_inject.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -62,6 +70,9 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static FILE *g_out;
 static int g_cupti_on;
 static CUpti_SubscriberHandle g_sub;
+static int g_open_failed; /* no recording: the reason went to stderr once */
+
+static int ensure_out_locked(void);
 
 static uint64_t now_ns(void)
 {
@@ -90,7 +101,7 @@ static void emit_launch(uint64_t corr, const char *name)
 {
     uint64_t ts = now_ns();
     pthread_mutex_lock(&g_lock);
-    if (g_out) {
+    if (ensure_out_locked() == 0) {
         fprintf(g_out, "{\"e\":\"launch\",\"tid\":%llu,\"ts\":%llu,\"corr\":%llu", tid_now(),
                 (unsigned long long)ts, (unsigned long long)corr);
         if (name && name[0]) {
@@ -153,23 +164,57 @@ static void at_exit(void)
         fclose(g_out);
         g_out = NULL;
     }
+    /* A range ended by a later exit handler must not reopen (and so
+     * truncate) the recording. */
+    g_open_failed = 1;
     pthread_mutex_unlock(&g_lock);
 }
 
-static void header(const char *cupti, const char *note)
+/* Opens the recording on the first event (NVTX's or CUDA's), with the
+ * header; called with g_lock held. Returns 0 when there is a recording. */
+static int ensure_out_locked(void)
 {
-    const char *cmd = getenv("ARGUS_SHIM_COMMAND");
-    fputs("{\"schema\":\"argus.shim.events\",\"version\":1,\"cupti\":", g_out);
-    mosaic__json_fputs(g_out, cupti);
-    if (note && note[0]) {
-        fputs(",\"note\":", g_out);
-        mosaic__json_fputs(g_out, note);
+    if (g_out)
+        return 0;
+    if (g_open_failed)
+        return -1;
+    g_open_failed = 1;
+    const char *out = getenv("ARGUS_SHIM_OUT");
+    if (out == NULL || out[0] == '\0') {
+        fputs("libargus_inject: ARGUS_SHIM_OUT is not set: nothing is recorded (run the program "
+              "through argus-shim)\n",
+              stderr);
+        return -1;
     }
+    char path[4096];
+    const char *root = getenv("ARGUS_SHIM_ROOT_PID");
+    int w = root && atol(root) != (long)getpid()
+                ? snprintf(path, sizeof(path), "%s.%ld", out, (long)getpid())
+                : snprintf(path, sizeof(path), "%s", out);
+    if (w < 0 || (size_t)w >= sizeof(path)) {
+        fprintf(stderr, "libargus_inject: ARGUS_SHIM_OUT is too long (%zu bytes): nothing is "
+                        "recorded\n", strlen(out));
+        return -1;
+    }
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        fprintf(stderr, "libargus_inject: %s: cannot create the recording: nothing is recorded\n",
+                path);
+        return -1;
+    }
+    g_out = f;
+    g_open_failed = 0;
+    const char *cmd = getenv("ARGUS_SHIM_COMMAND");
+    fputs("{\"schema\":\"argus.shim.events\",\"version\":1,\"cupti\":\"unavailable\","
+          "\"note\":\"the program never initialised CUDA\"",
+          g_out);
     if (cmd && cmd[0]) {
         fputs(",\"command\":", g_out);
         mosaic__json_fputs(g_out, cmd);
     }
     fprintf(g_out, ",\"pid\":%ld}\n", (long)getpid());
+    atexit(at_exit);
+    return 0;
 }
 
 static void unavailable(const char *what, const char *why)
@@ -228,39 +273,23 @@ EXPORT int InitializeInjection(void)
     static int done;
     if (done++)
         return 1;
-    const char *out = getenv("ARGUS_SHIM_OUT");
-    if (out == NULL || out[0] == '\0') {
-        fputs("libargus_inject: ARGUS_SHIM_OUT is not set: nothing is recorded (run the program "
-              "through argus-shim)\n",
-              stderr);
-        return 1;
-    }
-    char path[4096];
-    const char *root = getenv("ARGUS_SHIM_ROOT_PID");
-    int w = root && atol(root) != (long)getpid()
-                ? snprintf(path, sizeof(path), "%s.%ld", out, (long)getpid())
-                : snprintf(path, sizeof(path), "%s", out);
-    if (w < 0 || (size_t)w >= sizeof(path)) {
-        fprintf(stderr, "libargus_inject: ARGUS_SHIM_OUT is too long (%zu bytes): nothing is "
-                        "recorded\n", strlen(out));
-        return 1;
-    }
-    FILE *f = fopen(path, "w");
-    if (f == NULL) {
-        fprintf(stderr, "libargus_inject: %s: cannot create the recording: nothing is recorded\n",
-                path);
-        return 1;
-    }
     char note[512] = "";
     const char *state = "unavailable";
     const char *kernels = getenv("ARGUS_SHIM_KERNELS");
     pthread_mutex_lock(&g_lock);
-    g_out = f;
+    if (ensure_out_locked() != 0) {
+        pthread_mutex_unlock(&g_lock);
+        return 1;
+    }
     if (kernels && strcmp(kernels, "0") == 0)
         snprintf(note, sizeof(note), "kernels were not asked for (argus-shim --nvtx alone)");
     else
         state = start_cupti(note, sizeof(note));
-    header(state, note);
+    fputs("{\"e\":\"cupti\",\"state\":", g_out);
+    mosaic__json_fputs(g_out, state);
+    fputs(",\"note\":", g_out);
+    mosaic__json_fputs(g_out, note[0] ? note : "CUPTI subscribed: launches and kernel activity");
+    fputs("}\n", g_out);
     const char *pcs = getenv("ARGUS_SHIM_PC_SAMPLING");
     if (pcs && strcmp(pcs, "1") == 0)
         unavailable("pc_sampling",
@@ -271,6 +300,75 @@ EXPORT int InitializeInjection(void)
     pthread_mutex_unlock(&g_lock);
     if (strcmp(state, "subscribed") != 0)
         fprintf(stderr, "argus-shim: %s\n", note);
-    atexit(at_exit);
     return 1;
+}
+
+/* ---- NVTX ranges (core/nvtx_inject.h) ----------------------------------- */
+
+static uint32_t g_next_tag;
+
+static void emit_range(const char *kind, const char *name, int named, uint64_t id, int with_id)
+{
+    uint64_t ts = now_ns();
+    pthread_mutex_lock(&g_lock);
+    if (ensure_out_locked() == 0) {
+        fprintf(g_out, "{\"e\":\"%s\",\"tid\":%llu,\"ts\":%llu", kind, tid_now(),
+                (unsigned long long)ts);
+        if (with_id)
+            fprintf(g_out, ",\"id\":%llu", (unsigned long long)id);
+        if (named) {
+            fputs(",\"name\":", g_out);
+            /* The core passes NULL for a registered string handle or a
+             * wide name beyond ASCII: the range is kept, under a name that
+             * says why it has no text. */
+            mosaic__json_fputs(g_out, name && name[0] ? name : "(unnamed NVTX range)");
+        }
+        fputs("}\n", g_out);
+    }
+    pthread_mutex_unlock(&g_lock);
+}
+
+static uint32_t nvtx_push(void *ctx, const char *name)
+{
+    (void)ctx;
+    emit_range("push", name, 1, 0, 0);
+    return 1;
+}
+
+static void nvtx_pop(void *ctx, uint32_t tag)
+{
+    (void)ctx;
+    (void)tag;
+    emit_range("pop", NULL, 0, 0, 0);
+}
+
+static uint32_t nvtx_start(void *ctx, const char *name)
+{
+    (void)ctx;
+    /* A nonzero tag per range: the ID end() is matched by. */
+    uint32_t tag = __atomic_add_fetch(&g_next_tag, 1, __ATOMIC_RELAXED);
+    if (tag == 0)
+        tag = __atomic_add_fetch(&g_next_tag, 1, __ATOMIC_RELAXED);
+    emit_range("start", name, 1, tag, 1);
+    return tag;
+}
+
+static void nvtx_end(void *ctx, uint32_t tag, uint64_t id)
+{
+    (void)ctx;
+    (void)id;
+    emit_range("end", NULL, 0, tag, 1);
+}
+
+static const struct mosaic__nvtx_client k_nvtx_client = {
+    .push = nvtx_push, .pop = nvtx_pop, .start = nvtx_start, .end = nvtx_end};
+
+/* At load (by the CUDA driver or by NVTX's loader, whichever is first):
+ * the NVTX client is registered before any NVTX copy can initialise
+ * through this library. */
+__attribute__((constructor)) static void shim_load(void)
+{
+    const char *nvtx = getenv("ARGUS_SHIM_NVTX");
+    if (nvtx && strcmp(nvtx, "1") == 0 && getenv("ARGUS_SHIM_OUT"))
+        mosaic__nvtx_register(&k_nvtx_client);
 }

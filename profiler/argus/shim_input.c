@@ -15,6 +15,7 @@
  *   {"e":"end","tid":T,"ts":NS,"id":R}
  *   {"e":"launch","tid":T,"ts":NS,"corr":C}            ("name" optional)
  *   {"e":"kernel","corr":C,"name":"...","start":NS,"end":NS,"stream":S}
+ *   {"e":"cupti","state":"...","note":"..."}  CUPTI's state, told at cuInit
  *   {"e":"dropped","count":N}                 CUPTI dropped N records
  *   {"e":"unavailable","what":"...","why":"..."} a signal the run lacked
  * Integers must be whole, non-negative and below 2^53 (JSON numbers are
@@ -120,6 +121,21 @@ static void copy_str(char *dst, size_t len, const char *src)
         dst[0] = '\0';
 }
 
+static int set_cupti(argus_shim_input *in, const char *state, const char *where, const char *field,
+                     char *err, size_t errlen)
+{
+    if (strcmp(state, "subscribed") == 0)
+        in->cupti = ARGUS_SHIM_CUPTI_OK;
+    else if (strcmp(state, "another_subscriber") == 0)
+        in->cupti = ARGUS_SHIM_CUPTI_OTHER;
+    else if (strcmp(state, "unavailable") == 0)
+        in->cupti = ARGUS_SHIM_CUPTI_UNAVAILABLE;
+    else
+        return fmt_err(err, errlen, where, field,
+                       "expected \"subscribed\", \"another_subscriber\" or \"unavailable\"");
+    return 0;
+}
+
 static int on_header(parse_ctx *c, const char *where, const cJSON *doc, char *err, size_t errlen)
 {
     const cJSON *schema = cJSON_GetObjectItemCaseSensitive(doc, "schema");
@@ -135,15 +151,8 @@ static int on_header(parse_ctx *c, const char *where, const cJSON *doc, char *er
         (rc = get_str(doc, "note", 0, &note, where, err, errlen)) != 0 ||
         (rc = get_str(doc, "cupti", 1, &cupti, where, err, errlen)) != 0)
         return rc;
-    if (strcmp(cupti, "subscribed") == 0)
-        c->in->cupti = ARGUS_SHIM_CUPTI_OK;
-    else if (strcmp(cupti, "another_subscriber") == 0)
-        c->in->cupti = ARGUS_SHIM_CUPTI_OTHER;
-    else if (strcmp(cupti, "unavailable") == 0)
-        c->in->cupti = ARGUS_SHIM_CUPTI_UNAVAILABLE;
-    else
-        return fmt_err(err, errlen, where, "cupti",
-                       "expected \"subscribed\", \"another_subscriber\" or \"unavailable\"");
+    if ((rc = set_cupti(c->in, cupti, where, "cupti", err, errlen)) != 0)
+        return rc;
     copy_str(c->in->command, sizeof(c->in->command), cmd);
     copy_str(c->in->cupti_note, sizeof(c->in->cupti_note), note);
     c->have_header = 1;
@@ -180,6 +189,17 @@ static int on_line(void *ctx, const char *where, long line, cJSON *doc, char *er
             in->dropped += n;
             return 0;
         }
+        if (strcmp(kind->valuestring, "cupti") == 0) {
+            /* What CUPTI allowed, told at cuInit (NVTX may have opened
+             * the recording before CUDA started). */
+            const char *st, *note;
+            if ((rc = get_str(doc, "state", 1, &st, where, err, errlen)) != 0 ||
+                (rc = get_str(doc, "note", 0, &note, where, err, errlen)) != 0 ||
+                (rc = set_cupti(in, st, where, "state", err, errlen)) != 0)
+                return rc;
+            copy_str(in->cupti_note, sizeof(in->cupti_note), note);
+            return 0;
+        }
         if (strcmp(kind->valuestring, "unavailable") == 0) {
             const char *what, *why;
             if ((rc = get_str(doc, "what", 1, &what, where, err, errlen)) != 0 ||
@@ -194,7 +214,7 @@ static int on_line(void *ctx, const char *where, long line, cJSON *doc, char *er
         }
         return fmt_err(err, errlen, where, "e",
                        "unknown event kind; expected push, pop, start, end, launch, kernel, "
-                       "dropped or unavailable");
+                       "cupti, dropped or unavailable");
     }
     uint64_t stream = 0;
     switch (e.kind) {

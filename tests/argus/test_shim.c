@@ -327,6 +327,7 @@ static void test_hostile(void **state)
     expect_bad("{\"e\":\"launch\",\"tid\":1,\"ts\":5}\n", "corr");
     expect_bad("{\"e\":\"end\",\"tid\":1,\"ts\":5}\n", "id");
     expect_bad("{\"e\":\"dropped\"}\n", "count");
+    expect_bad("{\"e\":\"cupti\",\"state\":\"nope\"}\n", "bad.jsonl:2: state");
     expect_bad("{\"e\":\"unavailable\",\"what\":\"x\"}\n", "why");
     /* Deep nesting inside a line: the strict reader's bound. */
     char deep[600] = "{\"e\":\"pop\",\"tid\":1,\"ts\":5,\"x\":";
@@ -361,6 +362,18 @@ static void test_other_subscriber(void **state)
         "{\"e\":\"pop\",\"tid\":1,\"ts\":30}\n";
     char *out = report_of(text, strlen(text));
     assert_non_null(strstr(out, "\"state\":\"another_subscriber\""));
+    /* The state told at cuInit replaces the header's (the recording was
+     * opened by NVTX before CUDA started). */
+    const char *later =
+        "{\"schema\":\"argus.shim.events\",\"version\":1,\"cupti\":\"unavailable\","
+        "\"note\":\"the program never initialised CUDA\"}\n"
+        "{\"e\":\"cupti\",\"state\":\"another_subscriber\",\"note\":\"held\"}\n";
+    argus_shim_input in;
+    char msg[256];
+    assert_int_equal(argus_shim_input_parse("l", later, strlen(later), &in, NULL, msg, sizeof(msg)), 0);
+    assert_int_equal(in.cupti, ARGUS_SHIM_CUPTI_OTHER);
+    assert_string_equal(in.cupti_note, "held");
+    argus_shim_input_free(&in);
     assert_non_null(strstr(out, "WARNING: kernels unavailable: another CUPTI subscriber holds CUPTI"));
     assert_non_null(strstr(out, "\"path\":\"a\""));
     free(out);

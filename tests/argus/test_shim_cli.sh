@@ -104,11 +104,50 @@ grep -Eq '^k_b +kernel +1 +0 +0\.100 ' "$work/out" || fail "run: k_b row"
 grep -q '3 kernels (0 in ranges, 3 outside any range, 0 with no launch record)' "$work/out" ||
     fail "run: kernels joined to their launches: $(cat "$work/out")"
 validate "$work/run"
-head -1 "$work/run/events.jsonl" | grep -q '"cupti":"subscribed"' || fail "run: header"
+head -1 "$work/run/events.jsonl" | grep -q '"schema":"argus.shim.events"' || fail "run: header"
+grep -q '{"e":"cupti","state":"subscribed"' "$work/run/events.jsonl" || fail "run: CUPTI state line"
 grep -q "\"command\":\"$prog 0 k_a:7:300" "$work/run/events.jsonl" || fail "run: command in the header"
 # The same recording replayed gives the same report.
 expect_rc 0 "$shim" --replay "$work/run/events.jsonl" -o "$work/rerun"
 cmp -s "$work/run/report.json" "$work/rerun/report.json" || fail "replay of a run differs"
+
+# NVTX ranges through the real nvtx3 headers and NVTX's loader, nested,
+# crossing (io, a start/end range, outlives step), on a second thread; the
+# fake CUPTI's clock advances one ns per call and by the kernel durations,
+# so every time below is exact.
+expect_rc 0 "$shim" -o "$work/nvtx" -- "$prog" 0 push:step push:fwd gemm:7:100 pop start:io \
+    copy:7:50 pop thread:loader:decode end:0 tail:7:10
+o=$work/out
+grep -q '2 host threads, 2 streams; 4 NVTX ranges, 4 kernels (3 in ranges, 1 outside any range, 0 with no launch record)' "$o" ||
+    fail "nvtx run summary: $(cat "$o")"
+grep -Eq '^step +nvtx range +1 +0 +0\.168 ' "$o" || fail "nvtx: step row"
+grep -Eq '^step/fwd +nvtx range +1 +0 +0\.108 ' "$o" || fail "nvtx: fwd row"
+grep -Eq '^step/io +nvtx start/end +1 +0 +0\.108 ' "$o" || fail "nvtx: io row"
+grep -Eq '^loader +nvtx range +1 +0 +0\.048 ' "$o" || fail "nvtx: second thread's range"
+grep -Eq '^step/fwd/gemm +kernel +1 +0 +0\.100 ' "$o" || fail "nvtx: gemm in fwd"
+grep -Eq '^step/io/copy +kernel +1 +0 +0\.050 ' "$o" || fail "nvtx: copy in io"
+grep -Eq '^loader/decode +kernel +1 +0 +0\.040 ' "$o" || fail "nvtx: decode on the second thread"
+grep -Eq '^tail +kernel +1 +0 +0\.010 ' "$o" || fail "nvtx: tail outside every range"
+grep -q 'diagnostic' "$o" && fail "nvtx run: unexpected diagnostics: $(cat "$o")"
+validate "$work/nvtx"
+# NVTX without CUDA: the ranges are kept, and the report says why there
+# are no kernels.
+expect_rc 0 "$shim" -o "$work/nvtxonly" -- "$prog" 0 nocuda push:a pop
+grep -Eq '^a +nvtx range +1 +0 ' "$work/out" || fail "nvtx without CUDA: $(cat "$work/out")"
+grep -q 'WARNING: kernels unavailable: the program never initialised CUDA' "$work/out" ||
+    fail "nvtx without CUDA: the reason"
+# --nvtx alone: no CUPTI subscription, said so.
+expect_rc 0 "$shim" --nvtx -o "$work/nvtxflag" -- "$prog" 0 push:a k:7:5 pop
+grep -q 'kernels unavailable: kernels were not asked for' "$work/out" || fail "--nvtx alone: $(cat "$work/out")"
+grep -Eq '^a +nvtx range' "$work/out" || fail "--nvtx alone keeps the range"
+# --kernels alone: no NVTX.
+expect_rc 0 "$shim" --kernels -o "$work/kflag" -- "$prog" 0 push:a k:7:5 pop
+grep -Eq '^k +kernel +1 ' "$work/out" || fail "--kernels alone: $(cat "$work/out")"
+grep -q 'nvtx range' "$work/out" && fail "--kernels alone recorded a range"
+# Another NVTX tool configured: left alone, and said so.
+expect_rc 0 env NVTX_INJECTION64_PATH=/nonexistent/libother.so "$shim" -o "$work/othernvtx" -- \
+    "$prog" 0 push:a k:7:5 pop
+grep -q 'NVTX_INJECTION64_PATH names another tool' "$work/err" || fail "another NVTX tool message"
 
 # The program's exit status is passed through, with the report still written.
 expect_rc 3 "$shim" -o "$work/fails" -- "$prog" 3 k_a:7:10
