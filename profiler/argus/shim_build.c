@@ -217,12 +217,10 @@ static int host_event(builder *b, const argus_shim_event *e, char *msg, size_t m
     case ARGUS_SHIM_PUSH:
         return open_range(b, s, e, ARGUS_SHIM_NODE_RANGE, &idx, msg, msglen);
     case ARGUS_SHIM_START:
-        /* An ID still open started again (NVTX hands out unique IDs, so
-         * only a damaged recording does this): the old range can no longer
-         * be ended and stays open (never ended) instead of being joined. */
-        for (size_t i = 0; i < b->nranges; i++)
-            if (b->ranges[i].id == e->id)
-                b->ranges[i].id = UINT64_MAX;
+        /* An ID started again while open (NVTX hands out unique IDs, so
+         * only a damaged recording does this): an end closes the latest
+         * start of its ID (the search runs backwards), and the older range
+         * stays open, never ended, instead of being joined. */
         if ((rc = open_range(b, s, e, ARGUS_SHIM_NODE_STARTEND, &idx, msg, msglen)) != 0)
             return rc;
         if (argus__grow((void **)&b->ranges, &b->capranges, b->nranges + 1, sizeof(range_ref)) != 0)
@@ -321,39 +319,42 @@ static int kernel_event(builder *b, const argus_shim_event *e, char *msg, size_t
     return 0;
 }
 
+typedef struct track_key {
+    uint32_t slot;
+    uint64_t begin, end;
+    size_t idx;
+} track_key;
+
+/* By slot, then begin, then the longer first (an enclosing occurrence
+ * before what it encloses), then recording order. */
+static int cmp_track_key(const void *a, const void *b)
+{
+    const track_key *x = a, *y = b;
+    if (x->slot != y->slot)
+        return x->slot < y->slot ? -1 : 1;
+    if (x->begin != y->begin)
+        return x->begin < y->begin ? -1 : 1;
+    if (x->end != y->end)
+        return x->end > y->end ? -1 : 1;
+    return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
 /* Sub-tracks: an occurrence goes on the first track of its slot where it
  * nests with what is already there (every track must nest in a trace). */
 static int assign_tracks(argus_trace *t)
 {
     size_t n = t->nocc;
-    size_t *order = malloc((n ? n : 1) * sizeof(size_t));
+    track_key *order = malloc((n ? n : 1) * sizeof(track_key));
     if (order == NULL)
         return ARGUS_ENOMEM;
     for (size_t i = 0; i < n; i++)
-        order[i] = i;
-    /* Insertion by (slot, begin, longer first) keeps this dependency-free;
-     * the occurrences arrive almost sorted by begin already. */
-    for (size_t i = 1; i < n; i++) {
-        size_t v = order[i], j = i;
-        const argus_occurrence *x = &t->occ[v];
-        while (j > 0) {
-            const argus_occurrence *y = &t->occ[order[j - 1]];
-            int before = y->slot < x->slot ||
-                         (y->slot == x->slot &&
-                          (y->clk_begin < x->clk_begin ||
-                           (y->clk_begin == x->clk_begin && y->clk_end >= x->clk_end)));
-            if (before)
-                break;
-            order[j] = order[j - 1];
-            j--;
-        }
-        order[j] = v;
-    }
+        order[i] = (track_key){t->occ[i].slot, t->occ[i].clk_begin, t->occ[i].clk_end, i};
+    qsort(order, n, sizeof(track_key), cmp_track_key);
     uint64_t stack[ARGUS_MAX_TRACKS][ARGUS_MAX_DEPTH];
     size_t depth[ARGUS_MAX_TRACKS];
     uint32_t cur = UINT32_MAX;
     for (size_t i = 0; i < n; i++) {
-        argus_occurrence *o = &t->occ[order[i]];
+        argus_occurrence *o = &t->occ[order[i].idx];
         if (o->slot != cur) {
             cur = o->slot;
             memset(depth, 0, sizeof(depth));
@@ -365,6 +366,9 @@ static int assign_tracks(argus_trace *t)
             if ((depth[k] == 0 || o->clk_end <= stack[k][depth[k] - 1]) && depth[k] < ARGUS_MAX_DEPTH)
                 break;
         }
+        /* The last track takes whatever fits nowhere else (as the device
+         * trace's does): it may then not nest, which the trace says by
+         * its "(overlap)" name. */
         while (depth[k] && stack[k][depth[k] - 1] <= o->clk_begin)
             depth[k]--;
         o->track = k;

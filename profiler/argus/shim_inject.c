@@ -10,7 +10,8 @@
  *   - one CUPTI subscriber (cuptiSubscribe): the enter callback of every
  *     driver kernel launch entry point (cuLaunchKernel, cuLaunchKernelEx,
  *     cuLaunchCooperativeKernel and their _ptsz forms, which the runtime's
- *     launches reach) gives the launching thread, a host timestamp
+ *     launches reach; cuGraphLaunch, whose correlation ID the graph's
+ *     kernels carry) gives the launching thread, a host timestamp
  *     (cuptiGetTimestamp, the clock CUPTI's activity records use) and the
  *     correlation ID;
  *   - CUPTI activity of kind CONCURRENT_KERNEL (CUpti_ActivityKernel10 in
@@ -233,6 +234,10 @@ static const CUpti_CallbackId k_launch_cbids[] = {
     CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
     CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
     CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+    /* The kernels of a graph launch carry the cuGraphLaunch's correlation
+     * ID, so they land in the range open at the graph's launch. */
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
 };
 
 /* Subscribes and enables what is recorded; returns the header's state and
