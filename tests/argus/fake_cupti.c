@@ -12,8 +12,9 @@
  * and handed back full or at cuptiActivityFlushAll, holding
  * CUpti_ActivityKernel10 records with the launch's correlation ID.
  *
- * The test program (shim_prog.c) drives it with fake_cupti_launch(), the
- * stand-in for a kernel launch reaching the driver. Environment:
+ * The test program (shim_prog.c) drives it with fake_cupti_launch() and
+ * fake_cupti_graph_launch(), the stand-ins for a kernel launch and a graph
+ * launch reaching the driver. Environment:
  *   FAKE_CUPTI_OTHER_SUBSCRIBER=1  cuptiSubscribe fails with
  *       CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED (another tool holds
  *       CUPTI), as the real one does under nsys or ncu
@@ -28,6 +29,7 @@
 #define EXPORT __attribute__((visibility("default")))
 
 EXPORT int fake_cupti_launch(const char *name, uint32_t stream, uint64_t dur_ns);
+EXPORT int fake_cupti_graph_launch(const char *name, int n, uint32_t stream, uint64_t dur_ns);
 
 static CUpti_CallbackFunc g_cb;
 static void *g_ud;
@@ -150,23 +152,25 @@ EXPORT CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext context,
     return CUPTI_SUCCESS;
 }
 
-/* A launch reaching the driver's cuLaunchKernel: the enter callback (when
- * enabled), then, with kernel activity on, one kernel record. Returns the
- * correlation ID. */
-EXPORT int fake_cupti_launch(const char *name, uint32_t stream, uint64_t dur_ns)
+/* The enter callback of a driver call, when the subscriber enabled it. */
+static void api_enter(CUpti_CallbackId cbid, const char *fn, const char *symbol, uint32_t corr)
 {
-    uint32_t corr = ++g_corr;
-    if (g_cb && g_enabled[CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel]) {
+    if (g_cb && g_enabled[cbid]) {
         CUpti_CallbackData d;
         memset(&d, 0, sizeof(d));
         d.callbackSite = CUPTI_API_ENTER;
-        d.functionName = "cuLaunchKernel";
-        d.symbolName = name;
+        d.functionName = fn;
+        d.symbolName = symbol;
         d.correlationId = corr;
-        g_cb(g_ud, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &d);
+        g_cb(g_ud, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &d);
     }
+}
+
+/* One kernel activity record with correlation ID corr. */
+static int kernel_record(const char *name, uint32_t corr, uint32_t stream, uint64_t dur_ns)
+{
     if (!g_kernels_on)
-        return (int)corr;
+        return 0;
     if (g_buf && g_valid + sizeof(CUpti_ActivityKernel10) > g_size)
         complete();
     if (g_buf == NULL) {
@@ -174,7 +178,7 @@ EXPORT int fake_cupti_launch(const char *name, uint32_t stream, uint64_t dur_ns)
         g_req(&g_buf, &g_size, &maxrec);
         g_valid = 0;
         if (g_buf == NULL)
-            return (int)corr;
+            return -1;
     }
     CUpti_ActivityKernel10 *k = (CUpti_ActivityKernel10 *)(g_buf + g_valid);
     memset(k, 0, sizeof(*k));
@@ -191,5 +195,27 @@ EXPORT int fake_cupti_launch(const char *name, uint32_t stream, uint64_t dur_ns)
     k->end = k->start + dur_ns;
     g_clock = k->end + 1;
     g_valid += sizeof(*k);
+    return 0;
+}
+
+/* A launch reaching the driver's cuLaunchKernel: the enter callback, then
+ * (with kernel activity on) one kernel record. Returns the correlation ID. */
+EXPORT int fake_cupti_launch(const char *name, uint32_t stream, uint64_t dur_ns)
+{
+    uint32_t corr = ++g_corr;
+    api_enter(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel", name, corr);
+    return kernel_record(name, corr, stream, dur_ns) == 0 ? (int)corr : -1;
+}
+
+/* cuGraphLaunch of a graph of n kernels: one enter callback (no symbol),
+ * and n records that all carry the graph launch's correlation ID, as
+ * CUPTI's do. */
+EXPORT int fake_cupti_graph_launch(const char *name, int n, uint32_t stream, uint64_t dur_ns)
+{
+    uint32_t corr = ++g_corr;
+    api_enter(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, "cuGraphLaunch", NULL, corr);
+    for (int i = 0; i < n; i++)
+        if (kernel_record(name, corr, stream, dur_ns) != 0)
+            return -1;
     return (int)corr;
 }

@@ -7,6 +7,7 @@
  *   NAME:STREAM:DURATION_NS  a kernel launch through the fake CUPTI
  *   push:NAME | pop          nvtxRangePushA / nvtxRangePop
  *   start:NAME | end:K       nvtxRangeStartA / nvtxRangeEnd of the K-th start
+ *   graph:NAME:N             cuGraphLaunch of N kernels NAME (stream 5, 20 ns each)
  *   thread:NAME:KERNEL       a second thread: push NAME, launch KERNEL
  *                            (stream 3, 40 ns), pop; joined before going on
  *   nocuda                   (first) run without calling InitializeInjection,
@@ -24,6 +25,7 @@
 #include <nvtx3/nvToolsExt.h>
 
 int fake_cupti_launch(const char *name, uint32_t stream, uint64_t dur_ns);
+int fake_cupti_graph_launch(const char *name, int n, uint32_t stream, uint64_t dur_ns);
 
 static void *worker(void *arg)
 {
@@ -72,6 +74,8 @@ int main(int argc, char **argv)
             ids[nids++] = nvtxRangeStartA(argv[i] + 6);
         } else if (sscanf(argv[i], "end:%d", &k) == 1 && k >= 0 && k < nids) {
             nvtxRangeEnd(ids[k]);
+        } else if (sscanf(argv[i], "graph:%255[^:]:%d", name, &k) == 2 && k > 0) {
+            fake_cupti_graph_launch(name, k, 5, 20);
         } else if (strncmp(argv[i], "thread:", 7) == 0) {
             pthread_t t;
             if (pthread_create(&t, NULL, worker, argv[i] + 7) != 0 || pthread_join(t, NULL) != 0)

@@ -130,6 +130,12 @@ grep -Eq '^loader/decode +kernel +1 +0 +0\.040 ' "$o" || fail "nvtx: decode on t
 grep -Eq '^tail +kernel +1 +0 +0\.010 ' "$o" || fail "nvtx: tail outside every range"
 grep -q 'diagnostic' "$o" && fail "nvtx run: unexpected diagnostics: $(cat "$o")"
 validate "$work/nvtx"
+# A CUDA graph's kernels carry its cuGraphLaunch's correlation ID: all in
+# the range open at the graph launch.
+expect_rc 0 "$shim" -o "$work/graph" -- "$prog" 0 push:infer graph:conv:3 pop graph:conv:2
+grep -Eq '^infer/conv +kernel +3 +0 +0\.060 ' "$work/out" || fail "graph kernels in their range: $(cat "$work/out")"
+grep -Eq '^conv +kernel +2 +0 +0\.040 ' "$work/out" || fail "graph kernels outside ranges"
+grep -q 'diagnostic' "$work/out" && fail "graph run: diagnostics: $(cat "$work/out")"
 # NVTX without CUDA: the ranges are kept, and the report says why there
 # are no kernels.
 expect_rc 0 "$shim" -o "$work/nvtxonly" -- "$prog" 0 nocuda push:a pop
