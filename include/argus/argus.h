@@ -136,7 +136,10 @@ typedef struct argus_occurrence {
     int64_t iter;   /* iteration in force at its begin, -1 if none */
     uint32_t flags; /* ARGUS_OCC_* */
     uint64_t clk_begin, clk_end; /* SM cycles, unwrapped (observed) */
-    double t_begin_ns, t_end_ns; /* globaltimer ns (derived, see clock) */
+    double t_begin_ns, t_end_ns; /* globaltimer ns (derived, see clock), for
+                          placing an occurrence: as doubles they step by 256 ns
+                          at the H200's 1.8e18 ns, so the statistics and trace
+                          time it from the integer clocks instead */
 } argus_occurrence;
 
 /* Warp flags. */

@@ -184,8 +184,8 @@ int argus_trace_json(const argus_trace *t, const argus_registry *reg, const char
         return ARGUS_ENOMEM;
     }
     cJSON_AddStringToObject(root, "displayTimeUnit", "ns");
-    /* Without a clock conversion times are cycles from each warp's start. */
-    double t0 = t->clock_method == ARGUS_CLOCK_NONE ? 0.0 : (double)t->gt_min;
+    /* Times from the kernel's first globaltimer anchor (argus__occ_time);
+     * without a clock conversion, cycles from each warp's start. */
     /* Names for every warp track that has an occurrence: one bit per
      * sub-track of each warp. */
     uint16_t *named = calloc(t->nwarps ? t->nwarps : 1, sizeof(uint16_t));
@@ -229,8 +229,10 @@ int argus_trace_json(const argus_trace *t, const argus_registry *reg, const char
         cJSON_AddStringToObject(e, "cat", "region");
         cJSON_AddNumberToObject(e, "pid", o->sm);
         cJSON_AddNumberToObject(e, "tid", tid);
-        cJSON_AddNumberToObject(e, "ts", (o->t_begin_ns - t0) / 1e3);
-        cJSON_AddNumberToObject(e, "dur", (o->t_end_ns - o->t_begin_ns) / 1e3);
+        double tb, td;
+        argus__occ_time(t, o, &tb, &td);
+        cJSON_AddNumberToObject(e, "ts", tb / 1e3);
+        cJSON_AddNumberToObject(e, "dur", td / 1e3);
         cJSON *a = cJSON_AddObjectToObject(e, "args");
         id_str(o->region, idb, sizeof(idb));
         cJSON_AddStringToObject(a, "id", idb);

@@ -72,6 +72,9 @@ static FILE *g_out;
 static int g_cupti_on;
 static CUpti_SubscriberHandle g_sub;
 static int g_open_failed; /* no recording: the reason went to stderr once */
+/* The recording's time origin: CUPTI's timestamps (ns since 1970 on the
+ * H200, beyond a JSON double's 2^53) are written relative to it. */
+static uint64_t g_t0;
 
 static int ensure_out_locked(void);
 
@@ -81,6 +84,12 @@ static uint64_t now_ns(void)
     if (cuptiGetTimestamp(&ts) != CUPTI_SUCCESS)
         ts = 0;
     return ts;
+}
+
+/* A time as the recording holds it: signed ns after g_t0. */
+static long long rel(uint64_t t)
+{
+    return t >= g_t0 ? (long long)(t - g_t0) : -(long long)(g_t0 - t);
 }
 
 static unsigned long long tid_now(void)
@@ -103,8 +112,8 @@ static void emit_launch(uint64_t corr, const char *name)
     uint64_t ts = now_ns();
     pthread_mutex_lock(&g_lock);
     if (ensure_out_locked() == 0) {
-        fprintf(g_out, "{\"e\":\"launch\",\"tid\":%llu,\"ts\":%llu,\"corr\":%llu", tid_now(),
-                (unsigned long long)ts, (unsigned long long)corr);
+        fprintf(g_out, "{\"e\":\"launch\",\"tid\":%llu,\"ts\":%lld,\"corr\":%llu", tid_now(),
+                rel(ts), (unsigned long long)corr);
         if (name && name[0]) {
             fputs(",\"name\":", g_out);
             mosaic__json_fputs(g_out, name);
@@ -144,8 +153,8 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
         const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)rec;
         fputs("{\"e\":\"kernel\",\"name\":", g_out);
         mosaic__json_fputs(g_out, k->name ? k->name : "(unnamed kernel)");
-        fprintf(g_out, ",\"corr\":%u,\"start\":%llu,\"end\":%llu,\"stream\":%u}\n", k->correlationId,
-                (unsigned long long)k->start, (unsigned long long)k->end, k->streamId);
+        fprintf(g_out, ",\"corr\":%u,\"start\":%lld,\"end\":%lld,\"stream\":%u}\n", k->correlationId,
+                rel(k->start), rel(k->end), k->streamId);
     }
     size_t dropped = 0;
     if (g_out && cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped)
@@ -213,7 +222,8 @@ static int ensure_out_locked(void)
         fputs(",\"command\":", g_out);
         mosaic__json_fputs(g_out, cmd);
     }
-    fprintf(g_out, ",\"pid\":%ld}\n", (long)getpid());
+    g_t0 = now_ns();
+    fprintf(g_out, ",\"t0\":\"%llu\",\"pid\":%ld}\n", (unsigned long long)g_t0, (long)getpid());
     atexit(at_exit);
     return 0;
 }
@@ -317,8 +327,7 @@ static void emit_range(const char *kind, const char *name, int named, uint64_t i
     uint64_t ts = now_ns();
     pthread_mutex_lock(&g_lock);
     if (ensure_out_locked() == 0) {
-        fprintf(g_out, "{\"e\":\"%s\",\"tid\":%llu,\"ts\":%llu", kind, tid_now(),
-                (unsigned long long)ts);
+        fprintf(g_out, "{\"e\":\"%s\",\"tid\":%llu,\"ts\":%lld", kind, tid_now(), rel(ts));
         if (with_id)
             fprintf(g_out, ",\"id\":%llu", (unsigned long long)id);
         if (named) {

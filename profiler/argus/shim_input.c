@@ -18,8 +18,12 @@
  *   {"e":"cupti","state":"...","note":"..."}  CUPTI's state, told at cuInit
  *   {"e":"dropped","count":N}                 CUPTI dropped N records
  *   {"e":"unavailable","what":"...","why":"..."} a signal the run lacked
- * Integers must be whole, non-negative and below 2^53 (JSON numbers are
- * doubles; CUPTI's nanosecond timestamps fit for 104 days of uptime).
+ * Integers must be whole, non-negative and below 2^53, because JSON
+ * numbers are doubles. CUPTI's timestamps are not (on the H200 they are
+ * nanoseconds since 1970, about 1.8e18), so times are written relative to
+ * the header's "t0", a decimal string that holds the full 64-bit origin:
+ * ts, start and end are signed ns after t0 (|value| < 2^53, 104 days), and
+ * the reader adds t0 back exactly. Without "t0" the origin is 0.
  */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -71,6 +75,7 @@ int argus_shim_input_add(argus_shim_input *in, const argus_shim_event *e)
 typedef struct parse_ctx {
     argus_shim_input *in;
     int have_header;
+    uint64_t t0; /* the header's time origin */
 } parse_ctx;
 
 static int fmt_err(char *err, size_t errlen, const char *where, const char *field,
@@ -97,6 +102,26 @@ static int get_u64(const cJSON *doc, const char *key, int required, uint64_t *ou
                        "expected a whole number from 0 to 2^53 (ns, IDs and counts are "
                        "non-negative integers)");
     *out = (uint64_t)d;
+    return 0;
+}
+
+/* A time: signed whole ns after t0, returned as t0 + value (exact). */
+static int get_time(const cJSON *doc, const char *key, uint64_t t0, uint64_t *out,
+                    const char *where, char *err, size_t errlen)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, key);
+    if (v == NULL)
+        return fmt_err(err, errlen, where, key, "missing; every event of this kind needs it "
+                                                "(docs/argus.md, argus.shim.events)");
+    double d = v->valuedouble;
+    if (!cJSON_IsNumber(v) || !(fabs(d) < 9007199254740992.0) || floor(d) != d)
+        return fmt_err(err, errlen, where, key,
+                       "expected whole ns after the header's t0, below 2^53 in size (write "
+                       "large clocks as t0, a decimal string, and times relative to it)");
+    int64_t rel = (int64_t)d;
+    if ((rel < 0 && (uint64_t)(-rel) > t0) || (rel > 0 && (uint64_t)rel > UINT64_MAX - t0))
+        return fmt_err(err, errlen, where, key, "the time falls outside 0..2^64-1 ns once t0 is added");
+    *out = rel < 0 ? t0 - (uint64_t)(-rel) : t0 + (uint64_t)rel;
     return 0;
 }
 
@@ -153,6 +178,24 @@ static int on_header(parse_ctx *c, const char *where, const cJSON *doc, char *er
         return rc;
     if ((rc = set_cupti(c->in, cupti, where, "cupti", err, errlen)) != 0)
         return rc;
+    const cJSON *t0 = cJSON_GetObjectItemCaseSensitive(doc, "t0");
+    if (t0 != NULL) {
+        const char *p = cJSON_IsString(t0) ? t0->valuestring : "";
+        uint64_t v = 0;
+        int ok = p[0] != '\0' && strlen(p) <= 20;
+        for (; ok && *p; p++) {
+            unsigned dig = (unsigned)(*p - '0');
+            if (*p < '0' || *p > '9' || v > (UINT64_MAX - dig) / 10)
+                ok = 0;
+            else
+                v = v * 10 + dig;
+        }
+        if (!ok)
+            return fmt_err(err, errlen, where, "t0",
+                           "expected the time origin as a decimal string of an unsigned "
+                           "64-bit ns count, e.g. \"1796156437637826496\"");
+        c->t0 = v;
+    }
     copy_str(c->in->command, sizeof(c->in->command), cmd);
     copy_str(c->in->cupti_note, sizeof(c->in->cupti_note), note);
     c->have_header = 1;
@@ -228,8 +271,8 @@ static int on_line(void *ctx, const char *where, long line, cJSON *doc, char *er
     case ARGUS_SHIM_KERNEL:
         if ((rc = get_str(doc, "name", 1, &e.name, where, err, errlen)) != 0 ||
             (rc = get_u64(doc, "corr", 1, &e.id, where, err, errlen)) != 0 ||
-            (rc = get_u64(doc, "start", 1, &e.start, where, err, errlen)) != 0 ||
-            (rc = get_u64(doc, "end", 1, &e.end, where, err, errlen)) != 0 ||
+            (rc = get_time(doc, "start", c->t0, &e.start, where, err, errlen)) != 0 ||
+            (rc = get_time(doc, "end", c->t0, &e.end, where, err, errlen)) != 0 ||
             (rc = get_u64(doc, "stream", 0, &stream, where, err, errlen)) != 0)
             return rc;
         if (e.end < e.start)
@@ -244,7 +287,7 @@ static int on_line(void *ctx, const char *where, long line, cJSON *doc, char *er
     if (rc != 0)
         return rc;
     if ((rc = get_u64(doc, "tid", 1, &e.tid, where, err, errlen)) != 0 ||
-        (rc = get_u64(doc, "ts", 1, &e.ts, where, err, errlen)) != 0)
+        (rc = get_time(doc, "ts", c->t0, &e.ts, where, err, errlen)) != 0)
         return rc;
     if ((e.kind == ARGUS_SHIM_START || e.kind == ARGUS_SHIM_END) &&
         (rc = get_u64(doc, "id", 1, &e.id, where, err, errlen)) != 0)

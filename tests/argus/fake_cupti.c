@@ -41,7 +41,9 @@ static int g_kernels_on;
 static uint8_t *g_buf;
 static size_t g_size, g_valid;
 static uint32_t g_corr;
-static uint64_t g_clock = 1000000;
+/* Starts where the H200's clock was (ns since 1970, beyond a double's
+ * 2^53), so that a recording that lost precision shows in the times. */
+static uint64_t g_clock = 1796156437637826496ull;
 static int g_dropped_told;
 /* Kernel names live as long as the process, as CUPTI's own do: a static
  * pool rather than heap copies that nobody frees. */

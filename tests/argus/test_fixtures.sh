@@ -46,6 +46,15 @@ assert counts == want, counts
 assert k["clock"]["method"] == "globaltimer_anchors", k["clock"]
 # The README's 1.944 GHz, from the anchors of 1056 warps.
 assert abs(k["clock"]["sm_clock"]["value"] - 1.944) < 0.0005, k["clock"]
+# Times come from the integer clocks: a region's total ns is its cycles at
+# the SM clock, to rounding. (Times taken as differences of absolute
+# globaltimer doubles step by 256 ns at 1.8e18 ns and failed this by 4%.)
+ghz = k["clock"]["sm_clock"]["value"]
+for r in k["regions"]:
+    want = r["total_cycles"]["value"] / ghz
+    got = r["time"]["total"]["value"]
+    assert abs(got - want) <= 1e-6 * want + 1e-3, (r["path"], got, want)
+    assert abs(r["time"]["mean"]["value"] * r["count"]["value"] - got) <= 1e-6 * got + 1e-3
 p = json.load(open(f"{work}/producer.json"))
 prod = sum(r["count"]["value"] for r in p["regions"])
 assert prod == 2640, prod

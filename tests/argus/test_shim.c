@@ -261,6 +261,45 @@ static void test_order_independent(void **state)
     free(text);
 }
 
+/* The fixture with its header's t0 set to an H200-sized clock (ns since
+ * 1970, beyond a double's 2^53): the same regions and times, to the ns. */
+static void test_t0_exact(void **state)
+{
+    (void)state;
+    size_t len;
+    char *text = slurp(FIXTURE, &len);
+    char *shifted = malloc(len + 64);
+    assert_non_null(shifted);
+    const char *cut = strstr(text, ",\"pid\"");
+    assert_non_null(cut);
+    size_t head = (size_t)(cut - text);
+    memcpy(shifted, text, head);
+    size_t n = head + (size_t)sprintf(shifted + head, ",\"t0\":\"1796156437637826496\"");
+    memcpy(shifted + n, cut, len - head + 1);
+    n += len - head;
+    argus_shim_input in;
+    argus_shim_result r;
+    char msg[512] = "";
+    assert_int_equal(argus_shim_input_parse("t0", shifted, n, &in, NULL, msg, sizeof(msg)), 0);
+    assert_int_equal(argus_shim_build(&in, &r, msg, sizeof(msg)), 0);
+    assert_true(r.trace.gt_min == 1796156437637826496ull + 1000);
+    assert_true(r.trace.gt_max == 1796156437637826496ull + 2300);
+    char *a = report_of(text, len), *b = report_of(shifted, n);
+    assert_string_equal(a, b);
+    argus_shim_result_free(&r);
+    argus_shim_input_free(&in);
+    /* A bad origin. */
+    const char *bad = "{\"schema\":\"argus.shim.events\",\"version\":1,\"cupti\":\"subscribed\","
+                      "\"t0\":\"18446744073709551616\"}\n";
+    assert_int_equal(argus_shim_input_parse("bad", bad, strlen(bad), &in, NULL, msg, sizeof(msg)),
+                     ARGUS_EFORMAT);
+    assert_non_null(strstr(msg, "t0"));
+    free(a);
+    free(b);
+    free(shifted);
+    free(text);
+}
+
 /* A recording cut mid-line (the program died while writing) keeps every
  * whole line and says the last one was dropped. */
 static void test_truncated(void **state)
@@ -312,7 +351,7 @@ static void test_hostile(void **state)
     expect_bad("{\"schema\":\"argus.shim.events\",\"version\":2,\"cupti\":\"subscribed\"}\n", "header");
     expect_bad("{\"schema\":\"argus.shim.events\",\"version\":1,\"cupti\":\"maybe\"}\n", "cupti");
     expect_bad("{\"e\":\"push\",\"tid\":1,\"ts\":-5,\"name\":\"a\"}\n", "bad.jsonl:2: ts");
-    expect_bad("{\"e\":\"push\",\"tid\":1,\"ts\":1.5,\"name\":\"a\"}\n", "whole number");
+    expect_bad("{\"e\":\"push\",\"tid\":1,\"ts\":1.5,\"name\":\"a\"}\n", "whole ns");
     expect_bad("{\"e\":\"push\",\"tid\":1,\"ts\":1e300,\"name\":\"a\"}\n", "2^53");
     expect_bad("{\"e\":\"push\",\"tid\":1,\"ts\":5}\n", "name");
     expect_bad("{\"e\":\"push\",\"tid\":1,\"ts\":5,\"name\":\"\"}\n", "non-empty");
@@ -424,6 +463,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_regions_exact),   cmocka_unit_test(test_order_independent),
         cmocka_unit_test(test_truncated),       cmocka_unit_test(test_hostile),
+        cmocka_unit_test(test_t0_exact),
         cmocka_unit_test(test_other_subscriber), cmocka_unit_test(test_mutations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
