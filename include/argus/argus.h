@@ -93,6 +93,27 @@ int argus_registry_load(const char *path, argus_registry **out, char *msg,
                         size_t msglen);
 int argus_registry_save(const argus_registry *r, const char *path, char *msg,
                         size_t msglen);
+/* The same document from text in memory (path names it in messages). */
+int argus_registry_parse(const char *text, const char *path, argus_registry **out,
+                         char *msg, size_t msglen);
+
+/* The registry in the binary. `argus registry --embed OUT.cuh` writes a
+ * header defining extern "C" __device__ const char argus_registry_v1[],
+ * the registry JSON, so that a module built with it carries its names:
+ *   argus_registry_from_module reads it with cuModuleGetGlobal (through
+ *     the driver table) from a loaded module;
+ *   argus_registry_find_embedded finds it in the bytes of a cubin (or an
+ *     uncompressed fatbin or executable); argus_registry_load falls back
+ *     to it for a file that is not JSON.
+ * A module without it: ARGUS_ENOREGION; two in one file: ARGUS_EREGISTRY. */
+#define ARGUS_REGISTRY_SYMBOL "argus_registry_v1"
+int argus_registry_embed(const argus_registry *r, const char *path, char *msg,
+                         size_t msglen);
+int argus_registry_find_embedded(const void *bytes, size_t len, const char *where,
+                                 argus_registry **out, char *msg, size_t msglen);
+struct argus_driver;
+int argus_registry_from_module(const struct argus_driver *drv, void *module,
+                               argus_registry **out, char *msg, size_t msglen);
 
 /* ---- decoding --------------------------------------------------------- */
 
@@ -115,7 +136,10 @@ typedef struct argus_occurrence {
     int64_t iter;   /* iteration in force at its begin, -1 if none */
     uint32_t flags; /* ARGUS_OCC_* */
     uint64_t clk_begin, clk_end; /* SM cycles, unwrapped (observed) */
-    double t_begin_ns, t_end_ns; /* globaltimer ns (derived, see clock) */
+    double t_begin_ns, t_end_ns; /* globaltimer ns (derived, see clock), for
+                          placing an occurrence: as doubles they step by 256 ns
+                          at the H200's 1.8e18 ns, so the statistics and trace
+                          time it from the integer clocks instead */
 } argus_occurrence;
 
 /* Warp flags. */
@@ -146,7 +170,11 @@ typedef struct argus_node {
     X(ARGUS_DIAG_WARP_NOT_ENDED, "warp did not run ARGUS_CTA_END")            \
     X(ARGUS_DIAG_SLOT_MISMATCH, "slot header names another CTA/warp")         \
     X(ARGUS_DIAG_CLOCK, "clock anchors are inconsistent")                    \
-    X(ARGUS_DIAG_TOO_DEEP, "regions nested deeper than ARGUS_MAX_DEPTH")
+    X(ARGUS_DIAG_TOO_DEEP, "regions nested deeper than ARGUS_MAX_DEPTH")      \
+    X(ARGUS_DIAG_UNKNOWN_CORRELATION,                                         \
+      "kernel whose launch was not recorded (unknown correlation ID)")        \
+    X(ARGUS_DIAG_ACTIVITY_DROPPED, "CUPTI dropped activity records")          \
+    X(ARGUS_DIAG_NO_KERNEL, "launch recorded but CUPTI reported no kernel for it")
 
 enum argus_diag_kind {
 #define ARGUS_X_DIAG(name, what) name,
@@ -168,6 +196,8 @@ typedef struct argus_diag {
 #define ARGUS_CLOCK_GIVEN 0     /* argus_decode_opts.cycles_per_ns */
 #define ARGUS_CLOCK_ANCHORS 1   /* from the warps' start/end anchors */
 #define ARGUS_CLOCK_NONE 2      /* no usable anchor: times are cycles */
+#define ARGUS_CLOCK_HOST 3      /* argus-shim: host/CUPTI timestamps in ns;
+                                   clk_* hold the same ns, no SM clock */
 
 typedef struct argus_decode_opts {
     double cycles_per_ns;        /* SM clock (GHz); 0: estimate it */
@@ -193,6 +223,11 @@ typedef struct argus_trace {
     int clock_method;        /* ARGUS_CLOCK_* */
     uint64_t gt_min, gt_max; /* kernel span by globaltimer (observed) */
     double warp_time_ns;     /* sum of active warps' lifetimes (derived) */
+    /* Optional names for the trace writer (argus-shim's host threads and
+     * CUDA streams); NULL: "CTA c warp w" per slot and "SM s" per SM. */
+    char **slot_names;       /* nwarps entries */
+    char **sm_names;         /* nsm_names entries, indexed by sm */
+    size_t nsm_names;
 } argus_trace;
 
 /* Decodes a raw buffer (as argus_launch_collect returns it, or a file of

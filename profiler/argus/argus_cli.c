@@ -3,7 +3,7 @@
  *
  *   argus report RAW [--registry REG] [--json OUT] [--kernel NAME] [scope]
  *   argus trace RAW [--registry REG] -o OUT [--kernel NAME]
- *   argus registry SRC.cu... -o REG
+ *   argus registry SRC.cu... -o REG [--embed OUT.cuh]
  *
  * scope: --iter LO:HI  --role NAME  --cta LO:HI  --sm LO:HI  --warp LO:HI
  *        --region NAME (that region and the regions below it)
@@ -29,9 +29,10 @@ static void usage(FILE *f)
           "                        [--clock GHZ] [--iter LO:HI] [--role NAME] [--cta LO:HI]\n"
           "                        [--sm LO:HI] [--warp LO:HI] [--region NAME]\n"
           "       argus trace RAW [--registry REG] [--kernel NAME] [--clock GHZ] -o OUT\n"
-          "       argus registry SRC... -o REG\n"
+          "       argus registry SRC... -o REG [--embed OUT.cuh]\n"
           "RAW is a region buffer saved by argus_launch_collect; REG a registry JSON\n"
-          "written by `argus registry` (docs/argus.md).\n",
+          "written by `argus registry`, or a cubin built with the header --embed writes\n"
+          "(docs/argus.md).\n",
           f);
 }
 
@@ -106,7 +107,7 @@ static int parse_range(const char *opt, const char *arg, int64_t *lo, int64_t *h
 
 static int cmd_registry(int argc, char **argv)
 {
-    const char *out = NULL;
+    const char *out = NULL, *embed = NULL;
     argus_registry *r;
     char msg[MSG_LEN] = "";
     if (argus_registry_new(&r) != 0)
@@ -115,6 +116,10 @@ static int cmd_registry(int argc, char **argv)
     for (int i = 0; i < argc && rc == 0; i++) {
         if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
             out = argv[++i];
+            continue;
+        }
+        if (strcmp(argv[i], "--embed") == 0 && i + 1 < argc) {
+            embed = argv[++i];
             continue;
         }
         void *text;
@@ -135,6 +140,10 @@ static int cmd_registry(int argc, char **argv)
         rc = 2;
     }
     if (rc == 0 && argus_registry_save(r, out, msg, sizeof(msg)) != 0) {
+        fprintf(stderr, "argus: %s\n", msg);
+        rc = 1;
+    }
+    if (rc == 0 && embed && argus_registry_embed(r, embed, msg, sizeof(msg)) != 0) {
         fprintf(stderr, "argus: %s\n", msg);
         rc = 1;
     }

@@ -24,4 +24,13 @@ const char *argus__name(const argus_registry *reg, uint32_t id, char *buf,
 /* Nearest-rank percentile of sorted v[0..n-1] (n > 0), p in [0, 100]. */
 double argus__percentile(const double *sorted, size_t n, double p);
 
+/* An occurrence's begin (ns after the trace's first globaltimer anchor, or
+ * cycles from its warp's start when there is no clock conversion; ns after
+ * the first event on argus-shim's host timebase) and its duration, from the
+ * integer clocks. The statistics and the trace use these rather than
+ * t_begin_ns/t_end_ns: those are absolute globaltimer values in doubles,
+ * whose step at 1.8e18 ns (the H200's clock, ns since 1970) is 256 ns. */
+void argus__occ_time(const argus_trace *t, const argus_occurrence *o, double *begin,
+                     double *dur);
+
 #endif /* ARGUS_INTERNAL_H */

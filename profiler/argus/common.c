@@ -71,3 +71,23 @@ double argus__percentile(const double *sorted, size_t n, double p)
         rank = n;
     return sorted[rank - 1];
 }
+
+void argus__occ_time(const argus_trace *t, const argus_occurrence *o, double *begin, double *dur)
+{
+    double rate = t->cycles_per_ns > 0 ? t->cycles_per_ns : 1.0;
+    /* Integer differences first: clocks and anchors are 64-bit counts far
+     * beyond a double's 2^53, their differences are not. */
+    double span = (double)(int64_t)(o->clk_end - o->clk_begin);
+    if (t->clock_method == ARGUS_CLOCK_HOST) {
+        *begin = (double)(int64_t)(o->clk_begin - t->gt_min);
+        *dur = span;
+        return;
+    }
+    const argus_warp_info *w = o->slot < t->nwarps ? &t->warps[o->slot] : NULL;
+    double from_warp = w ? (double)(int64_t)(o->clk_begin - w->clk_start) / rate : 0.0;
+    double base = 0.0;
+    if (w && t->clock_method != ARGUS_CLOCK_NONE)
+        base = (double)(int64_t)(w->gt_start - t->gt_min);
+    *begin = base + from_warp;
+    *dur = span / rate;
+}

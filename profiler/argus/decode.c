@@ -488,8 +488,11 @@ static void convert_times(argus_trace *t)
         argus_occurrence *o = &t->occ[i];
         const argus_warp_info *w = &t->warps[o->slot];
         double base = t->clock_method == ARGUS_CLOCK_NONE ? 0.0 : (double)w->gt_start;
-        o->t_begin_ns = base + ((double)o->clk_begin - (double)w->clk_start) / t->cycles_per_ns;
-        o->t_end_ns = base + ((double)o->clk_end - (double)w->clk_start) / t->cycles_per_ns;
+        /* The clock differences in integers first (clock64 values pass
+         * 2^53); the absolute result is only as fine as a double at the
+         * globaltimer's magnitude, so durations come from argus__occ_time. */
+        o->t_begin_ns = base + (double)(int64_t)(o->clk_begin - w->clk_start) / t->cycles_per_ns;
+        o->t_end_ns = base + (double)(int64_t)(o->clk_end - w->clk_start) / t->cycles_per_ns;
     }
 }
 

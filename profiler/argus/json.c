@@ -12,7 +12,9 @@
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "argus/shim.h"
 #include "argus_internal.h"
 #include "core.h"
 
@@ -42,6 +44,9 @@ static int write_json(cJSON *root, FILE *f)
     free(text);
     return ok ? 0 : ARGUS_EIO;
 }
+
+static void add_diags(cJSON *root, const argus_trace *t);
+static int registry_write(const argus_registry *r, FILE *f);
 
 static void id_str(uint32_t id, char *buf, size_t len)
 {
@@ -139,14 +144,23 @@ int argus_report_json(const argus_trace *t, const argus_registry *reg, const arg
         cJSON_AddItemToArray(regions, r);
     }
     free(st);
+    add_diags(root, t);
+    return write_json(root, f);
+}
+
+/* The diagnostics array (the same for device buffers and argus-shim). */
+static void add_diags(cJSON *root, const argus_trace *t)
+{
+    char idb[16];
+    uint32_t wpc = t->hdr.warps_per_cta ? t->hdr.warps_per_cta : 1;
     cJSON *diags = cJSON_AddArrayToObject(root, "diagnostics");
     for (size_t i = 0; i < t->ndiags; i++) {
         const argus_diag *g = &t->diags[i];
         cJSON *d = cJSON_CreateObject();
         cJSON_AddStringToObject(d, "what", argus_diag_name(g->kind));
         cJSON_AddNumberToObject(d, "slot", g->slot);
-        cJSON_AddNumberToObject(d, "cta", g->slot / t->hdr.warps_per_cta);
-        cJSON_AddNumberToObject(d, "warp", g->slot % t->hdr.warps_per_cta);
+        cJSON_AddNumberToObject(d, "cta", g->slot / wpc);
+        cJSON_AddNumberToObject(d, "warp", g->slot % wpc);
         cJSON_AddNumberToObject(d, "record", g->index);
         id_str(g->value, idb, sizeof(idb));
         cJSON_AddStringToObject(d, "id", idb);
@@ -154,7 +168,6 @@ int argus_report_json(const argus_trace *t, const argus_registry *reg, const arg
         cJSON_AddItemToArray(diags, d);
     }
     cJSON_AddNumberToObject(root, "diagnostics_dropped", (double)t->diags_dropped);
-    return write_json(root, f);
 }
 
 /* Trace events: one process per SM (CTAs grouped by SM), one thread per
@@ -171,8 +184,8 @@ int argus_trace_json(const argus_trace *t, const argus_registry *reg, const char
         return ARGUS_ENOMEM;
     }
     cJSON_AddStringToObject(root, "displayTimeUnit", "ns");
-    /* Without a clock conversion times are cycles from each warp's start. */
-    double t0 = t->clock_method == ARGUS_CLOCK_NONE ? 0.0 : (double)t->gt_min;
+    /* Times from the kernel's first globaltimer anchor (argus__occ_time);
+     * without a clock conversion, cycles from each warp's start. */
     /* Names for every warp track that has an occurrence: one bit per
      * sub-track of each warp. */
     uint16_t *named = calloc(t->nwarps ? t->nwarps : 1, sizeof(uint16_t));
@@ -186,9 +199,13 @@ int argus_trace_json(const argus_trace *t, const argus_registry *reg, const char
         double tid = (double)o->slot * ARGUS_MAX_TRACKS + track;
         if (!(named[o->slot] & (1u << track))) {
             named[o->slot] |= (uint16_t)(1u << track);
-            char tn[96];
-            if (snprintf(tn, sizeof(tn), "CTA %u warp %u%s", o->cta, o->warp,
-                         track ? " (overlap)" : "") < 0)
+            char tn[160];
+            int w = t->slot_names && o->slot < t->nwarps && t->slot_names[o->slot]
+                        ? snprintf(tn, sizeof(tn), "%s%s", t->slot_names[o->slot],
+                                   track ? " (overlap)" : "")
+                        : snprintf(tn, sizeof(tn), "CTA %u warp %u%s", o->cta, o->warp,
+                                   track ? " (overlap)" : "");
+            if (w < 0)
                 tn[0] = '\0';
             cJSON *m = cJSON_CreateObject();
             cJSON_AddStringToObject(m, "ph", "M");
@@ -212,14 +229,18 @@ int argus_trace_json(const argus_trace *t, const argus_registry *reg, const char
         cJSON_AddStringToObject(e, "cat", "region");
         cJSON_AddNumberToObject(e, "pid", o->sm);
         cJSON_AddNumberToObject(e, "tid", tid);
-        cJSON_AddNumberToObject(e, "ts", (o->t_begin_ns - t0) / 1e3);
-        cJSON_AddNumberToObject(e, "dur", (o->t_end_ns - o->t_begin_ns) / 1e3);
+        double tb, td;
+        argus__occ_time(t, o, &tb, &td);
+        cJSON_AddNumberToObject(e, "ts", tb / 1e3);
+        cJSON_AddNumberToObject(e, "dur", td / 1e3);
         cJSON *a = cJSON_AddObjectToObject(e, "args");
         id_str(o->region, idb, sizeof(idb));
         cJSON_AddStringToObject(a, "id", idb);
         if (argus_node_path(t, reg, o->node, path, sizeof(path)) == 0)
             cJSON_AddStringToObject(a, "path", path);
-        cJSON_AddNumberToObject(a, "cycles", (double)(o->clk_end - o->clk_begin));
+        /* On the host timebase there are no SM cycles to show. */
+        if (t->clock_method != ARGUS_CLOCK_HOST)
+            cJSON_AddNumberToObject(a, "cycles", (double)(o->clk_end - o->clk_begin));
         if (o->iter >= 0)
             cJSON_AddNumberToObject(a, "iter", (double)o->iter);
         if (o->role)
@@ -230,11 +251,22 @@ int argus_trace_json(const argus_trace *t, const argus_registry *reg, const char
             cJSON_AddStringToObject(a, "partial", "never ended");
         cJSON_AddItemToArray(ev, e);
     }
-    /* One process name per SM that ran a warp. */
+    /* Given process names (argus-shim: host threads, GPU streams). */
+    for (size_t i = 0; t->sm_names && i < t->nsm_names; i++) {
+        cJSON *m = cJSON_CreateObject();
+        cJSON_AddStringToObject(m, "ph", "M");
+        cJSON_AddStringToObject(m, "name", "process_name");
+        cJSON_AddNumberToObject(m, "pid", (double)i);
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(m, "args"), "name",
+                                t->sm_names[i] ? t->sm_names[i] : "");
+        cJSON_AddItemToArray(ev, m);
+    }
+    /* Otherwise one process name per SM that ran a warp. */
     unsigned char sm_named[1024] = {0};
     for (size_t i = 0; i < t->nwarps; i++) {
         const argus_warp_info *w = &t->warps[i];
-        if ((w->flags & ARGUS_WARP_EMPTY) || w->sm >= sizeof(sm_named) || sm_named[w->sm])
+        if (t->sm_names || (w->flags & ARGUS_WARP_EMPTY) || w->sm >= sizeof(sm_named) ||
+            sm_named[w->sm])
             continue;
         sm_named[w->sm] = 1;
         char pn[96];
@@ -252,6 +284,48 @@ int argus_trace_json(const argus_trace *t, const argus_registry *reg, const char
 }
 
 /* ---- registry files ---------------------------------------------------- */
+
+/* A whole binary file (a cubin, fatbin or executable), regular files only,
+ * at most 1 GiB. */
+static int read_binary(const char *path, void **out, size_t *len, char *msg, size_t msglen)
+{
+    int fd = mosaic__open_regular(path, msg, msglen);
+    if (fd < 0)
+        return ARGUS_EIO;
+    FILE *f = fdopen(fd, "rb");
+    if (f == NULL) {
+        close(fd);
+        return argus__fail(ARGUS_EIO, msg, msglen, "%s: cannot read", path);
+    }
+    size_t cap = 1 << 16, n = 0;
+    unsigned char *b = malloc(cap);
+    while (b != NULL) {
+        n += fread(b + n, 1, cap - n, f);
+        if (n < cap)
+            break;
+        if (cap >= ((size_t)1 << 30)) {
+            free(b);
+            fclose(f);
+            return argus__fail(ARGUS_ELIMIT, msg, msglen, "%s: larger than 1 GiB", path);
+        }
+        unsigned char *nb = realloc(b, cap * 2);
+        if (nb == NULL)
+            free(b);
+        b = nb;
+        cap *= 2;
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (b == NULL)
+        return ARGUS_ENOMEM;
+    if (err) {
+        free(b);
+        return argus__fail(ARGUS_EIO, msg, msglen, "%s: read error", path);
+    }
+    *out = b;
+    *len = n;
+    return 0;
+}
 
 /* Through the project's one whole-file reader (core/readfile.c: regular
  * files only, so a FIFO cannot hang the caller; size limit; NUL check),
@@ -283,10 +357,34 @@ int argus_registry_load(const char *path, argus_registry **out, char *msg, size_
     *out = NULL;
     char *text = NULL;
     int rc = read_file(path, &text, msg, msglen);
+    if (rc == ARGUS_EREGISTRY) {
+        /* NUL bytes: a cubin, fatbin or executable, which may carry an
+         * embedded registry (argus registry --embed). */
+        void *bytes = NULL;
+        size_t len = 0;
+        if ((rc = read_binary(path, &bytes, &len, msg, msglen)) != 0)
+            return rc;
+        rc = argus_registry_find_embedded(bytes, len, path, out, msg, msglen);
+        free(bytes);
+        return rc;
+    }
     if (rc != 0)
         return rc;
-    cJSON *root = cJSON_Parse(text);
+    rc = argus_registry_parse(text, path, out, msg, msglen);
     free(text);
+    return rc;
+}
+
+int argus_registry_parse(const char *text, const char *path, argus_registry **out, char *msg,
+                         size_t msglen)
+{
+    if (text == NULL || out == NULL)
+        return ARGUS_EINVAL;
+    *out = NULL;
+    if (path == NULL)
+        path = "<registry>";
+    int rc;
+    cJSON *root = cJSON_Parse(text);
     if (root == NULL)
         return argus__fail(ARGUS_EREGISTRY, msg, msglen, "%s: not JSON", path);
     const cJSON *schema = cJSON_GetObjectItem(root, "schema");
@@ -347,6 +445,19 @@ int argus_registry_save(const argus_registry *r, const char *path, char *msg, si
 {
     if (r == NULL || path == NULL)
         return ARGUS_EINVAL;
+    FILE *f = fopen(path, "w");
+    if (f == NULL)
+        return argus__fail(ARGUS_EIO, msg, msglen, "%s: cannot create the file", path);
+    int rc = registry_write(r, f);
+    if (fclose(f) != 0 && rc == 0)
+        rc = ARGUS_EIO;
+    if (rc != 0)
+        return argus__fail(rc, msg, msglen, "%s: writing failed", path);
+    return 0;
+}
+
+static int registry_write(const argus_registry *r, FILE *f)
+{
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "schema", ARGUS_REGISTRY_SCHEMA);
     cJSON_AddNumberToObject(root, "version", ARGUS_REGISTRY_VERSION);
@@ -370,15 +481,325 @@ int argus_registry_save(const argus_registry *r, const char *path, char *msg, si
         cJSON_AddBoolToObject(e, "role", is_role);
         cJSON_AddItemToArray(regions, e);
     }
+    return write_json(root, f);
+}
+
+/* ---- argus-shim: kernel-level regions on the host timebase -------------- */
+
+static const char *shim_kind(int k)
+{
+    switch (k) {
+    case ARGUS_SHIM_NODE_RANGE:
+        return "nvtx_range";
+    case ARGUS_SHIM_NODE_STARTEND:
+        return "nvtx_start_end";
+    case ARGUS_SHIM_NODE_KERNEL:
+        return "kernel";
+    default:
+        return "unplaced";
+    }
+}
+
+static const char *shim_cupti(int c)
+{
+    return c == ARGUS_SHIM_CUPTI_OK      ? "subscribed"
+           : c == ARGUS_SHIM_CUPTI_OTHER ? "another_subscriber"
+                                         : "unavailable";
+}
+
+/* The argus.report v1 document for argus-shim (docs/argus.md): "source"
+ * and "run" instead of "launch"; regions carry "kind" and, for kernels,
+ * how they were placed. A kernel's times are CUPTI's (observed); a range's
+ * are the recorder's host timestamps on CUPTI's clock (observed); totals
+ * and means are derived from them. */
+int argus_shim_report_json(const argus_shim_result *res, const argus_scope *s, FILE *f)
+{
+    if (res == NULL || f == NULL)
+        return ARGUS_EINVAL;
+    const argus_trace *t = &res->trace;
+    const argus_shim_input *in = res->in;
+    argus_region_stats *st;
+    size_t n;
+    int rc = argus_stats(t, s, &st, &n);
+    if (rc != 0)
+        return rc;
+    /* Kernels inside each node (at it or below it), attributed through
+     * correlation IDs. */
+    uint64_t *inside = calloc(t->nnodes ? t->nnodes : 1, sizeof(uint64_t));
+    cJSON *root = cJSON_CreateObject();
+    if (root == NULL || inside == NULL) {
+        free(st);
+        free(inside);
+        cJSON_Delete(root);
+        return ARGUS_ENOMEM;
+    }
+    for (size_t i = 0; i < t->nocc; i++) {
+        const argus_occurrence *o = &t->occ[i];
+        if (res->node_kind[o->node] != ARGUS_SHIM_NODE_KERNEL || !argus_scope_match(s, o))
+            continue;
+        for (int32_t k = t->nodes[o->node].parent; k >= 0; k = t->nodes[k].parent)
+            inside[k]++;
+    }
+    cJSON_AddStringToObject(root, "schema", ARGUS_REPORT_SCHEMA);
+    cJSON_AddNumberToObject(root, "version", ARGUS_REPORT_VERSION);
+    cJSON_AddStringToObject(root, "kernel", "");
+    cJSON_AddStringToObject(root, "source", "argus-shim");
+    cJSON *run = cJSON_AddObjectToObject(root, "run");
+    cJSON_AddStringToObject(run, "command", in ? in->command : "");
+    cJSON_AddItemToObject(run, "threads", num(res->nthreads, "threads", "observed"));
+    cJSON_AddItemToObject(run, "streams", num(res->nstreams, "streams", "observed"));
+    cJSON_AddItemToObject(run, "nvtx_ranges", num((double)res->ranges, "ranges", "observed"));
+    cJSON_AddItemToObject(run, "kernels", num((double)res->kernels, "kernels", "observed"));
+    cJSON_AddItemToObject(run, "kernels_in_ranges",
+                          num((double)res->kernels_in_ranges, "kernels", "attributed"));
+    cJSON_AddItemToObject(run, "kernels_outside_ranges",
+                          num((double)res->kernels_outside, "kernels", "attributed"));
+    cJSON_AddItemToObject(run, "kernels_without_launch",
+                          num((double)res->kernels_unknown, "kernels", "observed"));
+    cJSON_AddItemToObject(run, "launches_without_kernel",
+                          num((double)res->launches_without_kernel, "launches", "observed"));
+    cJSON_AddItemToObject(run, "activity_records_dropped",
+                          num(in ? (double)in->dropped : 0, "records", "observed"));
+    cJSON_AddItemToObject(run, "span", num((double)(t->gt_max - t->gt_min), "ns", "observed"));
+    cJSON *cupti = cJSON_AddObjectToObject(run, "cupti");
+    cJSON_AddStringToObject(cupti, "state", shim_cupti(in ? in->cupti : ARGUS_SHIM_CUPTI_UNAVAILABLE));
+    cJSON_AddStringToObject(cupti, "note", in ? in->cupti_note : "");
+    cJSON *unav = cJSON_AddArrayToObject(run, "unavailable");
+    for (size_t i = 0; in && i < in->nunavailable; i++) {
+        cJSON *u = cJSON_CreateObject();
+        cJSON_AddStringToObject(u, "what", in->unavailable[i].what);
+        cJSON_AddStringToObject(u, "why", in->unavailable[i].why);
+        cJSON_AddItemToArray(unav, u);
+    }
+    cJSON *clock = cJSON_AddObjectToObject(root, "clock");
+    cJSON_AddStringToObject(clock, "method", "cupti_timestamp");
+    cJSON *scope = cJSON_AddObjectToObject(root, "scope");
+    argus_scope all;
+    argus_scope_all(&all);
+    const argus_scope *sc = s ? s : &all;
+    char idb[16];
+    cJSON_AddNumberToObject(scope, "iter_lo", (double)sc->iter_lo);
+    cJSON_AddNumberToObject(scope, "iter_hi", (double)sc->iter_hi);
+    id_str(sc->role, idb, sizeof(idb));
+    cJSON_AddStringToObject(scope, "role", sc->role ? idb : "any");
+    cJSON_AddNumberToObject(scope, "cta_lo", sc->cta_lo);
+    cJSON_AddNumberToObject(scope, "cta_hi", sc->cta_hi);
+    cJSON_AddNumberToObject(scope, "sm_lo", sc->sm_lo);
+    cJSON_AddNumberToObject(scope, "sm_hi", sc->sm_hi);
+    cJSON_AddNumberToObject(scope, "warp_lo", sc->warp_lo);
+    cJSON_AddNumberToObject(scope, "warp_hi", sc->warp_hi);
+    id_str(sc->region, idb, sizeof(idb));
+    cJSON_AddStringToObject(scope, "region", sc->region ? idb : "any");
+    cJSON *regions = cJSON_AddArrayToObject(root, "regions");
+    for (size_t i = 0; i < n; i++) {
+        int kind = res->node_kind[st[i].node];
+        cJSON *r = cJSON_CreateObject();
+        /* Mangled C++ kernel names under a few ranges are long. */
+        char path[8192], nameb[16];
+        if (argus_node_path(t, res->reg, st[i].node, path, sizeof(path)) != 0)
+            id_str(st[i].region, path, sizeof(path));
+        id_str(st[i].region, idb, sizeof(idb));
+        cJSON_AddStringToObject(r, "id", idb);
+        cJSON_AddStringToObject(r, "name", argus__name(res->reg, st[i].region, nameb, sizeof(nameb)));
+        cJSON_AddBoolToObject(r, "registered", argus_registry_name(res->reg, st[i].region) != NULL);
+        cJSON_AddStringToObject(r, "path", path);
+        cJSON_AddNumberToObject(r, "node", st[i].node);
+        cJSON_AddNumberToObject(r, "parent_node", t->nodes[st[i].node].parent);
+        cJSON_AddStringToObject(r, "kind", shim_kind(kind));
+        if (kind == ARGUS_SHIM_NODE_KERNEL) {
+            cJSON *pl = cJSON_AddObjectToObject(r, "placement");
+            int32_t p = t->nodes[st[i].node].parent;
+            int unplaced = p >= 0 && res->node_kind[p] == ARGUS_SHIM_NODE_UNKNOWN;
+            cJSON_AddStringToObject(pl, "method", unplaced ? "none: launch not recorded"
+                                                  : p < 0 ? "launched outside every range"
+                                                          : "innermost range at launch, by correlation ID");
+            cJSON_AddStringToObject(pl, "mark", unplaced ? "observed" : "attributed");
+        } else {
+            cJSON_AddItemToObject(r, "kernels_inside",
+                                  num((double)inside[st[i].node], "kernels", "attributed"));
+        }
+        cJSON_AddItemToObject(r, "count", num((double)st[i].count, "occurrences", "observed"));
+        cJSON_AddItemToObject(r, "partial", num((double)st[i].partial, "occurrences", "observed"));
+        cJSON *timing = cJSON_AddObjectToObject(r, "time");
+        cJSON_AddStringToObject(timing, "method", kind == ARGUS_SHIM_NODE_KERNEL ? "cupti_activity"
+                                                                                : "host_timestamps");
+        cJSON_AddNumberToObject(timing, "samples", (double)st[i].timed);
+        /* A region with only partial occurrences has no time: none is
+         * written rather than a zero. */
+        if (st[i].timed == 0) {
+            cJSON_AddItemToArray(regions, r);
+            continue;
+        }
+        cJSON_AddItemToObject(timing, "total", num(st[i].total_ns, "ns", "derived"));
+        cJSON_AddItemToObject(timing, "mean", num(st[i].mean_ns, "ns", "derived"));
+        cJSON_AddItemToObject(timing, "p50", num(st[i].p50_ns, "ns", "observed"));
+        cJSON_AddItemToObject(timing, "p99", num(st[i].p99_ns, "ns", "observed"));
+        cJSON_AddItemToObject(timing, "min", num(st[i].min_ns, "ns", "observed"));
+        cJSON_AddItemToObject(timing, "max", num(st[i].max_ns, "ns", "observed"));
+        cJSON_AddItemToArray(regions, r);
+    }
+    free(st);
+    free(inside);
+    add_diags(root, t);
+    return write_json(root, f);
+}
+
+int argus_shim_trace_json(const argus_shim_result *res, FILE *f)
+{
+    if (res == NULL)
+        return ARGUS_EINVAL;
+    return argus_trace_json(&res->trace, res->reg, NULL, f);
+}
+
+/* ---- the registry in the binary ----------------------------------------- */
+
+/* The embedded text starts with exactly these bytes (argus_registry_save's
+ * order), which is how it is found in a cubin's initialised-data section. */
+#define EMBED_MARK "{\"schema\":\"argus.registry\",\"version\":1,"
+
+/* Whether the NUL-terminated texts at a and b (both before end) match. */
+static int same_text(const char *a, const char *b, const char *end)
+{
+    while (a < end && b < end && *a == *b && *a != '\0') {
+        a++;
+        b++;
+    }
+    return a < end && b < end && *a == '\0' && *b == '\0';
+}
+
+int argus_registry_find_embedded(const void *bytes, size_t len, const char *where,
+                                 argus_registry **out, char *msg, size_t msglen)
+{
+    if (bytes == NULL || out == NULL)
+        return ARGUS_EINVAL;
+    *out = NULL;
+    if (where == NULL)
+        where = "<binary>";
+    const char *b = bytes, *end = b + len;
+    size_t ml = strlen(EMBED_MARK);
+    const char *hit = NULL;
+    for (const char *p = b; p + ml <= end; p++) {
+        p = memchr(p, '{', (size_t)(end - p));
+        if (p == NULL || p + ml > end)
+            break;
+        if (memcmp(p, EMBED_MARK, ml) == 0) {
+            /* A host object or executable holds the text twice: in the
+             * cubin of its fatbin and in the host shadow of the __device__
+             * variable (nvcc gives it the same initialiser). Identical
+             * copies are one registry. */
+            if (hit != NULL && same_text(hit, p, end)) {
+                p += ml - 1;
+                continue;
+            }
+            if (hit != NULL)
+                return argus__fail(ARGUS_EREGISTRY, msg, msglen,
+                                   "%s: holds more than one embedded registry (several modules "
+                                   "linked together?); pass the registry of the kernel's own "
+                                   "module (a cubin, or `argus registry` JSON)",
+                                   where);
+            hit = p;
+        }
+    }
+    if (hit == NULL)
+        return argus__fail(ARGUS_EREGISTRY, msg, msglen,
+                           "%s: neither a registry JSON file nor a binary with an embedded "
+                           "registry (compile the kernels' .cu file with the header `argus "
+                           "registry --embed` writes: its cubin, object and executable then "
+                           "carry it; or pass the registry JSON)",
+                           where);
+    const char *nul = memchr(hit, '\0', (size_t)(end - hit));
+    if (nul == NULL)
+        return argus__fail(ARGUS_EREGISTRY, msg, msglen,
+                           "%s: the embedded registry is cut off (no terminating NUL)", where);
+    char *text = malloc((size_t)(nul - hit) + 1);
+    if (text == NULL)
+        return ARGUS_ENOMEM;
+    memcpy(text, hit, (size_t)(nul - hit) + 1);
+    int rc = argus_registry_parse(text, where, out, msg, msglen);
+    free(text);
+    return rc;
+}
+
+int argus_registry_from_module(const argus_driver *drv, void *module, argus_registry **out,
+                               char *msg, size_t msglen)
+{
+    if (drv == NULL || out == NULL || drv->get_global == NULL || drv->dtoh == NULL)
+        return ARGUS_EINVAL;
+    *out = NULL;
+    uint64_t dptr = 0;
+    size_t bytes = 0;
+    int cr = drv->get_global(drv->ctx, module, ARGUS_REGISTRY_SYMBOL, &dptr, &bytes);
+    if (cr != 0)
+        return argus__fail(ARGUS_ENOREGION, msg, msglen,
+                           "the module has no %s (CUresult %d): build it with the header that "
+                           "`argus registry --embed` writes, or pass the registry file",
+                           ARGUS_REGISTRY_SYMBOL, cr);
+    if (bytes == 0 || bytes > (16u << 20))
+        return argus__fail(ARGUS_ELIMIT, msg, msglen,
+                           "%s is %zu bytes: expected 1 byte to 16 MiB of registry text",
+                           ARGUS_REGISTRY_SYMBOL, bytes);
+    char *text = malloc(bytes + 1);
+    if (text == NULL)
+        return ARGUS_ENOMEM;
+    if ((cr = drv->dtoh(drv->ctx, text, dptr, bytes)) != 0) {
+        free(text);
+        return argus__fail(ARGUS_EDRIVER, msg, msglen, "reading %s failed (CUresult %d)",
+                           ARGUS_REGISTRY_SYMBOL, cr);
+    }
+    text[bytes] = '\0';
+    int rc = argus_registry_parse(text, ARGUS_REGISTRY_SYMBOL, out, msg, msglen);
+    free(text);
+    return rc;
+}
+
+int argus_registry_embed(const argus_registry *r, const char *path, char *msg, size_t msglen)
+{
+    if (r == NULL || path == NULL)
+        return ARGUS_EINVAL;
+    char *text = NULL;
+    size_t tlen = 0;
+    FILE *mem = open_memstream(&text, &tlen);
+    if (mem == NULL)
+        return ARGUS_ENOMEM;
+    int rc = registry_write(r, mem);
+    if (fclose(mem) != 0 && rc == 0)
+        rc = ARGUS_ENOMEM;
+    if (rc != 0) {
+        free(text);
+        return argus__fail(rc, msg, msglen, "%s: the registry could not be written", path);
+    }
+    /* The saved form ends in a newline; the embedded one ends at its NUL. */
+    while (tlen > 0 && text[tlen - 1] == '\n')
+        text[--tlen] = '\0';
     FILE *f = fopen(path, "w");
     if (f == NULL) {
-        cJSON_Delete(root);
+        free(text);
         return argus__fail(ARGUS_EIO, msg, msglen, "%s: cannot create the file", path);
     }
-    int rc = write_json(root, f);
-    if (fclose(f) != 0 && rc == 0)
-        rc = ARGUS_EIO;
-    if (rc != 0)
-        return argus__fail(rc, msg, msglen, "%s: writing failed", path);
+    fputs("/* Generated by `argus registry --embed` (docs/argus.md): the region\n"
+          " * registry, carried in the module as " ARGUS_REGISTRY_SYMBOL ", which the host\n"
+          " * reads with cuModuleGetGlobal (argus_registry_from_module) and the argus\n"
+          " * CLI finds in a cubin (--registry kernel.cubin). Include it in the .cu file\n"
+          " * that holds the kernels, or compile that file with -include. */\n"
+          "#ifndef ARGUS_EMBEDDED_REGISTRY\n#define ARGUS_EMBEDDED_REGISTRY\n"
+          "extern \"C\" __device__ const char " ARGUS_REGISTRY_SYMBOL "[] =\n    \"",
+          f);
+    /* A C string literal: quotes and backslashes escaped (the JSON has no
+     * control characters: cJSON escapes them). */
+    for (size_t i = 0; i < tlen; i++) {
+        if (text[i] == '"' || text[i] == '\\')
+            fputc('\\', f);
+        fputc(text[i], f);
+        if (i % 96 == 95 && i + 1 < tlen)
+            fputs("\"\n    \"", f);
+    }
+    fputs("\";\n#endif\n", f);
+    free(text);
+    if (ferror(f)) {
+        fclose(f);
+        return argus__fail(ARGUS_EIO, msg, msglen, "%s: writing failed", path);
+    }
+    if (fclose(f) != 0)
+        return argus__fail(ARGUS_EIO, msg, msglen, "%s: writing failed", path);
     return 0;
 }

@@ -143,7 +143,9 @@ int argus_stats(const argus_trace *t, const argus_scope *s, argus_region_stats *
             continue;
         argus_region_stats *r = &st[o->node];
         r->total_cycles += o->clk_end - o->clk_begin;
-        dur[o->node][fill[o->node]++] = o->t_end_ns - o->t_begin_ns;
+        double b, d;
+        argus__occ_time(t, o, &b, &d);
+        dur[o->node][fill[o->node]++] = d;
     }
     double wc = scoped_warp_cycles(t, s);
     size_t m = 0;

@@ -352,6 +352,144 @@ static void test_trace_events(void **state)
     free(b.p);
 }
 
+/* The registry in the binary: the header `argus registry --embed` writes
+ * holds the registry as a C string; its bytes, as a cubin or a host object
+ * stores them, are found again; identical copies are one registry, two
+ * different ones or a cut-off one are refused with a message; a loaded
+ * module gives it through the driver table. */
+typedef struct fake_module {
+    const char *text;
+    size_t bytes;
+    int fail_dtoh;
+} fake_module;
+
+static int fm_global(void *c, void *m, const char *name, uint64_t *d, size_t *b)
+{
+    fake_module *f = c;
+    (void)m;
+    if (f->text == NULL || strcmp(name, ARGUS_REGISTRY_SYMBOL) != 0)
+        return 500; /* CUDA_ERROR_NOT_FOUND */
+    *d = (uint64_t)(uintptr_t)f->text;
+    *b = f->bytes;
+    return 0;
+}
+
+static int fm_dtoh(void *c, void *d, uint64_t s, size_t b)
+{
+    fake_module *f = c;
+    if (f->fail_dtoh)
+        return 700;
+    memcpy(d, (const void *)(uintptr_t)s, b);
+    return 0;
+}
+
+/* The string literal of a generated header, unescaped (what the compiler
+ * stores). */
+static char *literal_of(const char *header)
+{
+    char *out = malloc(strlen(header) + 1);
+    assert_non_null(out);
+    size_t n = 0;
+    const char *p = strstr(header, "[] =");
+    assert_non_null(p);
+    int in = 0;
+    for (; *p; p++) {
+        if (!in && *p == ';')
+            break;
+        if (*p == '"') {
+            in = !in;
+            continue;
+        }
+        if (!in)
+            continue;
+        if (*p == '\\')
+            p++;
+        out[n++] = *p;
+    }
+    out[n] = '\0';
+    return out;
+}
+
+static void test_registry_embedded(void **state)
+{
+    (void)state;
+    char *src = read_all(ARGUS_SRC_DIR "/kernel_known.cu");
+    argus_registry *r, *back;
+    char msg[512] = "";
+    assert_int_equal(argus_registry_new(&r), 0);
+    assert_int_equal(argus_registry_scan(r, src, "kernel_known.cu", msg, sizeof(msg)), 0);
+    free(src);
+    char path[] = "/tmp/argus_embed_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(argus_registry_embed(r, path, msg, sizeof(msg)), 0);
+    char *header = read_all(path);
+    assert_non_null(strstr(header, "extern \"C\" __device__ const char argus_registry_v1[]"));
+    char *text = literal_of(header);
+    free(header);
+    const char *mark = "{\"schema\":\"argus.registry\",\"version\":1,";
+    assert_int_equal(strncmp(text, mark, strlen(mark)), 0);
+
+    /* As an object file holds it: twice (cubin and host shadow), among
+     * other bytes with NULs. */
+    size_t tl = strlen(text) + 1;
+    size_t len = 3 * 64 + 2 * tl;
+    unsigned char *bin = calloc(1, len);
+    assert_non_null(bin);
+    memcpy(bin + 64, text, tl);
+    memcpy(bin + 128 + tl, text, tl);
+    assert_int_equal(argus_registry_find_embedded(bin, len, "k.o", &back, msg, sizeof(msg)), 0);
+    uint32_t outer = argus_region_id("outer", 0);
+    assert_int_equal(argus_registry_count(back), 6);
+    assert_int_equal(argus_registry_parent(back, argus_region_id("load", outer)), outer);
+    argus_registry_free(back);
+    /* Through the file loader, which falls back to the scan for binaries. */
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(bin, 1, len, f), len);
+    fclose(f);
+    assert_int_equal(argus_registry_load(path, &back, msg, sizeof(msg)), 0);
+    assert_int_equal(argus_registry_count(back), 6);
+    argus_registry_free(back);
+    /* Two different registries: which one is the kernel's is unknown. */
+    const char *two = "{\"schema\":\"argus.registry\",\"version\":1,\"regions\":[]}";
+    memcpy(bin + 128 + tl, two, strlen(two) + 1);
+    assert_int_equal(argus_registry_find_embedded(bin, len, "k.o", &back, msg, sizeof(msg)),
+                     ARGUS_EREGISTRY);
+    assert_non_null(strstr(msg, "more than one embedded registry"));
+    /* Cut off: no NUL before the end. */
+    assert_int_equal(argus_registry_find_embedded(bin + 64, tl - 1, "cut", &back, msg, sizeof(msg)),
+                     ARGUS_EREGISTRY);
+    assert_non_null(strstr(msg, "cut off"));
+    /* None at all. */
+    assert_int_equal(argus_registry_find_embedded(bin, 64, "none.o", &back, msg, sizeof(msg)),
+                     ARGUS_EREGISTRY);
+    assert_non_null(strstr(msg, "none.o: neither a registry JSON file"));
+    free(bin);
+    unlink(path);
+
+    /* A loaded module, through the driver table. */
+    fake_module fm = {text, tl, 0};
+    argus_driver drv = {.ctx = &fm, .get_global = fm_global, .dtoh = fm_dtoh};
+    assert_int_equal(argus_registry_from_module(&drv, (void *)0x1, &back, msg, sizeof(msg)), 0);
+    assert_int_equal(argus_registry_count(back), 6);
+    argus_registry_free(back);
+    fm.fail_dtoh = 1;
+    assert_int_equal(argus_registry_from_module(&drv, (void *)0x1, &back, msg, sizeof(msg)),
+                     ARGUS_EDRIVER);
+    fm.fail_dtoh = 0;
+    fm.bytes = 0;
+    assert_int_equal(argus_registry_from_module(&drv, (void *)0x1, &back, msg, sizeof(msg)),
+                     ARGUS_ELIMIT);
+    fm.text = NULL;
+    assert_int_equal(argus_registry_from_module(&drv, (void *)0x1, &back, msg, sizeof(msg)),
+                     ARGUS_ENOREGION);
+    assert_non_null(strstr(msg, "argus registry --embed"));
+    free(text);
+    argus_registry_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -361,6 +499,7 @@ int main(void)
         cmocka_unit_test(test_trace_events),
         cmocka_unit_test(test_region_scope),
         cmocka_unit_test(test_report_without_clock),
+        cmocka_unit_test(test_registry_embedded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,624 @@
+/*
+ * argus-shim's region building: a pure function from recorded NVTX ranges,
+ * launch correlation records and CUPTI kernel activity to an argus_trace
+ * on the host timebase (include/argus/shim.h, docs/argus.md).
+ *
+ * Why a trace and not a structure of its own: the report, the Perfetto
+ * trace and the statistics (count, partial, mean, p50, p99) of the argus
+ * CLI then apply unchanged, and a kernel region reads like a device region
+ * (a node of the dynamic tree, occurrences on tracks).
+ *
+ * Rules (the tests in tests/argus/test_shim.c hold them):
+ *   - Events are taken in timestamp order, ties in recording order, so the
+ *     result does not depend on how the recorder interleaved threads.
+ *   - A thread's open ranges are kept in begin order. A push/pop range and
+ *     a start/end range started on that thread both count; a pop closes the
+ *     innermost open push range of its thread; an end closes the range of
+ *     its ID wherever it was started (NVTX allows that). A range closed
+ *     while a later-begun range of its thread is still open crosses it: it
+ *     is flagged ARGUS_OCC_OVERLAP and the trace puts it on a sub-track.
+ *   - A range's parent is the innermost open range of its thread at its
+ *     begin; its region ID hashes its name under the parent's ID exactly as
+ *     record.h does for device regions.
+ *   - A kernel belongs to the innermost open range of its launching thread
+ *     at the launch (its correlation ID joins the CUPTI record to the launch
+ *     record). Kernels launched outside every range sit at the root; those
+ *     whose correlation ID has no launch record sit under the root region
+ *     "(launch not recorded)" with a diagnostic, never in a guessed range.
+ *   - A range never closed is flagged ARGUS_OCC_NO_END and held open to its
+ *     thread's last event: counted, not timed. A pop with no open push, an
+ *     end of an ID never started: diagnostics.
+ *   - Kernel times are CUPTI's GPU start/end (observed); range times are
+ *     the host timestamps the recorder took with cuptiGetTimestamp, on the
+ *     same clock.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "argus/shim.h"
+#include "argus_internal.h"
+
+/* Ranges (and streams) of a thread and its state while building. */
+typedef struct thread_state {
+    uint64_t tid;
+    uint32_t slot;
+    size_t *open; /* occurrence indices, begin order */
+    size_t nopen, capopen;
+    uint64_t first_ts, last_ts;
+} thread_state;
+
+typedef struct range_ref { /* a start/end range ID and its occurrence */
+    uint64_t id;
+    size_t occ;
+    uint32_t thread;
+} range_ref;
+
+typedef struct launch_ref { /* a launch's correlation ID and its range */
+    uint64_t corr;
+    int64_t occ; /* the innermost open range at the launch, -1 none */
+    int used;
+    long line;
+    uint32_t slot;
+} launch_ref;
+
+typedef struct builder {
+    argus_shim_result *r;
+    argus_trace *t;
+    size_t occ_cap, node_cap, diag_cap, kind_cap;
+    thread_state *th;
+    size_t nth, capth;
+    uint64_t *streams;
+    size_t nstreams, capstreams;
+    range_ref *ranges;
+    size_t nranges, capranges;
+    launch_ref *launches;
+    size_t nlaunches, caplaunches;
+} builder;
+
+static int add_diag(builder *b, int kind, uint32_t slot, long line, uint32_t value, uint64_t count)
+{
+    argus_trace *t = b->t;
+    if (t->ndiags >= ARGUS_MAX_DIAGS) {
+        t->diags_dropped++;
+        return 0;
+    }
+    if (argus__grow((void **)&t->diags, &b->diag_cap, t->ndiags + 1, sizeof(argus_diag)) != 0)
+        return ARGUS_ENOMEM;
+    argus_diag *d = &t->diags[t->ndiags++];
+    d->kind = kind;
+    d->slot = slot;
+    d->index = line > 0 && line < (long)UINT32_MAX ? (uint32_t)line : 0;
+    d->value = value;
+    d->count = count;
+    return 0;
+}
+
+/* The node of region `name` under node `parent` (-1: root), made when new;
+ * the region is registered under the parent's region ID. */
+static int node_for(builder *b, const char *name, int32_t parent, int kind, uint32_t *node,
+                    char *msg, size_t msglen)
+{
+    argus_trace *t = b->t;
+    uint32_t pid = parent >= 0 ? t->nodes[parent].region : 0;
+    uint32_t id;
+    int rc = argus_registry_add(b->r->reg, name, pid, 0, &id, msg, msglen);
+    if (rc != 0)
+        return rc;
+    for (size_t k = 0; k < t->nnodes; k++)
+        if (t->nodes[k].region == id && t->nodes[k].parent == parent) {
+            *node = (uint32_t)k;
+            return 0;
+        }
+    if (argus__grow((void **)&t->nodes, &b->node_cap, t->nnodes + 1, sizeof(argus_node)) != 0 ||
+        argus__grow((void **)&b->r->node_kind, &b->kind_cap, t->nnodes + 1, sizeof(int)) != 0)
+        return ARGUS_ENOMEM;
+    t->nodes[t->nnodes].region = id;
+    t->nodes[t->nnodes].parent = parent;
+    b->r->node_kind[t->nnodes] = kind;
+    *node = (uint32_t)t->nnodes++;
+    return 0;
+}
+
+static int new_occ(builder *b, size_t *idx)
+{
+    argus_trace *t = b->t;
+    if (argus__grow((void **)&t->occ, &b->occ_cap, t->nocc + 1, sizeof(argus_occurrence)) != 0)
+        return ARGUS_ENOMEM;
+    memset(&t->occ[t->nocc], 0, sizeof(argus_occurrence));
+    t->occ[t->nocc].parent = -1;
+    t->occ[t->nocc].iter = -1;
+    *idx = t->nocc++;
+    return 0;
+}
+
+static int thread_of(builder *b, uint64_t tid, uint64_t ts, thread_state **out)
+{
+    for (size_t i = 0; i < b->nth; i++)
+        if (b->th[i].tid == tid) {
+            *out = &b->th[i];
+            return 0;
+        }
+    if (argus__grow((void **)&b->th, &b->capth, b->nth + 1, sizeof(thread_state)) != 0)
+        return ARGUS_ENOMEM;
+    thread_state *s = &b->th[b->nth];
+    memset(s, 0, sizeof(*s));
+    s->tid = tid;
+    s->slot = (uint32_t)b->nth++;
+    s->first_ts = s->last_ts = ts;
+    *out = s;
+    return 0;
+}
+
+static int cmp_event(const void *a, const void *b)
+{
+    const argus_shim_event *x = *(const argus_shim_event *const *)a;
+    const argus_shim_event *y = *(const argus_shim_event *const *)b;
+    uint64_t tx = x->kind == ARGUS_SHIM_KERNEL ? x->start : x->ts;
+    uint64_t ty = y->kind == ARGUS_SHIM_KERNEL ? y->start : y->ts;
+    if (tx != ty)
+        return tx < ty ? -1 : 1;
+    return (x > y) - (x < y); /* recording order: the events are one array */
+}
+
+/* Opens a range occurrence on thread s. */
+static int open_range(builder *b, thread_state *s, const argus_shim_event *e, int kind,
+                      size_t *idx, char *msg, size_t msglen)
+{
+    int32_t parent_node = -1;
+    int32_t parent_occ = -1;
+    if (s->nopen) {
+        parent_occ = (int32_t)s->open[s->nopen - 1];
+        parent_node = (int32_t)b->t->occ[parent_occ].node;
+    }
+    uint32_t node;
+    int rc = node_for(b, e->name, parent_node, kind, &node, msg, msglen);
+    if (rc != 0)
+        return rc;
+    if ((rc = new_occ(b, idx)) != 0)
+        return rc;
+    argus_occurrence *o = &b->t->occ[*idx];
+    o->region = b->t->nodes[node].region;
+    o->node = node;
+    o->parent = parent_occ;
+    o->slot = s->slot;
+    o->cta = s->slot;
+    o->depth = (uint32_t)s->nopen;
+    o->clk_begin = e->ts;
+    o->t_begin_ns = (double)e->ts;
+    if (argus__grow((void **)&s->open, &s->capopen, s->nopen + 1, sizeof(size_t)) != 0)
+        return ARGUS_ENOMEM;
+    s->open[s->nopen++] = *idx;
+    b->r->ranges++;
+    return 0;
+}
+
+/* Closes the open entry at position pos of s->open at time ts. */
+static void close_at(builder *b, thread_state *s, size_t pos, uint64_t ts)
+{
+    argus_occurrence *o = &b->t->occ[s->open[pos]];
+    o->clk_end = ts;
+    o->t_end_ns = (double)ts;
+    if (pos + 1 < s->nopen)
+        o->flags |= ARGUS_OCC_OVERLAP;
+    memmove(&s->open[pos], &s->open[pos + 1], (s->nopen - pos - 1) * sizeof(size_t));
+    s->nopen--;
+}
+
+static int host_event(builder *b, const argus_shim_event *e, char *msg, size_t msglen)
+{
+    thread_state *s;
+    int rc = thread_of(b, e->tid, e->ts, &s);
+    if (rc != 0)
+        return rc;
+    if (e->ts > s->last_ts)
+        s->last_ts = e->ts;
+    size_t idx;
+    switch (e->kind) {
+    case ARGUS_SHIM_PUSH:
+        return open_range(b, s, e, ARGUS_SHIM_NODE_RANGE, &idx, msg, msglen);
+    case ARGUS_SHIM_START:
+        /* An ID started again while open (NVTX hands out unique IDs, so
+         * only a damaged recording does this): an end closes the latest
+         * start of its ID (the search runs backwards), and the older range
+         * stays open, never ended, instead of being joined. */
+        if ((rc = open_range(b, s, e, ARGUS_SHIM_NODE_STARTEND, &idx, msg, msglen)) != 0)
+            return rc;
+        if (argus__grow((void **)&b->ranges, &b->capranges, b->nranges + 1, sizeof(range_ref)) != 0)
+            return ARGUS_ENOMEM;
+        b->ranges[b->nranges++] = (range_ref){e->id, idx, (uint32_t)(s - b->th)};
+        return 0;
+    case ARGUS_SHIM_POP:
+        for (size_t k = s->nopen; k-- > 0;)
+            if (b->r->node_kind[b->t->occ[s->open[k]].node] == ARGUS_SHIM_NODE_RANGE) {
+                close_at(b, s, k, e->ts);
+                return 0;
+            }
+        return add_diag(b, ARGUS_DIAG_END_WITHOUT_BEGIN, s->slot, e->line, 0, 1);
+    case ARGUS_SHIM_END:
+        for (size_t i = b->nranges; i-- > 0;) {
+            if (b->ranges[i].id != e->id)
+                continue;
+            thread_state *owner = &b->th[b->ranges[i].thread];
+            for (size_t k = 0; k < owner->nopen; k++)
+                if (owner->open[k] == b->ranges[i].occ) {
+                    close_at(b, owner, k, e->ts);
+                    b->ranges[i].id = UINT64_MAX;
+                    return 0;
+                }
+        }
+        return add_diag(b, ARGUS_DIAG_END_WITHOUT_BEGIN, s->slot, e->line, (uint32_t)e->id, 1);
+    case ARGUS_SHIM_LAUNCH:
+        if (argus__grow((void **)&b->launches, &b->caplaunches, b->nlaunches + 1,
+                        sizeof(launch_ref)) != 0)
+            return ARGUS_ENOMEM;
+        b->launches[b->nlaunches++] = (launch_ref){
+            e->id, s->nopen ? (int64_t)s->open[s->nopen - 1] : -1, 0, e->line, s->slot};
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+static int cmp_launch(const void *a, const void *b)
+{
+    const launch_ref *x = a, *y = b;
+    return (x->corr > y->corr) - (x->corr < y->corr);
+}
+
+static int kernel_event(builder *b, const argus_shim_event *e, char *msg, size_t msglen)
+{
+    launch_ref key = {.corr = e->id};
+    launch_ref *l = b->nlaunches
+                        ? bsearch(&key, b->launches, b->nlaunches, sizeof(launch_ref), cmp_launch)
+                        : NULL;
+    int32_t parent_node = -1;
+    int rc;
+    uint32_t node;
+    if (l == NULL) {
+        if ((rc = add_diag(b, ARGUS_DIAG_UNKNOWN_CORRELATION, 0, e->line, (uint32_t)e->id, 1)) != 0)
+            return rc;
+        if ((rc = node_for(b, ARGUS_SHIM_UNKNOWN_LAUNCH, -1, ARGUS_SHIM_NODE_UNKNOWN, &node, msg,
+                           msglen)) != 0)
+            return rc;
+        parent_node = (int32_t)node;
+        b->r->kernels_unknown++;
+    } else {
+        l->used = 1;
+        if (l->occ >= 0) {
+            parent_node = (int32_t)b->t->occ[l->occ].node;
+            b->r->kernels_in_ranges++;
+        } else {
+            b->r->kernels_outside++;
+        }
+    }
+    if ((rc = node_for(b, e->name, parent_node, ARGUS_SHIM_NODE_KERNEL, &node, msg, msglen)) != 0)
+        return rc;
+    /* The stream's track. */
+    size_t si = 0;
+    while (si < b->nstreams && b->streams[si] != e->stream)
+        si++;
+    if (si == b->nstreams) {
+        if (argus__grow((void **)&b->streams, &b->capstreams, b->nstreams + 1, sizeof(uint64_t)) != 0)
+            return ARGUS_ENOMEM;
+        b->streams[b->nstreams++] = e->stream;
+    }
+    size_t idx;
+    if ((rc = new_occ(b, &idx)) != 0)
+        return rc;
+    argus_occurrence *o = &b->t->occ[idx];
+    o->region = b->t->nodes[node].region;
+    o->node = node;
+    o->slot = (uint32_t)si; /* renumbered after the threads once all are known */
+    o->sm = 1;
+    o->warp = 1;
+    o->clk_begin = e->start;
+    o->clk_end = e->end;
+    o->t_begin_ns = (double)e->start;
+    o->t_end_ns = (double)e->end;
+    b->r->kernels++;
+    return 0;
+}
+
+typedef struct track_key {
+    uint32_t slot;
+    uint64_t begin, end;
+    size_t idx;
+} track_key;
+
+/* By slot, then begin, then the longer first (an enclosing occurrence
+ * before what it encloses), then recording order. */
+static int cmp_track_key(const void *a, const void *b)
+{
+    const track_key *x = a, *y = b;
+    if (x->slot != y->slot)
+        return x->slot < y->slot ? -1 : 1;
+    if (x->begin != y->begin)
+        return x->begin < y->begin ? -1 : 1;
+    if (x->end != y->end)
+        return x->end > y->end ? -1 : 1;
+    return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* Sub-tracks: an occurrence goes on the first track of its slot where it
+ * nests with what is already there (every track must nest in a trace). */
+static int assign_tracks(argus_trace *t)
+{
+    size_t n = t->nocc;
+    track_key *order = malloc((n ? n : 1) * sizeof(track_key));
+    if (order == NULL)
+        return ARGUS_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        order[i] = (track_key){t->occ[i].slot, t->occ[i].clk_begin, t->occ[i].clk_end, i};
+    qsort(order, n, sizeof(track_key), cmp_track_key);
+    uint64_t stack[ARGUS_MAX_TRACKS][ARGUS_MAX_DEPTH];
+    size_t depth[ARGUS_MAX_TRACKS];
+    uint32_t cur = UINT32_MAX;
+    for (size_t i = 0; i < n; i++) {
+        argus_occurrence *o = &t->occ[order[i].idx];
+        if (o->slot != cur) {
+            cur = o->slot;
+            memset(depth, 0, sizeof(depth));
+        }
+        uint32_t k;
+        for (k = 0; k < ARGUS_MAX_TRACKS - 1; k++) {
+            while (depth[k] && stack[k][depth[k] - 1] <= o->clk_begin)
+                depth[k]--;
+            if ((depth[k] == 0 || o->clk_end <= stack[k][depth[k] - 1]) && depth[k] < ARGUS_MAX_DEPTH)
+                break;
+        }
+        /* The last track takes whatever fits nowhere else (as the device
+         * trace's does): it may then not nest, which the trace says by
+         * its "(overlap)" name. */
+        while (depth[k] && stack[k][depth[k] - 1] <= o->clk_begin)
+            depth[k]--;
+        o->track = k;
+        if (depth[k] < ARGUS_MAX_DEPTH)
+            stack[k][depth[k]++] = o->clk_end;
+    }
+    free(order);
+    return 0;
+}
+
+static int name_dup(char **out, const char *fmt, unsigned long long v)
+{
+    char buf[64];
+    int w = snprintf(buf, sizeof(buf), fmt, v);
+    if (w < 0 || (size_t)w >= sizeof(buf))
+        return ARGUS_EINVAL;
+    *out = strdup(buf);
+    return *out ? 0 : ARGUS_ENOMEM;
+}
+
+static int finish(builder *b)
+{
+    argus_trace *t = b->t;
+    argus_shim_result *r = b->r;
+    /* Ranges still open: held to their thread's last event, not timed. */
+    for (size_t i = 0; i < b->nth; i++) {
+        thread_state *s = &b->th[i];
+        for (size_t k = 0; k < s->nopen; k++) {
+            argus_occurrence *o = &t->occ[s->open[k]];
+            o->flags |= ARGUS_OCC_NO_END;
+            o->clk_end = s->last_ts > o->clk_begin ? s->last_ts : o->clk_begin;
+            o->t_end_ns = (double)o->clk_end;
+            int rc = add_diag(b, ARGUS_DIAG_NEVER_ENDED, s->slot, 0, o->region, 1);
+            if (rc != 0)
+                return rc;
+        }
+        s->nopen = 0;
+    }
+    for (size_t i = 0; i < b->nlaunches; i++)
+        if (!b->launches[i].used) {
+            r->launches_without_kernel++;
+            int rc = add_diag(b, ARGUS_DIAG_NO_KERNEL, b->launches[i].slot, b->launches[i].line,
+                              (uint32_t)b->launches[i].corr, 1);
+            if (rc != 0)
+                return rc;
+        }
+    if (r->in->dropped) {
+        int rc = add_diag(b, ARGUS_DIAG_ACTIVITY_DROPPED, 0, 0, 0, r->in->dropped);
+        if (rc != 0)
+            return rc;
+    }
+    r->nthreads = (uint32_t)b->nth;
+    r->nstreams = (uint32_t)b->nstreams;
+    size_t nslots = b->nth + b->nstreams;
+    /* Kernel tracks follow the thread tracks. */
+    for (size_t i = 0; i < t->nocc; i++)
+        if (t->occ[i].sm == 1) {
+            t->occ[i].slot += (uint32_t)b->nth;
+            t->occ[i].cta = t->occ[i].slot;
+        }
+    t->warps = calloc(nslots ? nslots : 1, sizeof(argus_warp_info));
+    r->track_names = calloc(nslots ? nslots : 1, sizeof(char *));
+    t->sm_names = calloc(2, sizeof(char *));
+    if (t->warps == NULL || r->track_names == NULL || t->sm_names == NULL)
+        return ARGUS_ENOMEM;
+    t->nwarps = nslots;
+    t->slot_names = r->track_names;
+    t->nsm_names = 2;
+    if ((t->sm_names[0] = strdup("host threads (NVTX ranges)")) == NULL ||
+        (t->sm_names[1] = strdup("GPU (kernels by stream, CUPTI)")) == NULL)
+        return ARGUS_ENOMEM;
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (size_t i = 0; i < nslots; i++) {
+        argus_warp_info *w = &t->warps[i];
+        w->slot = w->cta = (uint32_t)i;
+        w->sm = i < b->nth ? 0 : 1;
+        w->flags = ARGUS_WARP_EMPTY;
+        int rc = i < b->nth ? name_dup(&r->track_names[i], "thread %llu",
+                                       (unsigned long long)b->th[i].tid)
+                            : name_dup(&r->track_names[i], "stream %llu",
+                                       (unsigned long long)b->streams[i - b->nth]);
+        if (rc != 0)
+            return rc;
+    }
+    for (size_t i = 0; i < t->nocc; i++) {
+        argus_occurrence *o = &t->occ[i];
+        argus_warp_info *w = &t->warps[o->slot];
+        if (w->flags & ARGUS_WARP_EMPTY) {
+            w->flags = 0;
+            w->clk_start = o->clk_begin;
+            w->clk_end = o->clk_end;
+        }
+        if (o->clk_begin < w->clk_start)
+            w->clk_start = o->clk_begin;
+        if (o->clk_end > w->clk_end)
+            w->clk_end = o->clk_end;
+        w->gt_start = w->clk_start;
+        w->gt_end = w->clk_end;
+        if (o->clk_begin < lo)
+            lo = o->clk_begin;
+        if (o->clk_end > hi)
+            hi = o->clk_end;
+    }
+    for (size_t i = 0; i < nslots; i++)
+        if (!(t->warps[i].flags & ARGUS_WARP_EMPTY)) {
+            t->warps_active++;
+            t->warp_time_ns += (double)(t->warps[i].clk_end - t->warps[i].clk_start);
+        }
+    t->gt_min = lo == UINT64_MAX ? 0 : lo;
+    t->gt_max = hi;
+    t->hdr.nslots = (uint32_t)nslots;
+    t->hdr.warps_per_cta = 1;
+    t->hdr.grid[0] = (uint32_t)nslots;
+    t->hdr.grid[1] = t->hdr.grid[2] = 1;
+    t->hdr.block[0] = 32;
+    t->hdr.block[1] = t->hdr.block[2] = 1;
+    return assign_tracks(t);
+}
+
+int argus_shim_build(const argus_shim_input *in, argus_shim_result *out, char *msg, size_t msglen)
+{
+    if (in == NULL || out == NULL)
+        return ARGUS_EINVAL;
+    memset(out, 0, sizeof(*out));
+    out->in = in;
+    out->trace.clock_method = ARGUS_CLOCK_HOST;
+    out->trace.cycles_per_ns = 1.0;
+    builder b = {.r = out, .t = &out->trace};
+    const argus_shim_event **ev = malloc((in->nev ? in->nev : 1) * sizeof(*ev));
+    int rc = argus_registry_new(&out->reg);
+    if (rc == 0 && ev == NULL)
+        rc = ARGUS_ENOMEM;
+    if (rc == 0) {
+        for (size_t i = 0; i < in->nev; i++)
+            ev[i] = &in->ev[i];
+        qsort(ev, in->nev, sizeof(*ev), cmp_event);
+        /* Host events first (all launches are known before any kernel is
+         * placed: a kernel's record may carry an earlier GPU time than a
+         * later launch's host time, never an earlier one than its own). */
+        for (size_t i = 0; rc == 0 && i < in->nev; i++)
+            if (ev[i]->kind != ARGUS_SHIM_KERNEL)
+                rc = host_event(&b, ev[i], msg, msglen);
+        if (rc == 0 && b.nlaunches)
+            qsort(b.launches, b.nlaunches, sizeof(launch_ref), cmp_launch);
+        for (size_t i = 0; rc == 0 && i < in->nev; i++)
+            if (ev[i]->kind == ARGUS_SHIM_KERNEL)
+                rc = kernel_event(&b, ev[i], msg, msglen);
+        if (rc == 0)
+            rc = finish(&b);
+    }
+    free(ev);
+    for (size_t i = 0; i < b.nth; i++)
+        free(b.th[i].open);
+    free(b.th);
+    free(b.streams);
+    free(b.ranges);
+    free(b.launches);
+    if (rc != 0) {
+        argus_shim_result_free(out);
+        if (rc == ARGUS_ENOMEM)
+            return argus__fail(rc, msg, msglen, "argus-shim: out of memory building the regions");
+        return rc;
+    }
+    return 0;
+}
+
+void argus_shim_result_free(argus_shim_result *r)
+{
+    if (r == NULL)
+        return;
+    for (size_t i = 0; r->track_names && i < r->trace.nwarps; i++)
+        free(r->track_names[i]);
+    free(r->track_names);
+    for (size_t i = 0; r->trace.sm_names && i < r->trace.nsm_names; i++)
+        free(r->trace.sm_names[i]);
+    free(r->trace.sm_names);
+    free(r->node_kind);
+    argus_registry_free(r->reg);
+    argus_trace_free(&r->trace);
+    memset(r, 0, sizeof(*r));
+}
+
+static const char *node_kind_word(int k)
+{
+    switch (k) {
+    case ARGUS_SHIM_NODE_RANGE:
+        return "nvtx range";
+    case ARGUS_SHIM_NODE_STARTEND:
+        return "nvtx start/end";
+    case ARGUS_SHIM_NODE_KERNEL:
+        return "kernel";
+    default:
+        return "unplaced";
+    }
+}
+
+int argus_shim_report_text(const argus_shim_result *r, const argus_scope *scope, FILE *f)
+{
+    if (r == NULL || f == NULL)
+        return ARGUS_EINVAL;
+    const argus_trace *t = &r->trace;
+    const argus_shim_input *in = r->in;
+    argus_region_stats *st;
+    size_t n;
+    int rc = argus_stats(t, scope, &st, &n);
+    if (rc != 0)
+        return rc;
+    fprintf(f, "argus-shim report: %s\n", in && in->command[0] ? in->command : "(no command recorded)");
+    fprintf(f, "%u host threads, %u streams; %llu NVTX ranges, %llu kernels (%llu in ranges, "
+               "%llu outside any range, %llu with no launch record)\n",
+            r->nthreads, r->nstreams, (unsigned long long)r->ranges, (unsigned long long)r->kernels,
+            (unsigned long long)r->kernels_in_ranges, (unsigned long long)r->kernels_outside,
+            (unsigned long long)r->kernels_unknown);
+    fprintf(f, "span %.3f us (CUPTI timestamps, observed)\n", (double)(t->gt_max - t->gt_min) / 1e3);
+    fprintf(f, "%-40s %-15s %8s %8s %12s %10s %10s %10s\n", "region", "kind", "count", "partial",
+            "total_us", "mean_us", "p50_us", "p99_us");
+    fprintf(f, "%-40s %-15s %8s %8s %12s %10s %10s %10s\n", "", "", "obs", "obs", "derived",
+            "derived", "obs", "obs");
+    for (size_t i = 0; i < n; i++) {
+        char path[1024];
+        if (argus_node_path(t, r->reg, st[i].node, path, sizeof(path)) != 0 &&
+            snprintf(path, sizeof(path), "0x%07x", st[i].region) < 0)
+            path[0] = '\0';
+        if (st[i].timed == 0) {
+            /* Only partial occurrences: counted, with no time to show. */
+            fprintf(f, "%-40s %-15s %8llu %8llu %12s %10s %10s %10s\n", path,
+                    node_kind_word(r->node_kind[st[i].node]), (unsigned long long)st[i].count,
+                    (unsigned long long)st[i].partial, "-", "-", "-", "-");
+            continue;
+        }
+        fprintf(f, "%-40s %-15s %8llu %8llu %12.3f %10.3f %10.3f %10.3f\n", path,
+                node_kind_word(r->node_kind[st[i].node]), (unsigned long long)st[i].count,
+                (unsigned long long)st[i].partial, st[i].total_ns / 1e3, st[i].mean_ns / 1e3,
+                st[i].p50_ns / 1e3, st[i].p99_ns / 1e3);
+    }
+    free(st);
+    fprintf(f, "kernel times: CUPTI activity start/end (observed); a kernel's range: the innermost "
+               "NVTX range open on its launching thread at the launch (attributed by correlation ID)\n");
+    if (in && in->cupti != ARGUS_SHIM_CUPTI_OK)
+        fprintf(f, "WARNING: kernels unavailable: %s\n",
+                in->cupti_note[0] ? in->cupti_note : "CUPTI was not used");
+    for (size_t i = 0; in && i < in->nunavailable; i++)
+        fprintf(f, "unavailable: %s: %s\n", in->unavailable[i].what, in->unavailable[i].why);
+    uint64_t per_kind[ARGUS_DIAG_COUNT] = {0};
+    for (size_t i = 0; i < t->ndiags; i++)
+        per_kind[t->diags[i].kind] += t->diags[i].count;
+    for (int k = 0; k < ARGUS_DIAG_COUNT; k++)
+        if (per_kind[k])
+            fprintf(f, "diagnostic: %s: %llu\n", argus_diag_name(k), (unsigned long long)per_kind[k]);
+    if (t->diags_dropped)
+        fprintf(f, "diagnostic: %llu more not kept\n", (unsigned long long)t->diags_dropped);
+    return ferror(f) ? ARGUS_EIO : 0;
+}

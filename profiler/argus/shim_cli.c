@@ -1,0 +1,257 @@
+/*
+ * argus-shim: kernel-level regions of an unmodified program.
+ *
+ *   argus-shim [--nvtx] [--kernels] [--pc-sampling] [-o DIR] -- CMD [ARG...]
+ *   argus-shim --replay FILE [-o DIR]
+ *
+ * Runs CMD with libargus_inject.so as its CUDA injection library, which
+ * records NVTX ranges, launches and CUPTI kernel activity into
+ * DIR/events.jsonl; then builds the regions from that recording and writes
+ * DIR/report.json (argus.report v1), DIR/trace.json (Perfetto) and
+ * DIR/report.txt, and prints the text. --replay builds the same outputs
+ * from a recording made earlier (or written by hand: docs/argus.md).
+ *
+ * Exit status: CMD's (128 + signal when a signal ended it), so that a
+ * wrapper script sees the program's failure; 0 after a clean replay; 1 when
+ * the recording is bad, missing (CMD never initialised CUDA) or the outputs
+ * cannot be written, CMD itself having succeeded; 2 for a usage error; 127
+ * when CMD cannot be run.
+ */
+#define _GNU_SOURCE 1
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "argus/shim.h"
+
+#define MSG_LEN 1024
+
+static void usage(FILE *f)
+{
+    fputs("usage: argus-shim [--nvtx] [--kernels] [--pc-sampling] [-o DIR] -- CMD [ARG...]\n"
+          "       argus-shim --replay FILE [-o DIR]\n"
+          "Runs CMD with NVTX ranges and CUPTI kernel activity recorded (both unless one is\n"
+          "named) and writes DIR/report.json, DIR/trace.json (ui.perfetto.dev) and\n"
+          "DIR/report.txt (DIR defaults to argus-shim.out); the recording is\n"
+          "DIR/events.jsonl, which --replay reads again (docs/argus.md).\n",
+          f);
+}
+
+/* The injection library beside this binary: ../lib/libargus_inject.so, or
+ * ARGUS_SHIM_INJECT when set (an install that moved it, the tests). */
+static int inject_path(char *buf, size_t len)
+{
+    const char *env = getenv("ARGUS_SHIM_INJECT");
+    if (env && env[0]) {
+        int w = snprintf(buf, len, "%s", env);
+        return w < 0 || (size_t)w >= len ? -1 : 0;
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0)
+        return -1;
+    exe[n] = '\0';
+    int w = snprintf(buf, len, "%s/../lib/libargus_inject.so", dirname(exe));
+    return w < 0 || (size_t)w >= len ? -1 : 0;
+}
+
+static int write_file(const char *dir, const char *name, const argus_shim_result *r, int which)
+{
+    char path[PATH_MAX];
+    int w = snprintf(path, sizeof(path), "%s/%s", dir, name);
+    if (w < 0 || (size_t)w >= sizeof(path)) {
+        fprintf(stderr, "argus-shim: %s: the output directory's name is too long\n", dir);
+        return -1;
+    }
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        fprintf(stderr, "argus-shim: %s: cannot create: %s\n", path, strerror(errno));
+        return -1;
+    }
+    int rc = which == 0   ? argus_shim_report_json(r, NULL, f)
+             : which == 1 ? argus_shim_trace_json(r, f)
+                          : argus_shim_report_text(r, NULL, f);
+    if (fclose(f) != 0 && rc == 0)
+        rc = ARGUS_EIO;
+    if (rc != 0) {
+        fprintf(stderr, "argus-shim: %s: writing failed: %s\n", path, argus_strerror(rc));
+        return -1;
+    }
+    return 0;
+}
+
+/* Recording -> regions -> the three files and the text on stdout. */
+static int report(const char *events, const char *dir)
+{
+    argus_shim_input in;
+    int truncated = 0;
+    char msg[MSG_LEN] = "";
+    int rc = argus_shim_input_load(events, &in, &truncated, msg, sizeof(msg));
+    if (rc != 0) {
+        fprintf(stderr, "argus-shim: %s\n", msg[0] ? msg : argus_strerror(rc));
+        return -1;
+    }
+    if (truncated)
+        fprintf(stderr, "argus-shim: %s: the last line was cut off (the program ended while it "
+                        "was written); it was dropped, the lines before it are kept\n",
+                events);
+    argus_shim_result r;
+    if ((rc = argus_shim_build(&in, &r, msg, sizeof(msg))) != 0) {
+        fprintf(stderr, "argus-shim: %s: %s\n", events, msg[0] ? msg : argus_strerror(rc));
+        argus_shim_input_free(&in);
+        return -1;
+    }
+    int bad = write_file(dir, "report.json", &r, 0) | write_file(dir, "trace.json", &r, 1) |
+              write_file(dir, "report.txt", &r, 2);
+    if (!bad)
+        argus_shim_report_text(&r, NULL, stdout);
+    argus_shim_result_free(&r);
+    argus_shim_input_free(&in);
+    return bad ? -1 : 0;
+}
+
+static int make_dir(const char *dir)
+{
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "argus-shim: %s: cannot create the output directory: %s\n", dir,
+                strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "argus-shim: %s: exists and is not a directory; pick another -o DIR\n", dir);
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = "argus-shim.out", *replay = NULL;
+    int nvtx = 0, kernels = 0, pcs = 0, i;
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) {
+            i++;
+            break;
+        } else if (strcmp(argv[i], "--nvtx") == 0) {
+            nvtx = 1;
+        } else if (strcmp(argv[i], "--kernels") == 0) {
+            kernels = 1;
+        } else if (strcmp(argv[i], "--pc-sampling") == 0) {
+            pcs = 1;
+        } else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
+            dir = argv[++i];
+        } else if (strcmp(argv[i], "--replay") == 0 && i + 1 < argc) {
+            replay = argv[++i];
+        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "argus-shim: unknown option %s (the command goes after --)\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (replay) {
+        if (i < argc) {
+            fprintf(stderr, "argus-shim: --replay reads a recording; it runs no command\n");
+            return 2;
+        }
+        return make_dir(dir) != 0 || report(replay, dir) != 0 ? 1 : 0;
+    }
+    if (i >= argc) {
+        fprintf(stderr, "argus-shim: no command: give it after --, e.g. argus-shim -- ./app\n");
+        usage(stderr);
+        return 2;
+    }
+    if (!nvtx && !kernels)
+        nvtx = kernels = 1;
+    char inject[PATH_MAX], events[PATH_MAX], cmdline[512] = "", pid[32];
+    if (inject_path(inject, sizeof(inject)) != 0 || access(inject, R_OK) != 0) {
+        fprintf(stderr, "argus-shim: the injection library libargus_inject.so is not beside the "
+                        "binary (../lib); set ARGUS_SHIM_INJECT to its path\n");
+        return 1;
+    }
+    int w = snprintf(events, sizeof(events), "%s/events.jsonl", dir);
+    if (w < 0 || (size_t)w >= sizeof(events)) {
+        fprintf(stderr, "argus-shim: %s: the output directory's name is too long\n", dir);
+        return 1;
+    }
+    if (make_dir(dir) != 0)
+        return 1;
+    /* A recording left by an earlier run must not be reported as this one's. */
+    if (unlink(events) != 0 && errno != ENOENT) {
+        fprintf(stderr, "argus-shim: %s: cannot remove the old recording: %s\n", events,
+                strerror(errno));
+        return 1;
+    }
+    size_t off = 0;
+    for (int k = i; k < argc && off < sizeof(cmdline); k++) {
+        int n = snprintf(cmdline + off, sizeof(cmdline) - off, "%s%s", k > i ? " " : "", argv[k]);
+        if (n < 0)
+            break;
+        off += (size_t)n;
+    }
+    snprintf(pid, sizeof(pid), "%ld", (long)getpid());
+    /* NVTX has one injection per process: one configured by another tool
+     * (nsys, ...) keeps the ranges, and argus-shim says it has none. */
+    int nvtx_ours = nvtx;
+    const char *other = getenv("NVTX_INJECTION64_PATH");
+    if (nvtx && other && other[0] && strcmp(other, inject) != 0) {
+        fprintf(stderr, "argus-shim: NVTX_INJECTION64_PATH names another tool (%s): NVTX ranges "
+                        "go to it, not to argus-shim; unset it for ranges\n",
+                other);
+        nvtx_ours = 0;
+    }
+    /* The child's pid becomes the root pid after the fork. */
+    pid_t child = fork();
+    if (child < 0) {
+        fprintf(stderr, "argus-shim: fork failed: %s\n", strerror(errno));
+        return 1;
+    }
+    if (child == 0) {
+        snprintf(pid, sizeof(pid), "%ld", (long)getpid());
+        if (setenv("CUDA_INJECTION64_PATH", inject, 1) != 0 || setenv("ARGUS_SHIM_OUT", events, 1) != 0 ||
+            setenv("ARGUS_SHIM_ROOT_PID", pid, 1) != 0 ||
+            setenv("ARGUS_SHIM_COMMAND", cmdline, 1) != 0 ||
+            setenv("ARGUS_SHIM_KERNELS", kernels ? "1" : "0", 1) != 0 ||
+            setenv("ARGUS_SHIM_PC_SAMPLING", pcs ? "1" : "0", 1) != 0 ||
+            setenv("ARGUS_SHIM_NVTX", nvtx_ours ? "1" : "0", 1) != 0 ||
+            (nvtx_ours && setenv("NVTX_INJECTION64_PATH", inject, 1) != 0)) {
+            fprintf(stderr, "argus-shim: cannot set the environment: %s\n", strerror(errno));
+            _exit(127);
+        }
+        execvp(argv[i], &argv[i]);
+        fprintf(stderr, "argus-shim: cannot run %s: %s\n", argv[i], strerror(errno));
+        _exit(127);
+    }
+    int status;
+    while (waitpid(child, &status, 0) < 0) {
+        if (errno != EINTR) {
+            fprintf(stderr, "argus-shim: waiting for %s failed: %s\n", argv[i], strerror(errno));
+            return 1;
+        }
+    }
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (WIFSIGNALED(status))
+        fprintf(stderr, "argus-shim: %s was killed by signal %d\n", argv[i], WTERMSIG(status));
+    else if (code != 0)
+        fprintf(stderr, "argus-shim: %s exited with status %d\n", argv[i], code);
+    if (code == 127 && access(events, F_OK) != 0)
+        return 127;
+    if (access(events, F_OK) != 0) {
+        fprintf(stderr, "argus-shim: %s: no recording: the program never initialised CUDA (the "
+                        "driver loads the recorder at cuInit), so there are no regions\n",
+                events);
+        return code ? code : 1;
+    }
+    int bad = report(events, dir);
+    return code ? code : bad ? 1 : 0;
+}

@@ -1,0 +1,346 @@
+/*
+ * The argus-shim recording ("argus.shim.events" v1, docs/argus.md): one
+ * JSON document per line through the project's strict JSON Lines reader
+ * (core/json.h: no duplicate keys, no NUL, bounded depth), so that a
+ * recording a user edits or a tool writes by hand is checked the same way
+ * as every other JSON input of the project.
+ *
+ * Line 1, the header:
+ *   {"schema":"argus.shim.events","version":1,"command":"...",
+ *    "cupti":"subscribed"|"another_subscriber"|"unavailable","note":"..."}
+ * then events, "e" naming the kind (include/argus/shim.h):
+ *   {"e":"push","tid":T,"ts":NS,"name":"..."}
+ *   {"e":"pop","tid":T,"ts":NS}
+ *   {"e":"start","tid":T,"ts":NS,"id":R,"name":"..."}
+ *   {"e":"end","tid":T,"ts":NS,"id":R}
+ *   {"e":"launch","tid":T,"ts":NS,"corr":C}            ("name" optional)
+ *   {"e":"kernel","corr":C,"name":"...","start":NS,"end":NS,"stream":S}
+ *   {"e":"cupti","state":"...","note":"..."}  CUPTI's state, told at cuInit
+ *   {"e":"dropped","count":N}                 CUPTI dropped N records
+ *   {"e":"unavailable","what":"...","why":"..."} a signal the run lacked
+ * Integers must be whole, non-negative and below 2^53, because JSON
+ * numbers are doubles. CUPTI's timestamps are not (on the H200 they are
+ * nanoseconds since 1970, about 1.8e18), so times are written relative to
+ * the header's "t0", a decimal string that holds the full 64-bit origin:
+ * ts, start and end are signed ns after t0 (|value| < 2^53, 104 days), and
+ * the reader adds t0 back exactly. Without "t0" the origin is 0.
+ */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "argus/shim.h"
+#include "argus_internal.h"
+#include "core.h"
+#include "json.h"
+
+#define SHIM_MAX_FILE (1L << 30)
+#define SHIM_MAX_NAME 4096
+
+void argus_shim_input_init(argus_shim_input *in)
+{
+    memset(in, 0, sizeof(*in));
+    in->cupti = ARGUS_SHIM_CUPTI_UNAVAILABLE;
+}
+
+void argus_shim_input_free(argus_shim_input *in)
+{
+    if (in == NULL)
+        return;
+    for (size_t i = 0; i < in->nstrings; i++)
+        free(in->strings[i]);
+    free(in->strings);
+    free(in->ev);
+    argus_shim_input_init(in);
+}
+
+int argus_shim_input_add(argus_shim_input *in, const argus_shim_event *e)
+{
+    if (in == NULL || e == NULL || e->kind <= ARGUS_SHIM_NONE || e->kind > ARGUS_SHIM_KERNEL)
+        return ARGUS_EINVAL;
+    if (argus__grow((void **)&in->ev, &in->cap, in->nev + 1, sizeof(*e)) != 0)
+        return ARGUS_ENOMEM;
+    argus_shim_event c = *e;
+    if (e->name != NULL) {
+        if (argus__grow((void **)&in->strings, &in->capstrings, in->nstrings + 1, sizeof(char *)) != 0 ||
+            (in->strings[in->nstrings] = strdup(e->name)) == NULL)
+            return ARGUS_ENOMEM;
+        c.name = in->strings[in->nstrings++];
+    }
+    in->ev[in->nev++] = c;
+    return 0;
+}
+
+typedef struct parse_ctx {
+    argus_shim_input *in;
+    int have_header;
+    uint64_t t0; /* the header's time origin */
+} parse_ctx;
+
+static int fmt_err(char *err, size_t errlen, const char *where, const char *field,
+                   const char *what)
+{
+    mosaic__errf(err, errlen, MOSAIC_EFORMAT, where, field, "%s", what);
+    return ARGUS_EFORMAT;
+}
+
+/* A whole non-negative integer field below 2^53. */
+static int get_u64(const cJSON *doc, const char *key, int required, uint64_t *out,
+                   const char *where, char *err, size_t errlen)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, key);
+    if (v == NULL) {
+        if (!required)
+            return 0;
+        return fmt_err(err, errlen, where, key, "missing; every event of this kind needs it "
+                                                "(docs/argus.md, argus.shim.events)");
+    }
+    double d = v->valuedouble;
+    if (!cJSON_IsNumber(v) || !(d >= 0) || d >= 9007199254740992.0 || floor(d) != d)
+        return fmt_err(err, errlen, where, key,
+                       "expected a whole number from 0 to 2^53 (ns, IDs and counts are "
+                       "non-negative integers)");
+    *out = (uint64_t)d;
+    return 0;
+}
+
+/* A time: signed whole ns after t0, returned as t0 + value (exact). */
+static int get_time(const cJSON *doc, const char *key, uint64_t t0, uint64_t *out,
+                    const char *where, char *err, size_t errlen)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, key);
+    if (v == NULL)
+        return fmt_err(err, errlen, where, key, "missing; every event of this kind needs it "
+                                                "(docs/argus.md, argus.shim.events)");
+    double d = v->valuedouble;
+    if (!cJSON_IsNumber(v) || !(fabs(d) < 9007199254740992.0) || floor(d) != d)
+        return fmt_err(err, errlen, where, key,
+                       "expected whole ns after the header's t0, below 2^53 in size (write "
+                       "large clocks as t0, a decimal string, and times relative to it)");
+    int64_t rel = (int64_t)d;
+    if ((rel < 0 && (uint64_t)(-rel) > t0) || (rel > 0 && (uint64_t)rel > UINT64_MAX - t0))
+        return fmt_err(err, errlen, where, key, "the time falls outside 0..2^64-1 ns once t0 is added");
+    *out = rel < 0 ? t0 - (uint64_t)(-rel) : t0 + (uint64_t)rel;
+    return 0;
+}
+
+static int get_str(const cJSON *doc, const char *key, int required, const char **out,
+                   const char *where, char *err, size_t errlen)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, key);
+    *out = NULL;
+    if (v == NULL && !required)
+        return 0;
+    if (!cJSON_IsString(v) || v->valuestring[0] == '\0' || strlen(v->valuestring) >= SHIM_MAX_NAME)
+        return fmt_err(err, errlen, where, key,
+                       v == NULL ? "missing; a name is required for this event"
+                                 : "expected a non-empty string shorter than 4096 bytes");
+    *out = v->valuestring;
+    return 0;
+}
+
+static void copy_str(char *dst, size_t len, const char *src)
+{
+    if (snprintf(dst, len, "%s", src ? src : "") < 0 && len)
+        dst[0] = '\0';
+}
+
+static int set_cupti(argus_shim_input *in, const char *state, const char *where, const char *field,
+                     char *err, size_t errlen)
+{
+    if (strcmp(state, "subscribed") == 0)
+        in->cupti = ARGUS_SHIM_CUPTI_OK;
+    else if (strcmp(state, "another_subscriber") == 0)
+        in->cupti = ARGUS_SHIM_CUPTI_OTHER;
+    else if (strcmp(state, "unavailable") == 0)
+        in->cupti = ARGUS_SHIM_CUPTI_UNAVAILABLE;
+    else
+        return fmt_err(err, errlen, where, field,
+                       "expected \"subscribed\", \"another_subscriber\" or \"unavailable\"");
+    return 0;
+}
+
+static int on_header(parse_ctx *c, const char *where, const cJSON *doc, char *err, size_t errlen)
+{
+    const cJSON *schema = cJSON_GetObjectItemCaseSensitive(doc, "schema");
+    const cJSON *version = cJSON_GetObjectItemCaseSensitive(doc, "version");
+    if (!cJSON_IsString(schema) || strcmp(schema->valuestring, ARGUS_SHIM_EVENTS_SCHEMA) != 0 ||
+        !cJSON_IsNumber(version) || version->valuedouble != ARGUS_SHIM_EVENTS_VERSION)
+        return fmt_err(err, errlen, where, "schema",
+                       "the first line must be the header {\"schema\":\"argus.shim.events\","
+                       "\"version\":1,...}; is this an argus-shim recording (events.jsonl)?");
+    const char *cmd = NULL, *note = NULL, *cupti = NULL;
+    int rc;
+    if ((rc = get_str(doc, "command", 0, &cmd, where, err, errlen)) != 0 ||
+        (rc = get_str(doc, "note", 0, &note, where, err, errlen)) != 0 ||
+        (rc = get_str(doc, "cupti", 1, &cupti, where, err, errlen)) != 0)
+        return rc;
+    if ((rc = set_cupti(c->in, cupti, where, "cupti", err, errlen)) != 0)
+        return rc;
+    const cJSON *t0 = cJSON_GetObjectItemCaseSensitive(doc, "t0");
+    if (t0 != NULL) {
+        const char *p = cJSON_IsString(t0) ? t0->valuestring : "";
+        uint64_t v = 0;
+        int ok = p[0] != '\0' && strlen(p) <= 20;
+        for (; ok && *p; p++) {
+            unsigned dig = (unsigned)(*p - '0');
+            if (*p < '0' || *p > '9' || v > (UINT64_MAX - dig) / 10)
+                ok = 0;
+            else
+                v = v * 10 + dig;
+        }
+        if (!ok)
+            return fmt_err(err, errlen, where, "t0",
+                           "expected the time origin as a decimal string of an unsigned "
+                           "64-bit ns count, e.g. \"1796156437637826496\"");
+        c->t0 = v;
+    }
+    copy_str(c->in->command, sizeof(c->in->command), cmd);
+    copy_str(c->in->cupti_note, sizeof(c->in->cupti_note), note);
+    c->have_header = 1;
+    return 0;
+}
+
+static int on_line(void *ctx, const char *where, long line, cJSON *doc, char *err, size_t errlen)
+{
+    parse_ctx *c = ctx;
+    if (!cJSON_IsObject(doc))
+        return fmt_err(err, errlen, where, NULL, "expected one JSON object per line");
+    if (!c->have_header)
+        return on_header(c, where, doc, err, errlen);
+    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(doc, "e");
+    if (!cJSON_IsString(kind))
+        return fmt_err(err, errlen, where, "e", "missing; every event line names its kind in \"e\"");
+    argus_shim_event e = {.line = line};
+    static const char *const words[] = {
+        "",
+#define ARGUS_SHIM_X_WORD(name, word) word,
+        ARGUS_SHIM_EVENTS(ARGUS_SHIM_X_WORD)
+#undef ARGUS_SHIM_X_WORD
+    };
+    for (int k = 1; k <= ARGUS_SHIM_KERNEL; k++)
+        if (strcmp(kind->valuestring, words[k]) == 0)
+            e.kind = k;
+    int rc = 0;
+    argus_shim_input *in = c->in;
+    if (e.kind == ARGUS_SHIM_NONE) {
+        if (strcmp(kind->valuestring, "dropped") == 0) {
+            uint64_t n = 0;
+            if ((rc = get_u64(doc, "count", 1, &n, where, err, errlen)) != 0)
+                return rc;
+            in->dropped += n;
+            return 0;
+        }
+        if (strcmp(kind->valuestring, "cupti") == 0) {
+            /* What CUPTI allowed, told at cuInit (NVTX may have opened
+             * the recording before CUDA started). */
+            const char *st, *note;
+            if ((rc = get_str(doc, "state", 1, &st, where, err, errlen)) != 0 ||
+                (rc = get_str(doc, "note", 0, &note, where, err, errlen)) != 0 ||
+                (rc = set_cupti(in, st, where, "state", err, errlen)) != 0)
+                return rc;
+            copy_str(in->cupti_note, sizeof(in->cupti_note), note);
+            return 0;
+        }
+        if (strcmp(kind->valuestring, "unavailable") == 0) {
+            const char *what, *why;
+            if ((rc = get_str(doc, "what", 1, &what, where, err, errlen)) != 0 ||
+                (rc = get_str(doc, "why", 1, &why, where, err, errlen)) != 0)
+                return rc;
+            if (in->nunavailable < ARGUS_SHIM_MAX_UNAVAILABLE) {
+                copy_str(in->unavailable[in->nunavailable].what, sizeof(in->unavailable[0].what), what);
+                copy_str(in->unavailable[in->nunavailable].why, sizeof(in->unavailable[0].why), why);
+                in->nunavailable++;
+            }
+            return 0;
+        }
+        return fmt_err(err, errlen, where, "e",
+                       "unknown event kind; expected push, pop, start, end, launch, kernel, "
+                       "cupti, dropped or unavailable");
+    }
+    uint64_t stream = 0;
+    switch (e.kind) {
+    case ARGUS_SHIM_PUSH:
+    case ARGUS_SHIM_START:
+        rc = get_str(doc, "name", 1, &e.name, where, err, errlen);
+        break;
+    case ARGUS_SHIM_LAUNCH:
+        rc = get_str(doc, "name", 0, &e.name, where, err, errlen);
+        break;
+    case ARGUS_SHIM_KERNEL:
+        if ((rc = get_str(doc, "name", 1, &e.name, where, err, errlen)) != 0 ||
+            (rc = get_u64(doc, "corr", 1, &e.id, where, err, errlen)) != 0 ||
+            (rc = get_time(doc, "start", c->t0, &e.start, where, err, errlen)) != 0 ||
+            (rc = get_time(doc, "end", c->t0, &e.end, where, err, errlen)) != 0 ||
+            (rc = get_u64(doc, "stream", 0, &stream, where, err, errlen)) != 0)
+            return rc;
+        if (e.end < e.start)
+            return fmt_err(err, errlen, where, "end", "a kernel cannot end before it starts");
+        if (stream > UINT32_MAX)
+            return fmt_err(err, errlen, where, "stream", "expected a 32-bit stream ID");
+        e.stream = (uint32_t)stream;
+        return argus_shim_input_add(in, &e) == 0 ? 0 : ARGUS_ENOMEM;
+    default:
+        break;
+    }
+    if (rc != 0)
+        return rc;
+    if ((rc = get_u64(doc, "tid", 1, &e.tid, where, err, errlen)) != 0 ||
+        (rc = get_time(doc, "ts", c->t0, &e.ts, where, err, errlen)) != 0)
+        return rc;
+    if ((e.kind == ARGUS_SHIM_START || e.kind == ARGUS_SHIM_END) &&
+        (rc = get_u64(doc, "id", 1, &e.id, where, err, errlen)) != 0)
+        return rc;
+    if (e.kind == ARGUS_SHIM_LAUNCH && (rc = get_u64(doc, "corr", 1, &e.id, where, err, errlen)) != 0)
+        return rc;
+    return argus_shim_input_add(in, &e) == 0 ? 0 : ARGUS_ENOMEM;
+}
+
+int argus_shim_input_parse(const char *path, const char *text, size_t len, argus_shim_input *in,
+                           int *truncated, char *msg, size_t msglen)
+{
+    if (text == NULL || in == NULL)
+        return ARGUS_EINVAL;
+    argus_shim_input_init(in);
+    if (truncated)
+        *truncated = 0;
+    /* The recorder ends every line with a newline; a last line without one
+     * is what a program killed mid-write leaves, and is dropped. */
+    size_t keep = len;
+    if (len > 0 && text[len - 1] != '\n') {
+        while (keep > 0 && text[keep - 1] != '\n')
+            keep--;
+        if (truncated)
+            *truncated = 1;
+    }
+    parse_ctx c = {.in = in};
+    int rc = mosaic__jsonl_parse_strict(path, text, keep, on_line, &c, msg, msglen);
+    if (rc == MOSAIC_ENOMEM)
+        rc = ARGUS_ENOMEM;
+    else if (rc == MOSAIC_EFORMAT || rc == MOSAIC_EINVAL)
+        rc = ARGUS_EFORMAT;
+    if (rc == 0 && !c.have_header)
+        rc = argus__fail(ARGUS_EFORMAT, msg, msglen,
+                         "%s: no header line: not an argus-shim recording, or the program "
+                         "died before CUDA started (nothing was recorded)",
+                         path ? path : "<input>");
+    if (rc != 0)
+        argus_shim_input_free(in);
+    return rc;
+}
+
+int argus_shim_input_load(const char *path, argus_shim_input *in, int *truncated, char *msg,
+                          size_t msglen)
+{
+    if (path == NULL || in == NULL)
+        return ARGUS_EINVAL;
+    argus_shim_input_init(in);
+    char *text = NULL;
+    int rc = mosaic__read_file(path, SHIM_MAX_FILE, &text, msg, msglen);
+    if (rc != 0)
+        return rc == MOSAIC_ENOMEM ? ARGUS_ENOMEM : rc == MOSAIC_ETOOBIG ? ARGUS_ELIMIT : ARGUS_EIO;
+    rc = argus_shim_input_parse(path, text, strlen(text), in, truncated, msg, msglen);
+    free(text);
+    return rc;
+}
