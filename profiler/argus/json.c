@@ -54,6 +54,29 @@ static void id_str(uint32_t id, char *buf, size_t len)
         buf[0] = '\0';
 }
 
+/* The report's "scope" object: the selection the statistics were made
+ * over (all occurrences when s is NULL), in both kinds of report. */
+static void add_scope(cJSON *root, const argus_scope *s)
+{
+    cJSON *scope = cJSON_AddObjectToObject(root, "scope");
+    argus_scope all;
+    argus_scope_all(&all);
+    const argus_scope *sc = s ? s : &all;
+    char idb[16];
+    cJSON_AddNumberToObject(scope, "iter_lo", (double)sc->iter_lo);
+    cJSON_AddNumberToObject(scope, "iter_hi", (double)sc->iter_hi);
+    id_str(sc->role, idb, sizeof(idb));
+    cJSON_AddStringToObject(scope, "role", sc->role ? idb : "any");
+    cJSON_AddNumberToObject(scope, "cta_lo", sc->cta_lo);
+    cJSON_AddNumberToObject(scope, "cta_hi", sc->cta_hi);
+    cJSON_AddNumberToObject(scope, "sm_lo", sc->sm_lo);
+    cJSON_AddNumberToObject(scope, "sm_hi", sc->sm_hi);
+    cJSON_AddNumberToObject(scope, "warp_lo", sc->warp_lo);
+    cJSON_AddNumberToObject(scope, "warp_hi", sc->warp_hi);
+    id_str(sc->region, idb, sizeof(idb));
+    cJSON_AddStringToObject(scope, "region", sc->region ? idb : "any");
+}
+
 static const char *clock_method(int m)
 {
     return m == ARGUS_CLOCK_GIVEN ? "given" : m == ARGUS_CLOCK_ANCHORS ? "globaltimer_anchors" : "none";
@@ -95,30 +118,14 @@ int argus_report_json(const argus_trace *t, const argus_registry *reg, const arg
                           num(t->cycles_per_ns, "GHz",
                               t->clock_method == ARGUS_CLOCK_GIVEN ? "observed" : "derived"));
     cJSON_AddStringToObject(clock, "method", clock_method(t->clock_method));
-    cJSON *scope = cJSON_AddObjectToObject(root, "scope");
-    argus_scope all;
-    argus_scope_all(&all);
-    const argus_scope *sc = s ? s : &all;
-    cJSON_AddNumberToObject(scope, "iter_lo", (double)sc->iter_lo);
-    cJSON_AddNumberToObject(scope, "iter_hi", (double)sc->iter_hi);
-    char idb[16];
-    id_str(sc->role, idb, sizeof(idb));
-    cJSON_AddStringToObject(scope, "role", sc->role ? idb : "any");
-    cJSON_AddNumberToObject(scope, "cta_lo", sc->cta_lo);
-    cJSON_AddNumberToObject(scope, "cta_hi", sc->cta_hi);
-    cJSON_AddNumberToObject(scope, "sm_lo", sc->sm_lo);
-    cJSON_AddNumberToObject(scope, "sm_hi", sc->sm_hi);
-    cJSON_AddNumberToObject(scope, "warp_lo", sc->warp_lo);
-    cJSON_AddNumberToObject(scope, "warp_hi", sc->warp_hi);
-    id_str(sc->region, idb, sizeof(idb));
-    cJSON_AddStringToObject(scope, "region", sc->region ? idb : "any");
+    add_scope(root, s);
     /* Without a usable clock conversion the times are the observed cycles. */
     const char *tunit = t->clock_method == ARGUS_CLOCK_NONE ? "cycles" : "ns";
     const char *tmark = t->clock_method == ARGUS_CLOCK_NONE ? "observed" : "derived";
     cJSON *regions = cJSON_AddArrayToObject(root, "regions");
     for (size_t i = 0; i < n; i++) {
         cJSON *r = cJSON_CreateObject();
-        char path[512], nameb[16];
+        char path[512], nameb[16], idb[16];
         if (argus_node_path(t, reg, st[i].node, path, sizeof(path)) != 0)
             id_str(st[i].region, path, sizeof(path));
         id_str(st[i].region, idb, sizeof(idb));
@@ -573,29 +580,13 @@ int argus_shim_report_json(const argus_shim_result *res, const argus_scope *s, F
     }
     cJSON *clock = cJSON_AddObjectToObject(root, "clock");
     cJSON_AddStringToObject(clock, "method", "cupti_timestamp");
-    cJSON *scope = cJSON_AddObjectToObject(root, "scope");
-    argus_scope all;
-    argus_scope_all(&all);
-    const argus_scope *sc = s ? s : &all;
-    char idb[16];
-    cJSON_AddNumberToObject(scope, "iter_lo", (double)sc->iter_lo);
-    cJSON_AddNumberToObject(scope, "iter_hi", (double)sc->iter_hi);
-    id_str(sc->role, idb, sizeof(idb));
-    cJSON_AddStringToObject(scope, "role", sc->role ? idb : "any");
-    cJSON_AddNumberToObject(scope, "cta_lo", sc->cta_lo);
-    cJSON_AddNumberToObject(scope, "cta_hi", sc->cta_hi);
-    cJSON_AddNumberToObject(scope, "sm_lo", sc->sm_lo);
-    cJSON_AddNumberToObject(scope, "sm_hi", sc->sm_hi);
-    cJSON_AddNumberToObject(scope, "warp_lo", sc->warp_lo);
-    cJSON_AddNumberToObject(scope, "warp_hi", sc->warp_hi);
-    id_str(sc->region, idb, sizeof(idb));
-    cJSON_AddStringToObject(scope, "region", sc->region ? idb : "any");
+    add_scope(root, s);
     cJSON *regions = cJSON_AddArrayToObject(root, "regions");
     for (size_t i = 0; i < n; i++) {
         int kind = res->node_kind[st[i].node];
         cJSON *r = cJSON_CreateObject();
         /* Mangled C++ kernel names under a few ranges are long. */
-        char path[8192], nameb[16];
+        char path[8192], nameb[16], idb[16];
         if (argus_node_path(t, res->reg, st[i].node, path, sizeof(path)) != 0)
             id_str(st[i].region, path, sizeof(path));
         id_str(st[i].region, idb, sizeof(idb));
