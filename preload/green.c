@@ -23,9 +23,11 @@
  *
  * Which SMs: the BE partition is the remainder of a split that gives the
  * rest of the GPU (total - N SMs) as one group, so that an HP process
- * confined by the same rule to a group of total - N SMs runs on the other
- * SMs (the split hands out groups from the low SMs: the fake driver does,
- * and the H200 check of it is open, docs/partitions.md). The group size must
+ * confined with MOSAIC_ROLE=hp MOSAIC_HP_SMS=total-N (the same mechanism,
+ * taking the group of the same split) runs on the other SMs (the split
+ * hands out groups from the low SMs: the fake driver does, and the H200
+ * check of it is open, docs/partitions.md). An HP process pays the
+ * redirect only when MOSAIC_HP_SMS is set. The group size must
  * be a multiple of the resource's smCoscheduledAlignment and at least its
  * minSmPartitionSize, both read from the driver; N itself at least the
  * minimum. A size that cannot be made is named with the nearest ones that
@@ -118,7 +120,10 @@ struct green_drv {
 
 static struct {
     pthread_once_t once;
-    int wanted;             /* MOSAIC_BE_SMS as asked, 0: unset */
+    int wanted;             /* MOSAIC_BE_SMS / MOSAIC_HP_SMS as asked, 0: unset */
+    int hp;                 /* the HP side: a group, not the remainder */
+    const char *var;        /* the variable's name, for messages */
+    const char *who;        /* "BE" or "HP" */
     struct green_drv d;
     CUgreenCtx ctx;
     CUcontext cu;           /* the green context as a CUcontext */
@@ -154,19 +159,26 @@ unsigned mosaic__green_sms(void)
 
 void mosaic__green_configure(void)
 {
-    const char *v = getenv("MOSAIC_BE_SMS");
+    const char *v;
     char *end;
     long n;
 
-    if (!v || !*v || mosaic__cfg.role != MOSAIC__ROLE_BE || !mosaic__observing())
+    if (mosaic__cfg.role == MOSAIC__ROLE_BE)
+        G.var = "MOSAIC_BE_SMS", G.who = "BE";
+    else if (mosaic__cfg.role == MOSAIC__ROLE_HP)
+        G.var = "MOSAIC_HP_SMS", G.who = "HP", G.hp = 1;
+    else
+        return;
+    v = getenv(G.var);
+    if (!v || !*v || !mosaic__observing())
         return;
     n = strtol(v, &end, 10);
     if (*end != '\0' || n < 1 || n > 100000) {
         char msg[256];
         int w = snprintf(msg, sizeof(msg),
-                         "mosaic: MOSAIC_BE_SMS=\"%.40s\" is not a number of SMs (1 to the "
-                         "GPU's SM count); BE kernels run on the full GPU\n",
-                         v);
+                         "mosaic: %s=\"%.40s\" is not a number of SMs (1 to the GPU's SM "
+                         "count); %s kernels run on the full GPU\n",
+                         G.var, v, G.who);
         if (w > 0)
             mosaic__say(msg);
         return;
@@ -181,8 +193,8 @@ static void say_full_gpu(const char *why)
 {
     char msg[640];
     int w = snprintf(msg, sizeof(msg),
-                     "mosaic: MOSAIC_BE_SMS=%d: %s; BE kernels run on the full GPU\n", G.wanted,
-                     why);
+                     "mosaic: %s=%d: %s; %s kernels run on the full GPU\n", G.var, G.wanted,
+                     why, G.who);
     if (w > 0)
         mosaic__say(msg);
 }
@@ -220,12 +232,12 @@ static int lookup(const struct mosaic__binding *b, int version)
     return 0;
 }
 
-/* Whether the driver can make a BE partition of n SMs: the rest of the GPU
- * beside a group of total - n SMs, a multiple of align and at least min,
- * and n itself at least min. */
+/* Whether the driver can make this side's partition of n SMs: for HP a
+ * group of n, a multiple of align and at least min; for BE the rest of the
+ * GPU beside such a group of total - n SMs, and n itself at least min. */
 static int valid_count(unsigned total, unsigned align, unsigned min, unsigned n)
 {
-    unsigned g = total - n;
+    unsigned g = G.hp ? n : total - n;
 
     return n >= min && n < total && g >= min && g % align == 0;
 }
@@ -258,7 +270,7 @@ static void setup(void)
 {
     const struct mosaic__binding *b = mosaic__binding();
     CUdevice dev;
-    CUdevResource all, group, rest, got;
+    CUdevResource all, group, rest, got, *mine;
     CUdevResourceDesc desc = NULL;
     unsigned nb = 1, total, align, min, below, above;
     int version = 0;
@@ -296,8 +308,8 @@ static void setup(void)
     align = all.sm.smCoscheduledAlignment ? all.sm.smCoscheduledAlignment : 1;
     min = all.sm.minSmPartitionSize ? all.sm.minSmPartitionSize : 1;
     if ((unsigned)G.wanted >= total) {
-        MOSAIC__LOG(MOSAIC__LOG_INFO, "MOSAIC_BE_SMS=%d: the GPU has %u SMs; BE runs on all",
-                    G.wanted, total);
+        MOSAIC__LOG(MOSAIC__LOG_INFO, "%s=%d: the GPU has %u SMs; %s runs on all", G.var,
+                    G.wanted, total, G.who);
         goto off;
     }
     if (!valid_count(total, align, min, (unsigned)G.wanted)) {
@@ -312,26 +324,36 @@ static void setup(void)
             w = 0;
         if (w < 0)
             alt[0] = '\0';
-        w = snprintf(why, sizeof(why),
-                     "this GPU cannot make a BE partition of %d SMs (it is the rest beside a "
-                     "group of a multiple of %u SMs, at least %u, of %u; at least %u SMs "
-                     "itself); the nearest it can make: %s",
-                     G.wanted, align, min, total, min, alt);
+        if (G.hp)
+            w = snprintf(why, sizeof(why),
+                         "this GPU cannot make an HP partition of %d SMs (a group of a "
+                         "multiple of %u SMs, at least %u, of %u); the nearest it can make: %s",
+                         G.wanted, align, min, total, alt);
+        else
+            w = snprintf(why, sizeof(why),
+                         "this GPU cannot make a BE partition of %d SMs (it is the rest beside "
+                         "a group of a multiple of %u SMs, at least %u, of %u; at least %u SMs "
+                         "itself); the nearest it can make: %s",
+                         G.wanted, align, min, total, min, alt);
         say_full_gpu(w > 0 ? why : "invalid partition size");
         goto off;
     }
     memset(&group, 0, sizeof(group));
     memset(&rest, 0, sizeof(rest));
-    r = G.d.DevSmResourceSplitByCount(&group, &nb, &all, &rest, 0, total - (unsigned)G.wanted);
-    if (r != CUDA_SUCCESS || nb != 1 || rest.sm.smCount != (unsigned)G.wanted) {
-        int w = snprintf(why, sizeof(why),
-                         "cuDevSmResourceSplitByCount(%u) gave CUresult %d, %u group(s), a "
-                         "remainder of %u SMs",
-                         total - (unsigned)G.wanted, (int)r, nb, rest.sm.smCount);
-        say_full_gpu(w > 0 ? why : "the SM split failed");
-        goto off;
+    {
+        unsigned ask = G.hp ? (unsigned)G.wanted : total - (unsigned)G.wanted;
+        r = G.d.DevSmResourceSplitByCount(&group, &nb, &all, &rest, 0, ask);
+        mine = G.hp ? &group : &rest;
+        if (r != CUDA_SUCCESS || nb != 1 || mine->sm.smCount != (unsigned)G.wanted) {
+            int w = snprintf(why, sizeof(why),
+                             "cuDevSmResourceSplitByCount(%u) gave CUresult %d, %u group(s) "
+                             "of %u SMs, a remainder of %u",
+                             ask, (int)r, nb, group.sm.smCount, rest.sm.smCount);
+            say_full_gpu(w > 0 ? why : "the SM split failed");
+            goto off;
+        }
     }
-    if ((r = G.d.DevResourceGenerateDesc(&desc, &rest, 1)) != CUDA_SUCCESS ||
+    if ((r = G.d.DevResourceGenerateDesc(&desc, mine, 1)) != CUDA_SUCCESS ||
         (r = G.d.GreenCtxCreate(&G.ctx, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM)) !=
             CUDA_SUCCESS) {
         int w = snprintf(why, sizeof(why),
@@ -354,8 +376,8 @@ static void setup(void)
             goto fail;
     if (pthread_key_create(&G.key, destroy_events) != 0)
         goto fail;
-    MOSAIC__LOG(MOSAIC__LOG_INFO, "BE partition: a green context of %u SMs (asked %d of %u)",
-                G.sms, G.wanted, total);
+    MOSAIC__LOG(MOSAIC__LOG_INFO, "%s partition: a green context of %u SMs (asked %d of %u)",
+                G.who, G.sms, G.wanted, total);
     atomic_store(&mosaic__green_on, MOSAIC__GREEN_ACTIVE);
     return;
 fail:
@@ -472,9 +494,9 @@ int mosaic__green_leave(struct mosaic__green_launch *g, CUresult r)
          * stream's wait for the event is harmless. */
         if (mosaic__pmap_put(&G.refused, g->handle, (void *)1) == 0 &&
             atomic_fetch_add(&G.refused_n, 1) == 0)
-            mosaic__say("mosaic: MOSAIC_BE_SMS: the driver refused a BE launch on the green "
-                        "context (a function of the application's own context?); such "
-                        "launches run on the full GPU\n");
+            mosaic__say("mosaic: green context: the driver refused a launch on it (a "
+                        "function of the application's own context?); such launches run on "
+                        "the full GPU\n");
         return 1;
     }
     if (r != CUDA_SUCCESS)

@@ -1,7 +1,8 @@
 /*
- * The BE shim's SM partition (green.c, docs/partitions.md): BE kernel and
- * graph launches redirected onto a green context's streams, in the
- * application's stream order. Internal to libmosaic.so.
+ * SM partitions in the shim (green.c, docs/partitions.md): a BE process's
+ * (MOSAIC_BE_SMS) or an HP process's (MOSAIC_HP_SMS) kernel and graph
+ * launches redirected onto a green context's streams, in the application's
+ * stream order. Internal to libmosaic.so.
  *
  * A launch hook calls, for a BE launch:
  *
@@ -13,7 +14,7 @@
  *   if (g.on && mosaic__green_leave(&g, r))
  *       launch again as asked (the driver refused the green context);
  *
- * With MOSAIC_BE_SMS unset (every HP process) the cost is one relaxed load.
+ * With neither set the cost is one relaxed load.
  */
 #ifndef MOSAIC_PRELOAD_GREEN_H
 #define MOSAIC_PRELOAD_GREEN_H
@@ -37,7 +38,7 @@ struct mosaic__green_launch {
     void *ev;         /* the thread's event pair */
 };
 
-/* Reads MOSAIC_BE_SMS once at load (a BE process only). */
+/* Reads MOSAIC_BE_SMS (BE) or MOSAIC_HP_SMS (HP) once at load. */
 void mosaic__green_configure(void);
 
 static inline int mosaic__green_wanted(void)
