@@ -112,10 +112,10 @@ struct green_drv {
     X(EventRecord, "cuEventRecord", 2000)                  \
     X(StreamWaitEvent, "cuStreamWaitEvent", 3020)
 
-/* Application streams are spread over this many green streams by handle,
- * so that independent application streams can still run side by side; two
- * that share one are serialised, which keeps every order the application
- * asked for and adds one it did not. */
+/* Application streams are spread over this many green streams by handle
+ * (the default streams by thread), so that independent application streams
+ * can still run side by side; two that share one are serialised, which
+ * keeps every order the application asked for and adds one it did not. */
 #define GREEN_STREAMS 4
 
 static struct {
@@ -133,6 +133,7 @@ static struct {
     struct mosaic__pmap refused; /* handles the driver would not redirect */
     pthread_key_t key;      /* destroys a thread's event pair at its exit */
     _Atomic uint64_t redirected, not_redirected, refused_n;
+    _Atomic unsigned next_slot; /* the default streams' green stream, in turn */
 } G = {.once = PTHREAD_ONCE_INIT,
        .fn = MOSAIC__PMAP_INITIALIZER,
        .refused = MOSAIC__PMAP_INITIALIZER};
@@ -141,6 +142,7 @@ struct evpair {
     CUevent in, out;
 };
 static __thread struct evpair *t_ev;
+static __thread unsigned t_slot; /* this thread's green stream + 1, 0: none yet */
 
 void mosaic__green_counts(uint64_t *redirected, uint64_t *not_redirected,
                           uint64_t *refused)
@@ -468,11 +470,18 @@ int mosaic__green_enter(const struct mosaic__binding *b, int hook, const void *h
         atomic_fetch_add_explicit(&G.not_redirected, 1, memory_order_relaxed);
         return 0;
     }
-    h = (uintptr_t)g->app;
-    h ^= h >> 17;
-    if (g->app == CU_STREAM_PER_THREAD || g->app == NULL)
-        h ^= (uintptr_t)pthread_self() >> 12; /* spread the threads' streams */
-    g->green = G.streams[(h ^ (h >> 7)) % GREEN_STREAMS];
+    if (g->app == CU_STREAM_PER_THREAD || g->app == NULL) {
+        /* The default streams: each thread its own green stream, in turn,
+         * so that threads launching on their per-thread streams stay
+         * independent (up to GREEN_STREAMS of them). */
+        if (!t_slot)
+            t_slot = atomic_fetch_add(&G.next_slot, 1) % GREEN_STREAMS + 1;
+        g->green = G.streams[t_slot - 1];
+    } else {
+        h = (uintptr_t)g->app;
+        h ^= h >> 17;
+        g->green = G.streams[(h ^ (h >> 7)) % GREEN_STREAMS];
+    }
     g->handle = handle;
     g->ev = e;
     if (G.d.EventRecord(e->in, g->app) != CUDA_SUCCESS ||

@@ -192,23 +192,33 @@ static void redirect_keeps_stream_order(void **state)
     cuStreamDestroy_v2(b);
 }
 
-/* The checker itself on operations with no dependency between them: two
- * plain kernels of two streams are unordered (a control for the above). */
+/* The checker itself on operations with no dependency between them: host
+ * functions of two streams (never redirected) are unordered, and become
+ * ordered through an event (a control for the above: two redirected
+ * kernels of two streams may share a green stream, which orders them). */
 static void unrelated_streams_stay_unordered(void **state)
 {
-    CUfunction k1 = fake_function_create("g_u1", 32, 0);
-    CUfunction k2 = fake_function_create("g_u2", 32, 0);
     CUstream a = stream_new(), b = stream_new();
-    size_t i1, i2;
+    CUevent e;
+    static int t1, t2, t3;
+    size_t i1, i2, i3;
 
     (void)state;
+    assert_int_equal(cuEventCreate(&e, 0), CUDA_SUCCESS);
     fake_trace_start();
-    launch(k1, a);
-    launch(k2, b);
+    assert_int_equal(cuLaunchHostFunc(a, host_fn, &t1), CUDA_SUCCESS);
+    assert_int_equal(cuLaunchHostFunc(b, host_fn, &t2), CUDA_SUCCESS);
+    assert_int_equal(cuEventRecord(e, a), CUDA_SUCCESS);
+    assert_int_equal(cuStreamWaitEvent(b, e, 0), CUDA_SUCCESS);
+    assert_int_equal(cuLaunchHostFunc(b, host_fn, &t3), CUDA_SUCCESS);
     trace_take();
-    i1 = find(FAKE_OP_LAUNCH, "g_u1", NULL, 0);
-    i2 = find(FAKE_OP_LAUNCH, "g_u2", NULL, 0);
+    i1 = find(FAKE_OP_HOSTFN, NULL, &t1, 0);
+    i2 = find(FAKE_OP_HOSTFN, NULL, &t2, 0);
+    i3 = find(FAKE_OP_HOSTFN, NULL, &t3, 0);
     assert_false(hb(i1, i2));
+    assert_true(hb(i1, i3));
+    assert_true(hb(i2, i3));
+    cuEventDestroy_v2(e);
     cuStreamDestroy_v2(a);
     cuStreamDestroy_v2(b);
 }
@@ -516,6 +526,22 @@ static void alignment_read_from_driver(void **state)
     assert_int_equal(child_sms(out), 52);
 }
 
+/* The HP side takes a group: a multiple of the alignment (66 cannot be
+ * made: 64 or 72 offered), and 72 runs on 72 SMs. */
+static void hp_side_group(void **state)
+{
+    const char *bad[] = {"MOSAIC_ROLE=hp", "MOSAIC_HP_SMS=66", NULL};
+    const char *good[] = {"MOSAIC_ROLE=hp", "MOSAIC_HP_SMS=72", NULL};
+    char *out = run_child("one", bad);
+
+    (void)state;
+    assert_non_null(strstr(out, "MOSAIC_HP_SMS=66"));
+    assert_non_null(strstr(out, "nearest it can make: 64 or 72"));
+    assert_int_equal(child_sms(out), 0);
+    out = run_child("one", good);
+    assert_int_equal(child_sms(out), 72);
+}
+
 /* A driver without green contexts (CUDA 12.3): said once, full GPU. */
 static void old_driver_full_gpu(void **state)
 {
@@ -569,6 +595,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(refused_function_runs_in_place),
         cmocka_unit_test(bad_size_named_with_nearest),
         cmocka_unit_test(alignment_read_from_driver),
+        cmocka_unit_test(hp_side_group),
         cmocka_unit_test(old_driver_full_gpu),
         cmocka_unit_test(redirect_cost_side_by_side),
     };
