@@ -144,17 +144,19 @@ struct evpair {
 static __thread struct evpair *t_ev;
 static __thread unsigned t_slot; /* this thread's green stream + 1, 0: none yet */
 
-void mosaic__green_counts(uint64_t *redirected, uint64_t *not_redirected,
-                          uint64_t *refused)
+/* What the partition did, said at exit at MOSAIC_LOG=info: how many
+ * launches went to the green context, how many stayed (capturing streams,
+ * refused handles) and how many handles the driver refused. */
+__attribute__((destructor)) static void green_report(void)
 {
-    *redirected = atomic_load(&G.redirected);
-    *not_redirected = atomic_load(&G.not_redirected);
-    *refused = atomic_load(&G.refused_n);
-}
-
-unsigned mosaic__green_sms(void)
-{
-    return atomic_load(&mosaic__green_on) == MOSAIC__GREEN_ACTIVE ? G.sms : 0;
+    if (atomic_load(&mosaic__green_on) != MOSAIC__GREEN_ACTIVE)
+        return;
+    MOSAIC__LOG(MOSAIC__LOG_INFO,
+                "%s partition of %u SMs: %llu launches redirected, %llu not (capturing "
+                "streams, refused handles), %llu handles refused by the driver",
+                G.who, G.sms, (unsigned long long)atomic_load(&G.redirected),
+                (unsigned long long)atomic_load(&G.not_redirected),
+                (unsigned long long)atomic_load(&G.refused_n));
 }
 
 /* ---- configuration ---------------------------------------------------- */

@@ -89,10 +89,4 @@ static inline const CUlaunchConfig *mosaic__green_config(CUlaunchConfig *tmp,
     return tmp;
 }
 
-/* Launches redirected, BE launches not redirected while active (capturing
- * streams, refused handles), and handles the driver refused. */
-void mosaic__green_counts(uint64_t *redirected, uint64_t *not_redirected, uint64_t *refused);
-/* SMs of the BE partition, 0 while BE runs on the full GPU. */
-unsigned mosaic__green_sms(void);
-
 #endif /* MOSAIC_PRELOAD_GREEN_H */

@@ -1876,14 +1876,13 @@ static unsigned mask_count(const uint64_t *m)
     return n;
 }
 
-static struct res_priv *res_priv(CUdevResource *r)
+/* A copy of the fake's part of a resource: the padding sits at offset 4 of
+ * the caller's struct, too little aligned to be read in place. */
+static struct res_priv res_priv(const CUdevResource *r)
 {
-    return (struct res_priv *)(void *)r->_internal_padding;
-}
-
-static const struct res_priv *res_priv_c(const CUdevResource *r)
-{
-    return (const struct res_priv *)(const void *)r->_internal_padding;
+    struct res_priv p;
+    memcpy(&p, r->_internal_padding, sizeof p);
+    return p;
 }
 
 static void res_fill(CUdevResource *r, const uint64_t *mask, int from_split,
@@ -1904,7 +1903,7 @@ static void res_fill(CUdevResource *r, const uint64_t *mask, int from_split,
 static bool res_valid(const CUdevResource *r)
 {
     return r != NULL && r->type == CU_DEV_RESOURCE_TYPE_SM &&
-           res_priv_c(r)->magic == RES_MAGIC;
+           res_priv(r).magic == RES_MAGIC;
 }
 
 CUresult cuDeviceGetDevResource(CUdevice device, CUdevResource *resource,
@@ -1937,7 +1936,7 @@ CUresult cuDevSmResourceSplitByCount(CUdevResource *result,
         return CUDA_ERROR_INVALID_VALUE;
     if (!res_valid(input))
         return CUDA_ERROR_INVALID_RESOURCE_TYPE;
-    if (res_priv_c(input)->from_split)
+    if (res_priv(input).from_split)
         return CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION;
     /* IGNORE_SM_COSCHEDULING would lower the granularity; the measured
      * values are those of the default, the only mode the fake offers. */
@@ -1958,7 +1957,7 @@ CUresult cuDevSmResourceSplitByCount(CUdevResource *result,
     unsigned groups = *nbGroups < fit ? *nbGroups : fit;
     uint64_t id = atomic_fetch_add(&g_split_ids, 1) + 1;
     uint64_t left[MASK_WORDS];
-    memcpy(left, res_priv_c(input)->mask, sizeof left);
+    memcpy(left, res_priv(input).mask, sizeof left);
     for (unsigned g = 0; g < groups; g++) {
         uint64_t take[MASK_WORDS] = { 0 };
         unsigned got = 0;
@@ -1992,14 +1991,14 @@ CUresult cuDevResourceGenerateDesc(CUdevResourceDesc *phDesc,
             return CUDA_ERROR_INVALID_RESOURCE_TYPE;
         }
         /* Several SM resources must come from one split. */
-        if (nbResources > 1 && (!res_priv(&resources[i])->from_split ||
-                                res_priv(&resources[i])->split_id !=
-                                    res_priv(&resources[0])->split_id)) {
+        struct res_priv pi = res_priv(&resources[i]);
+        if (nbResources > 1 && (!pi.from_split ||
+                                pi.split_id != res_priv(&resources[0]).split_id)) {
             free(d);
             return CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION;
         }
         for (int w = 0; w < MASK_WORDS; w++)
-            d->mask[w] |= res_priv(&resources[i])->mask[w];
+            d->mask[w] |= pi.mask[w];
     }
     d->n = mask_count(d->mask);
     if (d->n == 0) {

@@ -263,9 +263,10 @@ static int cmp_double(const void *a, const void *b)
  * kept: the split sweep is loaded before the co-runs' own isolated runs. */
 static void add_point(struct sim_shm *m, int v, double sms, double us)
 {
+    if (v < 0 || !(us > 0) || !(sms >= 1) || sms > SIM_GPU_SMS)
+        return;
     struct sim_curve *c = &m->curves[v];
-    if (v < 0 || !(us > 0) || !(sms >= 1) || sms > SIM_GPU_SMS ||
-        c->n == SIM_CURVE)
+    if (c->n == SIM_CURVE)
         return;
     uint32_t n = (uint32_t)sms, i = 0;
     while (i < c->n && c->sms[i] < n)

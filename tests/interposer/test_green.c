@@ -448,6 +448,7 @@ static int child_one(void)
     for (size_t i = 0; i < ntr; i++)
         if (tr[i].op == FAKE_OP_LAUNCH)
             printf("ran on sms=%u\n", tr[i].sms);
+    cuStreamDestroy_v2(s);
     return 0;
 }
 
@@ -485,6 +486,7 @@ static int child_bench(void)
                 round_ns[j] = t;
             }
     printf("ns_per_launch=%.1f\n", round_ns[3]);
+    cuStreamDestroy_v2(s);
     return 0;
 }
 

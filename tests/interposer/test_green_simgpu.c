@@ -247,6 +247,7 @@ static void alone_on_partition_takes_measured_ratio(void **state)
     cuEventDestroy_v2(e1);
     cuStreamDestroy_v2(s);
     cuGreenCtxDestroy(c[0]);
+    cuMemFreeHost(f);
 }
 
 /* Two kernels on disjoint partitions of one split slow each other only as
@@ -288,6 +289,10 @@ static void disjoint_pair_takes_partitioned_corun(void **state)
     printf("pointer_chase_1M on 32 SMs: %.2f ms alone, %.2f ms beside spmv on 100 SMs "
            "(%.3fx; measured %.3f-%.3fx)\n", alone, co, co / alone, lo, hi);
     assert_true(co / alone >= lo * 0.995 && co / alone <= hi * 1.005);
+    cuEventDestroy_v2(a0);
+    cuEventDestroy_v2(a1);
+    cuEventDestroy_v2(c0);
+    cuEventDestroy_v2(c1);
     cuStreamDestroy_v2(sa);
     cuStreamDestroy_v2(sb);
     cuGreenCtxDestroy(c[0]);
