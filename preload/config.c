@@ -25,11 +25,13 @@ struct mosaic__config mosaic__cfg = {
  * same environment as the shim's and which are therefore not "unknown":
  * the predictor's models, the capture library, the profiler, and the
  * arbiter and its client (sched/: every MOSAIC_SCHED_* key of its config,
- * the socket), the simulated GPU (MOSAIC_SIMGPU and its MOSAIC_SIMGPU_*
+ * the socket), the SM partitions read by green.c (MOSAIC_BE_SMS, MOSAIC_HP_SMS), the
+ * simulated GPU (MOSAIC_SIMGPU and its MOSAIC_SIMGPU_*
  * settings, docs/simgpu.md). Exact names first, then whole prefixes.
  */
 static const char *const other_vars[] = {"MOSAIC_MODELS", "MOSAIC_SOCKET",
-                                         "MOSAIC_GIT", "MOSAIC_SIMGPU"};
+                                         "MOSAIC_GIT", "MOSAIC_SIMGPU", "MOSAIC_BE_SMS",
+                                         "MOSAIC_HP_SMS"};
 static const char *const other_prefixes[] = {"MOSAIC_SCHED_", "MOSAIC_CAPTURE_",
                                              "MOSAIC_PROFILE_", "MOSAIC_SIMGPU_"};
 

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "green.h"
 #include "internal.h"
 #include "sched_link.h"
 
@@ -216,7 +217,9 @@ h_launch(int hook, MOSAIC__P_launch)
 
     mosaic__sched_be_gate(b, hook, f, NULL, stream, (unsigned[3]){gx, gy, gz},
                           (unsigned[3]){bx, by, bz}, shmem);
-    r = real(MOSAIC__A_launch);
+    MOSAIC__GREEN_LAUNCH(r, b, hook, f, f, stream,
+                         real(gf_, gx, gy, gz, bx, by, bz, shmem, gs_, params, extra),
+                         real(MOSAIC__A_launch));
     if (mosaic__observing())
         note_launch(b, hook, f, stream, r, (unsigned[3]){gx, gy, gz},
                     (unsigned[3]){bx, by, bz}, shmem);
@@ -236,7 +239,15 @@ h_launch_ex(int hook, MOSAIC__P_launch_ex)
                               (unsigned[3]){config->blockDimX, config->blockDimY,
                                             config->blockDimZ},
                               config->sharedMemBytes);
-    r = real(MOSAIC__A_launch_ex);
+    if (config) {
+        CUlaunchConfig gc;
+        MOSAIC__GREEN_LAUNCH(r, b, hook, f, f, config->hStream,
+                             real(mosaic__green_config(&gc, config, gs_), gf_, params,
+                                  extra),
+                             real(MOSAIC__A_launch_ex));
+    } else {
+        r = real(MOSAIC__A_launch_ex);
+    }
     if (mosaic__observing() && config)
         note_launch(b, hook, f, config->hStream, r,
                     (unsigned[3]){config->gridDimX, config->gridDimY,
@@ -257,7 +268,9 @@ h_launch_coop(int hook, MOSAIC__P_launch_coop)
 
     mosaic__sched_be_gate(b, hook, f, NULL, stream, (unsigned[3]){gx, gy, gz},
                           (unsigned[3]){bx, by, bz}, shmem);
-    r = real(MOSAIC__A_launch_coop);
+    MOSAIC__GREEN_LAUNCH(r, b, hook, f, f, stream,
+                         real(gf_, gx, gy, gz, bx, by, bz, shmem, gs_, params),
+                         real(MOSAIC__A_launch_coop));
     if (mosaic__observing())
         note_launch(b, hook, f, stream, r, (unsigned[3]){gx, gy, gz},
                     (unsigned[3]){bx, by, bz}, shmem);
@@ -271,7 +284,8 @@ h_graph_launch(int hook, MOSAIC__P_graph_launch)
     MOSAIC__REAL(graph_launch);
 
     mosaic__sched_be_gate(b, hook, NULL, exec, stream, NULL, NULL, 0);
-    r = real(MOSAIC__A_graph_launch);
+    MOSAIC__GREEN_LAUNCH(r, b, hook, exec, NULL, stream, real(exec, gs_),
+                         real(MOSAIC__A_graph_launch));
     if (!mosaic__observing())
         return r;
     if (r != CUDA_SUCCESS) {
@@ -604,6 +618,7 @@ __attribute__((constructor)) static void mosaic__init(void)
     for (int i = 0; i < MOSAIC__HOOK_COUNT; i++)
         hook_is_ptsz[i] = strstr(mosaic__hook_names[i], "_ptsz") != NULL;
     pthread_atfork(fork_prepare, fork_parent, fork_child);
+    mosaic__green_configure();
     MOSAIC__LOG(MOSAIC__LOG_INFO, "libmosaic %s loaded: mode %s, role %s",
                 MOSAIC_VERSION_STRING, mosaic__mode_name(mosaic__cfg.mode),
                 mosaic__role_name(mosaic__cfg.role));

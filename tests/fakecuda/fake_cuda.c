@@ -41,6 +41,9 @@
  * tests reach them through dlsym). */
 CUfunction fake_function_create(const char *name, int regs, int static_smem);
 CUkernel fake_kernel_create(const char *name, int regs, int static_smem);
+void fake_trace_start(void);
+size_t fake_trace_get(struct fake_trace_entry *out, size_t cap);
+void fake_green_counts(int *ctxs, int *streams);
 void fake_tally(struct fake_tally *out);
 void fake_reset(void);
 CUresult fake_sim_event_ns(CUevent event, double *ns);
@@ -76,6 +79,7 @@ struct fn {
     char *name;
     int regs, smem;
     struct fn *func; /* KERNEL: its CUfunction, made on first request */
+    struct green *green; /* FUNCTION: the green context it was made in */
 };
 
 /* CUmodule (handles are FUNCTIONs) or CUlibrary (handles are KERNELs). */
@@ -87,12 +91,23 @@ struct code {
 };
 
 struct graph;
+struct green;
+
+/* Green contexts (the section "Green contexts" below). */
+static CUresult green_launch_check(const void *f, const struct green *g);
+static void trace_op(int kind, CUstream s, const void *obj, const char *name);
+static struct green *current_green(void);
+static CUresult green_function(struct fn *k, struct green *g, CUfunction *out);
+static int env_int(const char *name, int dflt, int lo, int hi);
+static void green_stream_gone(void);
+static int driver_version(void);
 
 struct stream {
     uint32_t tag;
     int sim;               /* simulated stream slot, -1 without the sim */
     struct graph *capture; /* non-NULL while capturing */
     bool to_graph;         /* capture goes into a caller's graph */
+    struct green *green;   /* made by cuGreenCtxStreamCreate, else NULL */
 };
 
 /* Graph nodes carry no edges: nothing here depends on ordering. */
@@ -327,9 +342,15 @@ static CUresult launch(enum fake_entry e, CUfunction f, unsigned gx,
 {
     struct node k = kernel_node(f, gx, gy, gz, bx, by, bz, shmem);
     struct stream *s;
+    if (hs == NULL && (e == FAKE_cuLaunchKernel_ptsz ||
+                       e == FAKE_cuLaunchKernelEx_ptsz ||
+                       e == FAKE_cuLaunchCooperativeKernel_ptsz))
+        hs = CU_STREAM_PER_THREAD;
     CUresult r = check_kernel_node(&k);
     if (r == CUDA_SUCCESS)
         r = get_stream(hs, &s);
+    if (r == CUDA_SUCCESS)
+        r = green_launch_check(f, s != NULL ? s->green : NULL);
     if (r != CUDA_SUCCESS)
         return r;
 
@@ -357,6 +378,8 @@ static CUresult launch(enum fake_entry e, CUfunction f, unsigned gx,
         if (r != CUDA_SUCCESS)
             return r;
     }
+    trace_op(recorded ? FAKE_OP_CAPTURED : FAKE_OP_LAUNCH, hs, f,
+             ((struct fn *)f)->name);
     if (recorded) {
         bump(&g_count.captured, 1);
     } else {
@@ -474,6 +497,8 @@ static CUresult graph_launch(enum fake_entry e, CUgraphExec hx, CUstream hs)
     struct stream *s;
     if (!is(hx, TAG_GRAPH_EXEC))
         return CUDA_ERROR_INVALID_HANDLE;
+    if (hs == NULL && e == FAKE_cuGraphLaunch_ptsz)
+        hs = CU_STREAM_PER_THREAD;
     CUresult r = get_stream(hs, &s);
     if (r != CUDA_SUCCESS)
         return r;
@@ -503,6 +528,7 @@ static CUresult graph_launch(enum fake_entry e, CUgraphExec hx, CUstream hs)
     pthread_mutex_unlock(&g_lock);
     if (r != CUDA_SUCCESS)
         return r;
+    trace_op(recorded ? FAKE_OP_CAPTURED : FAKE_OP_GRAPH, hs, hx, NULL);
     if (recorded) {
         bump(&g_count.captured, 1);
     } else {
@@ -538,7 +564,7 @@ CUresult cuDriverGetVersion(int *driverVersion)
 {
     if (driverVersion == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    *driverVersion = 13000;
+    *driverVersion = driver_version();
     return CUDA_SUCCESS;
 }
 
@@ -593,6 +619,8 @@ CUresult cuStreamDestroy_v2(CUstream hStream)
         graph_free(s->capture);
     if (s->sim >= 0) /* freed once its queued work is done, as in CUDA */
         sim_stream_release(s->sim);
+    if (s->green != NULL)
+        green_stream_gone();
     s->tag = 0;
     free(s);
     pthread_mutex_unlock(&g_lock);
@@ -733,6 +761,9 @@ CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
     if (!is(kernel, TAG_KERNEL))
         return CUDA_ERROR_INVALID_HANDLE;
     struct fn *k = (struct fn *)kernel;
+    struct green *g = current_green();
+    if (g != NULL)
+        return green_function(k, g, pFunc);
     pthread_mutex_lock(&g_lock);
     if (k->func == NULL)
         k->func = fn_new(TAG_FUNCTION, k->name, k->regs, k->smem);
@@ -1457,6 +1488,7 @@ static CUresult event_record(CUevent he, CUstream hs, unsigned flags)
         r = stream_slot(hs, &slot);
     if (r != CUDA_SUCCESS)
         return r;
+    trace_op(FAKE_OP_RECORD, hs, he, NULL);
     e->recorded = true;
     if (slot < 0 || e->sim < 0) {
         struct timespec ts;
@@ -1474,7 +1506,7 @@ CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
 
 CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream)
 {
-    return event_record(hEvent, hStream, 0);
+    return event_record(hEvent, hStream ? hStream : CU_STREAM_PER_THREAD, 0);
 }
 
 CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream,
@@ -1486,7 +1518,8 @@ CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream,
 CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream,
                                      unsigned int flags)
 {
-    return event_record(hEvent, hStream, flags);
+    return event_record(hEvent, hStream ? hStream : CU_STREAM_PER_THREAD,
+                        flags);
 }
 
 /* An event never recorded counts as complete, as in CUDA. */
@@ -1562,6 +1595,8 @@ static CUresult stream_wait_event(CUstream hs, CUevent he, unsigned flags)
         r = CUDA_ERROR_INVALID_VALUE;
     if (r == CUDA_SUCCESS)
         r = stream_slot(hs, &slot);
+    if (r == CUDA_SUCCESS)
+        trace_op(FAKE_OP_WAIT, hs, he, NULL);
     if (r != CUDA_SUCCESS || slot < 0 || e->sim < 0)
         return r;
     return sim_result(sim_enqueue_wait_event(slot, e->sim));
@@ -1576,7 +1611,8 @@ CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent,
 CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent,
                                 unsigned int Flags)
 {
-    return stream_wait_event(hStream, hEvent, Flags);
+    return stream_wait_event(hStream ? hStream : CU_STREAM_PER_THREAD, hEvent,
+                             Flags);
 }
 
 /* Device pointers of host memory are its host addresses (unified
@@ -1761,6 +1797,478 @@ CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p,
 }
 
 /* ------------------------------------------------------------------------
+ * Green contexts: the SM resource of the device, its split by count, a
+ * descriptor, the green context and its streams, with the validation rules
+ * of the CUDA 13.0 headers' documentation and the values measured on the
+ * H200 (driver 580.159.04): 132 SMs, minSmPartitionSize 8,
+ * smCoscheduledAlignment 8, a request for 66 SMs made into a group of 72.
+ *
+ * Every resource carries, in its _internal_padding (which the header says
+ * belongs to the driver), the set of SMs it stands for as a bit mask: a
+ * split hands out the lowest SMs of its input as its groups, one group
+ * after the other, and the rest as the remainder, so that green contexts
+ * made from one split are disjoint, and a green-context stream on the
+ * simulated GPU knows its SMs (docs/simgpu.md, "SM partitions").
+ *
+ * Contexts: the fake has one implicit primary context. cuCtxFromGreenCtx
+ * gives a green context's CUcontext; cuCtxPushCurrent/cuCtxPopCurrent keep
+ * a per-thread stack of them, and cuKernelGetFunction called while a green
+ * context is current makes a CUfunction of that green context.
+ */
+CUresult cuCtxPushCurrent_v2(CUcontext ctx);
+CUresult cuCtxPopCurrent_v2(CUcontext *pctx);
+CUresult cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn fn, void *userData);
+
+enum { TAG_GREEN = 0xFA4E0100u, TAG_CTX, TAG_DESC };
+#define RES_MAGIC 0x5345524bu /* "KRES": a resource this fake filled in */
+#define MASK_WORDS 4          /* up to 256 SMs */
+
+struct res_priv {
+    uint32_t magic;
+    uint32_t from_split; /* outputs of a split cannot be split again */
+    uint64_t split_id;   /* which split made it (for a multi-resource desc) */
+    uint64_t mask[MASK_WORDS];
+};
+
+struct desc {
+    uint32_t tag;
+    struct kept kept;
+    unsigned n;
+    uint64_t mask[MASK_WORDS];
+};
+
+struct green;
+struct gctx {
+    uint32_t tag; /* TAG_CTX */
+    struct green *g;
+};
+
+struct green {
+    uint32_t tag;
+    unsigned n;
+    uint64_t mask[MASK_WORDS];
+    struct gctx ctx; /* what cuCtxFromGreenCtx hands out */
+};
+
+static _Atomic uint64_t g_split_ids;
+static _Atomic int g_green_ctxs, g_green_streams;
+
+static int env_int(const char *name, int dflt, int lo, int hi)
+{
+    const char *v = getenv(name);
+    char *end;
+    long x;
+    if (v == NULL || *v == '\0')
+        return dflt;
+    x = strtol(v, &end, 10);
+    return *end == '\0' && x >= lo && x <= hi ? (int)x : dflt;
+}
+
+static int dev_sms(void) { return env_int("FAKECUDA_SMS", 132, 1, 64 * MASK_WORDS); }
+static int dev_align(void) { return env_int("FAKECUDA_SM_ALIGN", 8, 1, 64); }
+static int dev_min(void) { return env_int("FAKECUDA_SM_MIN", 8, 1, 64); }
+
+static unsigned mask_count(const uint64_t *m)
+{
+    unsigned n = 0;
+    for (int i = 0; i < MASK_WORDS; i++)
+        n += (unsigned)__builtin_popcountll(m[i]);
+    return n;
+}
+
+/* A copy of the fake's part of a resource: the padding sits at offset 4 of
+ * the caller's struct, too little aligned to be read in place. */
+static struct res_priv res_priv(const CUdevResource *r)
+{
+    struct res_priv p;
+    memcpy(&p, r->_internal_padding, sizeof p);
+    return p;
+}
+
+static void res_fill(CUdevResource *r, const uint64_t *mask, int from_split,
+                     uint64_t split_id)
+{
+    struct res_priv p = { .magic = RES_MAGIC, .from_split = (uint32_t)from_split,
+                          .split_id = split_id };
+    _Static_assert(sizeof p <= sizeof r->_internal_padding, "padding");
+    memcpy(p.mask, mask, sizeof p.mask);
+    memset(r, 0, sizeof *r);
+    r->type = CU_DEV_RESOURCE_TYPE_SM;
+    memcpy(r->_internal_padding, &p, sizeof p);
+    r->sm.smCount = mask_count(mask);
+    r->sm.minSmPartitionSize = (unsigned)dev_min();
+    r->sm.smCoscheduledAlignment = (unsigned)dev_align();
+}
+
+static bool res_valid(const CUdevResource *r)
+{
+    return r != NULL && r->type == CU_DEV_RESOURCE_TYPE_SM &&
+           res_priv(r).magic == RES_MAGIC;
+}
+
+CUresult cuDeviceGetDevResource(CUdevice device, CUdevResource *resource,
+                                CUdevResourceType type)
+{
+    uint64_t mask[MASK_WORDS] = { 0 };
+    if (resource == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (device != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    if (type != CU_DEV_RESOURCE_TYPE_SM)
+        return CUDA_ERROR_INVALID_RESOURCE_TYPE;
+    for (int i = 0; i < dev_sms(); i++)
+        mask[i / 64] |= 1ull << (i % 64);
+    res_fill(resource, mask, 0, 0);
+    return CUDA_SUCCESS;
+}
+
+/* Groups of minCount SMs rounded up to the alignment (and at least the
+ * minimum partition size), as many as asked and as fit; the rest is the
+ * remainder. minCount 0 asks for the smallest group. */
+CUresult cuDevSmResourceSplitByCount(CUdevResource *result,
+                                     unsigned int *nbGroups,
+                                     const CUdevResource *input,
+                                     CUdevResource *remaining,
+                                     unsigned int useFlags,
+                                     unsigned int minCount)
+{
+    if (nbGroups == NULL || input == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!res_valid(input))
+        return CUDA_ERROR_INVALID_RESOURCE_TYPE;
+    if (res_priv(input).from_split)
+        return CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION;
+    /* IGNORE_SM_COSCHEDULING would lower the granularity; the measured
+     * values are those of the default, the only mode the fake offers. */
+    if (useFlags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    unsigned have = input->sm.smCount;
+    if (minCount > have)
+        return CUDA_ERROR_INVALID_VALUE;
+    unsigned align = (unsigned)dev_align(), min = (unsigned)dev_min();
+    unsigned size = (minCount + align - 1) / align * align;
+    if (size < min)
+        size = min;
+    unsigned fit = size <= have ? have / size : 0;
+    if (result == NULL) {
+        *nbGroups = fit;
+        return CUDA_SUCCESS;
+    }
+    unsigned groups = *nbGroups < fit ? *nbGroups : fit;
+    uint64_t id = atomic_fetch_add(&g_split_ids, 1) + 1;
+    uint64_t left[MASK_WORDS];
+    memcpy(left, res_priv(input).mask, sizeof left);
+    for (unsigned g = 0; g < groups; g++) {
+        uint64_t take[MASK_WORDS] = { 0 };
+        unsigned got = 0;
+        for (int b = 0; b < 64 * MASK_WORDS && got < size; b++) {
+            if (left[b / 64] & (1ull << (b % 64))) {
+                left[b / 64] &= ~(1ull << (b % 64));
+                take[b / 64] |= 1ull << (b % 64);
+                got++;
+            }
+        }
+        res_fill(&result[g], take, 1, id);
+    }
+    *nbGroups = groups;
+    if (remaining != NULL)
+        res_fill(remaining, left, 1, id);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDevResourceGenerateDesc(CUdevResourceDesc *phDesc,
+                                   CUdevResource *resources,
+                                   unsigned int nbResources)
+{
+    if (phDesc == NULL || resources == NULL || nbResources == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct desc *d = calloc(1, sizeof *d);
+    if (d == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    for (unsigned i = 0; i < nbResources; i++) {
+        if (!res_valid(&resources[i])) {
+            free(d);
+            return CUDA_ERROR_INVALID_RESOURCE_TYPE;
+        }
+        /* Several SM resources must come from one split. */
+        struct res_priv pi = res_priv(&resources[i]);
+        if (nbResources > 1 && (!pi.from_split ||
+                                pi.split_id != res_priv(&resources[0]).split_id)) {
+            free(d);
+            return CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION;
+        }
+        for (int w = 0; w < MASK_WORDS; w++)
+            d->mask[w] |= pi.mask[w];
+    }
+    d->n = mask_count(d->mask);
+    if (d->n == 0) {
+        free(d);
+        return CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION;
+    }
+    d->tag = TAG_DESC;
+    keep(&d->kept); /* descriptors have no destroy call */
+    *phDesc = (CUdevResourceDesc)(void *)d;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGreenCtxCreate(CUgreenCtx *phCtx, CUdevResourceDesc desc,
+                          CUdevice dev, unsigned int flags)
+{
+    if (phCtx == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!is(desc, TAG_DESC))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (dev != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    /* CU_GREEN_CTX_DEFAULT_STREAM is documented as required. */
+    if (flags != CU_GREEN_CTX_DEFAULT_STREAM)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (sim_on() < 0)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    const struct desc *d = (const struct desc *)(const void *)desc;
+    struct green *g = calloc(1, sizeof *g);
+    if (g == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    g->tag = TAG_GREEN;
+    g->n = d->n;
+    memcpy(g->mask, d->mask, sizeof g->mask);
+    g->ctx.tag = TAG_CTX;
+    g->ctx.g = g;
+    atomic_fetch_add(&g_green_ctxs, 1);
+    *phCtx = (CUgreenCtx)(void *)g;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGreenCtxDestroy(CUgreenCtx hCtx)
+{
+    if (!is(hCtx, TAG_GREEN))
+        return CUDA_ERROR_INVALID_HANDLE;
+    struct green *g = (struct green *)(void *)hCtx;
+    g->tag = 0;
+    g->ctx.tag = 0;
+    atomic_fetch_sub(&g_green_ctxs, 1);
+    free(g);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxFromGreenCtx(CUcontext *pContext, CUgreenCtx hCtx)
+{
+    if (pContext == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!is(hCtx, TAG_GREEN))
+        return CUDA_ERROR_INVALID_HANDLE;
+    *pContext = (CUcontext)(void *)&((struct green *)(void *)hCtx)->ctx;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGreenCtxGetDevResource(CUgreenCtx hCtx, CUdevResource *resource,
+                                  CUdevResourceType type)
+{
+    if (resource == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!is(hCtx, TAG_GREEN))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (type != CU_DEV_RESOURCE_TYPE_SM)
+        return CUDA_ERROR_INVALID_RESOURCE_TYPE;
+    res_fill(resource, ((struct green *)(void *)hCtx)->mask, 0, 0);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGreenCtxStreamCreate(CUstream *phStream, CUgreenCtx greenCtx,
+                                unsigned int flags, int priority)
+{
+    (void)priority; /* stream priorities are not modelled */
+    if (phStream == NULL || !(flags & CU_STREAM_NON_BLOCKING) ||
+        (flags & ~(unsigned)CU_STREAM_NON_BLOCKING))
+        return CUDA_ERROR_INVALID_VALUE; /* NON_BLOCKING is required */
+    if (!is(greenCtx, TAG_GREEN))
+        return CUDA_ERROR_INVALID_HANDLE;
+    struct green *g = (struct green *)(void *)greenCtx;
+    int sim = sim_on();
+    if (sim < 0)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    struct stream *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    s->sim = -1;
+    if (sim > 0) {
+        CUresult r = sim_result(sim_stream_new(&s->sim));
+        if (r == CUDA_SUCCESS)
+            r = sim_result(sim_stream_set_sms(s->sim, g->mask, MASK_WORDS));
+        if (r != CUDA_SUCCESS) {
+            if (s->sim >= 0)
+                sim_stream_release(s->sim);
+            free(s);
+            return r;
+        }
+    }
+    s->tag = TAG_STREAM;
+    s->green = g;
+    atomic_fetch_add(&g_green_streams, 1);
+    *phStream = (CUstream)s;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuStreamGetGreenCtx(CUstream hStream, CUgreenCtx *phCtx)
+{
+    struct stream *s;
+    if (phCtx == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = get_stream(hStream, &s);
+    if (r == CUDA_SUCCESS)
+        *phCtx = s != NULL ? (CUgreenCtx)(void *)s->green : NULL;
+    return r;
+}
+
+/* The per-thread stack of current contexts; empty: the primary context. */
+#define CTX_DEPTH 16
+static __thread const void *t_ctx[CTX_DEPTH];
+static __thread int t_nctx;
+
+CUresult cuCtxPushCurrent_v2(CUcontext ctx)
+{
+    if (!is(ctx, TAG_CTX))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (t_nctx == CTX_DEPTH)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    t_ctx[t_nctx++] = ctx;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
+{
+    if (t_nctx == 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    t_nctx--;
+    if (pctx != NULL)
+        *pctx = (CUcontext)(uintptr_t)t_ctx[t_nctx];
+    return CUDA_SUCCESS;
+}
+
+/* The green context current in this thread, or NULL (the primary). */
+static struct green *current_green(void)
+{
+    if (t_nctx == 0 || !is(t_ctx[t_nctx - 1], TAG_CTX))
+        return NULL;
+    struct green *g = ((const struct gctx *)t_ctx[t_nctx - 1])->g;
+    return is(g, TAG_GREEN) ? g : NULL;
+}
+
+/* A kernel's function in a green context: a new CUfunction of that
+ * context, made once per (kernel, green context) pair by the caller's
+ * cache; each is kept until exit like every code handle. */
+static CUresult green_function(struct fn *k, struct green *g, CUfunction *out)
+{
+    struct fn *f = fn_new(TAG_FUNCTION, k->name, k->regs, k->smem);
+    if (f == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    f->green = g;
+    *out = (CUfunction)f;
+    return CUDA_SUCCESS;
+}
+
+/* What a green-context stream accepts: a CUkernel (loaded into the
+ * stream's context on demand), a CUfunction of that green context, and a
+ * CUfunction of the primary context's modules unless
+ * FAKECUDA_GREEN_MODULES=0 says the driver does not share them. */
+static CUresult green_launch_check(const void *f, const struct green *g)
+{
+    const struct fn *fn = f;
+    if (g == NULL || !is(f, TAG_FUNCTION))
+        return CUDA_SUCCESS;
+    if (fn->green == g)
+        return CUDA_SUCCESS;
+    if (fn->green != NULL)
+        return CUDA_ERROR_INVALID_HANDLE; /* another green context's */
+    return env_int("FAKECUDA_GREEN_MODULES", 1, 0, 1) ? CUDA_SUCCESS
+                                                      : CUDA_ERROR_INVALID_HANDLE;
+}
+
+/* Host functions: without the simulated GPU all work is complete, so the
+ * function runs at once; on it, the caller waits for the stream to reach
+ * it and then runs it (a simplification: a real driver runs it on its own
+ * thread and does not block the caller). */
+static CUresult launch_host_func(CUstream hs, CUhostFn fn, void *data)
+{
+    struct stream *s;
+    if (fn == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = get_stream(hs, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (s != NULL && s->capture != NULL)
+        return CUDA_ERROR_NOT_SUPPORTED; /* host nodes are not modelled */
+    trace_op(FAKE_OP_HOSTFN, hs, data, NULL);
+    r = stream_sync(hs);
+    if (r == CUDA_SUCCESS)
+        fn(data);
+    return r;
+}
+
+CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData)
+{
+    return launch_host_func(hStream, fn, userData);
+}
+
+CUresult cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn fn, void *userData)
+{
+    return launch_host_func(hStream ? hStream : CU_STREAM_PER_THREAD, fn,
+                            userData);
+}
+
+static void green_stream_gone(void)
+{
+    atomic_fetch_sub(&g_green_streams, 1);
+}
+
+void fake_green_counts(int *ctxs, int *streams)
+{
+    if (ctxs != NULL)
+        *ctxs = atomic_load(&g_green_ctxs);
+    if (streams != NULL)
+        *streams = atomic_load(&g_green_streams);
+}
+
+/* ------------------------------------------------------------------------
+ * The operation trace (fake_cuda.h): a fixed array filled by an atomic
+ * index while tracing is on, so that concurrent launches never lock.
+ */
+#define TRACE_CAP 4096
+static struct fake_trace_entry g_trace[TRACE_CAP];
+static _Atomic size_t g_trace_n;
+static _Atomic bool g_tracing;
+
+void fake_trace_start(void)
+{
+    atomic_store(&g_tracing, false);
+    atomic_store(&g_trace_n, 0);
+    atomic_store(&g_tracing, true);
+}
+
+size_t fake_trace_get(struct fake_trace_entry *out, size_t cap)
+{
+    size_t n = atomic_load(&g_trace_n);
+    for (size_t i = 0; i < n && i < cap && i < TRACE_CAP; i++)
+        out[i] = g_trace[i];
+    return n;
+}
+
+static void trace_op(int kind, CUstream s, const void *obj, const char *name)
+{
+    if (!atomic_load_explicit(&g_tracing, memory_order_relaxed))
+        return;
+    size_t i = atomic_fetch_add(&g_trace_n, 1);
+    if (i >= TRACE_CAP)
+        return;
+    const struct stream *st =
+        !is_default_stream(s) && is(s, TAG_STREAM) ? (const struct stream *)s : NULL;
+    g_trace[i] = (struct fake_trace_entry){
+        .op = kind, .stream = s, .obj = obj, .name = name,
+        .sms = st != NULL && st->green != NULL ? st->green->n : 0,
+        .tid = (unsigned long)pthread_self() };
+}
+
+/* ------------------------------------------------------------------------
  * cuGetProcAddress. symbol is a base name (no _v2/_ptsz suffix). Rows of
  * one name are adjacent, newest ABI first: the first row whose `since` is
  * <= cudaVersion answers; the last row's `since` is the symbol's minimum.
@@ -1864,7 +2372,31 @@ static const struct proc procs[] = {
     P("cuMemHostRegister", 6050, cuMemHostRegister_v2, NULL),
     P1(cuMemHostUnregister, 4000),
     P("cuMemHostGetDevicePointer", 3020, cuMemHostGetDevicePointer_v2, NULL),
+    P1(cuDeviceGetDevResource, 12040),
+    P1(cuDevSmResourceSplitByCount, 12040),
+    P1(cuDevResourceGenerateDesc, 12040),
+    P1(cuGreenCtxCreate, 12040),
+    P1(cuGreenCtxDestroy, 12040),
+    P1(cuCtxFromGreenCtx, 12040),
+    P1(cuGreenCtxGetDevResource, 12040),
+    P1(cuGreenCtxStreamCreate, 12050),
+    P1(cuStreamGetGreenCtx, 12050),
+    P("cuCtxPushCurrent", 4000, cuCtxPushCurrent_v2, NULL),
+    P("cuCtxPopCurrent", 4000, cuCtxPopCurrent_v2, NULL),
+    P2(cuLaunchHostFunc, 10000),
 };
+
+/* FAKECUDA_DRIVER_VERSION: an older driver has no entry points newer than
+ * itself (fake_cuda.h). */
+static int driver_version(void)
+{
+    return env_int("FAKECUDA_DRIVER_VERSION", 13000, 2000, 99999);
+}
+
+static bool proc_in_driver(const struct proc *p)
+{
+    return p->since <= driver_version();
+}
 
 static CUresult getproc(const char *symbol, void **pfn, int cudaVersion,
                         cuuint64_t flags,
@@ -1883,7 +2415,7 @@ static CUresult getproc(const char *symbol, void **pfn, int cudaVersion,
     *pfn = NULL;
     for (size_t i = 0; i < sizeof procs / sizeof procs[0]; i++) {
         const struct proc *p = &procs[i];
-        if (strcmp(p->name, symbol) != 0)
+        if (strcmp(p->name, symbol) != 0 || !proc_in_driver(p))
             continue;
         status = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
         if (cudaVersion >= p->since) {

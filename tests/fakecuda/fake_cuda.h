@@ -61,6 +61,54 @@ enum fake_entry {
  * CLOCK_MONOTONIC (the clock every process on a simulated GPU shares). */
 typedef CUresult (*fake_sim_event_ns_fn)(CUevent event, double *ns);
 
+/* The order of stream operations the fake saw (fake_trace_*): one entry per
+ * call that enqueued something, in call order, so that a test can check the
+ * dependencies a shim set up without a GPU. `stream` is the handle as the
+ * call named it, with a NULL of a _ptsz entry point already turned into
+ * CU_STREAM_PER_THREAD; `tid` tells the per-thread default streams of two
+ * threads apart. */
+enum fake_op {
+    FAKE_OP_LAUNCH = 1, /* a kernel launch that executed */
+    FAKE_OP_GRAPH,      /* a graph launch that executed */
+    FAKE_OP_CAPTURED,   /* a kernel or graph launch recorded into a capture */
+    FAKE_OP_RECORD,     /* cuEventRecord*: obj is the event */
+    FAKE_OP_WAIT,       /* cuStreamWaitEvent*: obj is the event */
+    FAKE_OP_HOSTFN,     /* cuLaunchHostFunc*: obj is the function's data */
+};
+
+struct fake_trace_entry {
+    int op;              /* enum fake_op */
+    unsigned sms;        /* the stream's green-context SMs, 0: full GPU */
+    CUstream stream;
+    const void *obj;     /* kernel handle, exec, event or host data */
+    const char *name;    /* kernel name (LAUNCH, CAPTURED kernels) */
+    unsigned long tid;   /* pthread_self() of the caller */
+};
+
+/* fake_trace_start(): clears and starts the trace. fake_trace_get(out, cap)
+ * copies up to cap entries and returns how many were traced (more than cap
+ * when some did not fit the fake's 4096 entries or out). */
+typedef void (*fake_trace_start_fn)(void);
+typedef size_t (*fake_trace_get_fn)(struct fake_trace_entry *out, size_t cap);
+
+/* Green contexts: how many the process holds now and how many streams of
+ * them exist (a leak check), fake_green_counts(&ctxs, &streams). */
+typedef void (*fake_green_counts_fn)(int *ctxs, int *streams);
+
+/*
+ * Environment knobs of the fake's green contexts (read at each call):
+ * - FAKECUDA_DRIVER_VERSION=N: cuDriverGetVersion answers N, and
+ *   cuGetProcAddress treats entry points newer than N as absent
+ *   (CUDA_ERROR_NOT_FOUND), as an older driver lacks them; e.g. 12030 has
+ *   no green contexts.
+ * - FAKECUDA_GREEN_MODULES=0: a CUfunction of a module loaded in the
+ *   primary context is refused (CUDA_ERROR_INVALID_HANDLE) on a
+ *   green-context stream, the behaviour a driver that does not share the
+ *   primary context's modules with its green contexts would have.
+ * - FAKECUDA_SMS=N (default 132), FAKECUDA_SM_ALIGN=N (8),
+ *   FAKECUDA_SM_MIN=N (8): the device's SM resource.
+ */
+
 typedef void (*fake_tally_fn)(struct fake_tally *out);
 typedef void (*fake_reset_fn)(void);
 

@@ -476,6 +476,139 @@ static void pair_rates(struct sim_shm *m, struct runner *a, struct runner *b)
                                 1.0 - (sl - 1.0) * dl / (se * de)));
 }
 
+/* ------------------------------------------------------------------------
+ * SM partitions (green-context streams).
+ */
+
+/* Whether two running kernels are on disjoint SM sets: both confined to a
+ * green context, and no SM in common. A kernel on the whole GPU overlaps
+ * every other. */
+static bool disjoint(const struct runner *a, const struct runner *b)
+{
+    if (a->s->sms == 0 || b->s->sms == 0)
+        return false;
+    for (int i = 0; i < SIM_MASK_WORDS; i++)
+        if (a->s->sm_mask[i] & b->s->sm_mask[i])
+            return false;
+    return true;
+}
+
+/* The measured isolated time of variant v on n SMs, from its curve, or -1
+ * when the curve cannot say (no whole-GPU point, or no other point): linear
+ * between measured SM counts, and below the smallest one inversely
+ * proportional to the SMs (the same work on fewer SMs; the documented rule,
+ * not a measurement). */
+static double curve_us(const struct sim_curve *c, uint32_t n)
+{
+    if (c->n < 2 || c->sms[c->n - 1] != SIM_GPU_SMS)
+        return -1;
+    if (n <= c->sms[0])
+        return c->us[0] * c->sms[0] / n;
+    for (uint32_t i = 0; i + 1 < c->n; i++) {
+        if (n <= c->sms[i + 1]) {
+            double f = (double)(n - c->sms[i]) / (c->sms[i + 1] - c->sms[i]);
+            return c->us[i] + f * (c->us[i + 1] - c->us[i]);
+        }
+    }
+    return c->us[c->n - 1];
+}
+
+/* How much longer kernel k (index into kernels[], -1 unprofiled) takes
+ * alone on n SMs than on the whole GPU: the measured ratio of its
+ * variant's isolated times where the split sweep or the partitioned
+ * co-runs measured it; else the waves rule, ceil(blocks / (blocks_per_sm *
+ * n)) over the same on 132 SMs; an unprofiled kernel fills the GPU, so
+ * 132 / n. */
+static double partition_ratio(const struct sim_shm *m, int k, uint32_t n)
+{
+    if (n == 0 || n >= SIM_GPU_SMS)
+        return 1.0;
+    if (k < 0 || (uint32_t)k >= m->nkernels)
+        return (double)SIM_GPU_SMS / n;
+    const struct sim_kernel *sk = &m->kernels[k];
+    if (sk->variant >= 0) {
+        const struct sim_curve *c = &m->curves[sk->variant];
+        double t = curve_us(c, n);
+        if (t > 0)
+            return fmax(1.0, t / c->us[c->n - 1]);
+    }
+    double per = fmax(1, sk->blocks_per_sm), blocks = fmax(1, sk->blocks);
+    return ceil(blocks / (per * n)) / ceil(blocks / (per * SIM_GPU_SMS));
+}
+
+/* The partitioned samples of a (first index) beside b measured at the SM
+ * count nearest a's: *first is the first such sample, *count how many. */
+static const struct sim_ppair *ppair_near(const struct sim_shm *m,
+                                          const struct runner *a,
+                                          const struct runner *b,
+                                          uint32_t *idx, uint32_t *count)
+{
+    if (a->variant < 0 || b->variant < 0)
+        return NULL;
+    const struct sim_ppair *p = &m->ppairs[a->variant][b->variant];
+    if (p->n == 0)
+        return NULL;
+    uint32_t best = UINT32_MAX;
+    for (uint32_t i = 0; i < p->n; i++) {
+        uint32_t d = p->sms[i] > a->s->sms ? p->sms[i] - a->s->sms
+                                           : a->s->sms - p->sms[i];
+        best = d < best ? d : best;
+    }
+    uint32_t c = 0;
+    for (uint32_t i = 0; i < p->n; i++) {
+        uint32_t d = p->sms[i] > a->s->sms ? p->sms[i] - a->s->sms
+                                           : a->s->sms - p->sms[i];
+        if (d == best)
+            idx[c++] = i;
+    }
+    *count = c;
+    return p;
+}
+
+/* The rule for disjoint pairs never measured partitioned: only memory is
+ * shared, so both slow alike by their DRAM demand over the peak, each
+ * kernel's bytes over its time on its own partition. */
+static double partition_rule(const struct sim_shm *m, const struct runner *a,
+                             const struct runner *b)
+{
+    double bw = 0;
+    const struct runner *r[2] = { a, b };
+    for (int i = 0; i < 2; i++)
+        if (r[i]->k != NULL)
+            bw += r[i]->k->dram_bps /
+                  partition_ratio(m, (int)(r[i]->k - m->kernels), r[i]->s->sms);
+    return fmax(1.0, bw / m->peak_bps);
+}
+
+/* Slowdowns of a and b on disjoint partitions: one measured repeat picked
+ * by the two kernels' draws (pick), or the mean over the nearest split's
+ * repeats (pick false), or the rule's. */
+static void partition_slowdowns(const struct sim_shm *m, const struct runner *a,
+                                const struct runner *b, bool pick, double *sa,
+                                double *sb)
+{
+    uint32_t idx[SIM_PSAMPLES], n = 0;
+    const struct sim_ppair *p = ppair_near(m, a, b, idx, &n);
+    if (p == NULL || n == 0) {
+        *sa = *sb = partition_rule(m, a, b);
+        return;
+    }
+    if (pick) {
+        uint64_t draw = a->s->draw ^ (b->s->draw * 0x9e3779b97f4a7c15ull);
+        uint32_t i = idx[draw % n];
+        *sa = fmax(1.0, p->self[i]);
+        *sb = fmax(1.0, p->other[i]);
+        return;
+    }
+    double fa = 0, fb = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        fa += p->self[idx[i]];
+        fb += p->other[idx[i]];
+    }
+    *sa = fmax(1.0, fa / n);
+    *sb = fmax(1.0, fb / n);
+}
+
 /* Recomputes every running kernel's rate; called when the set changes. */
 static void rates(struct sim_shm *m)
 {
@@ -493,6 +626,13 @@ static void rates(struct sim_shm *m)
     }
     if (n == 1) {
         r[0].s->rate = 1.0;
+    } else if (n == 2 && disjoint(&r[0], &r[1])) {
+        /* Disjoint SMs: each kernel keeps its slowdown of the measured
+         * repeat for as long as both run (they share only memory). */
+        double sa, sb;
+        partition_slowdowns(m, &r[0], &r[1], true, &sa, &sb);
+        r[0].s->rate = 1.0 / sa;
+        r[1].s->rate = 1.0 / sb;
     } else if (n == 2) {
         pair_rates(m, &r[0], &r[1]);
     } else {
@@ -505,7 +645,9 @@ static void rates(struct sim_shm *m)
         for (int i = 0; i < n; i++) {
             for (int j = i + 1; j < n; j++) {
                 double si, sj;
-                if (first_of(&r[i], &r[j])) {
+                if (disjoint(&r[i], &r[j])) {
+                    partition_slowdowns(m, &r[i], &r[j], false, &si, &sj);
+                } else if (first_of(&r[i], &r[j])) {
                     mean_slowdowns(m, &r[i], &r[j], &si, &sj);
                 } else {
                     mean_slowdowns(m, &r[j], &r[i], &sj, &si);
@@ -555,6 +697,8 @@ static void stream_free(struct sim_stream *s)
     s->owner = 0;
     s->running = 0;
     s->head = s->tail = 0;
+    s->sms = 0;
+    memset(s->sm_mask, 0, sizeof s->sm_mask);
 }
 
 /* Starts what can start on every stream at time cur: pops completed
@@ -895,6 +1039,31 @@ int sim_stream_new(int *slot)
     return 0;
 }
 
+static bool own_stream(struct sim_shm *m, int slot);
+
+int sim_stream_set_sms(int slot, const uint64_t *mask, int words)
+{
+    struct sim_shm *m = P.m;
+    uint64_t set[SIM_MASK_WORDS] = { 0 };
+    uint32_t n = 0;
+    for (int i = 0; i < words; i++) {
+        if (i >= SIM_MASK_WORDS && mask[i] != 0)
+            return SIM_EINVAL; /* an SM beyond the simulated ones */
+        if (i < SIM_MASK_WORDS)
+            set[i] = mask[i];
+    }
+    for (int i = 0; i < SIM_MASK_WORDS; i++)
+        n += (uint32_t)__builtin_popcountll(set[i]);
+    lock(m);
+    int r = own_stream(m, slot) ? 0 : SIM_EINVAL;
+    if (r == 0) {
+        memcpy(m->streams[slot].sm_mask, set, sizeof set);
+        m->streams[slot].sms = n >= SIM_GPU_SMS ? 0 : n;
+    }
+    unlock_wake(m, false);
+    return r;
+}
+
 int sim_default_stream(int *slot)
 {
     pthread_mutex_lock(&P.start_lock);
@@ -1006,7 +1175,10 @@ int sim_enqueue_kernel(int slot, const char *name, const unsigned grid[3],
     double dur;
     struct sim_op op = { .type = SIM_OP_KERNEL };
     op.kernel = kernel_of(P.m, name, grid, block, dyn_smem, &dur);
-    op.work_ns = dur * P.m->scale;
+    /* A green-context stream's SMs are set once, by this process, before
+     * its first launch: read here without the lock. */
+    uint32_t sms = slot >= 0 && slot < SIM_STREAMS ? P.m->streams[slot].sms : 0;
+    op.work_ns = dur * P.m->scale * partition_ratio(P.m, op.kernel, sms);
     return enqueue(slot, op);
 }
 

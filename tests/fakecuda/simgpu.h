@@ -63,6 +63,10 @@ int sim_segment_info(const char *name, struct sim_info *info);
 int sim_active(void);
 
 int sim_stream_new(int *slot);
+/* Confines the stream's kernels to the SMs of mask (words 64-bit words,
+ * bit i: SM i), as a green-context stream is (docs/simgpu.md, "SM
+ * partitions"). A stream never confined runs on the whole GPU. */
+int sim_stream_set_sms(int slot, const uint64_t *mask, int words);
 /* The process's default stream (NULL, legacy and per-thread handles). */
 int sim_default_stream(int *slot);
 /* Releases the slot once its queued work has completed. */

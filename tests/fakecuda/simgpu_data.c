@@ -148,6 +148,8 @@ static int load_profile(struct sim_shm *m, const char *path)
         const cJSON *occ = cJSON_GetObjectItemCaseSensitive(k, "occupancy");
         double per_sm = num(occ, "blocks_per_sm", 1);
         sk->occupancy = fmin(1, blocks / (fmax(1, per_sm) * 132));
+        sk->blocks = blocks;
+        sk->blocks_per_sm = fmax(1, per_sm);
     }
     cJSON_Delete(doc);
     return 0;
@@ -256,13 +258,80 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* One measured isolated time of variant v on a green context of sms SMs
+ * (the whole GPU: SIM_GPU_SMS). The first measurement of an SM count is
+ * kept: the split sweep is loaded before the co-runs' own isolated runs. */
+static void add_point(struct sim_shm *m, int v, double sms, double us)
+{
+    if (v < 0 || !(us > 0) || !(sms >= 1) || sms > SIM_GPU_SMS)
+        return;
+    struct sim_curve *c = &m->curves[v];
+    if (c->n == SIM_CURVE)
+        return;
+    uint32_t n = (uint32_t)sms, i = 0;
+    while (i < c->n && c->sms[i] < n)
+        i++;
+    if (i < c->n && c->sms[i] == n)
+        return;
+    if (c->n == 0)
+        m->ncurves++;
+    memmove(&c->sms[i + 1], &c->sms[i], (c->n - i) * sizeof c->sms[0]);
+    memmove(&c->us[i + 1], &c->us[i], (c->n - i) * sizeof c->us[0]);
+    c->sms[i] = n;
+    c->us[i] = us;
+    c->n++;
+}
+
+static void add_psample(struct sim_shm *m, int v, int w, double sms,
+                        double self, double other)
+{
+    struct sim_ppair *p = &m->ppairs[v][w];
+    if (!(self > 0) || !(other > 0) || !(sms >= 1) || sms > SIM_GPU_SMS ||
+        p->n == SIM_PSAMPLES)
+        return;
+    if (p->n == 0)
+        m->nppairs++;
+    p->sms[p->n] = (uint16_t)sms;
+    p->self[p->n] = (float)self;
+    p->other[p->n] = (float)other;
+    p->n++;
+}
+
+/* A partitioned record: a on sms_a SMs, b on the disjoint sms_b. Each
+ * repeat's slowdowns over the isolated times on the same partitions, filed
+ * under both (a, b) and (b, a) with the first one's SM count; and the two
+ * isolated times as points of the variants' curves. */
+static void add_partitioned(struct sim_shm *m, const cJSON *r, int va, int vb,
+                            double ia, double ib)
+{
+    double na = num(r, "sms_a", -1), nb = num(r, "sms_b", -1);
+    if (na < 1 || nb < 1)
+        return;
+    add_point(m, va, na, ia);
+    add_point(m, vb, nb, ib);
+    const cJSON *sa = cJSON_GetObjectItemCaseSensitive(r, "corun_a_samples_us");
+    const cJSON *sb = cJSON_GetObjectItemCaseSensitive(r, "corun_b_samples_us");
+    int n = cJSON_GetArraySize(sa);
+    if (n > 0 && cJSON_GetArraySize(sb) == n) {
+        for (int i = 0; i < n; i++) {
+            double ta = val(cJSON_GetArrayItem(sa, i), -1) / ia;
+            double tb = val(cJSON_GetArrayItem(sb, i), -1) / ib;
+            add_psample(m, va, vb, na, ta, tb);
+            add_psample(m, vb, va, nb, tb, ta);
+        }
+        return;
+    }
+    double sla = num(r, "slowdown_a", -1), slb = num(r, "slowdown_b", -1);
+    add_psample(m, va, vb, na, sla, slb);
+    add_psample(m, vb, va, nb, slb, sla);
+}
+
 static void add_record(struct sim_shm *m, const cJSON *r, struct offsets *jit)
 {
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(r, "a");
     const cJSON *b = cJSON_GetObjectItemCaseSensitive(r, "b");
     const cJSON *mode = cJSON_GetObjectItemCaseSensitive(r, "mode");
     if (!cJSON_IsString(a) || !cJSON_IsString(b) || !cJSON_IsString(mode) ||
-        strcmp(mode->valuestring, "shared") != 0 ||
         !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "ok")))
         return;
     int va = find_variant(m, a->valuestring);
@@ -270,6 +339,14 @@ static void add_record(struct sim_shm *m, const cJSON *r, struct offsets *jit)
     double ia = num(r, "iso_a_us", -1), ib = num(r, "iso_b_us", -1);
     if (va < 0 || vb < 0 || ia <= 0 || ib <= 0)
         return;
+    if (strcmp(mode->valuestring, "partitioned") == 0) {
+        add_partitioned(m, r, va, vb, ia, ib);
+        return;
+    }
+    if (strcmp(mode->valuestring, "shared") != 0)
+        return;
+    add_point(m, va, SIM_GPU_SMS, ia);
+    add_point(m, vb, SIM_GPU_SMS, ib);
     const cJSON *sa = cJSON_GetObjectItemCaseSensitive(r, "corun_a_samples_us");
     const cJSON *sb = cJSON_GetObjectItemCaseSensitive(r, "corun_b_samples_us");
     const cJSON *so =
@@ -341,11 +418,52 @@ static int load_coruns(struct sim_shm *m)
     return 0;
 }
 
+/* The split sweep (splits/time.jsonl, mosaic-zoo time --sms ...): each
+ * variant's isolated time on green contexts of several SM counts. */
+static int load_splits(struct sim_shm *m)
+{
+    const char *var = "MOSAIC_SIMGPU_SPLITS";
+    const char *path = setting(var, SIMGPU_DATA_DIR "/splits/time.jsonl");
+    if (*path == '\0')
+        return 0;
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        fprintf(stderr, "simgpu: %s (%s): %s; set %s to an existing file or "
+                "to \"\" for none\n", path, var, strerror(errno), var);
+        return SIM_EIO;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    long lineno = 0, bad = 0;
+    while (getline(&line, &cap, f) > 0) {
+        lineno++;
+        cJSON *r = cJSON_Parse(line);
+        const cJSON *rec = cJSON_GetObjectItemCaseSensitive(r, "record");
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(r, "variant");
+        if (r == NULL)
+            bad++;
+        else if (cJSON_IsString(rec) && strcmp(rec->valuestring, "time") == 0 &&
+                 cJSON_IsString(v) &&
+                 cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "ok")))
+            add_point(m, find_variant(m, v->valuestring), num(r, "sms", -1),
+                      num(r, "median_us", -1));
+        cJSON_Delete(r);
+    }
+    free(line);
+    fclose(f);
+    if (bad > 0)
+        fprintf(stderr, "simgpu: %s: %ld of %ld lines are not JSON and were "
+                "skipped\n", path, bad, lineno);
+    return 0;
+}
+
 int sim__load_data(struct sim_shm *m)
 {
     int r = load_profiles(m);
     if (r == 0)
         r = load_variants(m);
+    if (r == 0)
+        r = load_splits(m);
     if (r == 0)
         r = load_coruns(m);
     return r;

@@ -22,7 +22,7 @@
 
 #define SIM_MAGIC 0x31555047494d534dull /* "MSIMGPU1" little-endian */
 /* Bump on any change of this file's layout or of a field's meaning. */
-#define SIM_VERSION 1u
+#define SIM_VERSION 2u
 
 #define SIM_STREAMS 128     /* streams of all processes together */
 #define SIM_RING 512        /* queued operations per stream */
@@ -32,6 +32,10 @@
 #define SIM_VARIANTS 128
 #define SIM_VARLEN 64
 #define SIM_SAMPLES 16      /* co-run samples per ordered variant pair */
+#define SIM_MASK_WORDS 4    /* SM sets of up to 256 SMs */
+#define SIM_GPU_SMS 132     /* the H200's SMs: the whole GPU */
+#define SIM_CURVE 12        /* measured SM counts per variant */
+#define SIM_PSAMPLES 48     /* partitioned co-run samples per variant pair */
 
 enum sim_op_type {
     SIM_OP_KERNEL = 1,
@@ -72,6 +76,11 @@ struct sim_stream {
     double dispatch_ns;
     uint64_t draw;
     double rem_ns;     /* isolated work left, ns of scaled time */
+    /* A green-context stream's SMs (bit i: SM i) and their number; sms 0:
+     * the whole GPU. */
+    uint64_t sm_mask[SIM_MASK_WORDS];
+    uint32_t sms;
+    uint32_t pad_sms;
     double rate;       /* work done per ns now: 1 / current slowdown */
     struct sim_op ops[SIM_RING];
 };
@@ -95,6 +104,27 @@ struct sim_kernel {
     double occupancy;   /* share of the GPU's block slots its grid fills */
     int32_t variant;    /* index into variants[], -1 if never co-run */
     uint32_t pad;
+    double blocks;      /* thread blocks of its grid */
+    double blocks_per_sm; /* resident at once on one SM (the profile's) */
+};
+
+/* A variant's measured isolated time on green contexts of sms[i] SMs
+ * (us[i], microseconds, sorted by sms; the whole GPU is SIM_GPU_SMS). */
+struct sim_curve {
+    uint32_t n;
+    uint32_t pad;
+    uint32_t sms[SIM_CURVE];
+    double us[SIM_CURVE];
+};
+
+/* Partitioned co-runs of variant i (on sms[k] SMs) beside variant j on the
+ * disjoint rest: each one's slowdown over its isolated time on its own
+ * partition, one repeat per sample. */
+struct sim_ppair {
+    uint32_t n;
+    uint16_t sms[SIM_PSAMPLES];
+    float self[SIM_PSAMPLES];
+    float other[SIM_PSAMPLES];
 };
 
 /* Co-run samples of variant i started first with variant j second:
@@ -127,6 +157,9 @@ struct sim_shm {
     struct sim_kernel kernels[SIM_KERNELS];
     char variants[SIM_VARIANTS][SIM_VARLEN];
     struct sim_pair pairs[SIM_VARIANTS][SIM_VARIANTS];
+    uint32_t ncurves, nppairs;
+    struct sim_curve curves[SIM_VARIANTS];
+    struct sim_ppair ppairs[SIM_VARIANTS][SIM_VARIANTS];
     struct sim_event events[SIM_EVENTS];
     struct sim_stream streams[SIM_STREAMS];
 };

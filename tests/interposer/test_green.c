@@ -1,0 +1,610 @@
+/*
+ * The BE shim's green-context redirection (preload/green.c), against the
+ * fake driver, which records every stream operation it is asked for
+ * (fake_trace_*). The order a program can rely on is checked from that
+ * record alone, by a happens-before relation built the way the driver
+ * defines it: an operation follows the one before it on its stream, and a
+ * cuStreamWaitEvent follows the record of its event most recent at the
+ * time of the wait. Nothing here reads the shim's own view of what it did.
+ *
+ * Run with MOSAIC_ROLE=be MOSAIC_BE_SMS=60 and libmosaic.so preloaded
+ * (tests/CMakeLists.txt); the cases that need another setting run this
+ * program again as a child (--child MODE) with it.
+ */
+#define _GNU_SOURCE 1
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+
+#include "fakecuda/fake_cuda.h"
+
+CUfunction fake_function_create(const char *name, int regs, int static_smem);
+CUkernel fake_kernel_create(const char *name, int regs, int static_smem);
+void fake_trace_start(void);
+size_t fake_trace_get(struct fake_trace_entry *out, size_t cap);
+CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+                             unsigned int bx, unsigned int by, unsigned int bz,
+                             unsigned int shmem, CUstream s, void **params, void **extra);
+CUresult cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn fn, void *userData);
+CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode);
+
+#define BE_SMS 60 /* MOSAIC_BE_SMS of the test (tests/CMakeLists.txt) */
+
+/* ---- the happens-before relation over the fake's trace ----------------- */
+
+#define TMAX 4096
+static struct fake_trace_entry tr[TMAX];
+static size_t ntr;
+
+static void trace_take(void)
+{
+    ntr = fake_trace_get(tr, TMAX);
+    assert_true(ntr <= TMAX);
+}
+
+/* Two entries are on one stream: the same handle, where NULL and
+ * CU_STREAM_LEGACY are the legacy stream and CU_STREAM_PER_THREAD is one
+ * stream per calling thread. */
+static int same_stream(const struct fake_trace_entry *a, const struct fake_trace_entry *b)
+{
+    CUstream sa = a->stream == CU_STREAM_LEGACY ? NULL : a->stream;
+    CUstream sb = b->stream == CU_STREAM_LEGACY ? NULL : b->stream;
+
+    if (sa != sb)
+        return 0;
+    return sa != CU_STREAM_PER_THREAD || a->tid == b->tid;
+}
+
+/* Whether entry a happens before entry b (a < b in the trace). */
+static int hb(size_t a, size_t b)
+{
+    unsigned char seen[TMAX] = {0};
+    static size_t stack[2 * TMAX + 1];
+    size_t n = 0;
+
+    stack[n++] = b;
+    while (n > 0) {
+        size_t i = stack[--n];
+        if (i == a)
+            return 1;
+        if (seen[i] || i < a)
+            continue;
+        seen[i] = 1;
+        for (size_t j = i; j-- > 0;) { /* the previous operation on the stream */
+            if (same_stream(&tr[j], &tr[i])) {
+                stack[n++] = j;
+                break;
+            }
+        }
+        if (tr[i].op == FAKE_OP_WAIT) { /* the latest record of the event */
+            for (size_t j = i; j-- > 0;) {
+                if (tr[j].op == FAKE_OP_RECORD && tr[j].obj == tr[i].obj) {
+                    stack[n++] = j;
+                    break;
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+/* The index of the k-th (0-based) entry of op whose name or obj matches. */
+static size_t find(int op, const char *name, const void *obj, int k)
+{
+    for (size_t i = 0; i < ntr; i++) {
+        if (tr[i].op != op)
+            continue;
+        if (name && (!tr[i].name || strcmp(tr[i].name, name) != 0))
+            continue;
+        if (obj && tr[i].obj != obj)
+            continue;
+        if (k-- == 0)
+            return i;
+    }
+    fail_msg("no entry %d of op %d (%s) in the trace of %zu", k, op, name ? name : "-", ntr);
+    return 0;
+}
+
+static _Atomic int host_calls;
+static void host_fn(void *arg)
+{
+    (void)arg;
+    host_calls++;
+}
+
+static CUstream stream_new(void)
+{
+    CUstream s = NULL;
+
+    assert_int_equal(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    return s;
+}
+
+static void launch(CUfunction f, CUstream s)
+{
+    assert_int_equal(cuLaunchKernel(f, 4, 1, 1, 128, 1, 1, 0, s, NULL, NULL), CUDA_SUCCESS);
+}
+
+/* ---- cases ------------------------------------------------------------- */
+
+/* A redirected kernel runs on the green context's SMs, after what came
+ * before it on the application's stream and before what comes after: a
+ * host callback, the next kernel, an event another stream waits on. */
+static void redirect_keeps_stream_order(void **state)
+{
+    CUfunction k1 = fake_function_create("g_k1", 32, 0);
+    CUfunction k2 = fake_function_create("g_k2", 32, 0);
+    CUfunction k3 = fake_function_create("g_k3", 32, 0);
+    CUstream a = stream_new(), b = stream_new();
+    CUevent e;
+    static int tag;
+    size_t i1, i2, i3, ih, ie, iw;
+
+    (void)state;
+    assert_int_equal(cuEventCreate(&e, 0), CUDA_SUCCESS);
+    host_calls = 0;
+    fake_trace_start();
+    launch(k1, a);
+    assert_int_equal(cuLaunchHostFunc(a, host_fn, &tag), CUDA_SUCCESS);
+    launch(k2, a);
+    assert_int_equal(cuEventRecord(e, a), CUDA_SUCCESS);
+    assert_int_equal(cuStreamWaitEvent(b, e, 0), CUDA_SUCCESS);
+    launch(k3, b);
+    trace_take();
+    assert_int_equal(host_calls, 1);
+    i1 = find(FAKE_OP_LAUNCH, "g_k1", NULL, 0);
+    i2 = find(FAKE_OP_LAUNCH, "g_k2", NULL, 0);
+    i3 = find(FAKE_OP_LAUNCH, "g_k3", NULL, 0);
+    ih = find(FAKE_OP_HOSTFN, NULL, &tag, 0);
+    ie = find(FAKE_OP_RECORD, NULL, e, 0);
+    iw = find(FAKE_OP_WAIT, NULL, e, 0);
+    /* All three ran on the BE partition, not on the application's streams. */
+    assert_int_equal(tr[i1].sms, BE_SMS);
+    assert_int_equal(tr[i2].sms, BE_SMS);
+    assert_int_equal(tr[i3].sms, BE_SMS);
+    assert_true(tr[i1].stream != a && tr[i3].stream != b);
+    assert_true(hb(i1, ih));
+    assert_true(hb(ih, i2));
+    assert_true(hb(i1, i2));
+    assert_true(hb(i2, ie));
+    assert_true(hb(ie, iw));
+    assert_true(hb(i2, i3));
+    assert_true(hb(i1, i3));
+    /* The relation is not trivially true: nothing orders k3 before k1,
+     * and the callback does not wait for the later k2. */
+    assert_false(hb(i3, i1));
+    assert_false(hb(i2, ih));
+    cuEventDestroy_v2(e);
+    cuStreamDestroy_v2(a);
+    cuStreamDestroy_v2(b);
+}
+
+/* The checker itself on operations with no dependency between them: host
+ * functions of two streams (never redirected) are unordered, and become
+ * ordered through an event (a control for the above: two redirected
+ * kernels of two streams may share a green stream, which orders them). */
+static void unrelated_streams_stay_unordered(void **state)
+{
+    CUstream a = stream_new(), b = stream_new();
+    CUevent e;
+    static int t1, t2, t3;
+    size_t i1, i2, i3;
+
+    (void)state;
+    assert_int_equal(cuEventCreate(&e, 0), CUDA_SUCCESS);
+    fake_trace_start();
+    assert_int_equal(cuLaunchHostFunc(a, host_fn, &t1), CUDA_SUCCESS);
+    assert_int_equal(cuLaunchHostFunc(b, host_fn, &t2), CUDA_SUCCESS);
+    assert_int_equal(cuEventRecord(e, a), CUDA_SUCCESS);
+    assert_int_equal(cuStreamWaitEvent(b, e, 0), CUDA_SUCCESS);
+    assert_int_equal(cuLaunchHostFunc(b, host_fn, &t3), CUDA_SUCCESS);
+    trace_take();
+    i1 = find(FAKE_OP_HOSTFN, NULL, &t1, 0);
+    i2 = find(FAKE_OP_HOSTFN, NULL, &t2, 0);
+    i3 = find(FAKE_OP_HOSTFN, NULL, &t3, 0);
+    assert_false(hb(i1, i2));
+    assert_true(hb(i1, i3));
+    assert_true(hb(i2, i3));
+    cuEventDestroy_v2(e);
+    cuStreamDestroy_v2(a);
+    cuStreamDestroy_v2(b);
+}
+
+/* Launches on the legacy default stream keep its order too. */
+static void legacy_stream_order(void **state)
+{
+    CUfunction k1 = fake_function_create("g_l1", 32, 0);
+    CUfunction k2 = fake_function_create("g_l2", 32, 0);
+    static int tag;
+    size_t i1, i2, ih;
+
+    (void)state;
+    fake_trace_start();
+    launch(k1, NULL);
+    assert_int_equal(cuLaunchHostFunc(NULL, host_fn, &tag), CUDA_SUCCESS);
+    launch(k2, CU_STREAM_LEGACY);
+    trace_take();
+    i1 = find(FAKE_OP_LAUNCH, "g_l1", NULL, 0);
+    i2 = find(FAKE_OP_LAUNCH, "g_l2", NULL, 0);
+    ih = find(FAKE_OP_HOSTFN, NULL, &tag, 0);
+    assert_int_equal(tr[i1].sms, BE_SMS);
+    assert_true(hb(i1, ih));
+    assert_true(hb(ih, i2));
+}
+
+struct ptds_arg {
+    CUfunction k1, k2;
+    int tag;
+};
+
+static void *ptds_thread(void *p)
+{
+    struct ptds_arg *a = p;
+
+    if (cuLaunchKernel_ptsz(a->k1, 2, 1, 1, 64, 1, 1, 0, NULL, NULL, NULL) != CUDA_SUCCESS ||
+        cuLaunchHostFunc_ptsz(NULL, host_fn, &a->tag) != CUDA_SUCCESS ||
+        cuLaunchKernel_ptsz(a->k2, 2, 1, 1, 64, 1, 1, 0, NULL, NULL, NULL) != CUDA_SUCCESS)
+        return (void *)1;
+    return NULL;
+}
+
+/* Per-thread default streams: each thread's launches are ordered on its
+ * own per-thread stream, and not after the other thread's. */
+static void per_thread_default_streams(void **state)
+{
+    struct ptds_arg arg[2] = {
+        {fake_function_create("g_t0a", 32, 0), fake_function_create("g_t0b", 32, 0), 0},
+        {fake_function_create("g_t1a", 32, 0), fake_function_create("g_t1b", 32, 0), 1}};
+    pthread_t th[2];
+    void *rc;
+
+    (void)state;
+    fake_trace_start();
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, ptds_thread, &arg[i]), 0);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(pthread_join(th[i], &rc), 0);
+        assert_null(rc);
+    }
+    trace_take();
+    for (int t = 0; t < 2; t++) {
+        char a[8], b[8];
+        size_t ia, ib, ih;
+        snprintf(a, sizeof(a), "g_t%da", t);
+        snprintf(b, sizeof(b), "g_t%db", t);
+        ia = find(FAKE_OP_LAUNCH, a, NULL, 0);
+        ib = find(FAKE_OP_LAUNCH, b, NULL, 0);
+        ih = find(FAKE_OP_HOSTFN, NULL, &arg[t].tag, 0);
+        assert_int_equal(tr[ia].sms, BE_SMS);
+        assert_int_equal(tr[ih].stream, CU_STREAM_PER_THREAD);
+        assert_true(hb(ia, ih));
+        assert_true(hb(ih, ib));
+    }
+    {
+        size_t a0 = find(FAKE_OP_LAUNCH, "g_t0a", NULL, 0);
+        size_t h1 = find(FAKE_OP_HOSTFN, NULL, &arg[1].tag, 0);
+        size_t a1 = find(FAKE_OP_LAUNCH, "g_t1a", NULL, 0);
+        size_t h0 = find(FAKE_OP_HOSTFN, NULL, &arg[0].tag, 0);
+        /* One thread's callback never waits for the other's kernel. */
+        assert_false(hb(a0, h1));
+        assert_false(hb(a1, h0));
+    }
+}
+
+/* A stream being captured is never redirected: its launch is recorded
+ * into the graph as it was asked, with no event of the shim around it; the
+ * graph's launch afterwards is redirected as one unit. */
+static void capture_never_redirected(void **state)
+{
+    CUfunction k = fake_function_create("g_cap", 32, 0);
+    CUstream s = stream_new();
+    CUgraph g;
+    CUgraphExec x;
+    size_t ic, il;
+
+    (void)state;
+    fake_trace_start();
+    assert_int_equal(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    launch(k, s);
+    assert_int_equal(cuStreamEndCapture(s, &g), CUDA_SUCCESS);
+    trace_take();
+    assert_int_equal(ntr, 1);
+    ic = find(FAKE_OP_CAPTURED, "g_cap", NULL, 0);
+    assert_ptr_equal(tr[ic].stream, s);
+    assert_int_equal(tr[ic].sms, 0);
+
+    assert_int_equal(cuGraphInstantiateWithFlags(&x, g, 0), CUDA_SUCCESS);
+    fake_trace_start();
+    assert_int_equal(cuGraphLaunch(x, s), CUDA_SUCCESS);
+    launch(k, s);
+    trace_take();
+    il = find(FAKE_OP_GRAPH, NULL, x, 0);
+    assert_int_equal(tr[il].sms, BE_SMS);
+    assert_true(hb(il, find(FAKE_OP_LAUNCH, "g_cap", NULL, 0)));
+    cuGraphExecDestroy(x);
+    cuGraphDestroy(g);
+    cuStreamDestroy_v2(s);
+}
+
+/* A CUkernel runs as its own function of the green context
+ * (cuKernelGetFunction with the green context current), made once. */
+static void cukernel_gets_green_function(void **state)
+{
+    CUkernel k = fake_kernel_create("g_lib", 32, 0);
+    CUstream s = stream_new();
+    size_t i0, i1;
+
+    (void)state;
+    fake_trace_start();
+    launch((CUfunction)(uintptr_t)k, s);
+    launch((CUfunction)(uintptr_t)k, s);
+    trace_take();
+    i0 = find(FAKE_OP_LAUNCH, "g_lib", NULL, 0);
+    i1 = find(FAKE_OP_LAUNCH, "g_lib", NULL, 1);
+    assert_int_equal(tr[i0].sms, BE_SMS);
+    assert_ptr_not_equal(tr[i0].obj, (const void *)k);
+    assert_ptr_equal(tr[i0].obj, tr[i1].obj);
+    assert_true(hb(i0, i1));
+    cuStreamDestroy_v2(s);
+}
+
+/* A driver that refuses the primary context's module functions in a green
+ * context (FAKECUDA_GREEN_MODULES=0): the launch runs on the application's
+ * stream at once, in order, and the function is not tried again. */
+static void refused_function_runs_in_place(void **state)
+{
+    CUfunction f = fake_function_create("g_mod", 32, 0);
+    CUfunction k0 = fake_function_create("g_before", 32, 0);
+    CUstream s = stream_new();
+    size_t i0, i1, i2;
+    int launches = 0;
+
+    (void)state;
+    launch(k0, s); /* the shim's setup is behind us */
+    setenv("FAKECUDA_GREEN_MODULES", "0", 1);
+    fake_trace_start();
+    launch(k0, s);
+    launch(f, s);
+    launch(f, s);
+    trace_take();
+    unsetenv("FAKECUDA_GREEN_MODULES");
+    i0 = find(FAKE_OP_LAUNCH, "g_before", NULL, 0);
+    i1 = find(FAKE_OP_LAUNCH, "g_mod", NULL, 0);
+    i2 = find(FAKE_OP_LAUNCH, "g_mod", NULL, 1);
+    for (size_t i = 0; i < ntr; i++)
+        launches += tr[i].op == FAKE_OP_LAUNCH && strcmp(tr[i].name, "g_mod") == 0;
+    assert_int_equal(launches, 2); /* the refused attempt is not traced */
+    assert_ptr_equal(tr[i1].stream, s);
+    assert_int_equal(tr[i1].sms, 0);
+    assert_true(hb(i0, i1));
+    assert_true(hb(i1, i2));
+    /* The second launch went straight to s: no event of the shim between. */
+    for (size_t i = i1 + 1; i < i2; i++)
+        assert_int_not_equal(tr[i].op, FAKE_OP_RECORD);
+    cuStreamDestroy_v2(s);
+}
+
+/* ---- child runs: other settings, and the cost per launch --------------- */
+
+/* Runs this program with `--child mode` and extra "NAME=value" settings;
+ * returns its stdout and stderr together. */
+static char *run_child(const char *mode, const char *const *env)
+{
+    int pfd[2];
+    pid_t pid;
+    static char buf[16384];
+    size_t n = 0;
+    ssize_t r;
+    int st;
+
+    assert_int_equal(pipe(pfd), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(pfd[1], 1);
+        dup2(pfd[1], 2);
+        close(pfd[0]);
+        for (; env && *env; env++)
+            putenv((char *)*env);
+        execl("/proc/self/exe", "test_green", "--child", mode, (char *)NULL);
+        _exit(127);
+    }
+    close(pfd[1]);
+    while (n + 1 < sizeof(buf) && (r = read(pfd[0], buf + n, sizeof(buf) - 1 - n)) > 0)
+        n += (size_t)r;
+    buf[n] = '\0';
+    close(pfd[0]);
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        fail_msg("child %s failed: %s", mode, buf);
+    return buf;
+}
+
+/* The child's one launch: prints the SMs it ran on. */
+static int child_one(void)
+{
+    CUfunction f = fake_function_create("g_child", 32, 0);
+    CUstream s = NULL;
+
+    if (cuInit(0) != CUDA_SUCCESS || cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
+        return 1;
+    fake_trace_start();
+    if (cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL) != CUDA_SUCCESS)
+        return 1;
+    ntr = fake_trace_get(tr, TMAX);
+    for (size_t i = 0; i < ntr; i++)
+        if (tr[i].op == FAKE_OP_LAUNCH)
+            printf("ran on sms=%u\n", tr[i].sms);
+    cuStreamDestroy_v2(s);
+    return 0;
+}
+
+static double now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* The child's benchmark: the median over 7 rounds of the mean cost of
+ * 20000 launches into one stream, in ns (CPU, fake driver). */
+static int child_bench(void)
+{
+    CUfunction f = fake_function_create("g_bench", 32, 0);
+    CUstream s = NULL;
+    double round_ns[7];
+
+    if (cuInit(0) != CUDA_SUCCESS || cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
+        return 1;
+    for (int i = 0; i < 2000; i++) /* warm: setup, caches, the daemon timeout */
+        cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL);
+    for (int r = 0; r < 7; r++) {
+        double t0 = now_ns();
+        for (int i = 0; i < 20000; i++)
+            cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL);
+        round_ns[r] = (now_ns() - t0) / 20000;
+    }
+    for (int i = 0; i < 7; i++)
+        for (int j = i + 1; j < 7; j++)
+            if (round_ns[j] < round_ns[i]) {
+                double t = round_ns[i];
+                round_ns[i] = round_ns[j];
+                round_ns[j] = t;
+            }
+    printf("ns_per_launch=%.1f\n", round_ns[3]);
+    cuStreamDestroy_v2(s);
+    return 0;
+}
+
+static unsigned child_sms(const char *out)
+{
+    const char *p = strstr(out, "ran on sms=");
+    if (!p)
+        fail_msg("no launch in the child's output: %s", out);
+    return (unsigned)strtoul(p + strlen("ran on sms="), NULL, 10);
+}
+
+/* A size the GPU cannot make: named, the nearest it can offered, the
+ * full GPU kept. 132 SMs, alignment 8: the BE part is 132 - 8k. */
+static void bad_size_named_with_nearest(void **state)
+{
+    const char *env[] = {"MOSAIC_BE_SMS=50", NULL};
+    char *out = run_child("one", env);
+
+    (void)state;
+    assert_non_null(strstr(out, "MOSAIC_BE_SMS=50"));
+    assert_non_null(strstr(out, "nearest it can make: 44 or 52"));
+    assert_non_null(strstr(out, "full GPU"));
+    assert_int_equal(child_sms(out), 0);
+}
+
+/* The alignment is the driver's, not assumed: at 16, 60 cannot be made
+ * (132 - 60 = 72 is no multiple of 16) and 52 can. */
+static void alignment_read_from_driver(void **state)
+{
+    const char *bad[] = {"MOSAIC_BE_SMS=60", "FAKECUDA_SM_ALIGN=16", NULL};
+    const char *good[] = {"MOSAIC_BE_SMS=52", "FAKECUDA_SM_ALIGN=16", NULL};
+    char *out = run_child("one", bad);
+
+    (void)state;
+    assert_non_null(strstr(out, "nearest it can make: 52 or 68"));
+    assert_int_equal(child_sms(out), 0);
+    out = run_child("one", good);
+    assert_null(strstr(out, "full GPU"));
+    assert_int_equal(child_sms(out), 52);
+}
+
+/* The HP side takes a group: a multiple of the alignment (66 cannot be
+ * made: 64 or 72 offered), and 72 runs on 72 SMs. */
+static void hp_side_group(void **state)
+{
+    const char *bad[] = {"MOSAIC_ROLE=hp", "MOSAIC_HP_SMS=66", NULL};
+    const char *good[] = {"MOSAIC_ROLE=hp", "MOSAIC_HP_SMS=72", NULL};
+    char *out = run_child("one", bad);
+
+    (void)state;
+    assert_non_null(strstr(out, "MOSAIC_HP_SMS=66"));
+    assert_non_null(strstr(out, "nearest it can make: 64 or 72"));
+    assert_int_equal(child_sms(out), 0);
+    out = run_child("one", good);
+    assert_int_equal(child_sms(out), 72);
+}
+
+/* A driver without green contexts (CUDA 12.3): said once, full GPU. */
+static void old_driver_full_gpu(void **state)
+{
+    const char *env[] = {"FAKECUDA_DRIVER_VERSION=12030", NULL};
+    char *out = run_child("one", env);
+    const char *first;
+
+    (void)state;
+    first = strstr(out, "green contexts need CUDA 12.4");
+    assert_non_null(first);
+    assert_null(strstr(first + 1, "green contexts need")); /* once */
+    assert_int_equal(child_sms(out), 0);
+}
+
+/* The added cost of a redirected launch: the same BE launch loop with and
+ * without MOSAIC_BE_SMS, side by side (fake driver, CPU). The bound is
+ * loose (a loaded 2-core machine); the numbers are printed for the docs. */
+static void redirect_cost_side_by_side(void **state)
+{
+    const char *off[] = {"MOSAIC_BE_SMS=", NULL};
+    const char *on[] = {"MOSAIC_BE_SMS=60", NULL};
+    double plain, redirected;
+    char *out;
+
+    (void)state;
+    out = run_child("bench", off);
+    assert_non_null(strstr(out, "ns_per_launch="));
+    plain = strtod(strstr(out, "ns_per_launch=") + 14, NULL);
+    out = run_child("bench", on);
+    assert_non_null(strstr(out, "ns_per_launch="));
+    redirected = strtod(strstr(out, "ns_per_launch=") + 14, NULL);
+    printf("green redirect cost (fake driver, CPU, median of 7 x 20000 launches): "
+           "plain BE launch %.0f ns, redirected %.0f ns, added %.0f ns\n",
+           plain, redirected, redirected - plain);
+    assert_true(plain > 0 && redirected > 0);
+    /* Four extra driver calls and a capture query: dearer, but microseconds
+     * at most. */
+    assert_true(redirected > plain);
+    assert_true(redirected - plain < 20000);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(redirect_keeps_stream_order),
+        cmocka_unit_test(unrelated_streams_stay_unordered),
+        cmocka_unit_test(legacy_stream_order),
+        cmocka_unit_test(per_thread_default_streams),
+        cmocka_unit_test(capture_never_redirected),
+        cmocka_unit_test(cukernel_gets_green_function),
+        cmocka_unit_test(refused_function_runs_in_place),
+        cmocka_unit_test(bad_size_named_with_nearest),
+        cmocka_unit_test(alignment_read_from_driver),
+        cmocka_unit_test(hp_side_group),
+        cmocka_unit_test(old_driver_full_gpu),
+        cmocka_unit_test(redirect_cost_side_by_side),
+    };
+
+    if (argc == 3 && strcmp(argv[1], "--child") == 0)
+        return strcmp(argv[2], "bench") == 0 ? child_bench() : child_one();
+    if (cuInit(0) != CUDA_SUCCESS)
+        return 1;
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
