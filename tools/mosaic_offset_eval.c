@@ -322,6 +322,11 @@ static double point_of(const struct mosaic_pred_answer *a, int k)
     return g_point_mean ? v : a->order[best].r.k[k].duration_us;
 }
 
+/* --dump FILE: one CSV line per scored kernel (set, pair, order, delay,
+ * which kernel, its isolated and measured durations, the point
+ * prediction), for looking into the scores. */
+static FILE *g_dump;
+
 static int score_rows(struct mosaic_predictor *ship, struct mosaic_predictor *lockp,
                       const struct mosaic__dataset *ds, const unsigned char *lock,
                       const struct rows *rs, struct score sc[S_N])
@@ -342,6 +347,11 @@ static int score_rows(struct mosaic_predictor *ship, struct mosaic_predictor *lo
             if (mosaic_predict(pr, &q, &ai, err, sizeof err)) goto fail;
             pred = point_of(&an, k);
             predi = point_of(&ai, k);
+            if (g_dump)
+                fprintf(g_dump, "%s,%s,%s,%s,%s,%.4f,%c,%d,%.4f,%.4f,%.4f,%.4f,%.4f\n",
+                        set_name[w->set], w->a, w->b, w->leader_b ? "ba" : "ab", w->spec,
+                        w->delay, "ab"[k], (k == 1) == w->leader_b, w->iso[k], w->meas[k],
+                        pred, w->lo[k], w->hi[k]);
             em = 100 * fabs(pred - w->meas[k]) / w->meas[k];
             ef = 100 * fabs(w->iso[k] - w->meas[k]) / w->meas[k];
             if (push_err(&s->model, em) || push_err(&s->floor, ef) ||
@@ -521,6 +531,14 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--models") && i + 1 < argc) models = argv[++i];
         else if (!strcmp(argv[i], "--lockbox-models") && i + 1 < argc) lmodels = argv[++i];
         else if (!strcmp(argv[i], "--ignore-offsets")) ignore = 1;
+        else if (!strcmp(argv[i], "--dump") && i + 1 < argc) {
+            if (!(g_dump = fopen(argv[++i], "w"))) {
+                fprintf(stderr, "mosaic-offset-eval: --dump %s: cannot create it\n", argv[i]);
+                return 2;
+            }
+            fprintf(g_dump, "set,a,b,order,delay_spec,delay_us,kernel,leads,iso_us,meas_us,"
+                            "pred_us,meas_min_us,meas_max_us\n");
+        }
         else if (!strcmp(argv[i], "--expect-worse")) worse = 1;
         else if (!strcmp(argv[i], "--point") && i + 1 < argc &&
                  (!strcmp(argv[i + 1], "likely") || !strcmp(argv[i + 1], "mean")))
@@ -667,6 +685,7 @@ done:
             mosaic__errs_free(&sc[s].by_spec[d][1]);
         }
     }
+    if (g_dump) fclose(g_dump);
     free(r.r);
     free(mb.r);
     free(lock);
