@@ -915,10 +915,6 @@ static void test_predict_api_and_cache(void **state)
     mosaic_predictor_close(p);
 }
 
-/* The timeline of an HP kernel and best-effort kernels in turn: one BE
- * kernel launched with it gives the pair's conservative value; a second
- * BE kernel behind the first can only add; BE work that starts after the
- * HP kernel ended leaves it at its isolated time. */
 /* Behind a delay the residual model applies in proportion to the time the
  * two kernels still overlap (issue 14, predict.c residual_share): a
  * follower released 0.1 us before the leader's end gets next to none of
@@ -950,10 +946,15 @@ static void test_residual_follows_overlap(void **state)
             checked++;
         }
     assert_true(checked > 0);
+    for (int i = 0; i < 6; i++) mosaic_pkernel_free(pk[i]);
     mosaic_profile_free(&prof);
     mosaic_predictor_close(p);
 }
 
+/* The timeline of an HP kernel and best-effort kernels in turn: one BE
+ * kernel launched with it gives the pair's conservative value; a second
+ * BE kernel behind the first can only add; BE work that starts after the
+ * HP kernel ended leaves it at its isolated time. */
 static void test_predict_timeline(void **state)
 {
     struct mosaic_predictor *p;
