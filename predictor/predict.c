@@ -364,6 +364,35 @@ static void predict_partitioned(const struct mosaic_predictor *p,
     res->overlap_us = both_end > t ? both_end - t : 0;
 }
 
+/*
+ * How much of the residual applies to a delayed co-run, per kernel. The
+ * residual forest learned from co-runs launched together; what it adds to
+ * a kernel's time is interference while the two ran together, so behind a
+ * delay it scales with the time they still overlap: kernel i's extra time
+ * is (f - 1) * d0_i * overlap / overlap0, where d0_i and overlap0 are the
+ * duration and overlap of the same pair launched together (the timeline at
+ * delay 0). As a factor on the delayed duration d_i that is a weight w_i =
+ * (d0_i / d_i) * (overlap / overlap0) on f - 1, at most 1. Without it, a
+ * sliver of overlap (B released as A's last blocks finish, the delay of 1x
+ * A's time) took the whole residual of a full co-run (issue 14: at 1x the
+ * predictor scored worse than the no-interference floor). Nothing is
+ * fitted here; at delay 0 the weight is 1.
+ */
+static void residual_share(const struct mosaic_predictor *p, const struct mosaic_pred_query *q,
+                           int b_first, unsigned comp, double iso_a, double iso_b, double ia,
+                           double ib, const struct mosaic_pred_result *res, double w[2])
+{
+    struct mosaic_pred_result r0;
+    mosaic__timeline_shared(&p->gpu, &p->coef, q->a, q->b, b_first, 0, iso_a, iso_b, ia, ib,
+                            comp, &r0);
+    for (int i = 0; i < 2; i++) {
+        double d = res->k[i].duration_us, v = 1;
+        if (r0.overlap_us > 0 && d > 0)
+            v = (r0.k[i].duration_us / d) * (res->overlap_us / r0.overlap_us);
+        w[i] = isfinite(v) ? clampd(v, 0, 1) : 1;
+    }
+}
+
 /* What the orders of one query share, computed by the first order that
  * needs it: in shared mode each kernel's inter-SM factor on all SMs does
  * not depend on the dispatch order, so mosaic_predict's two orders take
@@ -404,9 +433,11 @@ static void predict_shared(const struct mosaic_predictor *p, const struct mosaic
     /* the residual corrects the interference of a co-run; kernels that did
      * not overlap (the later one enqueued after the first ended) had none */
     if ((comp & MOSAIC_PC_INTRA) && p->shared && res->overlap_us > 0) {
+        double w[2] = {1, 1};
+        if (delay > 0) residual_share(p, q, b_first, comp, iso_a, iso_b, ia, ib, res, w);
         for (int i = 0; i < 2; i++) {
             double y = mosaic__forest_predict(p->shared, i == 0 ? xa : xb);
-            double f = isfinite(y) ? exp(clampd(y, -2, 3)) : 1;
+            double f = 1 + w[i] * ((isfinite(y) ? exp(clampd(y, -2, 3)) : 1) - 1);
             struct mosaic_pred_kernel *r = &res->k[i];
             r->intra_sm *= f;
             r->duration_us *= f;

@@ -1304,6 +1304,13 @@ int main(int argc, char **argv)
                    "isolated duration on its own SMs is an input, so 'placement only' "
                    "predicts no slowdown (it is the floor).\n\n");
         fprintf(f, "%s", g_method_text);
+        /* The issue-14 scores are another tool's (this file is rewritten
+         * whole): a pointer, so that a retrain keeps the link. */
+        fprintf(f, "\n## Offset and two-process co-runs (issue 14)\n\n"
+                   "The predictor on the H200 offset co-runs and two-process MPS co-runs "
+                   "(profiler/data/h200/offsets/), queried with only what a scheduler knows: "
+                   "docs/offset-eval.md, written by `mosaic-offset-eval --doc` and checked "
+                   "against it by the ctest predictor_offset_eval_doc.\n");
         if (keep) fprintf(f, "\n%s", keep);
         free(prev);
         if (fclose(f) != 0) {

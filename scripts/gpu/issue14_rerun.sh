@@ -10,7 +10,10 @@
 # mosaic-zoo corun-offset with the same delays, repeats, gate and timeouts
 # as issue14_offsets.sh; then issue14_merge.py merges each re-run into a
 # copy of its committed file (the copies come back in the pack; committing
-# them is the lead's step). About 1-2 minutes of device time with the build.
+# them is the lead's step, with docs/offset-eval.md regenerated on the
+# development machine: build/bin/mosaic-offset-eval --doc docs/offset-eval.md,
+# which the ctest predictor_offset_eval_doc checks). About 1-2 minutes of
+# device time with the build.
 #
 #   OUT=/tmp/r scripts/gpu/issue14_rerun.sh        on the GPU machine
 #   scripts/gpu/issue14_rerun.sh --dry-run         no GPU: builds mosaic-zoo
@@ -137,7 +140,7 @@ for ph in "${PHASES[@]}"; do
     # shellcheck disable=SC2046
     timeout -k 10 150 "$ZOO" corun-offset --pairs "$DS/pairs_$ph.txt" $(phase_args "$ph") \
         "${COMMON[@]}" -o "$DS/rerun_$ph.jsonl" 2>"$WORK/rerun_$ph.err"
-    log "$ph rc=$? ($(grep -c '"record":"corun_offset","ok":true' "$DS/rerun_$ph.jsonl" 2>/dev/null || echo 0) ok rows)"
+    log "$ph rc=$? ($(grep -c '"record":"corun_offset","ok":true' "$DS/rerun_$ph.jsonl" 2>/dev/null || true) ok rows)"
     python3 scripts/gpu/issue14_merge.py "$COMMITTED/offset_$ph.jsonl" "$DS/rerun_$ph.jsonl" \
         -o "$WORK/merged/offset_$ph.jsonl" >>"$WORK/merge.txt" 2>&1 ||
         log "$ph: merge failed (merge.txt)"

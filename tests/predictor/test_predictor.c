@@ -951,6 +951,42 @@ static void test_predict_api_and_cache(void **state)
     mosaic_predictor_close(p);
 }
 
+/* Behind a delay the residual model applies in proportion to the time the
+ * two kernels still overlap (issue 14, predict.c residual_share): a
+ * follower released 0.1 us before the leader's end gets next to none of
+ * the residual correction it gets when the pair is launched together. */
+static void test_residual_follows_overlap(void **state)
+{
+    struct mosaic_predictor *p;
+    struct mosaic_profile prof;
+    struct mosaic_pkernel *pk[6];
+    char err[1024];
+    int checked = 0;
+    (void)state;
+    assert_int_equal(mosaic_predictor_open(MODELS, NULL, &p, err, sizeof err), 0);
+    load_zoo(p, &prof, pk, 6);
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 6; j++) {
+            struct mosaic_pred_query q = {.a = pk[i], .b = pk[j], .mode = MOSAIC_MODE_SHARED,
+                                          .offset_us = 0.1, .iso_a_us = 100, .iso_b_us = 100};
+            struct mosaic_pred_result r0, r1;
+            if (i == j) continue;
+            assert_int_equal(mosaic__predict_order(p, &q, 0, &r0, err, sizeof err), 0);
+            /* only pairs where the residual matters launched together */
+            if (fabs(r0.k[1].intra_sm - 1) < 0.05) continue;
+            q.offset_us = 99.9;
+            assert_int_equal(mosaic__predict_order(p, &q, 0, &r1, err, sizeof err), 0);
+            if (!(r1.overlap_us > 0)) continue;
+            assert_true(r1.overlap_us < r0.overlap_us);
+            assert_true(fabs(r1.k[1].intra_sm - 1) <= 0.2 * fabs(r0.k[1].intra_sm - 1));
+            checked++;
+        }
+    assert_true(checked > 0);
+    for (int i = 0; i < 6; i++) mosaic_pkernel_free(pk[i]);
+    mosaic_profile_free(&prof);
+    mosaic_predictor_close(p);
+}
+
 /* The timeline of an HP kernel and best-effort kernels in turn: one BE
  * kernel launched with it gives the pair's conservative value; a second
  * BE kernel behind the first can only add; BE work that starts after the
@@ -1604,6 +1640,7 @@ int main(void)
         cmocka_unit_test(test_feature_stamp_and_lists),
         cmocka_unit_test(test_public_accessors),
         cmocka_unit_test(test_predict_api_and_cache),
+        cmocka_unit_test(test_residual_follows_overlap),
         cmocka_unit_test(test_predict_timeline),
         cmocka_unit_test(test_order_sign_measured),
         cmocka_unit_test(test_predict_unseen_real_kernels),
