@@ -29,7 +29,8 @@ struct mosaic__config mosaic__cfg = {
  * settings, docs/simgpu.md). Exact names first, then whole prefixes.
  */
 static const char *const other_vars[] = {"MOSAIC_MODELS", "MOSAIC_SOCKET",
-                                         "MOSAIC_GIT", "MOSAIC_SIMGPU"};
+                                         "MOSAIC_GIT", "MOSAIC_SIMGPU",
+                                         "MOSAIC_BE_GATE", "MOSAIC_HP_COMPLETION"};
 static const char *const other_prefixes[] = {"MOSAIC_SCHED_", "MOSAIC_CAPTURE_",
                                              "MOSAIC_PROFILE_", "MOSAIC_SIMGPU_"};
 

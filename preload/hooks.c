@@ -133,7 +133,7 @@ static void note_launch(const struct mosaic__binding *b, int hook,
     atomic_fetch_add_explicit(&mosaic__ctr[sh].launches[hook], 1,
                               memory_order_relaxed);
     mosaic__kernel_count_config(k, sh, grid, block, dyn_smem);
-    mosaic__sched_hp_launched(fn, grid, block, dyn_smem);
+    mosaic__sched_hp_launched(b, hook, s, fn, grid, block, dyn_smem);
 }
 
 /* ---- cuGetProcAddress ------------------------------------------------- */
@@ -217,6 +217,7 @@ h_launch(int hook, MOSAIC__P_launch)
     mosaic__sched_be_gate(b, hook, f, NULL, stream, (unsigned[3]){gx, gy, gz},
                           (unsigned[3]){bx, by, bz}, shmem);
     r = real(MOSAIC__A_launch);
+    mosaic__sched_be_launched(b, hook);
     if (mosaic__observing())
         note_launch(b, hook, f, stream, r, (unsigned[3]){gx, gy, gz},
                     (unsigned[3]){bx, by, bz}, shmem);
@@ -237,6 +238,7 @@ h_launch_ex(int hook, MOSAIC__P_launch_ex)
                                             config->blockDimZ},
                               config->sharedMemBytes);
     r = real(MOSAIC__A_launch_ex);
+    mosaic__sched_be_launched(b, hook);
     if (mosaic__observing() && config)
         note_launch(b, hook, f, config->hStream, r,
                     (unsigned[3]){config->gridDimX, config->gridDimY,
@@ -258,6 +260,7 @@ h_launch_coop(int hook, MOSAIC__P_launch_coop)
     mosaic__sched_be_gate(b, hook, f, NULL, stream, (unsigned[3]){gx, gy, gz},
                           (unsigned[3]){bx, by, bz}, shmem);
     r = real(MOSAIC__A_launch_coop);
+    mosaic__sched_be_launched(b, hook);
     if (mosaic__observing())
         note_launch(b, hook, f, stream, r, (unsigned[3]){gx, gy, gz},
                     (unsigned[3]){bx, by, bz}, shmem);
@@ -272,6 +275,7 @@ h_graph_launch(int hook, MOSAIC__P_graph_launch)
 
     mosaic__sched_be_gate(b, hook, NULL, exec, stream, NULL, NULL, 0);
     r = real(MOSAIC__A_graph_launch);
+    mosaic__sched_be_launched(b, hook);
     if (!mosaic__observing())
         return r;
     if (r != CUDA_SUCCESS) {
@@ -285,7 +289,7 @@ h_graph_launch(int hook, MOSAIC__P_graph_launch)
         MOSAIC__INC(graph_launches);
         if (mosaic__graph_note_launch(exec) < 0)
             MOSAIC__INC(graph_launches_unknown);
-        mosaic__sched_hp_launched(NULL, NULL, NULL, 0);
+        mosaic__sched_hp_launched(b, hook, stream, NULL, NULL, NULL, 0);
     }
     return r;
 }

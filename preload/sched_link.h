@@ -8,14 +8,23 @@
 
 #include "internal.h"
 
+/* Streams one process can gate on the device (the segment's gate slots). */
+#define MOSAIC__GATE_STREAMS 64
+
 /* BE: before a kernel or graph launch into stream s, hold the calling
  * thread until the daemon grants it (fn NULL: a graph launch of exec). */
 void mosaic__sched_be_gate(const struct mosaic__binding *b, int hook, const void *fn,
                            CUgraphExec exec, CUstream s, const unsigned *grid,
                            const unsigned *block, unsigned dyn_smem);
-/* HP: after a launch executed (not captured): post it, beginning a learned
- * request when none is open (fn NULL: a graph launch). */
-void mosaic__sched_hp_launched(const void *fn, const unsigned *grid, const unsigned *block,
+/* BE: right after the launch that mosaic__sched_be_gate let through (also
+ * a failed one): with the device-side gate, enqueues the stream's done
+ * write behind the kernel. A no-op when the gate held on the host. */
+void mosaic__sched_be_launched(const struct mosaic__binding *b, int hook);
+/* HP: after a launch executed (not captured) into stream s: post it,
+ * beginning a learned request when none is open (fn NULL: a graph launch),
+ * with the device's completion write behind it (MOSAIC_HP_COMPLETION). */
+void mosaic__sched_hp_launched(const struct mosaic__binding *b, int hook, CUstream s,
+                               const void *fn, const unsigned *grid, const unsigned *block,
                                unsigned dyn_smem);
 /* After a synchronising call returned: s is the stream (NULL with ctx 1 for
  * cuCtxSynchronize, NULL with ctx 0 for an event). */
