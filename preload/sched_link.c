@@ -35,9 +35,9 @@
  * completion, and a request's end as the device's, not the host's guess.
  * That is one driver call per launch (no wait, no system call of ours).
  *
- * Tested with the fake driver's simulated GPU (tests/fakecuda); on a real
- * driver this relies only on documented entry points (580.159.04, CUDA 13.0
- * headers): cuStreamWaitValue32_v2 / cuStreamWriteValue32_v2 /
+ * Tested with the fake driver's simulated GPU (tests/fakecuda), not yet on
+ * a real driver; it relies only on documented entry points (the CUDA 13.0
+ * headers, driver 580.159.04 on the H200 to test): cuStreamWaitValue32_v2 / cuStreamWriteValue32_v2 /
  * cuStreamWriteValue64_v2 (and _ptsz), cuMemHostRegister_v2 with
  * CU_MEMHOSTREGISTER_DEVICEMAP on a MAP_SHARED memfd mapping, and
  * cuMemHostGetDevicePointer_v2. scripts/gpu/issue10_gate.sh measures the
@@ -70,12 +70,15 @@ static struct {
 } be_out[BE_OUT];
 static int be_nout;
 
+static void gate_after_fork(void);
+
 static void child_after_fork(void)
 {
     /* The child must not post into the parent's rings; it connects as a
      * client of its own, with no request open and nothing granted. */
     pthread_mutex_init(&be_lock, NULL);
     be_nout = 0;
+    gate_after_fork();
     atomic_store(&req_open, 0);
     if (client)
         mosaic_sched_client_atfork_child(client);
@@ -189,6 +192,18 @@ struct gstream {
     _Atomic uint64_t hp_seq;
 };
 static struct gstream gstreams[GATE_STREAMS];
+
+/* In a child: the parent's gate mapping and stream numbers are the
+ * parent's (its locks may have been held by threads the child lacks). */
+static void gate_after_fork(void)
+{
+    pthread_mutex_init(&gmap.lock, NULL);
+    atomic_store(&gmap.gen, 0);
+    for (int i = 0; i < GATE_STREAMS; i++) {
+        pthread_mutex_init(&gstreams[i].lock, NULL);
+        gstreams[i].gen = 0;
+    }
+}
 
 /* BE: what the gate enqueued for this thread's launch in progress. */
 static __thread __attribute__((tls_model("initial-exec"))) struct {
@@ -378,10 +393,10 @@ static int be_gate_device(const struct mosaic__binding *b, struct mosaic_sched_c
     uint32_t seq;
     CUresult r;
 
+    if (s == CU_STREAM_LEGACY && !ptsz)
+        s = NULL; /* the same stream as NULL: one slot */
     if (per_thread_stream(s, ptsz) || !(gen = gate_map(b, c, 0)) || !(gs = gate_stream(s)))
         return 0;
-    if (s == CU_STREAM_LEGACY)
-        s = NULL;
     pthread_mutex_lock(&gs->lock);
     if (gs->gen != gen) {
         gs->gen = gen;
@@ -395,7 +410,7 @@ static int be_gate_device(const struct mosaic__binding *b, struct mosaic_sched_c
     r = gdrv.wait32[ptsz] ? gdrv.wait32[ptsz](s, slot_word(gs, gmap.g.grant_off), seq,
                                               CU_STREAM_WAIT_VALUE_GEQ)
                           : CUDA_ERROR_NOT_SUPPORTED;
-    gs->next_seq = seq + 1 ? seq + 1 : 1;
+    gs->next_seq = seq + 1; /* wraps: the daemon and the driver compare cyclically */
     if (r != CUDA_SUCCESS) {
         /* The daemon was asked: say this kernel is done, from the host, so
          * that the stream's later kernels are not kept behind it. */

@@ -133,11 +133,11 @@ static void release_gates(struct mosaic_sched_client *c, struct conn *k)
         struct mosaic__gate_slot *g = &k->shm.gate[i];
         uint32_t want = atomic_load_explicit(&g->want, memory_order_acquire);
 
-        if (!want)
-            continue; /* never used */
+        /* Every slot, used or not (a sequence may have wrapped to 0). */
         atomic_store_explicit(&g->released, 1, memory_order_relaxed);
         atomic_store_explicit(&g->grant, want + MOSAIC__GATE_RELEASE, memory_order_release);
-        atomic_fetch_add_explicit(&c->released, 1, memory_order_relaxed);
+        if (want)
+            atomic_fetch_add_explicit(&c->released, 1, memory_order_relaxed);
     }
 }
 
@@ -737,7 +737,7 @@ MOSAIC__EXPORT int mosaic_sched_be_want_gated(struct mosaic_sched_client *c,
                               .flags = (uint16_t)(MOSAIC__EF_GATED | slot), .aux = seq,
                               .id = kernel_id, .value = predicted_ns};
 
-    if (slot >= MOSAIC__GATE_SLOTS || seq == 0)
+    if (slot >= MOSAIC__GATE_SLOTS)
         return MOSAIC_EINVAL;
     if (!k)
         return MOSAIC_EDISCONNECTED;
