@@ -474,9 +474,11 @@ static void hp_completion_words_advance_in_order(void **state)
     char tail[256];
     const char *m;
 
+    static const char *const on[] = {"MOSAIC_HP_COMPLETION", "device", NULL};
+
     (void)state;
     dmn_start(&d, NULL);
-    prog_start(&p, &d, "hp", NULL, "--kernels 6 --us 20000 --streams 2 --hp-request --watch-hp");
+    prog_start(&p, &d, "hp", on, "--kernels 6 --us 20000 --streams 2 --hp-request --watch-hp");
     assert_int_equal(prog_finish(&p, k, tail, sizeof(tail)), 6);
     assert_string_equal(tail, "{\"hp_done_in_order\": 1, \"hp_done_final\": [3, 3]}");
     assert_int_equal(stat_of(&p, "hp_completion_writes"), 6);
