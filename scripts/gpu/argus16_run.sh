@@ -19,7 +19,8 @@
 # three files into $OUT: argus16.tar.gz (every result file under
 # argus16/: results.tsv, results.json, env.txt, truth.txt, truth.tsv,
 # overhead.txt, overhead.tsv, overhead_checks.tsv, *.raw, ptxas.txt,
-# sass.txt, sass_marker.txt, summary.txt, the logs; no build products) and
+# sass.txt, sass_overhead_{on,off}.txt, summary.txt, the logs; no build
+# products) and
 # summary.txt and results.json beside it. The device tool brings back at
 # most 8 files from $OUT, and the first run lost everything past them; the
 # results are written to a directory outside $OUT (ARGUS16_STAGE, default
@@ -206,7 +207,13 @@ if [[ -x $CUOBJDUMP ]]; then
             /^ +\/\*[0-9a-f]+\*\// { if ($0 !~ /NOP/) n[f]++; if ($0 ~ /STG\.E\.64/) st[f]++ }
             END { for (k in n) printf "%s\t%s\t%d instructions\t%d STG.E.64\n", obj, k, n[k], st[k] }'
     done >"$RES/sass.txt" || true
-    log "SASS counts in $RES/sass.txt"
+    # The whole SASS of the overhead kernels, with the control words, so
+    # that a marker's instructions and stall counts can be read beside the
+    # times measured below.
+    for v in on off; do
+        "$CUOBJDUMP" -sass "$work/overhead_$v.o" >"$RES/sass_overhead_$v.txt" 2>&1 || true
+    done
+    log "SASS counts in $RES/sass.txt, overhead kernels' SASS in sass_overhead_{on,off}.txt"
 else
     log "no cuobjdump: SASS counts not written"
 fi
