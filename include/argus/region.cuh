@@ -36,7 +36,7 @@
  * Cost per marker (enabled): one %clock64 read (CS2R, fixed latency) and
  * one 8-byte store, both predicated on the warp's write flag (set in lane
  * 0 of an armed warp only), the index mask and address arithmetic: about
- * 8 SASS instructions and 15 encoded stall cycles on sm_90, armed or not
+ * 8 SASS instructions and 16 encoded stall cycles on sm_90, armed or not
  * (docs/argus.md has the measured totals); nothing a warp waits for (no
  * S2UR clock read, no load: the descriptor is read once, at
  * ARGUS_CTA_BEGIN), no atomics. %globaltimer
@@ -224,7 +224,12 @@ __device__ __forceinline__ Warp cta_begin()
  * marker. */
 __device__ __forceinline__ void emit(Warp &w, uint32_t kind, uint32_t value)
 {
-    unsigned long long *p = w.rec + (w.n & w.mask);
+    /* In lanes that do not write, rec is NULL and the offset is 0, so that
+     * the address is NULL there (never stored to: the store is predicated
+     * off) and no lane does arithmetic on a null pointer. Kept a pointer
+     * so that the compiler still knows the slot header is global memory
+     * (ARGUS_CTA_END's stores stay STG, not generic ST). */
+    unsigned long long *p = w.rec + (w.n & w.mask & (0u - w.on));
     uint32_t hi = (kind << ARGUS_VALUE_BITS) | (value & ARGUS_VALUE_MASK);
     asm volatile("{\n\t"
                  ".reg .pred argus_p;\n\t"

@@ -131,6 +131,9 @@ if [[ -n $cuobjdump && -x $cuobjdump ]]; then
     # read once, in ARGUS_CTA_BEGIN.
     [[ $(grep -c 'c\[0x3\]' "$work/on.sass" || true) == $(grep -c 'c\[0x3\]' "$work/cta.sass" || true) ]] ||
         fail "a marker loads the descriptor from __constant__ memory"
+    # The slot header and the records are stored as global memory (STG),
+    # not through generic addresses (ST), which cost an address-space check.
+    [[ $(grep -cE '(^|\s)ST\.E' "$work/on.sass" || true) == 0 ]] || fail "generic stores (ST.E) in the enabled SASS"
     st_on=$(stalls "$work/on.cubin") st_cta=$(stalls "$work/cta.cubin")
     dst=$((st_on - st_cta))
     # The CTA-only build is the baseline of the per-marker numbers (ptxas
