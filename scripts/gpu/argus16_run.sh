@@ -18,7 +18,8 @@
 # unarmed and armed builds interleaved, CUDA-graph timed). A run writes
 # three files into $OUT: argus16.tar.gz (every result file under
 # argus16/: results.tsv, results.json, env.txt, truth.txt, truth.tsv,
-# overhead.txt, overhead.tsv, overhead_checks.tsv, *.raw, ptxas.txt,
+# overhead.txt, overhead.tsv, overhead_checks.tsv, *.raw, the spin logs
+# truth_*_spinlog.bin, ptxas.txt,
 # sass.txt, sass_overhead_{on,off}.txt, summary.txt, the logs; no build
 # products) and
 # summary.txt and results.json beside it. The device tool brings back at
