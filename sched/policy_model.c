@@ -742,7 +742,7 @@ static void model_observe(void *state, const struct mosaic__policy_event *e)
     }
     case MOSAIC__PEV_BE_DONE:
         advance_all(m, now);
-        ov_close(m, e->client_id, e->id, (double)now);
+        ov_close(m, e->client_id, e->id, e->ts_ns ? (double)e->ts_ns : (double)now);
         for (int i = 0; i < m->nrun; i++) {
             if (m->run[i].client == e->client_id && m->run[i].ki->id == e->id) {
                 memmove(&m->run[i], &m->run[i + 1], sizeof(m->run[0]) * (size_t)(m->nrun - i - 1));
@@ -753,7 +753,7 @@ static void model_observe(void *state, const struct mosaic__policy_event *e)
         break;
     case MOSAIC__PEV_CLIENT_GONE:
         advance_all(m, now);
-        ov_close(m, e->client_id, 0, (double)now);
+        ov_close(m, e->client_id, 0, e->ts_ns ? (double)e->ts_ns : (double)now);
         for (int i = 0; i < m->nrun; i++)
             if (m->run[i].client == e->client_id) {
                 m->run[i] = m->run[--m->nrun];
