@@ -19,11 +19,11 @@
  * completed + in-flight + predicted overlap + remaining <= p * T_iso. Here
  * the left side is the predicted finish of the request, simulated forward
  * from its progress with the BE kernels running and the candidate: each
- * HP kernel runs at 1 / (1 + f * sum_b (s_hb - 1)) of its isolated speed
- * while BE kernels b run, s_hb the predictor's slowdown of that HP kernel
- * beside b (the predictor's conservative value: the worse of the two
- * dispatch orders, since the order is not known beforehand) and f >= 1 the
- * drift factor below. While no request is
+ * HP kernel runs at 1 / (1 + f * sum_b (s_hb - 1 + EXCESS_FLOOR)) of its
+ * isolated speed while BE kernels b run, s_hb the predictor's slowdown of
+ * that HP kernel beside b (the predictor's conservative value: the worse
+ * of the two dispatch orders, since the order is not known beforehand)
+ * and f >= 1 the request type's overlap factor, once trusted (below). While no request is
  * in flight the same test is made for the next request, expected at the
  * last end plus the shortest gap seen between requests: a BE kernel that
  * is still running then slows it just the same.
