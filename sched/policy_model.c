@@ -102,9 +102,16 @@
 #define ORION_MEM_SHARE 0.40
 #define H200_DRAM_BPS 3918e9
 
-enum reason { R_NO_HP, R_FITS, R_OVER, R_UNKNOWN, R_LEARNING, R_ORION_MISMATCH, R_COUNT };
+/* After the daemon starts (a restart among them), the clients find it on
+ * their monitor's next reconnect attempt, every 200 ms (sched/client.c);
+ * five attempts' time covers a client that missed a few. Until then the
+ * policy cannot know whether an HP service is in a request. */
+#define RECONNECT_GRACE_NS (5 * 200000000ull)
+
+enum reason { R_NO_HP, R_FITS, R_OVER, R_UNKNOWN, R_LEARNING, R_ORION_MISMATCH, R_RECONNECT,
+              R_COUNT };
 static const char *const reason_names[R_COUNT] = {"no_hp", "fits", "over_slo", "unknown_kernel",
-                                                 "learning", "orion_mismatch"};
+                                                 "learning", "orion_mismatch", "reconnecting"};
 
 struct kinfo {
     uint64_t id;
@@ -179,6 +186,8 @@ struct model {
     int nset, replay;
     double f, scale, floor_excess;
     double now; /* the time of the decision or event being handled */
+    uint64_t t_open;       /* when the policy (the daemon) started */
+    uint64_t unseen_since; /* an HP client connected without an event since */
     uint64_t decisions[R_COUNT], drift, overlapped_requests, over_slo;
     uint64_t bound_decisions, ratio_samples, unmeasured;
     double pred_sum_s, obs_sum_s;
@@ -875,6 +884,32 @@ static int orion_check(struct model *m, struct hpc *h, const struct kinfo *b, ui
     return R_FITS;
 }
 
+/*
+ * The restart race: after a daemon (re)start a BE client may reconnect
+ * before the HP client, and an HP client that reconnects in the middle of
+ * a request sends no event until its next one begins (the end of the
+ * open one is rejected as never begun). So BE is held while the policy
+ * cannot know HP's state: in the grace period after the start while no
+ * HP client is connected, and while a connected HP client has sent no
+ * event (the daemon counts it, the policy has no state for it), counted
+ * as in a request for up to HP_IDLE_NS, after which it is idle by the
+ * same rule as hp_active's.
+ */
+static int reconnecting(struct model *m, const struct mosaic__sched_view *v, uint64_t now)
+{
+    unsigned seen = 0;
+
+    for (int i = 0; i < MAX_HP; i++)
+        seen += m->hp[i].used ? 1u : 0u;
+    if (v->hp_clients > seen) {
+        if (!m->unseen_since)
+            m->unseen_since = now;
+        return now - m->unseen_since < HP_IDLE_NS;
+    }
+    m->unseen_since = 0;
+    return v->hp_clients == 0 && now - m->t_open < RECONNECT_GRACE_NS;
+}
+
 static int model_decide(void *state, const struct mosaic__sched_view *v,
                         const struct mosaic__be_want *w)
 {
@@ -884,7 +919,9 @@ static int model_decide(void *state, const struct mosaic__sched_view *v,
     int reason = R_NO_HP;
 
     m->now = (double)now;
-    if (!b || (!m->orion && !b->pk)) {
+    if (reconnecting(m, v, now)) {
+        reason = R_RECONNECT;
+    } else if (!b || (!m->orion && !b->pk)) {
         /* No profile (or no prediction for it): only while no HP request
          * is in flight, as hold-be does. */
         reason = v->hp_requests_in_flight ? R_UNKNOWN : R_NO_HP;
@@ -1013,6 +1050,7 @@ int mosaic__policy_open(const struct mosaic__sched_config *cfg, struct mosaic__p
     m->orion = cfg->policy == MOSAIC__POLICY_ORION;
     m->slo = cfg->slo;
     m->f = 1;
+    m->t_open = mosaic__now_ns();
     m->floor_excess = m->orion ? 0 : EXCESS_FLOOR;
     m->scale = 1;
     m->kmask = 4095;

@@ -107,20 +107,50 @@ static uint64_t learn(struct mosaic__policy *p, int n)
     return t;
 }
 
-static int ask(struct mosaic__policy *p, uint64_t kernel, unsigned in_flight)
+static int ask_view(struct mosaic__policy *p, uint64_t kernel, unsigned hp_clients,
+                    unsigned in_flight)
 {
-    struct mosaic__sched_view v = {.now_ns = mosaic__now_ns(), .hp_clients = 1,
+    struct mosaic__sched_view v = {.now_ns = mosaic__now_ns(), .hp_clients = hp_clients,
                                    .hp_requests_in_flight = in_flight};
     struct mosaic__be_want w = {.client_id = 2, .kernel_id = kernel};
     return p->decide(p->state, &v, &w);
+}
+
+static int ask(struct mosaic__policy *p, uint64_t kernel, unsigned in_flight)
+{
+    return ask_view(p, kernel, 1, in_flight);
 }
 
 static void unknown_be_only_while_hp_idle(void **state)
 {
     struct mosaic__policy p = open_mosaic(1.25);
     (void)state;
+    learn(&p, 1); /* the HP client is known, and idle */
     assert_int_equal(ask(&p, 12345, 0), MOSAIC__ADMIT);
     assert_int_equal(ask(&p, 12345, 1), MOSAIC__HOLD);
+    mosaic__policy_close(&p);
+}
+
+/*
+ * The restart race: a fresh policy (a daemon just started) holds BE while
+ * no HP client is connected within the grace period, and while a
+ * connected HP client has sent no event (it may be in a request it began
+ * before the restart); once the client is seen idle, BE runs.
+ */
+static void holds_be_until_hp_is_known(void **state)
+{
+    struct mosaic__policy p = open_mosaic(1.25);
+    (void)state;
+    assert_int_equal(ask_view(&p, 12345, 0, 0), MOSAIC__HOLD);
+    assert_int_equal(ask_view(&p, 12345, 1, 0), MOSAIC__HOLD);
+    learn(&p, 1);
+    assert_int_equal(ask_view(&p, 12345, 1, 0), MOSAIC__ADMIT);
+    /* A second HP client connects and says nothing yet. */
+    assert_int_equal(ask_view(&p, 12345, 2, 0), MOSAIC__HOLD);
+    char text[8192];
+    size_t n = p.metrics(p.state, text, sizeof(text));
+    text[n < sizeof(text) ? n : sizeof(text) - 1] = '\0';
+    assert_non_null(strstr(text, "reason=\"reconnecting\"} 3"));
     mosaic__policy_close(&p);
 }
 
@@ -250,6 +280,7 @@ int main(void)
         cmocka_unit_test(unknown_be_only_while_hp_idle),
         cmocka_unit_test(eq5_at_tight_and_loose_slo),
         cmocka_unit_test(trust_is_earned),
+        cmocka_unit_test(holds_be_until_hp_is_known),
         cmocka_unit_test(mosaic_needs_model_dir),
     };
     mosaic__dlog_level = MOSAIC__L_ERROR;
