@@ -557,6 +557,9 @@ static void type_ratio(struct model *m, struct rtype *t, double ratio)
         top = fmax(top, t->ratios[i]);
     double f = fmax(1.0, MARGIN * top);
     t->f = t->nratios >= TRUST_AFTER && f <= F_MAX ? f : 0;
+    mosaic__dlog(MOSAIC__L_DEBUG, "policy mosaic: HP request type %016llx: interference ratio "
+                 "%.3f (%d in the window, largest %.3f)", (unsigned long long)t->first, ratio,
+                 t->nratios, top);
     if (t->f != before)
         mosaic__dlog(MOSAIC__L_INFO, "policy mosaic: HP request type %016llx: %d interference "
                      "ratios measured, largest %.2f: %s (overlap factor %.2f)",
