@@ -838,6 +838,14 @@ static int mosaic_check(struct model *m, struct hpc *h, const struct kinfo *b, u
         start = (double)now;
         if (h->ngaps && (double)(h->last_end + h->min_gap) > start)
             start = (double)(h->last_end + h->min_gap);
+        /* Until the next request begins the candidate runs alone, at its
+         * isolated speed; only what is left of it then is slowed beside
+         * HP (by the same predicted factor as its whole wall time). */
+        double alone = b->iso_ns * type_scale(t), beside = cand_end - (double)now;
+        if (start > (double)now && alone > 0) {
+            double left = alone - (start - (double)now);
+            cand_end = left <= 0 ? (double)now + alone : start + left * (beside / alone);
+        }
         return bound_check(m, h, t, start, cand_end);
     }
     if (h->open) {
