@@ -45,7 +45,8 @@
  * BE kernel overlapping it, the worst case when the HP kernels make no
  * progress at all beside BE (time slicing; processor sharing does less),
  * fits in p x T_iso. The first overlapped requests of a type therefore
- * cannot go over p unless a BE kernel outruns its predicted wall time.
+ * cannot go over p unless a BE kernel outruns its predicted wall time
+ * (or, granted between requests, starts well after its grant).
  * A request over its prediction by more than DRIFT_RATIO, or over the
  * SLO, is logged and counted as drift (mosaic_policy_drift_total); its
  * ratio enters the window at once, so the next decision uses it.
