@@ -186,6 +186,8 @@ static int replay_main(const struct mosaic__sched_config *cfg, char **files, int
                 "workloads on the whole GPU); SM partitions are not modelled yet\n", mode);
         return 2;
     }
+    /* The policies log through the daemon's logger, at --log-level. */
+    mosaic__dlog_level = cfg->log_level;
     tr = calloc((size_t)nfiles, sizeof(*tr));
     if (!tr)
         return 1;
@@ -208,11 +210,11 @@ static int replay_main(const struct mosaic__sched_config *cfg, char **files, int
                "\"be_step_kernels\":%u,\"unprofiled_kernels\":%u,\"hp_isolated_p99_ms\":%.4f,"
                "\"hp_p50_ms\":%.4f,\"hp_p99_ms\":%.4f,\"over_p_pct\":%.3f,"
                "\"be_steps_per_s\":%.3f,\"be_isolated_steps_per_s\":%.3f,\"hp_scale\":%.4f,"
-               "\"be_scale\":%.4f,\"simulated_ms\":%.3f}\n",
+               "\"be_scale\":%.4f,\"gpu_scale\":%.4f,\"simulated_ms\":%.3f}\n",
                mosaic__policy_name(cfg->policy), cfg->slo, mode, r.hp_requests, r.hp_kernels,
                r.be_kernels, r.be_step_kernels, r.unprofiled, r.hp_iso_p99_ms, r.hp_p50_ms,
                r.hp_p99_ms, r.over_p_pct, r.be_steps_per_s, r.be_iso_steps_per_s, r.hp_scale,
-               r.be_scale, r.sim_ms);
+               r.be_scale, r.gpu_scale, r.sim_ms);
         return 0;
     }
     printf("replay: policy %s, p %g, mode %s: %u HP requests counted (%u HP kernels "

@@ -346,6 +346,7 @@ struct kinfo {
 struct hpreq {
     double begin, end; /* trace ns */
     double gap_after;  /* to the next request's begin */
+    double host;       /* its host time (launch, sync), ns: not slowed by co-runs */
     unsigned k0, nk;   /* its kernels: kseq[k0 .. k0 + nk) */
     int isolated;
 };
@@ -366,7 +367,7 @@ struct work {
     struct bek *be;
     unsigned nbe;
     unsigned period;
-    double hp_scale, be_scale, hp_iso_p99_ns, be_gap_ns, hp_start_ns;
+    double hp_scale, be_scale, gpu_scale, hp_iso_p99_ns, be_gap_ns, hp_start_ns;
     unsigned unprofiled;
 };
 
@@ -599,6 +600,37 @@ static int build(struct work *w, struct mosaic__trace *const *tr, unsigned ntr, 
     }
     w->be_scale = median(ratio, nr);
     free(ratio);
+    /* One GPU runs both, so its time scale is one number: the smaller of
+     * the two. What either role takes beyond it is host time (launches,
+     * the sync's wake-up, the BE grant round trip), which a co-running
+     * kernel does not stretch: an HP request's own excess (or, for a
+     * request BE overlapped, the median excess) comes after its last
+     * kernel, and a BE kernel's after it, before it is reported done. */
+    w->gpu_scale = fmin(w->hp_scale, w->be_scale);
+    {
+        double *ex = calloc(w->nreq, sizeof(*ex));
+        unsigned ne = 0;
+        if (!ex) {
+            snprintf(err, errlen, "replay: out of memory");
+            return MOSAIC_ENOMEM;
+        }
+        for (unsigned i = 0; i < w->nreq; i++) {
+            struct hpreq *q = &w->req[i];
+            double sum = 0;
+            for (unsigned k = 0; k < q->nk; k++)
+                sum += w->ki[w->kseq[q->k0 + k]].dur;
+            q->host = fmax(0.0, (q->end - q->begin) - sum * w->gpu_scale);
+            if (q->isolated)
+                ex[ne++] = q->host;
+        }
+        {
+            double med = median(ex, ne);
+            for (unsigned i = 0; i < w->nreq; i++)
+                if (!w->req[i].isolated)
+                    w->req[i].host = med;
+        }
+        free(ex);
+    }
     /* The BE step: the shortest period of the granted sequence. */
     w->period = w->nbe;
     for (unsigned p = 1; p <= w->nbe / 2; p++) {
@@ -737,7 +769,8 @@ struct sim {
     /* BE */
     int be_state; /* 0 waiting for its next WANT, 1 asking, 2 running */
     unsigned be_pos;
-    double be_next_want, be_since, be_next_decide;
+    double be_next_want, be_since, be_next_decide, be_host, be_done_at, hp_tail;
+    uint64_t be_done_id;
     unsigned be_done;
     double *lat;
     unsigned nlat;
@@ -773,7 +806,7 @@ static void hp_begin(struct sim *s)
     event(s, MOSAIC__PEV_HP_BEGIN, HP_CLIENT, s->req + 1);
     for (unsigned k = 0; k < q->nk; k++)
         event(s, MOSAIC__PEV_HP_LAUNCH, HP_CLIENT, s->w->ki[s->w->kseq[q->k0 + k]].id);
-    start(s, &s->hp, s->w->kseq[q->k0], s->w->hp_scale, 0);
+    start(s, &s->hp, s->w->kseq[q->k0], s->w->gpu_scale, 0);
 }
 
 static void be_decide(struct sim *s)
@@ -789,7 +822,7 @@ static void be_decide(struct sim *s)
     sim_clock_ns = v.now_ns;
     if (s->pol->decide(s->pol->state, &v, &bw) == MOSAIC__ADMIT) {
         event(s, MOSAIC__PEV_BE_GRANT, BE_CLIENT, bw.kernel_id);
-        start(s, &s->be, ki, s->w->be_scale,
+        start(s, &s->be, ki, s->w->gpu_scale,
               strcmp(s->pol->name, "mps-priority") == 0 ? 1 : 0);
         s->be_state = 2;
     }
@@ -847,9 +880,11 @@ int mosaic__replay_run(const struct mosaic__sched_config *cfg,
         s.pol = &pol;
         s.slo = cfg->slo;
         s.rng = o->seed ? o->seed : 0x9e3779b97f4a7c15ull;
-        s.jitter = w.m->jitter_ns * w.hp_scale;
+        s.jitter = w.m->jitter_ns * w.gpu_scale;
         s.next_begin = w.hp_start_ns;
         s.be_since = 0;
+        s.be_done_at = -1;
+        s.hp_tail = -1;
         s.be_state = 1;
         s.be_next_decide = 0;
         be_decide(&s);
@@ -859,12 +894,16 @@ int mosaic__replay_run(const struct mosaic__sched_config *cfg,
 
             if (!s.open)
                 tn = fmin(tn, s.next_begin);
+            if (s.hp_tail >= 0)
+                tn = fmin(tn, s.hp_tail);
             if (s.hp.on)
                 tn = fmin(tn, s.now + s.hp.rem / s.hp.rate);
             if (s.be.on)
                 tn = fmin(tn, s.now + s.be.rem / s.be.rate);
             if (s.be_state == 0)
                 tn = fmin(tn, s.be_next_want);
+            if (s.be_done_at >= 0)
+                tn = fmin(tn, s.be_done_at);
             if (s.be_state == 1)
                 tn = fmin(tn, s.be_next_decide);
             dt = tn - s.now;
@@ -883,28 +922,41 @@ int mosaic__replay_run(const struct mosaic__sched_config *cfg,
                 s.hp.on = 0;
                 changed = 1;
                 if (++s.kpos < q->nk) {
-                    start(&s, &s.hp, w.kseq[q->k0 + s.kpos], w.hp_scale, 0);
+                    start(&s, &s.hp, w.kseq[q->k0 + s.kpos], w.gpu_scale, 0);
                 } else {
-                    s.open = 0;
-                    s.lat[s.nlat++] = s.now - s.req_begin;
-                    event(&s, MOSAIC__PEV_HP_END, HP_CLIENT, s.req + 1);
-                    s.next_begin = s.now + q->gap_after;
-                    s.req++;
-                    t_end = s.now;
+                    s.hp_tail = s.now + q->host;
                 }
+            }
+            if (s.hp_tail >= 0 && s.now >= s.hp_tail) {
+                const struct hpreq *q = &w.req[s.req];
+                s.hp_tail = -1;
+                s.open = 0;
+                s.lat[s.nlat++] = s.now - s.req_begin;
+                event(&s, MOSAIC__PEV_HP_END, HP_CLIENT, s.req + 1);
+                s.next_begin = s.now + q->gap_after;
+                s.req++;
+                t_end = s.now;
             }
             if (s.be.on && s.be.rem <= 1e-3) {
                 s.be.on = 0;
                 changed = 1;
-                event(&s, MOSAIC__PEV_BE_DONE, BE_CLIENT, w.ki[s.be.ki].id);
+                /* Reported when the host has seen it (the next WANT's
+                 * gate), as the shim does. */
+                s.be_done_at = s.now + (w.be_scale - w.gpu_scale) * w.ki[s.be.ki].dur;
+                s.be_done_id = w.ki[s.be.ki].id;
                 s.be_done++;
                 s.be_pos++;
                 s.be_state = 0;
-                s.be_next_want = s.now + w.be_gap_ns;
+                s.be_host = (w.be_scale - w.gpu_scale) * w.ki[s.be.ki].dur;
+                s.be_next_want = s.now + s.be_host + w.be_gap_ns;
             }
             if (!s.open && s.req < w.nreq && s.now >= s.next_begin && !s.hp.on) {
                 hp_begin(&s);
                 changed = 1;
+            }
+            if (s.be_done_at >= 0 && s.now >= s.be_done_at) {
+                event(&s, MOSAIC__PEV_BE_DONE, BE_CLIENT, s.be_done_id);
+                s.be_done_at = -1;
             }
             if (s.be_state == 0 && s.now >= s.be_next_want) {
                 s.be_state = 1;
@@ -931,6 +983,7 @@ int mosaic__replay_run(const struct mosaic__sched_config *cfg,
             ksum += w.req[i].nk;
         for (unsigned i = 0; i < w.period; i++)
             be_step_ns += w.ki[w.be[i].ki].dur * w.be_scale + w.be_gap_ns;
+        r->gpu_scale = w.gpu_scale;
         hp_ns = t_end;
         r->hp_requests = n;
         r->hp_kernels = (unsigned)ksum;

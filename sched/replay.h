@@ -83,6 +83,7 @@ struct mosaic__replay_result {
     double hp_p50_ms, hp_p99_ms, over_p_pct;
     double be_steps_per_s, be_iso_steps_per_s;
     double hp_scale, be_scale; /* trace time over profiled time */
+    double gpu_scale;          /* the smaller: the GPU's; the rest is host time */
     double sim_ms;             /* simulated time covered */
 };
 
