@@ -534,11 +534,20 @@ static int build(struct work *w, struct mosaic__trace *const *tr, unsigned ntr, 
                     break;
                 }
             }
-        } else if (e->type == T_BE_WANT && w->nbe > 0 && w->be[w->nbe - 1].done >= 0) {
-            gaps[ngap++] = fmax(0.0, (double)e->t - w->be[w->nbe - 1].done);
+        } else if (e->type == T_BE_WANT && w->nbe > 0) {
+            /* The host's time between kernels: from one's done to the next
+             * one's want, 0 for a want already queued behind a running
+             * kernel (a deep stream behind the device gate). */
+            double done = w->be[w->nbe - 1].done;
+            gaps[ngap++] = done >= 0 ? fmax(0.0, (double)e->t - done) : 0.0;
         }
     }
-    w->be_gap_ns = ngap ? median(gaps, ngap) : 0.0;
+    /* The mean, not the median: with the device gate a step's host time
+     * falls between its last kernel and the next step's first, and
+     * throughput follows the sum. */
+    w->be_gap_ns = 0.0;
+    for (unsigned i = 0; i < ngap; i++)
+        w->be_gap_ns += gaps[i] / ngap;
     free(gaps);
     free(open_k0);
     if (w->nreq == 0 || w->nbe == 0) {
