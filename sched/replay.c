@@ -313,27 +313,6 @@ int mosaic__trace_load(const char *path, struct mosaic__trace **out, char *err, 
     return 0;
 }
 
-void mosaic__trace_counts(const struct mosaic__trace *t, struct mosaic__trace_counts *c)
-{
-    uint32_t seen[64];
-    unsigned nseen = 0;
-
-    memset(c, 0, sizeof(*c));
-    c->kernels_named = (unsigned)t->nnames;
-    for (size_t i = 0; i < t->n; i++) {
-        const struct tev *e = &t->ev[i];
-        unsigned k;
-        c->hp_requests += e->type == T_HP_END;
-        c->hp_launches += e->type == T_HP_LAUNCH;
-        c->be_kernels += e->type == T_BE_GRANT;
-        for (k = 0; k < nseen && seen[k] != e->client; k++)
-            ;
-        if (k == nseen && nseen < 64)
-            seen[nseen++] = e->client;
-    }
-    c->clients = nseen;
-}
-
 /* ---- the workloads, as replay runs them -------------------------------- */
 
 /* A distinct kernel id of the traces, and what the dataset says of it. */
@@ -436,7 +415,7 @@ static int build(struct work *w, struct mosaic__trace *const *tr, unsigned ntr, 
     uint32_t hpc = 0, bec = 0;
     size_t total = 0;
     double *ratio, hp_first = -1, be_first = -1;
-    unsigned nr = 0, ngap = 0, *open_k0;
+    unsigned nr = 0, ngap = 0;
     double *gaps;
 
     for (unsigned f = 0; f < ntr; f++) {
@@ -475,11 +454,9 @@ static int build(struct work *w, struct mosaic__trace *const *tr, unsigned ntr, 
     w->req = calloc(total + 1, sizeof(*w->req));
     w->kseq = calloc(total + 1, sizeof(*w->kseq));
     w->be = calloc(total + 1, sizeof(*w->be));
-    open_k0 = calloc(1, sizeof(*open_k0));
     gaps = calloc(total + 1, sizeof(*gaps));
     ratio = calloc(total + 1, sizeof(*ratio));
-    if (!w->ki || !w->req || !w->kseq || !w->be || !open_k0 || !gaps || !ratio) {
-        free(open_k0);
+    if (!w->ki || !w->req || !w->kseq || !w->be || !gaps || !ratio) {
         free(gaps);
         free(ratio);
         snprintf(err, errlen, "replay: out of memory");
@@ -549,7 +526,6 @@ static int build(struct work *w, struct mosaic__trace *const *tr, unsigned ntr, 
     for (unsigned i = 0; i < ngap; i++)
         w->be_gap_ns += gaps[i] / ngap;
     free(gaps);
-    free(open_k0);
     if (w->nreq == 0 || w->nbe == 0) {
         free(ratio);
         snprintf(err, errlen, "%s: %s (record while the %s program runs)",

@@ -60,12 +60,6 @@ struct mosaic__trace;
 int mosaic__trace_load(const char *path, struct mosaic__trace **out, char *err,
                        size_t errlen);
 void mosaic__trace_free(struct mosaic__trace *t);
-/* Counts, for messages and tests. */
-struct mosaic__trace_counts {
-    unsigned hp_requests, hp_launches, be_kernels, kernels_named, clients;
-};
-void mosaic__trace_counts(const struct mosaic__trace *t, struct mosaic__trace_counts *c);
-
 struct mosaic__replay_opts {
     unsigned warmup;       /* first HP requests replayed, not counted */
     double be_lead_ms;     /* BE starts this long before the first HP request */
