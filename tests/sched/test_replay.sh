@@ -99,6 +99,9 @@ replay "$work/none3.json" none 1.25 --warmup 3 "$work/hp.trace" "$work/be.trace"
 replay "$work/hold.json" hold-be 1.25 "$work/hp.trace" "$work/be.trace"
 replay "$work/mosaic.json" mosaic 1.25 "$work/hp.trace" "$work/be.trace"
 t1=$(date +%s.%N)
+# The same traces, policy and seed replay to the same numbers.
+replay "$work/none_again.json" none 1.25 "$work/hp.trace" "$work/be.trace"
+cmp -s "$work/none.json" "$work/none_again.json" || fail "two replays of the same traces differ"
 cat "$work/none.json" "$work/hold.json" "$work/mosaic.json"
 [ "$(field "$work/none.json" hp_requests)" = "$nreq" ] || fail "replay counted $(field "$work/none.json" hp_requests) requests, not $nreq"
 [ "$(field "$work/none3.json" hp_requests)" = $((nreq - 3)) ] || fail "--warmup 3 counted $(field "$work/none3.json" hp_requests) requests, not $((nreq - 3))"
