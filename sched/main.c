@@ -3,6 +3,8 @@
  *
  *   mosaic-sched [--config FILE] [--KEY VALUE ...] daemon
  *   mosaic-sched [--socket PATH] status [--json]
+ *   mosaic-sched [--KEY VALUE ...] record -o FILE
+ *   mosaic-sched [--KEY VALUE ...] replay [--mode full] [--warmup N] [--json] TRACE...
  *   mosaic-sched version
  *
  * Settings come from the config file (--config, else $MOSAIC_SCHED_CONFIG,
@@ -20,6 +22,7 @@
 #include <cJSON.h>
 
 #include "daemon.h"
+#include "replay.h"
 
 extern char **environ;
 
@@ -30,9 +33,15 @@ static void usage(FILE *fp)
     fprintf(fp,
             "usage: mosaic-sched [--config FILE] [--KEY VALUE ...] daemon\n"
             "       mosaic-sched [--socket PATH] status [--json]\n"
+            "       mosaic-sched [--KEY VALUE ...] record -o FILE\n"
+            "       mosaic-sched [--KEY VALUE ...] replay [--mode full] [--warmup N]\n"
+            "                    [--be-lead-ms MS] [--decide-us US] [--seed N] [--json] TRACE...\n"
             "       mosaic-sched version\n"
             "KEY is any key of the config file (sched/mosaic-sched.conf lists them with\n"
-            "their defaults), e.g. --slo 1.25 --socket /run/mosaic/sched.sock.\n");
+            "their defaults), e.g. --slo 1.25 --socket /run/mosaic/sched.sock.\n"
+            "record runs the daemon and writes what its clients post to FILE (a\n"
+            "mosaic-trace/1 file); replay runs traces through --policy at --slo on a\n"
+            "simulated timeline (docs/replay.md).\n");
 }
 
 static int fetch_status(const char *path, char **json, char *err, size_t errlen)
@@ -133,12 +142,106 @@ static int print_status(const char *json)
     return 0;
 }
 
+/* The options of record and replay that are not config keys. */
+static const char *const own_opts[] = {"-o", "--mode", "--warmup", "--be-lead-ms",
+                                       "--decide-us", "--seed", NULL};
+
+static int own_opt(const char *a)
+{
+    for (int i = 0; own_opts[i]; i++)
+        if (strcmp(a, own_opts[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static int parse_num(const char *opt, const char *v, double lo, double hi, double *out)
+{
+    char *end;
+    double d = strtod(v, &end);
+
+    if (end == v || *end || !(d >= lo && d <= hi)) {
+        fprintf(stderr, "mosaic-sched replay: %s '%s' is not valid: use a number in "
+                "[%g, %g]\n", opt, v, lo, hi);
+        return -1;
+    }
+    *out = d;
+    return 0;
+}
+
+static int replay_main(const struct mosaic__sched_config *cfg, char **files, int nfiles,
+                       const char *mode, struct mosaic__replay_opts *o, int json)
+{
+    struct mosaic__trace **tr;
+    struct mosaic__replay_result r;
+    char err[1200];
+    int rc = 0, n = 0;
+
+    if (nfiles == 0) {
+        fprintf(stderr, "mosaic-sched replay: no trace given: pass the files `mosaic-sched "
+                "record -o FILE` wrote (an HP and a BE trace, or one of both)\n");
+        return 2;
+    }
+    if (strcmp(mode, "full") != 0) {
+        fprintf(stderr, "mosaic-sched replay: --mode %s: replay models only full (both "
+                "workloads on the whole GPU); SM partitions are not modelled yet\n", mode);
+        return 2;
+    }
+    /* The policies log through the daemon's logger, at --log-level. */
+    mosaic__dlog_level = cfg->log_level;
+    tr = calloc((size_t)nfiles, sizeof(*tr));
+    if (!tr)
+        return 1;
+    /* Every trace is read whole before anything runs: one bad file and
+     * nothing is replayed. */
+    for (n = 0; n < nfiles && rc == 0; n++)
+        rc = mosaic__trace_load(files[n], &tr[n], err, sizeof(err));
+    if (rc == 0)
+        rc = mosaic__replay_run(cfg, tr, (unsigned)nfiles, o, &r, err, sizeof(err));
+    for (int i = 0; i < nfiles; i++)
+        mosaic__trace_free(tr[i]);
+    free(tr);
+    if (rc != 0) {
+        fprintf(stderr, "mosaic-sched replay: %s\n", err);
+        return 1;
+    }
+    if (json) {
+        printf("{\"schema\":\"mosaic-replay/1\",\"policy\":\"%s\",\"slo\":%g,\"mode\":\"%s\","
+               "\"hp_requests\":%u,\"hp_kernels\":%u,\"be_kernels\":%u,"
+               "\"be_step_kernels\":%u,\"unprofiled_kernels\":%u,\"hp_isolated_p99_ms\":%.4f,"
+               "\"hp_p50_ms\":%.4f,\"hp_p99_ms\":%.4f,\"over_p_pct\":%.3f,"
+               "\"be_steps_per_s\":%.3f,\"be_isolated_steps_per_s\":%.3f,\"hp_scale\":%.4f,"
+               "\"be_scale\":%.4f,\"gpu_scale\":%.4f,\"simulated_ms\":%.3f}\n",
+               mosaic__policy_name(cfg->policy), cfg->slo, mode, r.hp_requests, r.hp_kernels,
+               r.be_kernels, r.be_step_kernels, r.unprofiled, r.hp_iso_p99_ms, r.hp_p50_ms,
+               r.hp_p99_ms, r.over_p_pct, r.be_steps_per_s, r.be_iso_steps_per_s, r.hp_scale,
+               r.be_scale, r.gpu_scale, r.sim_ms);
+        return 0;
+    }
+    printf("replay: policy %s, p %g, mode %s: %u HP requests counted (%u HP kernels "
+           "replayed) and %u BE kernels, over %.3f s of simulated time\n",
+           mosaic__policy_name(cfg->policy), cfg->slo, mode, r.hp_requests, r.hp_kernels,
+           r.be_kernels, r.sim_ms / 1e3);
+    printf("HP: p50 %.2f ms, p99 %.2f ms (simulated); %.1f%% of requests over p x the "
+           "trace's isolated p99 (%.2f ms)\n",
+           r.hp_p50_ms, r.hp_p99_ms, r.over_p_pct, r.hp_iso_p99_ms);
+    printf("BE: %.1f steps/s of simulated time (%u kernels a step; %.1f steps/s alone, by "
+           "the trace)\n",
+           r.be_steps_per_s, r.be_step_kernels, r.be_iso_steps_per_s);
+    if (r.unprofiled)
+        printf("note: %u kernel ids have no profile in the dataset: each took 100 us x the "
+               "trace's scale, and co-ran by the unmeasured-pair rule\n", r.unprofiled);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static struct mosaic__sched_config cfg;
     const char *cmd = NULL, *config = getenv("MOSAIC_SCHED_CONFIG");
+    const char *out_path = NULL, *mode = "full";
+    struct mosaic__replay_opts ro = {.be_lead_ms = -1};
+    static char *files[256];
     char err[1200];
-    int json = 0, explicit_config = config != NULL, rc;
+    int json = 0, explicit_config = config != NULL, rc, nfiles = 0;
 
     /* First pass: the command, --config and --json. */
     for (int i = 1; i < argc; i++) {
@@ -147,6 +250,32 @@ int main(int argc, char **argv)
             return 0;
         } else if (strcmp(argv[i], "--json") == 0) {
             json = 1;
+        } else if (own_opt(argv[i])) {
+            const char *a = argv[i], *v = i + 1 < argc ? argv[++i] : NULL;
+            double d = 0;
+            if (!v) {
+                fprintf(stderr, "mosaic-sched: %s needs a value\n", a);
+                return 2;
+            }
+            if (strcmp(a, "-o") == 0) {
+                out_path = v;
+            } else if (strcmp(a, "--mode") == 0) {
+                mode = v;
+            } else if (strcmp(a, "--warmup") == 0) {
+                if (parse_num(a, v, 0, 1e6, &d) != 0)
+                    return 2;
+                ro.warmup = (unsigned)d;
+            } else if (strcmp(a, "--be-lead-ms") == 0) {
+                if (parse_num(a, v, 0, 1e7, &ro.be_lead_ms) != 0)
+                    return 2;
+            } else if (strcmp(a, "--decide-us") == 0) {
+                if (parse_num(a, v, 1, 1e6, &ro.decide_us) != 0)
+                    return 2;
+            } else {
+                if (parse_num(a, v, 0, 1e15, &d) != 0)
+                    return 2;
+                ro.seed = (uint64_t)d;
+            }
         } else if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
             config = argv[++i];
             explicit_config = 1;
@@ -158,6 +287,8 @@ int main(int argc, char **argv)
                 i++;
         } else if (!cmd) {
             cmd = argv[i];
+        } else if (strcmp(cmd, "replay") == 0 && nfiles < 256) {
+            files[nfiles++] = argv[i];
         } else {
             fprintf(stderr, "mosaic-sched: unexpected argument '%s'\n", argv[i]);
             usage(stderr);
@@ -173,9 +304,14 @@ int main(int argc, char **argv)
                MOSAIC__SCHED_PROTO, MOSAIC__SHM_VERSION);
         return 0;
     }
-    if (strcmp(cmd, "daemon") != 0 && strcmp(cmd, "status") != 0) {
-        fprintf(stderr, "mosaic-sched: unknown command '%s': use daemon, status or version\n",
-                cmd);
+    if (strcmp(cmd, "daemon") != 0 && strcmp(cmd, "status") != 0 &&
+        strcmp(cmd, "record") != 0 && strcmp(cmd, "replay") != 0) {
+        fprintf(stderr, "mosaic-sched: unknown command '%s': use daemon, status, record, "
+                "replay or version\n", cmd);
+        return 2;
+    }
+    if (strcmp(cmd, "record") == 0 && !out_path) {
+        fprintf(stderr, "mosaic-sched record: -o FILE is needed (where the trace goes)\n");
         return 2;
     }
     mosaic__config_defaults(&cfg);
@@ -188,6 +324,10 @@ int main(int argc, char **argv)
         char key[64], src[80];
         const char *value;
 
+        if (own_opt(a)) {
+            i++;
+            continue;
+        }
         if (strncmp(a, "--", 2) != 0 || strcmp(a, "--json") == 0)
             continue;
         if (strcmp(a, "--config") == 0) {
@@ -232,6 +372,13 @@ int main(int argc, char **argv)
             rc = print_status(text);
         free(text);
         return rc ? 1 : 0;
+    }
+    if (strcmp(cmd, "replay") == 0) {
+        return replay_main(&cfg, files, nfiles, mode, &ro, json);
+    }
+    if (strcmp(cmd, "record") == 0 && mosaic__record_arm(out_path, err, sizeof(err)) != 0) {
+        fprintf(stderr, "mosaic-sched record: %s\n", err);
+        return 2;
     }
     rc = mosaic__daemon_run(&cfg);
     if (rc != 0) {

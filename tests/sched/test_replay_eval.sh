@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Replay against the simulated GPU, side by side (docs/replay.md): the eval
+# setup of scripts/arbiter_eval.sh recorded with `mosaic-sched record` (the
+# HP service alone, the BE trainer alone, each under the shim), replayed
+# through every policy at p in {1.1, 1.25, 1.6}, and compared with the real
+# simulated-GPU runs that scripts/arbiter_eval.sh makes of the same
+# programs and kernels. Prints a markdown table (HP p99 and BE steps/s of
+# each, with the replay's % difference) and writes both results as JSON.
+# About 3 minutes on a loaded 2-core machine; not a ctest (the arbiter's own
+# ctest already spends that long), run by hand for docs/replay.md.
+#
+#   tests/sched/test_replay_eval.sh BUILD_DIR [OUT_DIR]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=$(cd "${1:?usage: test_replay_eval.sh BUILD_DIR [OUT_DIR]}" && pwd)
+out=${2:-$(mktemp -d)}
+mkdir -p "$out"
+bin=$build/bin
+export MOSAIC_SIMGPU_SCALE=${MOSAIC_SIMGPU_SCALE:-20}
+export LD_LIBRARY_PATH=$build/tests/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export MOSAIC_SIMGPU=replay-eval-$$
+profiles=$root/profiler/data/h200
+models=$root/predictor/models/h200/lockbox
+daemon_pid=""
+cleanup() {
+  [ -n "$daemon_pid" ] && kill -TERM "$daemon_pid" 2>/dev/null || true
+  wait 2>/dev/null || true
+  "$bin/simgpu" rm "$MOSAIC_SIMGPU" >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+
+# The eval setup's kernels and pacing, as scripts/arbiter_eval.sh has them.
+hp_args=(--requests 150 --warmup 3 --gap-ms 16
+  --kernel '_Z9k_conv3x3PKfS0_Pfiiii|grid=16,8,16|block=8,8,1|dsmem=7808'
+  --kernel '_Z9k_conv3x3PKfS0_Pfiiii|grid=1,16,8|block=16,16,1|dsmem=14976'
+  --kernel '_Z9k_conv3x3PKfS0_Pfiiii|grid=28,4,8|block=32,16,1|dsmem=24192')
+be_args=(--seconds 3
+  --kernel '_Z9k_conv3x3PKfS0_Pfiiii|grid=16,4,32|block=16,16,1|dsmem=14976'
+  --kernel '_Z9k_conv3x3PKfS0_Pfiiii|grid=1,16,8|block=16,16,1|dsmem=14976')
+
+"$bin/simgpu" create "$MOSAIC_SIMGPU" >/dev/null
+record() { # trace role program args...
+  local trace=$1 role=$2 sock=$out/rec.sock i
+  shift 2
+  rm -f "$trace"
+  "$bin/mosaic-sched" --config /dev/null --socket "$sock" --policy none --metrics-port 0 \
+    --mps off --profile-dir "$profiles" --log-level warn record -o "$trace" \
+    2> "$out/record.log" &
+  daemon_pid=$!
+  for i in $(seq 100); do [ -S "$sock" ] && break; sleep 0.05; done
+  MOSAIC_SCHED_SOCKET=$sock MOSAIC_ROLE=$role LD_PRELOAD=$build/lib/libmosaic.so "$@" \
+    > "$out/$role.record.json"
+  sleep 0.2
+  kill -TERM "$daemon_pid"
+  wait "$daemon_pid"
+  daemon_pid=""
+}
+record "$out/hp.trace" hp "$bin/hp_service" "${hp_args[@]}"
+record "$out/be.trace" be "$bin/be_trainer" "${be_args[@]}"
+"$bin/simgpu" rm "$MOSAIC_SIMGPU" >/dev/null
+
+t0=$(date +%s.%N)
+for p in 1.1 1.25 1.6; do
+  for policy in none mps-priority hold-be orion mosaic; do
+    "$bin/mosaic-sched" --config /dev/null --policy "$policy" --slo "$p" \
+      --profile-dir "$profiles" --model-dir "$models" --log-level error \
+      replay --mode full --warmup 3 --be-lead-ms 300 --json "$out/hp.trace" "$out/be.trace" \
+      > "$out/replay-$policy-$p.json"
+  done
+done
+t1=$(date +%s.%N)
+echo "15 replays took $(python3 -c "print(f'{$t1 - $t0:.2f}')") s of wall time"
+
+"$root/scripts/arbiter_eval.sh" --build "$build" --setups eval --json "$out/arbiter.json"
+
+python3 - "$out" <<'PY'
+import json, os, sys
+out = sys.argv[1]
+arb = json.load(open(os.path.join(out, "arbiter.json")))
+st = arb["setups"][0]
+real = {(r["p"], r["policy"]): r for r in st["runs"]}
+rows, worst = [], {"hp": 0.0, "be": 0.0}
+print(f"arbiter_eval {arb['date']}: HP isolated p99 {st['hp_isolated_p99_ms']:.2f} ms, "
+      f"BE isolated {st['be_isolated_steps_per_s']:.1f} steps/s")
+print("| p | policy | HP p99 ms real | replay | diff | % over p real | replay | BE steps/s real | replay | diff |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+for p in (1.1, 1.25, 1.6):
+    for pol in ("none", "mps-priority", "hold-be", "orion", "mosaic"):
+        rp = json.load(open(os.path.join(out, f"replay-{pol}-{p}.json")))
+        r = real.get((p, pol))
+        if r is None:
+            print(f"| {p:.2f} | {pol} | - | {rp['hp_p99_ms']:.2f} | - | - | {rp['over_p_pct']:.1f} | - | {rp['be_steps_per_s']:.1f} | - |")
+            continue
+        dh = 100.0 * (rp["hp_p99_ms"] - r["hp_p99_ms"]) / r["hp_p99_ms"]
+        db = 100.0 * (rp["be_steps_per_s"] - r["be_steps_per_s"]) / r["be_steps_per_s"]
+        worst["hp"] = max(worst["hp"], abs(dh))
+        worst["be"] = max(worst["be"], abs(db))
+        rows.append({"p": p, "policy": pol, "real": r, "replay": rp, "hp_diff_pct": dh,
+                     "be_diff_pct": db})
+        print(f"| {p:.2f} | {pol} | {r['hp_p99_ms']:.2f} | {rp['hp_p99_ms']:.2f} | {dh:+.1f}% | "
+              f"{r['over_p_pct']:.1f} | {rp['over_p_pct']:.1f} | {r['be_steps_per_s']:.1f} | "
+              f"{rp['be_steps_per_s']:.1f} | {db:+.1f}% |")
+print(f"largest |difference|: HP p99 {worst['hp']:.1f}%, BE throughput {worst['be']:.1f}%")
+json.dump({"schema": "mosaic-replay-eval/1", "arbiter": arb, "rows": rows, "worst": worst},
+          open(os.path.join(out, "replay_eval.json"), "w"), indent=1)
+PY
