@@ -17,7 +17,12 @@
 # (on heldout, where it is known to miss that, fewer over p than no
 # control at each p), AND the no-control policy fails the 1% criterion on
 # each setup (over 1% at some p), so the test cannot pass with a setup
-# where nothing interferes. Environment: ARBITER_EVAL_REQUESTS (HP requests per run of
+# where nothing interferes. A request is over p when its GPU span (events
+# around its kernels, in the simulated GPU's time) exceeds p x the isolated
+# p99 of spans; the host latency's share is printed beside it, not gated,
+# because on a loaded machine a host stall puts a request over p under any
+# policy (2026-12-01: 9 of 150 in one run whose GPU-side p99 was within
+# the bound). Environment: ARBITER_EVAL_REQUESTS (HP requests per run of
 # eval, default 150), ARBITER_EVAL_HELDOUT_REQUESTS (of heldout, default
 # 100), ARBITER_EVAL_PRELOAD (the clients' LD_PRELOAD, default the build's
 # libmosaic.so), MOSAIC_SIMGPU_SCALE (default 20: the H200's microseconds
@@ -136,7 +141,7 @@ run_one() { # dir policy p tag
   be_pid=$!
   sleep 0.3
   MOSAIC_SCHED_SOCKET=$sock MOSAIC_ROLE=hp LD_PRELOAD=$preload \
-    "$bin/hp_service" "${hp_args[@]}" --latencies "$dir/$tag.lat" > "$dir/$tag.hp.json"
+    "$bin/hp_service" "${hp_args[@]}" --latencies "$dir/$tag.lat" --gpu-latencies "$dir/$tag.gpu" > "$dir/$tag.hp.json"
   kill -TERM "$be_pid"; wait "$be_pid" || true; be_pid=""
   kill -TERM "$daemon_pid"; wait "$daemon_pid" || true; daemon_pid=""
 }
@@ -155,9 +160,10 @@ run_setup() { # name requests
   # HP alone three times, pooled: the isolated p99 is every bound's base,
   # and one host stall in a single run would move it by a quarter.
   for i in 1 2 3; do
-    "$bin/hp_service" "${hp_args[@]}" --latencies "$dir/hp_iso.$i.lat" > "$dir/hp_iso.$i.json"
+    "$bin/hp_service" "${hp_args[@]}" --latencies "$dir/hp_iso.$i.lat" --gpu-latencies "$dir/hp_iso.$i.gpu" > "$dir/hp_iso.$i.json"
   done
   cat "$dir"/hp_iso.[123].lat > "$dir/hp_iso.lat"
+  cat "$dir"/hp_iso.[123].gpu > "$dir/hp_iso.gpu"
   for p in $ps; do
     for policy in $policies; do
       run_one "$dir" "$policy" "$p" "$policy-$p"
@@ -188,8 +194,15 @@ def setup(name):
             return json.loads(fh.read().strip().splitlines()[-1])
     with open(os.path.join(d, "requests")) as fh:
         requests = int(fh.read())
-    iso = lat("hp_iso.lat")
+    # The gate counts a request over p by its GPU span in the simulated
+    # GPU's time (hp_service --gpu-latencies), which interference changes;
+    # the host latency, which adds this loaded machine's wake-up and
+    # scheduling delays (a stall of tens of ms puts any policy's request
+    # over p), is reported beside it.
+    iso = lat("hp_iso.gpu")
     iso_p99 = p99(iso)
+    iso_host = lat("hp_iso.lat")
+    iso_host_p99 = p99(iso_host)
     be_iso = load("be_iso.json")["steps_per_s"]
     rows = []
     for p in ("1.1", "1.25", "1.6"):
@@ -197,35 +210,43 @@ def setup(name):
             tag = f"{policy}-{p}"
             if not os.path.exists(os.path.join(d, tag + ".lat")):
                 continue
-            l = lat(tag + ".lat")
+            l = lat(tag + ".gpu")
+            h = lat(tag + ".lat")
             be = load(tag + ".be.json")
             over = sum(1 for x in l if x > float(p) * iso_p99)
+            over_h = sum(1 for x in h if x > float(p) * iso_host_p99)
             rows.append({"p": float(p), "policy": policy, "requests": len(l),
                          "hp_p99_ms": p99(l), "hp_p99_slowdown": p99(l) / iso_p99,
                          "over_p_pct": 100.0 * over / len(l),
+                         "host_p99_ms": p99(h), "host_p99_slowdown": p99(h) / iso_host_p99,
+                         "host_over_p_pct": 100.0 * over_h / len(h),
                          "be_steps_per_s": be["steps_per_s"],
                          "be_vs_isolated": be["steps_per_s"] / be_iso if be_iso else 0.0})
     return {"setup": name, "hp_isolated_p99_ms": iso_p99, "hp_isolated_requests": len(iso),
+            "hp_isolated_host_p99_ms": iso_host_p99,
             "hp_isolated_p50_ms": sorted(iso)[len(iso) // 2],
             "be_isolated_steps_per_s": be_iso, "requests_per_run": requests, "runs": rows}
 res = {"schema": "mosaic-arbiter-eval/2",
        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
        "method": "simulated GPU (tests/fakecuda, MOSAIC_SIMGPU), kernel durations x "
-                 f"MOSAIC_SIMGPU_SCALE={scale}; HP latency: host CLOCK_MONOTONIC from first launch "
-                 "to cuStreamSynchronize return, p99 by nearest rank; over p: latency > p x "
-                 "isolated p99; BE: steps per second of wall time over the HP run",
+                 f"MOSAIC_SIMGPU_SCALE={scale}; HP latency: the request's GPU span (events "
+                 "before its first and after its last kernel, simulated GPU time), p99 by "
+                 "nearest rank; over p: span > p x isolated p99 of spans; host_*: the same on "
+                 "host CLOCK_MONOTONIC from first launch to cuStreamSynchronize return; BE: "
+                 "steps per second of wall time over the HP run",
        "setups": [setup(n) for n in setups]}
 bad = []
 for st in res["setups"]:
     rows = st["runs"]
-    print(f"setup {st['setup']}: HP isolated p99 {st['hp_isolated_p99_ms']:.2f} ms "
+    print(f"setup {st['setup']}: HP isolated p99 {st['hp_isolated_p99_ms']:.2f} ms GPU span, "
+          f"{st['hp_isolated_host_p99_ms']:.2f} ms host "
           f"({st['hp_isolated_requests']} requests in 3 runs), BE isolated "
           f"{st['be_isolated_steps_per_s']:.1f} steps/s (wall time at MOSAIC_SIMGPU_SCALE={scale}; "
           f"{st['requests_per_run']} HP requests per run)")
-    print(f"{'p':>5} {'policy':13} {'HP p99 ms':>9} {'p99/iso':>8} {'% over p':>9} {'BE steps/s':>10} {'BE vs iso':>9}")
+    print(f"{'p':>5} {'policy':13} {'HP p99 ms':>9} {'p99/iso':>8} {'% over p':>9} {'host %>p':>9} {'BE steps/s':>10} {'BE vs iso':>9}")
     for r in rows:
         print(f"{r['p']:5.2f} {r['policy']:13} {r['hp_p99_ms']:9.2f} {r['hp_p99_slowdown']:8.2f} "
-              f"{r['over_p_pct']:9.1f} {r['be_steps_per_s']:10.1f} {r['be_vs_isolated']:9.2f}")
+              f"{r['over_p_pct']:9.1f} {r['host_over_p_pct']:9.1f} {r['be_steps_per_s']:10.1f} {r['be_vs_isolated']:9.2f}")
     none_at = {r["p"]: r for r in rows if r["policy"] == "none"}
     for r in rows:
         if r["policy"] != "mosaic":

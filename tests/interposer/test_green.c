@@ -486,6 +486,14 @@ static int child_bench(void)
                 round_ns[j] = t;
             }
     printf("ns_per_launch=%.1f\n", round_ns[3]);
+    /* Where the timed launches went: one more, traced. */
+    fake_trace_start();
+    if (cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL) != CUDA_SUCCESS)
+        return 1;
+    ntr = fake_trace_get(tr, TMAX);
+    for (size_t i = 0; i < ntr; i++)
+        if (tr[i].op == FAKE_OP_LAUNCH)
+            printf("ran on sms=%u\n", tr[i].sms);
     cuStreamDestroy_v2(s);
     return 0;
 }
@@ -579,9 +587,13 @@ static void redirect_cost_side_by_side(void **state)
            "plain BE launch %.0f ns, redirected %.0f ns, added %.0f ns\n",
            plain, redirected, redirected - plain);
     assert_true(plain > 0 && redirected > 0);
-    /* Four extra driver calls and a capture query: dearer, but microseconds
-     * at most. */
-    assert_true(redirected > plain);
+    /* The timed launches were redirected in one run and not in the other;
+     * which run is dearer is not asserted: on a loaded machine two
+     * processes' medians differ by more than the four extra driver calls
+     * cost (CI, 2026-12-01: 340 ns plain, 310 ns redirected). */
+    assert_int_equal(child_sms(out), 60);
+    assert_int_equal(child_sms(run_child("bench", off)), 0);
+    /* Microseconds at most. */
     assert_true(redirected - plain < 20000);
 }
 

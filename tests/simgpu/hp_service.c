@@ -8,10 +8,14 @@
  * span of each request from events.
  *
  *   hp_service [--requests N] [--warmup N] [--gap-ms MS] [--kernel KEY]...
- *              [--latencies FILE] [--times FILE]
+ *              [--latencies FILE] [--gpu-latencies FILE] [--times FILE]
  *
  * --latencies writes every measured request's host latency (ms, one a line,
  * in request order) for the arbiter evaluation's share of requests over p.
+ * --gpu-latencies writes each request's GPU span (ms, from an event before
+ * its first kernel to one after its last, in the simulated GPU's time):
+ * what interference changes, without the host's wake-up and scheduling
+ * delays that a loaded test machine adds to the host latency.
  * --times writes "start_ms latency_ms" per measured request, the start on
  * CLOCK_MONOTONIC, so that a fault test can tell which requests ran while
  * the daemon was away (tests/arbiter/arbiter_faults.py).
@@ -37,7 +41,7 @@ static int usage(void)
 {
     fprintf(stderr, "usage: hp_service [--requests N] [--warmup N] "
             "[--gap-ms MS] [--kernel KEY]... [--graph] [--latencies FILE] "
-            "[--times FILE]\n"
+            "[--gpu-latencies FILE] [--times FILE]\n"
             "  KEY: a profile key, NAME|grid=X,Y,Z|block=X,Y,Z|dsmem=N\n"
             "  --graph: capture the sequence once, launch it as a CUDA graph\n");
     return 2;
@@ -59,7 +63,7 @@ int main(int argc, char **argv)
     double gap_ms = 2;
     static struct demo_seq seq;
     bool graph = false;
-    const char *lat_path = NULL, *times_path = NULL;
+    const char *lat_path = NULL, *times_path = NULL, *gpu_path = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--graph") == 0) {
             graph = true;
@@ -77,6 +81,8 @@ int main(int argc, char **argv)
             lat_path = argv[++i];
         else if (strcmp(argv[i], "--times") == 0)
             times_path = argv[++i];
+        else if (strcmp(argv[i], "--gpu-latencies") == 0)
+            gpu_path = argv[++i];
         else if (strcmp(argv[i], "--kernel") == 0) {
             if (demo_add_key(&seq, argv[++i]) != 0)
                 return 2;
@@ -153,6 +159,19 @@ int main(int argc, char **argv)
         if (fclose(f) != 0) {
             fprintf(stderr, "hp_service: --latencies %s: write failed\n",
                     lat_path);
+            return 1;
+        }
+    }
+    if (gpu_path != NULL) {
+        FILE *f = fopen(gpu_path, "w");
+        if (f == NULL) {
+            fprintf(stderr, "hp_service: --gpu-latencies %s: cannot be written\n", gpu_path);
+            return 1;
+        }
+        for (int r = 0; r < requests; r++)
+            fprintf(f, "%.6f\n", gpu[r]);
+        if (fclose(f) != 0) {
+            fprintf(stderr, "hp_service: --gpu-latencies %s: write failed\n", gpu_path);
             return 1;
         }
     }
