@@ -49,6 +49,7 @@
 #include "daemon.h"
 #include "mosaic/predict.h"
 #include "mosaic/profile.h"
+#include "policy_learn.h"
 
 #define MAX_SEQ 32        /* kernels of a request type that the model follows */
 #define MAX_TYPES 16
@@ -69,8 +70,8 @@
 #define ORION_MEM_SHARE 0.40
 #define H200_DRAM_BPS 3918e9
 
-enum reason { R_NO_HP, R_FITS, R_OVER, R_UNKNOWN, R_LEARNING, R_ORION_MISMATCH, R_COUNT };
-static const char *const reason_names[R_COUNT] = {"no_hp", "fits", "over_slo", "unknown_kernel",
+enum reason { R_NO_HP, R_LEARNED, R_FITS, R_OVER, R_UNKNOWN, R_LEARNING, R_ORION_MISMATCH, R_COUNT };
+static const char *const reason_names[R_COUNT] = {"no_hp", "learned_bound", "fits", "over_slo", "unknown_kernel",
                                                  "learning", "orion_mismatch"};
 
 struct kinfo {
@@ -124,6 +125,7 @@ struct model {
     double slo;
     struct mosaic__pstore *store;
     struct mosaic_predictor *pred;
+    struct mosaic__learn *learn; /* BE kernels without a profile or prediction */
     struct kinfo *kinfo;
     size_t kmask, kcount;
     struct pair *pairs;
@@ -434,6 +436,8 @@ static void end_request(struct model *m, struct hpc *h, uint64_t ts)
                      (unsigned long long)t->first, t->n,
                      t->known ? "all profiled" : "some without a profile (BE is held beside it)");
     }
+    if (mosaic__learn_overlapped(m->learn, h->t0, ts))
+        return; /* beside a kernel with no prediction: no T_iso, no test of the predictor */
     if (!h->overlapped) {
         type_sample(m, t, lat);
         return;
@@ -507,6 +511,7 @@ static void model_observe(void *state, const struct mosaic__policy_event *e)
         h->done = 0;
         h->nl = 0;
         h->overlapped = m->nrun > 0;
+        mosaic__learn_hp_begin(m->learn);
         h->pred_finish = NAN;
         if (type_ready(h->type)) {
             double done = 0;
@@ -541,15 +546,20 @@ static void model_observe(void *state, const struct mosaic__policy_event *e)
     case MOSAIC__PEV_BE_GRANT: {
         const struct kinfo *ki = kinfo_get(m, e->id);
         const struct rtype *t = NULL;
+        int open = 0;
         advance_all(m, now);
         for (int i = 0; i < MAX_HP; i++)
             if (m->hp[i].used) {
                 t = m->hp[i].type;
                 if (m->hp[i].open)
-                    m->hp[i].overlapped = 1;
+                    m->hp[i].overlapped = open = 1;
             }
-        if (!ki || m->nrun == MAX_RUN)
-            return; /* unknown kernels were granted only with no HP request open */
+        if (!ki || (!m->orion && !ki->pk)) {
+            mosaic__learn_grant(m->learn, e->client_id, e->id, e->ts_ns, open);
+            return;
+        }
+        if (m->nrun == MAX_RUN)
+            return;
         double wall = be_wall_ns(m, ki, t);
         m->run[m->nrun++] = (struct bek){.client = e->client_id, .ki = ki, .start = e->ts_ns,
                                          .end_pred = (double)e->ts_ns + wall, .wall = wall};
@@ -558,6 +568,7 @@ static void model_observe(void *state, const struct mosaic__policy_event *e)
     }
     case MOSAIC__PEV_BE_DONE:
         advance_all(m, now);
+        mosaic__learn_done(m->learn, e->client_id, e->id, e->ts_ns);
         for (int i = 0; i < m->nrun; i++) {
             if (m->run[i].client == e->client_id && m->run[i].ki->id == e->id) {
                 memmove(&m->run[i], &m->run[i + 1], sizeof(m->run[0]) * (size_t)(m->nrun - i - 1));
@@ -568,6 +579,7 @@ static void model_observe(void *state, const struct mosaic__policy_event *e)
         break;
     case MOSAIC__PEV_CLIENT_GONE:
         advance_all(m, now);
+        mosaic__learn_client_gone(m->learn, e->client_id);
         for (int i = 0; i < m->nrun; i++)
             if (m->run[i].client == e->client_id) {
                 m->run[i] = m->run[--m->nrun];
@@ -603,7 +615,8 @@ static int mosaic_check(struct model *m, struct hpc *h, const struct kinfo *b, u
         advance(m, h, now);
         done = h->done;
         start = (double)now;
-        fin = simulate(m, t, start, &done, INFINITY, b, cand_end);
+        fin = simulate(m, t, start, &done, INFINITY, b, cand_end) +
+              mosaic__learn_remaining_ns(m->learn, now);
         if (!isfinite(fin))
             return R_UNKNOWN;
         return fin - (double)h->t0 <= m->slo * t->t_iso ? R_FITS : R_OVER;
@@ -613,10 +626,44 @@ static int mosaic_check(struct model *m, struct hpc *h, const struct kinfo *b, u
     start = (double)now;
     if (h->ngaps && (double)(h->last_end + h->min_gap) > start)
         start = (double)(h->last_end + h->min_gap);
-    fin = simulate(m, t, start, &done, INFINITY, b, cand_end);
+    fin = simulate(m, t, start, &done, INFINITY, b, cand_end) +
+          mosaic__learn_remaining_ns(m->learn, now);
     if (!isfinite(fin))
         return R_UNKNOWN;
     return fin - start <= m->slo * t->t_iso ? R_FITS : R_OVER;
+}
+
+/*
+ * A learned BE kernel (a duration, no counters: no prediction) beside the
+ * open requests, under the worst case of processor sharing: every cycle it
+ * runs is taken from HP, so a request's predicted end moves by the whole
+ * remaining work of the learned kernels running and the candidate's whole
+ * duration. Safe without a prediction; it lets short kernels run beside HP.
+ */
+static int learned_check(struct model *m, double dur, uint64_t now)
+{
+    int open = 0;
+
+    for (int i = 0; i < MAX_HP; i++) {
+        struct hpc *h = &m->hp[i];
+        double done, fin;
+        if (!h->used || !h->open)
+            continue;
+        if (!type_ready(h->type))
+            return R_LEARNING;
+        advance(m, h, now);
+        done = h->done;
+        fin = simulate(m, h->type, (double)now, &done, INFINITY, NULL, 0);
+        if (!isfinite(fin))
+            return R_UNKNOWN;
+        fin += mosaic__learn_remaining_ns(m->learn, now) + dur;
+        if (fin - (double)h->t0 > m->slo * h->type->t_iso)
+            return R_OVER;
+        open++;
+    }
+    /* A request the daemon sees in flight that this model does not follow
+     * (more HP clients than it holds) cannot be bounded. */
+    return open ? R_LEARNED : R_UNKNOWN;
 }
 
 static int orion_check(struct model *m, struct hpc *h, const struct kinfo *b, uint64_t now)
@@ -656,9 +703,13 @@ static int model_decide(void *state, const struct mosaic__sched_view *v,
 
     m->now = (double)now;
     if (!b || (!m->orion && !b->pk)) {
-        /* No profile (or no prediction for it): only while no HP request
-         * is in flight, as hold-be does. */
-        reason = v->hp_requests_in_flight ? R_UNKNOWN : R_NO_HP;
+        /* No profile (or no prediction for it): while no HP request is in
+         * flight, as hold-be does, or beside one by the worst-case bound
+         * once its duration is learned from those runs (policy_learn.c). */
+        double dur = m->orion ? 0 : mosaic__learn_duration(m->learn, w->kernel_id);
+        reason = !v->hp_requests_in_flight ? R_NO_HP
+                 : dur > 0                 ? learned_check(m, dur, now)
+                                           : R_UNKNOWN;
     } else {
         for (int i = 0; i < MAX_HP && reason <= R_FITS; i++) {
             struct hpc *h = &m->hp[i];
@@ -712,6 +763,7 @@ static size_t model_metrics(void *state, char *buf, size_t cap)
            "mosaic_hp_observed_seconds_total %.9f\n",
            m->pred_sum_s, m->obs_sum_s);
 #undef APPEND
+    n += mosaic__learn_metrics(m->learn, buf + n, cap - n);
     return n;
 }
 
@@ -725,6 +777,7 @@ static void model_close(void *state)
         mosaic_pkernel_free(m->kinfo[i].pk);
     free(m->kinfo);
     free(m->pairs);
+    mosaic__learn_close(m->learn);
     if (m->pred)
         mosaic_predictor_close(m->pred);
     mosaic__pstore_free(m->store);
@@ -764,7 +817,7 @@ int mosaic__policy_open(const struct mosaic__sched_config *cfg, struct mosaic__p
     m->pmask = 16383;
     m->kinfo = calloc(m->kmask + 1, sizeof(*m->kinfo));
     m->pairs = calloc(m->pmask + 1, sizeof(*m->pairs));
-    if (!m->kinfo || !m->pairs) {
+    if (!m->kinfo || !m->pairs || mosaic__learn_open(&m->learn) != 0) {
         model_close(m);
         return MOSAIC_ENOMEM;
     }
