@@ -603,6 +603,18 @@ static int hp_active(const struct hpc *h, uint64_t now)
     return h->used && (h->open || (h->last_begin && now - h->last_begin < HP_IDLE_NS));
 }
 
+/* Whether an active HP client's request type has fewer isolated requests
+ * than T_iso needs: a BE kernel without a prediction running between its
+ * requests would overlap the next one and keep it from being a sample. */
+static int iso_pending(const struct model *m, uint64_t now)
+{
+    for (int i = 0; i < MAX_HP; i++)
+        if (hp_active(&m->hp[i], now) && m->hp[i].type &&
+            m->hp[i].type->nsamples < MIN_ISO_SAMPLES)
+            return 1;
+    return 0;
+}
+
 static int mosaic_check(struct model *m, struct hpc *h, const struct kinfo *b, uint64_t now)
 {
     const struct rtype *t = h->type;
@@ -707,7 +719,7 @@ static int model_decide(void *state, const struct mosaic__sched_view *v,
          * flight, as hold-be does, or beside one by the worst-case bound
          * once its duration is learned from those runs (policy_learn.c). */
         double dur = m->orion ? 0 : mosaic__learn_duration(m->learn, w->kernel_id);
-        reason = !v->hp_requests_in_flight ? R_NO_HP
+        reason = !v->hp_requests_in_flight ? (iso_pending(m, now) ? R_LEARNING : R_NO_HP)
                  : dur > 0                 ? learned_check(m, dur, now)
                                            : R_UNKNOWN;
     } else {

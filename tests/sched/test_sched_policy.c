@@ -123,6 +123,18 @@ static void unknown_be_only_while_hp_idle(void **state)
     (void)state;
     assert_int_equal(ask(&p, 12345, 0), MOSAIC__ADMIT);
     assert_int_equal(ask(&p, 12345, 1), MOSAIC__HOLD);
+    /* While an active HP service has had fewer than five isolated
+     * requests, it is held between them too: running into the next
+     * request, it would keep that one from measuring T_iso. */
+    for (int r = 0; r < 5; r++) {
+        uint64_t t = mosaic__now_ns() - 100000000ull;
+        assert_int_equal(ask(&p, 12345, 0), r ? MOSAIC__HOLD : MOSAIC__ADMIT);
+        ev(&p, MOSAIC__PEV_HP_BEGIN, (uint64_t)r + 1, t);
+        for (int k = 0; k < 3; k++)
+            ev(&p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(hp_keys[k]), t);
+        ev(&p, MOSAIC__PEV_HP_END, (uint64_t)r + 1, t + 11000000ull);
+    }
+    assert_int_equal(ask(&p, 12345, 0), MOSAIC__ADMIT);
     mosaic__policy_close(&p);
 }
 
