@@ -64,22 +64,29 @@ void mosaic__learn_close(struct mosaic__learn *l)
     free(l);
 }
 
-static struct lkernel *lookup(const struct mosaic__learn *l, uint64_t id, int create)
+/* The slot of id, or the free slot where it would go (the table is kept at
+ * most half full, so a probe ends soon and always finds one). */
+static size_t slot_of(const struct mosaic__learn *l, uint64_t id)
 {
-    struct mosaic__learn *w = (struct mosaic__learn *)l;
     size_t i;
 
-    if (!id)
-        return NULL;
-    for (i = id & (LEARN_KERNELS - 1); w->k[i].id; i = (i + 1) & (LEARN_KERNELS - 1))
-        if (w->k[i].id == id)
-            return &w->k[i];
-    /* Kept at most half full, so that a probe ends soon. */
-    if (!create || 2 * (w->nkernels + 1) > LEARN_KERNELS)
-        return NULL;
-    w->k[i].id = id;
-    w->nkernels++;
-    return &w->k[i];
+    for (i = id & (LEARN_KERNELS - 1); l->k[i].id && l->k[i].id != id;
+         i = (i + 1) & (LEARN_KERNELS - 1))
+        ;
+    return i;
+}
+
+static struct lkernel *kernel_add(struct mosaic__learn *l, uint64_t id)
+{
+    size_t i = slot_of(l, id);
+
+    if (l->k[i].id == id)
+        return &l->k[i];
+    if (2 * (l->nkernels + 1) > LEARN_KERNELS)
+        return NULL; /* full: a kernel this late stays unknown */
+    l->k[i].id = id;
+    l->nkernels++;
+    return &l->k[i];
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -144,7 +151,7 @@ void mosaic__learn_done(struct mosaic__learn *l, uint32_t client, uint64_t id, u
             l->discarded++;
             return;
         }
-        struct lkernel *k = lookup(l, id, 1);
+        struct lkernel *k = id ? kernel_add(l, id) : NULL;
         if (k)
             add_sample(l, k, (double)(ts - r.start));
         return;
@@ -167,8 +174,8 @@ void mosaic__learn_client_gone(struct mosaic__learn *l, uint32_t client)
 
 double mosaic__learn_duration(const struct mosaic__learn *l, uint64_t id)
 {
-    const struct lkernel *k = lookup(l, id, 0);
-    return k ? k->duration_ns : 0;
+    size_t i = slot_of(l, id);
+    return id && l->k[i].id == id ? l->k[i].duration_ns : 0;
 }
 
 double mosaic__learn_remaining_ns(const struct mosaic__learn *l, uint64_t now)

@@ -70,9 +70,11 @@
 #define ORION_MEM_SHARE 0.40
 #define H200_DRAM_BPS 3918e9
 
-enum reason { R_NO_HP, R_LEARNED, R_FITS, R_OVER, R_UNKNOWN, R_LEARNING, R_ORION_MISMATCH, R_COUNT };
-static const char *const reason_names[R_COUNT] = {"no_hp", "learned_bound", "fits", "over_slo", "unknown_kernel",
-                                                 "learning", "orion_mismatch"};
+/* Admitting reasons come first (model_decide admits at R_FITS or below). */
+enum reason { R_NO_HP, R_LEARNED, R_FITS, R_OVER, R_UNKNOWN, R_LEARNING, R_ORION_MISMATCH,
+              R_COUNT };
+static const char *const reason_names[R_COUNT] = {"no_hp", "learned_bound", "fits", "over_slo",
+                                                 "unknown_kernel", "learning", "orion_mismatch"};
 
 struct kinfo {
     uint64_t id;
@@ -546,16 +548,16 @@ static void model_observe(void *state, const struct mosaic__policy_event *e)
     case MOSAIC__PEV_BE_GRANT: {
         const struct kinfo *ki = kinfo_get(m, e->id);
         const struct rtype *t = NULL;
-        int open = 0;
+        int in_flight = 0;
         advance_all(m, now);
         for (int i = 0; i < MAX_HP; i++)
             if (m->hp[i].used) {
                 t = m->hp[i].type;
                 if (m->hp[i].open)
-                    m->hp[i].overlapped = open = 1;
+                    m->hp[i].overlapped = in_flight = 1;
             }
         if (!ki || (!m->orion && !ki->pk)) {
-            mosaic__learn_grant(m->learn, e->client_id, e->id, e->ts_ns, open);
+            mosaic__learn_grant(m->learn, e->client_id, e->id, e->ts_ns, in_flight);
             return;
         }
         if (m->nrun == MAX_RUN)
