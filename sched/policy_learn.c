@@ -28,6 +28,7 @@
 
 #define LEARN_KERNELS 1024 /* a power of two: the hash table's size */
 #define LEARN_RUNNING 256
+#define LEARN_HISTORY 64 /* finished runs kept for charging a request */
 
 struct lkernel {
     uint64_t id; /* 0: free */
@@ -49,6 +50,8 @@ struct mosaic__learn {
     struct lrun run[LEARN_RUNNING];
     int nrun;
     uint64_t last_done; /* the latest done of any unknown kernel */
+    uint64_t hist_start[LEARN_HISTORY], hist_end[LEARN_HISTORY];
+    unsigned nhist, next_hist;
     unsigned learned;
     uint64_t samples, discarded, untracked;
 };
@@ -147,6 +150,11 @@ void mosaic__learn_done(struct mosaic__learn *l, uint32_t client, uint64_t id, u
         l->nrun--;
         if (ts > l->last_done)
             l->last_done = ts;
+        l->hist_start[l->next_hist] = r.start;
+        l->hist_end[l->next_hist] = ts;
+        l->next_hist = (l->next_hist + 1) % LEARN_HISTORY;
+        if (l->nhist < LEARN_HISTORY)
+            l->nhist++;
         if (!r.clean || ts <= r.start) {
             l->discarded++;
             return;
@@ -188,6 +196,23 @@ double mosaic__learn_remaining_ns(const struct mosaic__learn *l, uint64_t now)
         if (d > 0)
             sum += end > (double)now ? end - (double)now : 0.5 * d;
     }
+    return sum;
+}
+
+static double overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1)
+{
+    uint64_t lo = a0 > b0 ? a0 : b0, hi = a1 < b1 ? a1 : b1;
+    return hi > lo ? (double)(hi - lo) : 0;
+}
+
+double mosaic__learn_charge_ns(const struct mosaic__learn *l, uint64_t t0, uint64_t now)
+{
+    double sum = mosaic__learn_remaining_ns(l, now);
+
+    for (unsigned i = 0; i < l->nhist; i++)
+        sum += overlap(l->hist_start[i], l->hist_end[i], t0, now);
+    for (int i = 0; i < l->nrun; i++)
+        sum += overlap(l->run[i].start, now, t0, now);
     return sum;
 }
 

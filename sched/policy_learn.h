@@ -48,6 +48,13 @@ double mosaic__learn_duration(const struct mosaic__learn *l, uint64_t id);
  * are not learned add nothing: they were admitted with no request in flight.
  */
 double mosaic__learn_remaining_ns(const struct mosaic__learn *l, uint64_t now);
+/*
+ * What the unknown kernels may take from a request begun at t0, at now: the
+ * time they ran in [t0, now] (finished runs, of the last 64, and running
+ * ones), which a forward model without them counted as HP progress, plus
+ * mosaic__learn_remaining_ns.
+ */
+double mosaic__learn_charge_ns(const struct mosaic__learn *l, uint64_t t0, uint64_t now);
 /* Whether an unknown kernel (learned or not) ran at some time in
  * [t0, t1]: then a request over that span measured neither T_iso nor the
  * predictor. */

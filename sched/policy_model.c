@@ -19,26 +19,37 @@
  * completed + in-flight + predicted overlap + remaining <= p * T_iso. Here
  * the left side is the predicted finish of the request, simulated forward
  * from its progress with the BE kernels running and the candidate: each
- * HP kernel runs at 1 / (1 + f * sum_b (s_hb - 1)) of its isolated speed
- * while BE kernels b run, s_hb the predictor's slowdown of that HP kernel
- * beside b (the predictor's conservative value: the worse of the two
- * dispatch orders, since the order is not known beforehand) and f >= 1 the
- * drift factor below. While no request is
+ * HP kernel runs at 1 / (1 + f * sum_b (s_hb - 1 + EXCESS_FLOOR)) of its
+ * isolated speed while BE kernels b run, s_hb the predictor's slowdown of
+ * that HP kernel beside b (the predictor's conservative value: the worse
+ * of the two dispatch orders, since the order is not known beforehand)
+ * and f >= 1 the request type's overlap factor, once trusted (below). While no request is
  * in flight the same test is made for the next request, expected at the
  * last end plus the shortest gap seen between requests: a BE kernel that
  * is still running then slows it just the same.
  *
- * Drift: at each request's end that BE work overlapped, the observed
- * latency is compared with the prediction made at its last grant. When it
- * is over by more than DRIFT_RATIO, f grows by 1.5x (2x when the request
- * broke the SLO), or to what would have predicted that request's
- * interference, whichever is more (at most F_MAX): the policy becomes more conservative
- * by itself, logs it and counts it (mosaic_policy_drift_total,
- * mosaic_policy_overlap_factor). f starts at F_START, not 1: a predictor
- * meets kernels it never saw (on the simulated GPU the fold model without
- * the conv family under-predicted conv beside conv by about 1.3x), and a
- * violation costs the SLO while a margin costs only BE throughput. After
- * DECAY_AFTER requests within prediction f shrinks by 1.25x, not below 1.
+ * Trust (docs/sched.md, "Trust"): a request type's predictions are
+ * unproven until TRUST_AFTER of its overlapped requests were measured.
+ * For each, the policy keeps the BE kernels that overlapped it (granted,
+ * done) and finds, by bisection on the replayed request, the factor f that
+ * would have predicted its observed latency exactly: the ratio of its
+ * observed to its predicted interference. Each BE kernel adds
+ * EXCESS_FLOOR to the predicted excess (s_hb - 1) it puts on an HP kernel,
+ * an unexplained-interference allowance per BE-kernel-second overlapped,
+ * so a prediction of no slowdown still gives the ratio a meaningful
+ * denominator. Once trusted, the type is admitted beside with f = MARGIN x
+ * the largest of its last RATIO_WINDOW ratios (at least 1). While
+ * unproven, or when that f would pass F_MAX (the predictor cannot explain
+ * what is seen), a BE kernel is admitted only if a pessimistic bound
+ * holds: the request's isolated latency plus the whole wall time of every
+ * BE kernel overlapping it, the worst case when the HP kernels make no
+ * progress at all beside BE (time slicing; processor sharing does less),
+ * fits in p x T_iso. The first overlapped requests of a type therefore
+ * cannot go over p unless a BE kernel outruns its predicted wall time
+ * (or, granted between requests, starts well after its grant).
+ * A request over its prediction by more than DRIFT_RATIO, or over the
+ * SLO, is logged and counted as drift (mosaic_policy_drift_total); its
+ * ratio enters the window at once, so the next decision uses it.
  */
 #define _GNU_SOURCE 1
 #include <math.h>
@@ -59,9 +70,32 @@
 #define MIN_ISO_SAMPLES 5 /* isolated requests seen before BE may overlap HP */
 #define HP_IDLE_NS 1000000000ull /* no request for 1 s: the HP service is idle */
 #define DRIFT_RATIO 1.10
+/* Trust. The window's largest ratio is the policy's estimate of a high
+ * quantile q of the ratios: n samples all fall below the q-quantile with
+ * probability q^n, so the largest of n bounds it with confidence
+ * 1 - q^n. For q = 0.95 at a confidence of 0.9, n >= ln(0.1) / ln(0.95)
+ * = 44.9: TRUST_AFTER 45. The window holds more than that, so a trusted
+ * type keeps at least 45 samples, and a ratio leaves it after 64 more
+ * requests (the old estimate decays by being forgotten, not by a rate). */
+#define TRUST_AFTER 45
+#define RATIO_WINDOW 64
+/* The margin over the quantile estimate: a request counts as within its
+ * prediction up to DRIFT_RATIO (10% over), so the ratios themselves carry
+ * that much noise from the host's jitter; the margin covers it twice. */
+#define MARGIN (1.0 + 2.0 * (DRIFT_RATIO - 1.0))
+/* The unexplained-interference allowance added to each BE kernel's
+ * predicted excess slowdown of an HP kernel: the predictor's shared-mode
+ * p50 error on unseen kernels is 8% (Mosaic on the H100, DESIGN.md's
+ * anchors), so a predicted excess below about 0.1 is not distinguishable
+ * from 0.1, and the ratio is measured against at least that. */
+#define EXCESS_FLOOR 0.10
+/* Beyond this factor the predictor explains too little of what is seen
+ * (at the floor alone, 1 + 16 x 0.1 = 2.6x per BE kernel): the
+ * pessimistic bound is used instead. */
 #define F_MAX 16.0
-#define F_START 2.0
-#define DECAY_AFTER 100
+/* The bisection's upper end: a ratio above it is recorded as RATIO_CAP. */
+#define RATIO_CAP 64.0
+#define MAX_OV 64 /* BE kernels recorded beside one request */
 /* Orion's duration cap: in-flight BE work beside a request at most this
  * share of the request's isolated latency (Orion's DUR_THRESHOLD idea). */
 #define ORION_DUR_SHARE 0.10
@@ -70,11 +104,18 @@
 #define ORION_MEM_SHARE 0.40
 #define H200_DRAM_BPS 3918e9
 
+/* After the daemon starts (a restart among them), the clients find it on
+ * their monitor's next reconnect attempt, every 200 ms (sched/client.c);
+ * five attempts' time covers a client that missed a few. Until then the
+ * policy cannot know whether an HP service is in a request. */
+#define RECONNECT_GRACE_NS (5 * 200000000ull)
+
 /* Admitting reasons come first (model_decide admits at R_FITS or below). */
 enum reason { R_NO_HP, R_LEARNED, R_FITS, R_OVER, R_UNKNOWN, R_LEARNING, R_ORION_MISMATCH,
-              R_COUNT };
+              R_RECONNECT, R_COUNT };
 static const char *const reason_names[R_COUNT] = {"no_hp", "learned_bound", "fits", "over_slo",
-                                                 "unknown_kernel", "learning", "orion_mismatch"};
+                                                 "unknown_kernel", "learning", "orion_mismatch",
+                                                 "reconnecting"};
 
 struct kinfo {
     uint64_t id;
@@ -99,6 +140,17 @@ struct rtype {
     double samples[ISO_SAMPLES];
     int nsamples, next_sample;
     double t_iso; /* wall ns: the median of the isolated samples */
+    double ratios[RATIO_WINDOW]; /* observed over predicted interference */
+    int nratios, next_ratio;
+    double f; /* the overlap factor once trusted; 0 while unproven */
+};
+
+struct bek {
+    uint32_t client;
+    const struct kinfo *ki;
+    uint64_t start;
+    double end_pred, wall;
+    double end_obs; /* recorded beside a request: its DONE, INFINITY before */
 };
 
 struct hpc {
@@ -113,13 +165,8 @@ struct hpc {
     struct rtype *type;
     int overlapped;
     double pred_finish; /* predicted end, wall ns, at the last grant */
-};
-
-struct bek {
-    uint32_t client;
-    const struct kinfo *ki;
-    uint64_t start;
-    double end_pred, wall;
+    struct bek ov[MAX_OV]; /* the BE kernels that ran beside this request */
+    int nov, ov_lost;      /* ov_lost: one was not recorded (full, unknown) */
 };
 
 struct model {
@@ -137,10 +184,17 @@ struct model {
     struct hpc hp[MAX_HP];
     struct bek run[MAX_RUN];
     int nrun;
-    double f, scale;
+    /* The BE kernels the forward model sees: run[] when deciding, a
+     * request's ov[] when replaying it (then replay is set and a kernel
+     * counts from its start to its end_obs). */
+    const struct bek *set;
+    int nset, replay;
+    double f, scale, floor_excess;
     double now; /* the time of the decision or event being handled */
-    unsigned ok_streak;
+    uint64_t t_open;       /* when the policy (the daemon) started */
+    uint64_t unseen_since; /* an HP client connected without an event since */
     uint64_t decisions[R_COUNT], drift, overlapped_requests, over_slo;
+    uint64_t bound_decisions, ratio_samples, unmeasured;
     double pred_sum_s, obs_sum_s;
 };
 
@@ -254,6 +308,23 @@ static double type_scale(const struct rtype *t)
     return t->t_iso / t->iso_sum_ns;
 }
 
+/* Trusted: enough ratios measured, and the factor they ask for within
+ * what the predictor can be stretched to explain. */
+static int type_trusted(const struct rtype *t)
+{
+    return t && t->f > 0;
+}
+
+/* The factor the forward model runs a type at: its own once trusted, and
+ * F_MAX while unproven, so that the progress integrated for an unproven
+ * request is the slow, safe side (its admissions use the bound instead). */
+static double type_f(const struct model *m, const struct rtype *t)
+{
+    if (m->orion)
+        return 1;
+    return type_trusted(t) ? t->f : F_MAX;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -302,6 +373,8 @@ static struct hpc *hp_get(struct model *m, uint32_t client, int create)
  */
 static double be_end(const struct model *m, const struct bek *b)
 {
+    if (m->replay)
+        return b->end_obs;
     return b->end_pred > m->now ? b->end_pred : m->now + 0.5 * b->wall;
 }
 
@@ -311,21 +384,23 @@ static double be_end(const struct model *m, const struct bek *b)
 static double hp_slowdown(struct model *m, const struct kinfo *h, double t,
                           const struct kinfo *cand, double cand_end)
 {
+    const struct bek *set = m->replay ? m->set : m->run;
+    int nset = m->replay ? m->nset : m->nrun;
     double excess = 0;
 
-    for (int i = 0; i < m->nrun; i++) {
-        if (be_end(m, &m->run[i]) <= t)
+    for (int i = 0; i < nset; i++) {
+        if (be_end(m, &set[i]) <= t || (double)set[i].start > t)
             continue;
-        const struct pair *p = pair_get(m, h, m->run[i].ki);
+        const struct pair *p = pair_get(m, h, set[i].ki);
         if (!p || !isfinite(p->s_hp))
             return NAN;
-        excess += p->s_hp - 1;
+        excess += p->s_hp - 1 + m->floor_excess;
     }
     if (cand && t < cand_end) {
         const struct pair *p = pair_get(m, h, cand);
         if (!p || !isfinite(p->s_hp))
             return NAN;
-        excess += p->s_hp - 1;
+        excess += p->s_hp - 1 + m->floor_excess;
     }
     return 1 + m->f * excess;
 }
@@ -335,10 +410,15 @@ static double next_be_change(const struct model *m, double t, double cand_end)
 {
     double next = INFINITY;
 
-    for (int i = 0; i < m->nrun; i++) {
-        double e = be_end(m, &m->run[i]);
+    const struct bek *set = m->replay ? m->set : m->run;
+    int nset = m->replay ? m->nset : m->nrun;
+
+    for (int i = 0; i < nset; i++) {
+        double e = be_end(m, &set[i]), s = (double)set[i].start;
         if (e > t && e < next)
             next = e;
+        if (s > t && s < next)
+            next = s;
     }
     if (cand_end > t && cand_end < next)
         next = cand_end;
@@ -354,6 +434,9 @@ static double simulate(struct model *m, const struct rtype *t, double from, doub
                        double until, const struct kinfo *cand, double cand_end)
 {
     double scale = type_scale(t), now = from, pos = *done, edge = 0;
+
+    if (!m->replay)
+        m->f = type_f(m, t);
 
     for (int i = 0; i < t->n; i++) {
         edge += t->ki[i]->iso_ns * scale;
@@ -412,6 +495,112 @@ static double be_wall_ns(struct model *m, const struct kinfo *b, const struct rt
     return b->iso_ns * scale * (m->orion ? 1 : sbe);
 }
 
+/* ---- trust ----------------------------------------------------------------- */
+
+/* The latency the forward model gives request h at factor f with the BE
+ * kernels that really ran beside it (their grants and DONEs). */
+static double replay(struct model *m, struct hpc *h, double f)
+{
+    const struct bek *set = m->set;
+    int nset = m->nset;
+    double done = 0, fin;
+
+    m->set = h->ov;
+    m->nset = h->nov;
+    m->replay = 1;
+    m->f = f;
+    fin = simulate(m, h->type, (double)h->t0, &done, INFINITY, NULL, 0);
+    m->set = set;
+    m->nset = nset;
+    m->replay = 0;
+    return fin - (double)h->t0;
+}
+
+/*
+ * The ratio of request h's observed interference to its predicted one:
+ * the f at which the replayed request takes its observed latency. The
+ * replay is increasing in f, so bisection finds it; 0 when the request was
+ * no slower than isolated, RATIO_CAP when even that factor does not
+ * explain it. NaN when it cannot be measured (a BE kernel not recorded,
+ * or a pair without a prediction).
+ */
+static double measure_ratio(struct model *m, struct hpc *h, double lat)
+{
+    double lo = 0, hi = RATIO_CAP;
+
+    if (m->orion || h->ov_lost || h->nov == 0)
+        return NAN;
+    double at_lo = replay(m, h, lo), at_hi = replay(m, h, hi);
+    if (!isfinite(at_lo) || !isfinite(at_hi))
+        return NAN;
+    if (lat <= at_lo)
+        return 0;
+    if (lat >= at_hi)
+        return RATIO_CAP;
+    /* 40 halvings of 64: well below the noise of one request. */
+    for (int i = 0; i < 40; i++) {
+        double mid = 0.5 * (lo + hi);
+        if (replay(m, h, mid) < lat)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return hi;
+}
+
+/* Records a ratio and recomputes the type's trust. */
+static void type_ratio(struct model *m, struct rtype *t, double ratio)
+{
+    double top = 0, before = t->f;
+
+    t->ratios[t->next_ratio] = ratio;
+    t->next_ratio = (t->next_ratio + 1) % RATIO_WINDOW;
+    if (t->nratios < RATIO_WINDOW)
+        t->nratios++;
+    m->ratio_samples++;
+    for (int i = 0; i < t->nratios; i++)
+        top = fmax(top, t->ratios[i]);
+    double f = fmax(1.0, MARGIN * top);
+    t->f = t->nratios >= TRUST_AFTER && f <= F_MAX ? f : 0;
+    mosaic__dlog(MOSAIC__L_DEBUG, "policy mosaic: HP request type %016llx: interference ratio "
+                 "%.3f (%d in the window, largest %.3f)", (unsigned long long)t->first, ratio,
+                 t->nratios, top);
+    if (t->f != before)
+        mosaic__dlog(MOSAIC__L_INFO, "policy mosaic: HP request type %016llx: %d interference "
+                     "ratios measured, largest %.2f: %s (overlap factor %.2f)",
+                     (unsigned long long)t->first, t->nratios, top,
+                     t->f > 0 ? "trusted" : t->nratios < TRUST_AFTER ? "unproven" :
+                     "beyond what the predictor explains, back to the bound", t->f);
+}
+
+/* Closes the records of BE kernels beside open requests that ended at ts
+ * (a client's kernel of that id, or all of a client's when id is 0). */
+static void ov_close(struct model *m, uint32_t client, uint64_t id, double ts)
+{
+    for (int i = 0; i < MAX_HP; i++) {
+        struct hpc *h = &m->hp[i];
+        if (!h->used || !h->open)
+            continue;
+        for (int j = 0; j < h->nov; j++)
+            if (h->ov[j].client == client && isinf(h->ov[j].end_obs) &&
+                (!id || h->ov[j].ki->id == id)) {
+                h->ov[j].end_obs = ts;
+                if (id)
+                    break;
+            }
+    }
+}
+
+static void ov_add(struct hpc *h, const struct bek *b)
+{
+    if (h->nov == MAX_OV) {
+        h->ov_lost = 1;
+        return;
+    }
+    h->ov[h->nov] = *b;
+    h->ov[h->nov++].end_obs = INFINITY;
+}
+
 /* ---- events ---------------------------------------------------------------- */
 
 static void end_request(struct model *m, struct hpc *h, uint64_t ts)
@@ -419,6 +608,9 @@ static void end_request(struct model *m, struct hpc *h, uint64_t ts)
     double lat = (double)ts - (double)h->t0;
     struct rtype *t = h->type;
 
+    for (int i = 0; i < h->nov; i++)
+        if (isinf(h->ov[i].end_obs))
+            h->ov[i].end_obs = (double)ts;
     h->open = 0;
     h->last_end = ts;
     if (!t || lat <= 0)
@@ -452,25 +644,18 @@ static void end_request(struct model *m, struct hpc *h, uint64_t ts)
     m->obs_sum_s += lat / 1e9;
     int over = lat > m->slo * t->t_iso;
     m->over_slo += (uint64_t)over;
+    double ratio = measure_ratio(m, h, lat);
+    if (isfinite(ratio))
+        type_ratio(m, t, ratio);
+    else
+        m->unmeasured++;
     if (lat > DRIFT_RATIO * pred || over) {
-        double before = m->f;
-        /* The interference the model put on this request, against what it
-         * took: f is rescaled so that this request would have been
-         * predicted, with a fifth more for margin, and at least 1.5x. */
-        double pred_extra = pred - t->t_iso, obs_extra = lat - t->t_iso;
-        double want = pred_extra > 0 && obs_extra > 0 ? m->f * 1.2 * obs_extra / pred_extra : 0;
-        m->f = fmin(F_MAX, fmax(m->f * (over ? 2.0 : 1.5), want));
         m->drift++;
-        m->ok_streak = 0;
-        mosaic__dlog(MOSAIC__L_WARN, "policy %s: HP request took %.3f ms, predicted %.3f ms "
-                     "(SLO %.3f ms): predictions drifted, overlap factor %.2f -> %.2f",
-                     m->orion ? "orion" : "mosaic", lat / 1e6, pred / 1e6,
-                     m->slo * t->t_iso / 1e6, before, m->f);
-    } else if (++m->ok_streak >= DECAY_AFTER && m->f > 1) {
-        m->f = fmax(1.0, m->f / 1.25);
-        m->ok_streak = 0;
-        mosaic__dlog(MOSAIC__L_INFO, "policy mosaic: %d requests within prediction, overlap "
-                     "factor now %.2f", DECAY_AFTER, m->f);
+        mosaic__dlog(MOSAIC__L_WARN, "policy mosaic: HP request took %.3f ms, predicted %.3f ms "
+                     "(SLO %.3f ms): interference %.2fx the prediction's; type %016llx %s",
+                     lat / 1e6, pred / 1e6, m->slo * t->t_iso / 1e6, ratio,
+                     (unsigned long long)t->first,
+                     type_trusted(t) ? "trusted" : "unproven (admitted by the bound)");
     }
 }
 
@@ -515,6 +700,9 @@ static void model_observe(void *state, const struct mosaic__policy_event *e)
         h->overlapped = m->nrun > 0;
         mosaic__learn_hp_begin(m->learn);
         h->pred_finish = NAN;
+        h->nov = h->ov_lost = 0;
+        for (int i = 0; i < m->nrun; i++)
+            ov_add(h, &m->run[i]);
         if (type_ready(h->type)) {
             double done = 0;
             h->pred_finish = simulate(m, h->type, (double)e->ts_ns, &done, INFINITY, NULL, 0);
@@ -556,21 +744,30 @@ static void model_observe(void *state, const struct mosaic__policy_event *e)
                 if (m->hp[i].open)
                     m->hp[i].overlapped = in_flight = 1;
             }
-        if (!ki || (!m->orion && !ki->pk)) {
-            mosaic__learn_grant(m->learn, e->client_id, e->id, e->ts_ns, in_flight);
+        if (!ki || (!m->orion && !ki->pk) || m->nrun == MAX_RUN) {
+            /* A kernel without a prediction beside an open request makes
+             * it unmeasurable (and ends its bound's admissions); its runs
+             * are followed, and learned from, in policy_learn.c. */
+            for (int i = 0; i < MAX_HP; i++)
+                if (m->hp[i].used && m->hp[i].open)
+                    m->hp[i].ov_lost = 1;
+            if (!ki || (!m->orion && !ki->pk))
+                mosaic__learn_grant(m->learn, e->client_id, e->id, e->ts_ns, in_flight);
             return;
         }
-        if (m->nrun == MAX_RUN)
-            return;
         double wall = be_wall_ns(m, ki, t);
         m->run[m->nrun++] = (struct bek){.client = e->client_id, .ki = ki, .start = e->ts_ns,
                                          .end_pred = (double)e->ts_ns + wall, .wall = wall};
+        for (int i = 0; i < MAX_HP; i++)
+            if (m->hp[i].used && m->hp[i].open)
+                ov_add(&m->hp[i], &m->run[m->nrun - 1]);
         refresh_predictions(m, now);
         break;
     }
     case MOSAIC__PEV_BE_DONE:
         advance_all(m, now);
         mosaic__learn_done(m->learn, e->client_id, e->id, e->ts_ns);
+        ov_close(m, e->client_id, e->id, e->ts_ns ? (double)e->ts_ns : (double)now);
         for (int i = 0; i < m->nrun; i++) {
             if (m->run[i].client == e->client_id && m->run[i].ki->id == e->id) {
                 memmove(&m->run[i], &m->run[i + 1], sizeof(m->run[0]) * (size_t)(m->nrun - i - 1));
@@ -582,6 +779,7 @@ static void model_observe(void *state, const struct mosaic__policy_event *e)
     case MOSAIC__PEV_CLIENT_GONE:
         advance_all(m, now);
         mosaic__learn_client_gone(m->learn, e->client_id);
+        ov_close(m, e->client_id, 0, e->ts_ns ? (double)e->ts_ns : (double)now);
         for (int i = 0; i < m->nrun; i++)
             if (m->run[i].client == e->client_id) {
                 m->run[i] = m->run[--m->nrun];
@@ -617,6 +815,42 @@ static int iso_pending(const struct model *m, uint64_t now)
     return 0;
 }
 
+/*
+ * The pessimistic bound for an unproven type: the request takes its
+ * isolated latency plus the whole wall time of every BE kernel beside it
+ * (those of ov[] that ran or run in it, the ones running now for the next
+ * request, and the candidate), as if HP made no progress while any of
+ * them ran. The BE kernels' wall times are their predicted ones until
+ * their DONE (a kernel past its prediction keeps half its isolated wall
+ * time ahead, as in be_end).
+ */
+static int bound_check(struct model *m, struct hpc *h, const struct rtype *t, double start,
+                       double cand_end)
+{
+    double now = m->now, extra = fmax(0, cand_end - fmax(now, start)), fin;
+
+    m->bound_decisions++;
+    /* The BE kernels without a prediction: their time in this request and
+     * the learned ones' remaining work (policy_learn.h). */
+    extra += mosaic__learn_charge_ns(m->learn, h->open ? h->t0 : (uint64_t)start, (uint64_t)now);
+    if (h->open) {
+        if (h->ov_lost)
+            return R_OVER; /* a BE kernel beside it was not recorded */
+        for (int i = 0; i < h->nov; i++) {
+            const struct bek *o = &h->ov[i];
+            double end = isinf(o->end_obs) ? be_end(m, o) : o->end_obs;
+            extra += fmax(0, end - fmax((double)o->start, (double)h->t0));
+        }
+        /* A request already slower than its bound so far (host jitter) is
+         * taken to need at least the candidate's time more. */
+        fin = fmax((double)h->t0 + t->t_iso + extra, cand_end);
+        return fin - (double)h->t0 <= m->slo * t->t_iso ? R_FITS : R_OVER;
+    }
+    for (int i = 0; i < m->nrun; i++)
+        extra += fmax(0, be_end(m, &m->run[i]) - start);
+    return t->t_iso + extra <= m->slo * t->t_iso ? R_FITS : R_OVER;
+}
+
 static int mosaic_check(struct model *m, struct hpc *h, const struct kinfo *b, uint64_t now)
 {
     const struct rtype *t = h->type;
@@ -625,12 +859,30 @@ static int mosaic_check(struct model *m, struct hpc *h, const struct kinfo *b, u
     if (!type_ready(t))
         return R_LEARNING;
     cand_end = (double)now + be_wall_ns(m, b, t);
+    if (!type_trusted(t)) {
+        if (h->open) {
+            advance(m, h, now);
+            return bound_check(m, h, t, (double)now, cand_end);
+        }
+        start = (double)now;
+        if (h->ngaps && (double)(h->last_end + h->min_gap) > start)
+            start = (double)(h->last_end + h->min_gap);
+        /* Until the next request begins the candidate runs alone, at its
+         * isolated speed; only what is left of it then is slowed beside
+         * HP (by the same predicted factor as its whole wall time). */
+        double alone = b->iso_ns * type_scale(t), beside = cand_end - (double)now;
+        if (start > (double)now && alone > 0) {
+            double left = alone - (start - (double)now);
+            cand_end = left <= 0 ? (double)now + alone : start + left * (beside / alone);
+        }
+        return bound_check(m, h, t, start, cand_end);
+    }
     if (h->open) {
         advance(m, h, now);
         done = h->done;
         start = (double)now;
         fin = simulate(m, t, start, &done, INFINITY, b, cand_end) +
-              mosaic__learn_remaining_ns(m->learn, now);
+              mosaic__learn_charge_ns(m->learn, h->t0, now);
         if (!isfinite(fin))
             return R_UNKNOWN;
         return fin - (double)h->t0 <= m->slo * t->t_iso ? R_FITS : R_OVER;
@@ -650,9 +902,11 @@ static int mosaic_check(struct model *m, struct hpc *h, const struct kinfo *b, u
 /*
  * A learned BE kernel (a duration, no counters: no prediction) beside the
  * open requests, under the worst case of processor sharing: every cycle it
- * runs is taken from HP, so a request's predicted end moves by the whole
- * remaining work of the learned kernels running and the candidate's whole
- * duration. Safe without a prediction; it lets short kernels run beside HP.
+ * runs is taken from HP, so a request's predicted end moves by the time
+ * kernels without a prediction took in it so far, the remaining work of
+ * the learned ones running and the candidate's whole duration (a request
+ * type not yet trusted takes main's time-slicing bound instead, which
+ * charges the same). Safe without a prediction; it lets short kernels run beside HP.
  */
 static int learned_check(struct model *m, double dur, uint64_t now)
 {
@@ -666,14 +920,23 @@ static int learned_check(struct model *m, double dur, uint64_t now)
         if (!type_ready(h->type))
             return R_LEARNING;
         advance(m, h, now);
+        open++;
+        if (!type_trusted(h->type)) {
+            /* Unproven: the time-slicing bound, with the candidate's whole
+             * duration as its wall time (bound_check charges the kernels
+             * without a prediction). */
+            int r = bound_check(m, h, h->type, (double)now, (double)now + dur);
+            if (r != R_FITS)
+                return r;
+            continue;
+        }
         done = h->done;
         fin = simulate(m, h->type, (double)now, &done, INFINITY, NULL, 0);
         if (!isfinite(fin))
             return R_UNKNOWN;
-        fin += mosaic__learn_remaining_ns(m->learn, now) + dur;
+        fin += mosaic__learn_charge_ns(m->learn, h->t0, now) + dur;
         if (fin - (double)h->t0 > m->slo * h->type->t_iso)
             return R_OVER;
-        open++;
     }
     /* A request the daemon sees in flight that this model does not follow
      * (more HP clients than it holds) cannot be bounded. */
@@ -707,6 +970,32 @@ static int orion_check(struct model *m, struct hpc *h, const struct kinfo *b, ui
     return R_FITS;
 }
 
+/*
+ * The restart race: after a daemon (re)start a BE client may reconnect
+ * before the HP client, and an HP client that reconnects in the middle of
+ * a request sends no event until its next one begins (the end of the
+ * open one is rejected as never begun). So BE is held while the policy
+ * cannot know HP's state: in the grace period after the start while no
+ * HP client is connected, and while a connected HP client has sent no
+ * event (the daemon counts it, the policy has no state for it), counted
+ * as in a request for up to HP_IDLE_NS, after which it is idle by the
+ * same rule as hp_active's.
+ */
+static int reconnecting(struct model *m, const struct mosaic__sched_view *v, uint64_t now)
+{
+    unsigned seen = 0;
+
+    for (int i = 0; i < MAX_HP; i++)
+        seen += m->hp[i].used ? 1u : 0u;
+    if (v->hp_clients > seen) {
+        if (!m->unseen_since)
+            m->unseen_since = now;
+        return now - m->unseen_since < HP_IDLE_NS;
+    }
+    m->unseen_since = 0;
+    return v->hp_clients == 0 && now - m->t_open < RECONNECT_GRACE_NS;
+}
+
 static int model_decide(void *state, const struct mosaic__sched_view *v,
                         const struct mosaic__be_want *w)
 {
@@ -716,7 +1005,9 @@ static int model_decide(void *state, const struct mosaic__sched_view *v,
     int reason = R_NO_HP;
 
     m->now = (double)now;
-    if (!b || (!m->orion && !b->pk)) {
+    if (reconnecting(m, v, now)) {
+        reason = R_RECONNECT;
+    } else if (!b || (!m->orion && !b->pk)) {
         /* No profile (or no prediction for it): while no HP request is in
          * flight, as hold-be does, or beside one by the worst-case bound
          * once its duration is learned from those runs (policy_learn.c). */
@@ -754,10 +1045,35 @@ static size_t model_metrics(void *state, char *buf, size_t cap)
     for (int i = 0; i < R_COUNT; i++)
         APPEND("mosaic_policy_decisions_total{reason=\"%s\"} %llu\n", reason_names[i],
                (unsigned long long)m->decisions[i]);
-    APPEND("# HELP mosaic_policy_overlap_factor Drift factor on predicted HP slowdowns (1: "
-           "trusting the predictor; larger: more conservative after drift).\n"
-           "# TYPE mosaic_policy_overlap_factor gauge\nmosaic_policy_overlap_factor %.3f\n",
-           m->f);
+    {
+        double fmax_trusted = 0;
+        int unproven = 0;
+        for (int i = 0; i < m->ntypes; i++) {
+            if (type_trusted(&m->types[i]))
+                fmax_trusted = fmax(fmax_trusted, m->types[i].f);
+            else if (type_ready(&m->types[i]))
+                unproven++;
+        }
+        APPEND("# HELP mosaic_policy_overlap_factor Largest overlap factor on predicted HP "
+               "slowdowns of a trusted request type (0: none trusted yet).\n"
+               "# TYPE mosaic_policy_overlap_factor gauge\nmosaic_policy_overlap_factor %.3f\n"
+               "# HELP mosaic_policy_unproven_types HP request types whose BE admissions use "
+               "the pessimistic bound (fewer than %d interference ratios measured, or a "
+               "factor over %.0f).\n# TYPE mosaic_policy_unproven_types gauge\n"
+               "mosaic_policy_unproven_types %d\n",
+               fmax_trusted, TRUST_AFTER, F_MAX, unproven);
+    }
+    APPEND("# HELP mosaic_policy_bound_decisions_total Admission decisions made by the "
+           "pessimistic bound.\n# TYPE mosaic_policy_bound_decisions_total counter\n"
+           "mosaic_policy_bound_decisions_total %llu\n"
+           "# HELP mosaic_policy_ratio_samples_total Interference ratios measured.\n"
+           "# TYPE mosaic_policy_ratio_samples_total counter\n"
+           "mosaic_policy_ratio_samples_total %llu\n"
+           "# HELP mosaic_policy_unmeasured_total Overlapped requests whose ratio could not "
+           "be measured.\n# TYPE mosaic_policy_unmeasured_total counter\n"
+           "mosaic_policy_unmeasured_total %llu\n",
+           (unsigned long long)m->bound_decisions, (unsigned long long)m->ratio_samples,
+           (unsigned long long)m->unmeasured);
     APPEND("# HELP mosaic_policy_drift_total HP requests that took longer than predicted "
            "by more than 10%% or broke the SLO.\n# TYPE mosaic_policy_drift_total counter\n"
            "mosaic_policy_drift_total %llu\n",
@@ -825,7 +1141,9 @@ int mosaic__policy_open(const struct mosaic__sched_config *cfg, struct mosaic__p
         return MOSAIC_ENOMEM;
     m->orion = cfg->policy == MOSAIC__POLICY_ORION;
     m->slo = cfg->slo;
-    m->f = m->orion ? 1 : F_START;
+    m->f = 1;
+    m->t_open = mosaic__now_ns();
+    m->floor_excess = m->orion ? 0 : EXCESS_FLOOR;
     m->scale = 1;
     m->kmask = 4095;
     m->pmask = 16383;

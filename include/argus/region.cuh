@@ -33,12 +33,14 @@
  *   is the root; the decoder nests them under the caller's region at run
  *   time.
  *
- * Cost per marker (enabled): one %clock read, one 8-byte store by lane 0
- * into the warp's own slot, the index mask and address arithmetic (six
- * SASS instructions in straight-line code on sm_90; docs/argus.md has the
- * measured totals); no atomics, no loads from global memory (the
- * descriptor is __constant__). %globaltimer, %smid and %clock64 are read
- * only at ARGUS_CTA_BEGIN and ARGUS_CTA_END.
+ * Cost per marker (enabled): one %clock64 read (CS2R, fixed latency) and
+ * one 8-byte store, both predicated on the warp's write flag (set in lane
+ * 0 of an armed warp only), the index mask and address arithmetic: about
+ * 8 SASS instructions and 16 encoded stall cycles on sm_90, armed or not
+ * (docs/argus.md has the measured totals); nothing a warp waits for (no
+ * S2UR clock read, no load: the descriptor is read once, at
+ * ARGUS_CTA_BEGIN), no atomics. %globaltimer
+ * and %smid are read only at ARGUS_CTA_BEGIN and ARGUS_CTA_END.
  *
  * The host finds the descriptor through the module's global symbol
  * ARGUS_DESC_SYMBOL ("argus_desc_v1", cuModuleGetGlobal / cuLibraryGetGlobal)
@@ -48,7 +50,8 @@
  * ARGUS_DESC_EXTERN in every translation unit but one.
  *
  * Tested with nvcc 13.0 for sm_90 (PTX and SASS checked by
- * tests/argus/check_ptx.sh); not yet run on a GPU (scripts/gpu/argus_check.sh).
+ * tests/argus/check_ptx.sh); run on an H200 (driver 580.159.04) by
+ * scripts/gpu/argus16_run.sh (docs/results/2026-12-01-argus16/).
  */
 #ifndef ARGUS_REGION_CUH
 #define ARGUS_REGION_CUH
@@ -111,19 +114,43 @@ __constant__ argus_device_desc argus_desc_v1 = {0, 0, 0, 0, 0};
 
 namespace argus {
 
-/* One warp's writer state, kept in registers. */
+/* One warp's writer state, kept in registers. Only lane 0 of an armed warp
+ * writes, so only lane 0 holds a ring pointer: a NULL `rec` (every lane of
+ * an unarmed launch, lanes 1-31 of an armed one) is the single test a
+ * marker makes before it reads the clock. */
 struct Warp {
-    unsigned long long *rec; /* the slot's record ring, or NULL */
-    uint32_t n;              /* records written so far */
-    uint32_t mask;
-    bool lane0;
+    unsigned long long *rec; /* lane 0: the slot's record ring; else NULL */
+    uint32_t n;              /* records written so far (lane 0) */
+    uint32_t mask;           /* records per slot - 1 */
+    uint32_t on;             /* 1 where rec != NULL: the markers' predicate */
 };
 
+/* Hides a value's origin from ptxas, so that it stays in the register it
+ * was computed into. Without it, ptxas rematerialises `mask` from
+ * __constant__ memory at every marker (an LDC, a variable-latency load that
+ * the index arithmetic then waits for). An empty asm is not enough: it
+ * leaves no instruction in the PTX, and ptxas sees the ld.const again. Two
+ * bit reversals are the identity, cost two instructions once per warp, and
+ * ptxas (13.0) does not fold them; tests/argus/check_ptx.sh fails if a
+ * marker reads the descriptor again. */
+__device__ __forceinline__ uint32_t opaque(uint32_t v)
+{
+    asm("brev.b32 %0, %0;" : "+r"(v));
+    asm("brev.b32 %0, %0;" : "+r"(v));
+    return v;
+}
+
+/* The low 32 bits of the SM clock, read as the low half of %clock64: on
+ * sm_90, ptxas turns `mov.u32 %clock` into S2UR SR_CLOCKLO, a variable-
+ * latency read that the next use of its result waits for on a scoreboard
+ * (the first H200 run measured about 70 cycles per marker, armed or not),
+ * and %clock64 into CS2R, a fixed-latency read of a few cycles
+ * (tests/argus/check_ptx.sh shows which one the build has). */
 __device__ __forceinline__ uint32_t clock32()
 {
-    uint32_t c;
-    asm volatile("mov.u32 %0, %%clock;" : "=r"(c));
-    return c;
+    unsigned long long c;
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(c));
+    return (uint32_t)c;
 }
 __device__ __forceinline__ unsigned long long clock64r()
 {
@@ -156,41 +183,71 @@ __device__ __forceinline__ Warp cta_begin()
     uint32_t warp = tid >> 5;
     uint32_t cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
     uint32_t slot = cta * argus_desc_v1.warps_per_cta + warp;
+    /* The descriptor is read here, once per warp, into registers; markers
+     * do not touch __constant__ memory. */
     w.n = 0;
-    w.mask = argus_desc_v1.cap_mask;
-    w.lane0 = (tid & 31u) == 0;
+    w.mask = opaque(argus_desc_v1.cap_mask);
     w.rec = 0;
+    w.on = 0;
     /* A launch shaped unlike the one the host armed writes nothing past
      * its slots (the decoder reports the slots it finds misplaced). */
-    if (argus_desc_v1.slots != 0 && warp < argus_desc_v1.warps_per_cta &&
+    if ((tid & 31u) == 0 && argus_desc_v1.slots != 0 && warp < argus_desc_v1.warps_per_cta &&
         slot < argus_desc_v1.nslots) {
         size_t stride = ARGUS_SLOT_HEADER_BYTES + ((size_t)w.mask + 1) * 8u;
         char *base = (char *)argus_desc_v1.slots + (size_t)slot * stride;
         w.rec = (unsigned long long *)(base + ARGUS_SLOT_HEADER_BYTES);
-        if (w.lane0) {
-            argus_slot_header *h = (argus_slot_header *)base;
-            h->cta = cta;
-            h->warp = warp;
-            h->smid_start = smid();
-            h->gt_start = globaltimer();
-            h->clk_start = clock64r();
-            h->magic = ARGUS_SLOT_MAGIC;
-        }
+        w.on = 1;
+        argus_slot_header *h = (argus_slot_header *)base;
+        h->cta = cta;
+        h->warp = warp;
+        h->smid_start = smid();
+        h->gt_start = globaltimer();
+        h->clk_start = clock64r();
+        h->magic = ARGUS_SLOT_MAGIC;
     }
     return w;
 }
 
+/* A marker is one predicated clock read and one predicated 8-byte store,
+ * written in PTX so that ptxas keeps them predicated on the warp's write
+ * flag rather than branching around them: inside a branch ptxas reads the
+ * 32-bit clock with S2UR, a variable-latency read that the store then
+ * waits for on a scoreboard (the first H200 run measured about 70 cycles
+ * per marker, armed or not); predicated on a per-lane flag it must use
+ * CS2R, a fixed-latency read of a few cycles. The clock is read right
+ * before the store, after the index arithmetic, so that the record's time
+ * is as close to the marker's place as the code allows. The record is
+ * ARGUS_REC_MAKE(kind, value, clock): the clock in the low word, kind and
+ * value in the high one (little-endian v2.u32 = u64). No "memory" clobber:
+ * nothing in the kernel reads the ring, and a clobber would stop the
+ * compiler from keeping the kernel's own values in registers across the
+ * marker. */
 __device__ __forceinline__ void emit(Warp &w, uint32_t kind, uint32_t value)
 {
-    uint32_t c = clock32();
-    if (w.rec != 0 && w.lane0)
-        w.rec[w.n & w.mask] = ARGUS_REC_MAKE(kind, value, c);
+    /* In lanes that do not write, rec is NULL and the offset is 0, so that
+     * the address is NULL there (never stored to: the store is predicated
+     * off) and no lane does arithmetic on a null pointer. Kept a pointer
+     * so that the compiler still knows the slot header is global memory
+     * (ARGUS_CTA_END's stores stay STG, not generic ST). */
+    unsigned long long *p = w.rec + (w.n & w.mask & (0u - w.on));
+    uint32_t hi = (kind << ARGUS_VALUE_BITS) | (value & ARGUS_VALUE_MASK);
+    asm volatile("{\n\t"
+                 ".reg .pred argus_p;\n\t"
+                 ".reg .b64 argus_c;\n\t"
+                 ".reg .b32 argus_l;\n\t"
+                 "setp.ne.u32 argus_p, %0, 0;\n\t"
+                 "@argus_p mov.u64 argus_c, %%clock64;\n\t"
+                 "@argus_p cvt.u32.u64 argus_l, argus_c;\n\t"
+                 "@argus_p st.global.v2.u32 [%1], {argus_l, %2};\n\t"
+                 "}"
+                 :
+                 : "r"(w.on), "l"(p), "r"(hi));
     w.n++;
 }
 
 __device__ __forceinline__ void cta_end(Warp &w)
 {
-    if (w.rec != 0 && w.lane0) {
+    if (w.on) {
         argus_slot_header *h = slot_header(w.rec);
         h->clk_end = clock64r();
         h->gt_end = globaltimer();

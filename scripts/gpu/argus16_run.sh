@@ -11,12 +11,22 @@
 #   the checker (tests/argus/gpu_truth_check.c) into libargus16.a;
 #   tests/argus/gpu_truth_kernels.cu and gpu_overhead_kernels.cu, each twice
 #   (-DARGUS_ENABLE: names *_on; without: *_off, the marker-free twin);
-#   tests/argus/gpu_argus16_main.cu, linked with all four into $OUT/build/argus16.
+#   tests/argus/gpu_argus16_main.cu, linked with all four into build/argus16
+#   (under $OUT with --build-only and --dry-run, else in the staging directory).
 # Then, on a GPU: `argus16 truth` (arms, runs and decodes the four truth
 # kernels, saves truth_*.raw, checks) and `argus16 overhead` (marker-free,
-# unarmed and armed builds interleaved, CUDA-graph timed). Full results in
-# $OUT: results.tsv, results.json, env.txt, truth.tsv, overhead.tsv,
-# overhead_checks.tsv, *.raw, ptxas.txt, sass.txt, summary.txt, logs; a short table is printed last.
+# unarmed and armed builds interleaved, CUDA-graph timed). A run writes
+# three files into $OUT: argus16.tar.gz (every result file under
+# argus16/: results.tsv, results.json, env.txt, truth.txt, truth.tsv,
+# overhead.txt, overhead.tsv, overhead_checks.tsv, *.raw, the spin logs
+# truth_*_spinlog.bin, ptxas.txt,
+# sass.txt, sass_overhead_{on,off}.txt, summary.txt, the logs; no build
+# products) and
+# summary.txt and results.json beside it. The device tool brings back at
+# most 8 files from $OUT, and the first run lost everything past them; the
+# results are written to a directory outside $OUT (ARGUS16_STAGE, default
+# a fresh mktemp directory) and packed when the script exits, also when it
+# fails. A short table is printed last.
 #
 # --build-only: build and stop (the ctest argus_gpu_build).
 # --dry-run:    build, run what needs no GPU (the program's no-GPU path and,
@@ -44,10 +54,39 @@ CC=${CC:-gcc}
 # The -gencode form: HOPPER.md saw the -arch=sm_90a shorthand run a plain
 # sm_90 pass too.
 ARCH=(-gencode=arch=compute_90a,code=sm_90a)
-work=$OUT/build
+mkdir -p "$OUT"
+# RES: where every result file goes. --build-only and --dry-run write into
+# $OUT as before (the ctest reads them there); a run stages outside $OUT and
+# packs RES into $OUT/argus16.tar.gz on exit (pack, below).
+if [[ $mode == run ]]; then
+    stage=${ARGUS16_STAGE:-$(mktemp -d "${TMPDIR:-/tmp}/argus16.XXXXXX")}
+    RES=$stage/argus16
+else
+    RES=$OUT
+fi
+work=$RES/build
 mkdir -p "$work"
 T0=$SECONDS
-log() { printf '[argus16 +%3ds] %s\n' $((SECONDS - T0)) "$*" | tee -a "$OUT/script.log" >&2; }
+log() { printf '[argus16 +%3ds] %s\n' $((SECONDS - T0)) "$*" | tee -a "$RES/script.log" >&2; }
+# Packs the results (not the build products, only the compiler logs) into
+# one tarball in $OUT, with summary.txt and results.json beside it; runs on
+# every exit of a run, so that a failure still brings back what was written.
+pack() {
+    local rc=$?
+    set +e
+    if [[ -d $RES ]]; then
+        tar -czf "$OUT/argus16.tar.gz" -C "$(dirname "$RES")" \
+            --exclude='argus16/build/*.o' --exclude='argus16/build/*.a' \
+            --exclude='argus16/build/argus16' --exclude='argus16/build/gpu_truth_model' \
+            "$(basename "$RES")" &&
+            echo "== argus16: results packed into $OUT/argus16.tar.gz ($(du -k "$OUT/argus16.tar.gz" | cut -f1) KiB)" >&2
+        for f in summary.txt results.json; do
+            [[ -f $RES/$f ]] && cp "$RES/$f" "$OUT/$f"
+        done
+    fi
+    exit "$rc"
+}
+[[ $mode == run ]] && trap pack EXIT
 werr=()
 [[ ${WERROR:-0} == 1 ]] && werr=(-Werror)
 nvwerr=()
@@ -135,7 +174,7 @@ for f in profiler/argus/common profiler/argus/decode profiler/argus/stats profil
 done
 rm -f "$work/libargus16.a"
 ar rcs "$work/libargus16.a" "${objs[@]}"
-: >"$OUT/ptxas.txt"
+: >"$RES/ptxas.txt"
 kobjs=()
 for k in truth overhead; do
     for v in on off; do
@@ -147,7 +186,7 @@ for k in truth overhead; do
         "$NVCC" -std=c++17 -O3 "${ARCH[@]}" "${nvwerr[@]}" "${flags[@]}" -Xptxas -v -Iinclude \
             -Itests/argus -c "tests/argus/gpu_${k}_kernels.cu" -o "$o" >"$work/nvcc_${k}_$v.log" 2>&1 ||
             { cat "$work/nvcc_${k}_$v.log" >&2; log "nvcc failed on gpu_${k}_kernels.cu ($v)"; exit 1; }
-        { echo "== gpu_${k}_kernels.cu, markers $v"; grep -E 'ptxas info|bytes stack' "$work/nvcc_${k}_$v.log" || true; } >>"$OUT/ptxas.txt"
+        { echo "== gpu_${k}_kernels.cu, markers $v"; grep -E 'ptxas info|bytes stack' "$work/nvcc_${k}_$v.log" || true; } >>"$RES/ptxas.txt"
         kobjs+=("$o")
     done
 done
@@ -168,8 +207,14 @@ if [[ -x $CUOBJDUMP ]]; then
             /Function :/ { f = $3 }
             /^ +\/\*[0-9a-f]+\*\// { if ($0 !~ /NOP/) n[f]++; if ($0 ~ /STG\.E\.64/) st[f]++ }
             END { for (k in n) printf "%s\t%s\t%d instructions\t%d STG.E.64\n", obj, k, n[k], st[k] }'
-    done >"$OUT/sass.txt" || true
-    log "SASS counts in $OUT/sass.txt"
+    done >"$RES/sass.txt" || true
+    # The whole SASS of the overhead kernels, with the control words, so
+    # that a marker's instructions and stall counts can be read beside the
+    # times measured below.
+    for v in on off; do
+        "$CUOBJDUMP" -sass "$work/overhead_$v.o" >"$RES/sass_overhead_$v.txt" 2>&1 || true
+    done
+    log "SASS counts in $RES/sass.txt, overhead kernels' SASS in sass_overhead_{on,off}.txt"
 else
     log "no cuobjdump: SASS counts not written"
 fi
@@ -181,20 +226,20 @@ gpus=$(nvidia-smi -L 2>/dev/null || true)
 [[ $gpus == *GPU* ]] && gpu=1
 if [[ $mode == dry || $gpu == 0 ]]; then
     set +e
-    "$work/argus16" truth "$OUT" >"$OUT/nogpu.txt" 2>&1
+    "$work/argus16" truth "$RES" >"$RES/nogpu.txt" 2>&1
     rc=$?
     set -e
     if [[ $rc == 3 ]]; then
-        log "the program's no-GPU path: $(head -1 "$OUT/nogpu.txt")"
+        log "the program's no-GPU path: $(head -1 "$RES/nogpu.txt")"
     elif [[ $rc != 0 ]]; then
-        log "argus16 without a GPU exited $rc: $(tail -1 "$OUT/nogpu.txt")"
+        log "argus16 without a GPU exited $rc: $(tail -1 "$RES/nogpu.txt")"
     fi
     if [[ -f /usr/include/cmocka.h ]]; then
         "$CC" -std=gnu11 -O2 -Wall -Wextra "${werr[@]}" -Iinclude -Itests/argus \
             tests/argus/gpu_truth_model.c -o "$work/gpu_truth_model" -L"$work" -largus16 -lcmocka -lm \
             -ldl -lpthread
-        "$work/gpu_truth_model" >"$OUT/model.txt" 2>&1 && log "checker on device-model buffers: passed" ||
-            { cat "$OUT/model.txt" >&2; log "checker on device-model buffers: FAILED"; exit 1; }
+        "$work/gpu_truth_model" >"$RES/model.txt" 2>&1 && log "checker on device-model buffers: passed" ||
+            { cat "$RES/model.txt" >&2; log "checker on device-model buffers: FAILED"; exit 1; }
     else
         log "no cmocka here: the checker's model test is not run (ctest argus_gpu_model runs it)"
     fi
@@ -218,16 +263,16 @@ fi
     echo "build: nvcc -O3 ${ARCH[*]}; argus core and checker with $CC -O2"
     echo "method: 10 warm-up launches; a CUDA graph of n launches (n so a replay takes ~1 ms, 1..100); sample = replay event time / n; measurement = median of 20 replays; overhead: $rounds rounds, variants interleaved in rotating order; cuda_event_fallback where capture failed (per row in the TSVs)"
     echo "clocks: as found (never set)"
-} >"$OUT/env.txt" 2>&1
-cat "$OUT/env.txt" >&2
+} >"$RES/env.txt" 2>&1
+cat "$RES/env.txt" >&2
 
 set +e
 log "truth kernels"
-timeout 120 "$work/argus16" truth "$OUT" >"$OUT/truth.txt" 2>&1
+timeout 120 "$work/argus16" truth "$RES" >"$RES/truth.txt" 2>&1
 rc_truth=$?
 log "truth: exit $rc_truth"
 log "overhead kernels ($rounds rounds)"
-timeout 240 "$work/argus16" overhead "$OUT" "$rounds" >"$OUT/overhead.txt" 2>&1
+timeout 240 "$work/argus16" overhead "$RES" "$rounds" >"$RES/overhead.txt" 2>&1
 rc_ovh=$?
 log "overhead: exit $rc_ovh"
 set -e
@@ -236,20 +281,20 @@ set -e
 # results.json: the same, typed, with env.txt.
 {
     printf 'part\ttest\twhat\tgot\twant\ttol\tunit\tverdict\n'
-    [[ -f $OUT/truth.tsv ]] && sed 's/^/truth\t/' "$OUT/truth.tsv"
-    [[ -f $OUT/overhead_checks.tsv ]] && sed 's/^/overhead_buffer\t/' "$OUT/overhead_checks.tsv"
-} >"$OUT/results.tsv"
+    [[ -f $RES/truth.tsv ]] && sed 's/^/truth\t/' "$RES/truth.tsv"
+    [[ -f $RES/overhead_checks.tsv ]] && sed 's/^/overhead_buffer\t/' "$RES/overhead_checks.tsv"
+} >"$RES/results.tsv"
 if command -v python3 >/dev/null 2>&1; then
-    summarise "$OUT" "$rc_truth" "$rc_ovh" >"$OUT/summary.txt" 2>&1 ||
+    summarise "$RES" "$rc_truth" "$rc_ovh" >"$RES/summary.txt" 2>&1 ||
         log "the summary failed (summary.txt says why)"
 else
     log "no python3: results.json and the target verdicts are not written"
 fi
 
-echo "== argus16: $(sed -n 3p "$OUT/env.txt")"
-grep -E '^FAIL' "$OUT/truth.txt" "$OUT/overhead.txt" | head -20 || true
-tail -3 "$OUT/truth.txt"
-grep -E '^(body|compute|memory) ' "$OUT/overhead.txt" || tail -5 "$OUT/overhead.txt"
-[[ -f $OUT/summary.txt ]] && cat "$OUT/summary.txt"
-echo "== result: truth exit $rc_truth, overhead exit $rc_ovh ($((SECONDS - T0)) s); full results in $OUT"
+echo "== argus16: $(sed -n 3p "$RES/env.txt")"
+grep -E '^FAIL' "$RES/truth.txt" "$RES/overhead.txt" | head -20 || true
+tail -3 "$RES/truth.txt"
+grep -E '^(body|compute|memory) ' "$RES/overhead.txt" || tail -5 "$RES/overhead.txt"
+[[ -f $RES/summary.txt ]] && cat "$RES/summary.txt"
+echo "== result: truth exit $rc_truth, overhead exit $rc_ovh ($((SECONDS - T0)) s); full results in $OUT/argus16.tar.gz (summary.txt and results.json beside it)"
 [[ $rc_truth == 0 && $rc_ovh == 0 ]]

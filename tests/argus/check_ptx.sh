@@ -32,16 +32,22 @@ build cta "$work/cta_only.cu" -DARGUS_ENABLE
 count() { grep -cE "$1" "$2" || true; }
 on=$work/on.ptx off=$work/off.ptx
 markers=$(grep -cE 'ARGUS_(REGION_BEGIN|REGION_END|ROLE|ITER)\(' "$src")
-clocks=$(count '%clock;' "$on")
-[[ $clocks == "$markers" ]] || fail "$clocks %clock reads for $markers marker sites"
-u64=$(count 'st\.global\.u64' "$on")
-v2=$(count 'st\.global\.v2\.u64' "$on")
-# Four 8-byte header fields: gt_start, clk_start, clk_end, gt_end.
-records=$((u64 + 2 * v2 - 4))
+# Markers read the clock as the low half of %clock64 (region.cuh says why:
+# the 32-bit %clock becomes a variable-latency S2UR on sm_90); CTA begin and
+# end read it twice more for the anchors.
+# A marker is one predicated %clock64 read and one predicated record store
+# (st.global.v2.u32, the record's two words) in inline PTX (region.cuh says
+# why: branched around, the clock read becomes a variable-latency S2UR on
+# sm_90); CTA begin and end read %clock64 twice more for the anchors.
+clocks=$(count 'argus_p mov\.u64 argus_c, %clock64;' "$on")
+[[ $clocks == "$markers" ]] || fail "$clocks marker %clock64 reads for $markers marker sites"
+[[ $(count '%clock64;' "$on") == $((markers + 2)) ]] || fail "$(count '%clock64;' "$on") %clock64 reads, want $markers markers + 2 anchors"
+[[ $(count '%clock;' "$on") == 0 ]] || fail "a marker reads the 32-bit %clock"
+records=$(count 'argus_p st\.global\.v2\.u32' "$on")
 [[ $records == "$markers" ]] || fail "$records record stores for $markers markers"
 [[ $(count '\b(atom|red)\.' "$on") == 0 ]] || fail "atomics in the enabled build"
 [[ $(count 'ld\.global' "$on") == $(count 'ld\.global' "$off") ]] || fail "markers load from global memory"
-for r in '%globaltimer' '%smid' '%clock64'; do
+for r in '%globaltimer' '%smid'; do
     [[ $(count "$r;" "$on") == 2 ]] || fail "$r read $(count "$r;" "$on") times, not at CTA begin and end only"
 done
 for r in '%clock' '%globaltimer' '%smid' 'argus_desc_v1'; do
@@ -51,7 +57,7 @@ grep -q 'argus_desc_v1' "$on" || fail "enabled build has no argus_desc_v1"
 # The PTX header names the input file; compare the code only.
 body() { grep -vE '^\s*(//|\.file)' "$1"; }
 diff <(body "$off") <(body "$work/stripped.ptx") >/dev/null || fail "disabled PTX differs from the marker-free kernel"
-echo "argus PTX (sm_90): $markers markers, $records 8-byte record stores, 0 atomics, timer/smid reads 2 each; disabled PTX = marker-free PTX"
+echo "argus PTX (sm_90): $markers markers, $records 8-byte record stores, $clocks predicated %clock64 reads (+2 anchors), 0 atomics, timer/smid reads 2 each; disabled PTX = marker-free PTX"
 
 # A device function with regions compiles in both builds; an END that does
 # not close the innermost region does not compile in either.
@@ -87,6 +93,23 @@ echo "argus markers: device-function regions compile; a mismatched END is a comp
 cuobjdump=${CUOBJDUMP:-$(command -v cuobjdump || true)}
 if [[ -n $cuobjdump && -x $cuobjdump ]]; then
     sass() { "$cuobjdump" -sass "$1" | grep -E '^\s+/\*[0-9a-f]{4}\*/' | sed -E 's#^\s+/\*[0-9a-f]{4}\*/##; s#;.*#;#'; }
+    # Stall cycles that ptxas encoded in the control bits (bits 41-44 of
+    # each instruction's second word on sm_70 and later), summed over the
+    # non-NOP instructions: the issue time of straight-line code, waits on
+    # variable-latency results not included.
+    stalls() {
+        "$cuobjdump" -sass "$1" | awk '
+            /^ +\/\*[0-9a-f][0-9a-f][0-9a-f][0-9a-f]\*\// { nop = ($0 ~ /NOP/); want = 1; next }
+            want && /\/\* 0x[0-9a-f]+ \*\// {
+                want = 0; if (nop) next
+                h = $0; sub(/.*\/\* 0x/, "", h); sub(/ .*/, "", h)
+                # hex digits 5-6 of 16 hold bits 47-40; bits 44-41 are the stall.
+                d = substr(h, 5, 2); v = 0
+                for (i = 1; i <= 2; i++) v = v * 16 + index("0123456789abcdef", substr(d, i, 1)) - 1
+                s += int(v / 2) % 16
+            }
+            END { print s + 0 }'
+    }
     sass "$work/off.cubin" >"$work/off.sass"
     sass "$work/stripped.cubin" >"$work/stripped.sass"
     sass "$work/on.cubin" >"$work/on.sass"
@@ -98,7 +121,25 @@ if [[ -n $cuobjdump && -x $cuobjdump ]]; then
     inst=$(( $(grep -c 'STG' "$work/on.sass") - $(grep -c 'STG' "$work/cta.sass") ))
     [[ $inst -ge $markers ]] || fail "$inst record stores in the SASS for $markers marker sites"
     extra=$((n_on - n_cta))
-    echo "argus SASS (sm_90, non-NOP instructions): disabled $n_off = marker-free; CTA begin+end adds $((n_cta - n_off)); $inst marker instances ($markers sites, loops unrolled) add $extra, $((extra / inst)).$(( (extra * 10 / inst) % 10 )) per marker"
+    # The clock read is the fixed-latency CS2R, one per marker instance;
+    # no S2R/S2UR of the clock (a variable-latency read whose use waits on
+    # a scoreboard: about 70 cycles per marker in the first H200 run).
+    [[ $(grep -cE '(^|[^C])S2U?R .*SR_CLOCK' "$work/on.sass" || true) == 0 ]] || fail "a clock read in the SASS is S2R/S2UR"
+    cs2r=$(( $(grep -cE 'CS2R(\.32)? .*SR_CLOCKLO' "$work/on.sass" || true) - $(grep -cE 'CS2R(\.32)? .*SR_CLOCKLO' "$work/cta.sass" || true) ))
+    [[ $cs2r == "$inst" ]] || fail "$cs2r CS2R clock reads for $inst marker instances"
+    # Markers read nothing from the descriptor (__constant__ bank 3): it is
+    # read once, in ARGUS_CTA_BEGIN.
+    [[ $(grep -c 'c\[0x3\]' "$work/on.sass" || true) == $(grep -c 'c\[0x3\]' "$work/cta.sass" || true) ]] ||
+        fail "a marker loads the descriptor from __constant__ memory"
+    # The slot header and the records are stored as global memory (STG),
+    # not through generic addresses (ST), which cost an address-space check.
+    [[ $(grep -cE '(^|\s)ST\.E' "$work/on.sass" || true) == 0 ]] || fail "generic stores (ST.E) in the enabled SASS"
+    st_on=$(stalls "$work/on.cubin") st_cta=$(stalls "$work/cta.cubin")
+    dst=$((st_on - st_cta))
+    # The CTA-only build is the baseline of the per-marker numbers (ptxas
+    # may unroll the kernel's loop in one build and not in another, so the
+    # marker instances are counted by their clock reads).
+    echo "argus SASS (sm_90, non-NOP instructions): disabled $n_off = marker-free; CTA begin+end only $n_cta; $inst marker instances ($markers sites) add $extra, $((extra / inst)).$(( (extra * 10 / inst) % 10 )) per marker; encoded stall cycles $st_cta -> $st_on, $((dst / inst)).$(( (dst * 10 / inst) % 10 )) per marker; clock reads CS2R, no descriptor loads in markers"
 else
     echo "argus SASS: cuobjdump not found (set CUOBJDUMP); SASS not compared"
 fi

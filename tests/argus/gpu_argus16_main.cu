@@ -34,8 +34,8 @@ extern "C" {
 const void *g16_truth_kernel_on(int kind);
 const void *g16_truth_kernel_off(int kind);
 unsigned g16_truth_threads_on(int kind);
-cudaError_t g16_truth_launch_on(int kind, float *out, cudaStream_t s);
-cudaError_t g16_truth_launch_off(int kind, float *out, cudaStream_t s);
+cudaError_t g16_truth_launch_on(int kind, float *out, g16_spin_rec *log, cudaStream_t s);
+cudaError_t g16_truth_launch_off(int kind, float *out, g16_spin_rec *log, cudaStream_t s);
 const void *g16_ovh_kernel_on(int body);
 cudaError_t g16_ovh_launch_on(int body, const float *in, float *out, int iters, unsigned mask,
                               cudaStream_t s);
@@ -280,12 +280,14 @@ typedef struct truth_ctx {
     int kind;
     bool on;
     float *out;
+    g16_spin_rec *log;
 } truth_ctx;
 
 static cudaError_t truth_launch(void *p, cudaStream_t s)
 {
     truth_ctx *c = (truth_ctx *)p;
-    return c->on ? g16_truth_launch_on(c->kind, c->out, s) : g16_truth_launch_off(c->kind, c->out, s);
+    return c->on ? g16_truth_launch_on(c->kind, c->out, c->log, s)
+                 : g16_truth_launch_off(c->kind, c->out, c->log, s);
 }
 
 static int run_truth(const char *out)
@@ -301,11 +303,14 @@ static int run_truth(const char *out)
     }
     g16_sink sink = {tsv, 0, 0, 0};
     float *dout;
+    g16_spin_rec *dlog;
+    static g16_spin_rec hlog[G16_LOG_ENTRIES];
     cudaStream_t s;
     argus_driver drv;
     char msg[1024];
     CUmodule mod;
     if (!cuda_ok(cudaMalloc(&dout, G16_CTAS * 1024 * sizeof(float)), "cudaMalloc") ||
+        !cuda_ok(cudaMalloc(&dlog, sizeof(hlog)), "cudaMalloc (spin log)") ||
         !cuda_ok(cudaStreamCreate(&s), "cudaStreamCreate") || !module_of(g16_truth_kernel_on(0), &mod))
         return 2;
     if (argus_driver_cuda(&drv, msg, sizeof(msg)) != 0) {
@@ -317,12 +322,14 @@ static int run_truth(const char *out)
      * kernel first, so that the clock has settled before anything is timed
      * or recorded. */
     for (int i = 0; i < 500 && rc == 0; i++)
-        if (!cuda_ok(g16_truth_launch_off(0, dout, s), "warm-up launch"))
+        if (!cuda_ok(g16_truth_launch_off(0, dout, dlog, s), "warm-up launch"))
             rc = 2;
     if (rc == 0 && !cuda_ok(cudaStreamSynchronize(s), "warm-up"))
         rc = 2;
     for (int kind = 0; kind < 4 && rc == 0; kind++) {
-        truth_ctx off = {kind, false, dout}, on = {kind, true, dout};
+        /* Both builds write the spin log, so that the marker-free time
+         * includes its stores as the armed kernel's does. */
+        truth_ctx off = {kind, false, dout, dlog}, on = {kind, true, dout, dlog};
         timer toff, ton;
         double off_us = 0, on_us = 0;
         /* The marker-free time is measured before any arming, the unarmed
@@ -348,9 +355,14 @@ static int run_truth(const char *out)
         void *raw = NULL;
         size_t len = 0;
         /* Wait for the descriptor copy before the launch (see set_desc). */
-        bool ran = cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize after arming") &&
+        /* The log is cleared first, so that what is checked is the armed
+         * launch's own. */
+        bool ran = cuda_ok(cudaMemsetAsync(dlog, 0, sizeof(hlog), s), "clearing the spin log") &&
+                   cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize after arming") &&
                    cuda_ok(truth_launch(&on, s), "armed launch") &&
-                   cuda_ok(cudaStreamSynchronize(s), "armed kernel");
+                   cuda_ok(cudaStreamSynchronize(s), "armed kernel") &&
+                   cuda_ok(cudaMemcpy(hlog, dlog, sizeof(hlog), cudaMemcpyDeviceToHost),
+                           "reading the spin log");
         int crc = ran ? argus_launch_collect(&l, &raw, &len, msg, sizeof(msg)) : ARGUS_EDRIVER;
         argus_launch_release(&l);
         if (crc != 0) {
@@ -363,10 +375,14 @@ static int run_truth(const char *out)
         snprintf(name, sizeof(name), "truth_%s.raw", names[kind]);
         if (!save(out, name, raw, len))
             rc = 2;
+        char lname[64];
+        snprintf(lname, sizeof(lname), "truth_%s_spinlog.bin", names[kind]);
+        if (kind != 1 && !save(out, lname, hlog, sizeof(hlog)))
+            rc = 2;
         int drc;
         switch (kind) {
         case 0:
-            drc = g16_check_spin(raw, len, off_us * 1e3, &sink, msg, sizeof(msg));
+            drc = g16_check_spin(raw, len, off_us * 1e3, hlog, &sink, msg, sizeof(msg));
             g16_info(&sink, "spin", "globaltimer anchors' step (gcd of distances)",
                      (double)gt_step(raw, len), "ns");
             break;
@@ -374,10 +390,10 @@ static int run_truth(const char *out)
             drc = g16_check_calls(raw, len, &sink, msg, sizeof(msg));
             break;
         case 2:
-            drc = g16_check_barrier(raw, len, &sink, msg, sizeof(msg));
+            drc = g16_check_barrier(raw, len, hlog, &sink, msg, sizeof(msg));
             break;
         default:
-            drc = g16_check_roles(raw, len, &sink, msg, sizeof(msg));
+            drc = g16_check_roles(raw, len, hlog, &sink, msg, sizeof(msg));
             break;
         }
         if (drc != 0) {
@@ -388,6 +404,7 @@ static int run_truth(const char *out)
     }
     fclose(tsv);
     cudaFree(dout);
+    cudaFree(dlog);
     cudaStreamDestroy(s);
     printf("truth: %d checks, %d failed\n", sink.checks, sink.failures);
     return rc ? rc : sink.failures ? 1 : 0;

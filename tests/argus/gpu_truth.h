@@ -78,6 +78,31 @@ extern "C" {
 /* The tolerance the issue sets for region times against ground truth. */
 #define G16_REL_TOL 0.02
 
+/* The spins' own log, written in both builds without markers: for every
+ * %globaltimer spin (spin2us/5us/10us, skew, produce, consume), lane 0 of
+ * the warp keeps the spin's first and last %globaltimer readings and the
+ * %clock64 readings taken just outside them (clk0 before gt0, clk1 after
+ * gt1), and stores them after the region's END marker, so that the
+ * store is in no region. The checks compare a region's decoded time with
+ * what ran inside it, as the spin measured itself, rather than with the
+ * spin's target: a spin on a stepping timer ends on the first reading at
+ * or past its target, so it overshoots by up to one loop iteration plus
+ * one timer step (the first H200 run's spin2us decoded at 2057.5 ns), and
+ * that is the ground truth's definition, not the markers' error. The
+ * cycles beside the readings tell the two apart: decoded region cycles
+ * minus the spin's own cycles are what the markers add inside the region.
+ * Entry (cta * warps_per_cta + warp) * G16_LOG_PER_WARP + k is the warp's
+ * k-th spin: spin kernel k = rep * G16_SPIN_GT_REGIONS + region, barrier
+ * k = iteration (its skew), roles k = iteration (produce or consume). An
+ * entry never written is all zeros. */
+#define G16_LOG_PER_WARP 32u
+#define G16_LOG_MAX_WARPS 8u
+#define G16_LOG_ENTRIES (G16_CTAS * G16_LOG_MAX_WARPS * G16_LOG_PER_WARP)
+typedef struct g16_spin_rec {
+    uint64_t gt0, gt1;   /* the spin's first and last %globaltimer readings, ns */
+    uint64_t clk0, clk1; /* %clock64 before gt0 and after gt1, SM cycles */
+} g16_spin_rec;
+
 /* Where the check results go: one TSV row per number (test, what, got,
  * want, tolerance, unit, verdict), and a line per row on stdout. */
 typedef struct g16_sink {
@@ -98,12 +123,16 @@ void g16_info(g16_sink *s, const char *test, const char *what, double got, const
  * negative ARGUS_E* code with the reason in msg. */
 
 /* free_ns: the marker-free build's kernel time (ns per launch), or <= 0
- * when it was not measured; the decoded region times must add up to it. */
-int g16_check_spin(const void *raw, size_t len, double free_ns, g16_sink *s, char *msg,
-                   size_t msglen);
+ * when it was not measured; the decoded region times must add up to it.
+ * log: the armed launch's spin log (G16_LOG_ENTRIES entries, gpu_truth.h
+ * above); ARGUS_EINVAL when it is NULL. */
+int g16_check_spin(const void *raw, size_t len, double free_ns, const g16_spin_rec *log,
+                   g16_sink *s, char *msg, size_t msglen);
 int g16_check_calls(const void *raw, size_t len, g16_sink *s, char *msg, size_t msglen);
-int g16_check_barrier(const void *raw, size_t len, g16_sink *s, char *msg, size_t msglen);
-int g16_check_roles(const void *raw, size_t len, g16_sink *s, char *msg, size_t msglen);
+int g16_check_barrier(const void *raw, size_t len, const g16_spin_rec *log, g16_sink *s,
+                      char *msg, size_t msglen);
+int g16_check_roles(const void *raw, size_t len, const g16_spin_rec *log, g16_sink *s,
+                    char *msg, size_t msglen);
 /* The overhead kernels' buffer: G16_OVH_REGIONS "body" occurrences per
  * warp of a G16_OVH_CTAS x G16_OVH_THREADS launch; *mean_ns gets the mean
  * body time. */

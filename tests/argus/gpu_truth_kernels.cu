@@ -38,11 +38,30 @@ __device__ __forceinline__ unsigned long long g16_clock()
     return c;
 }
 
-__device__ __forceinline__ void spin_ns(unsigned ns)
+/* Spins until %globaltimer has advanced by ns and returns its own readings
+ * (gpu_truth.h, "the spins' own log"): the clock before the first timer
+ * reading and after the last, so that the cycles cover the whole spin. */
+__device__ __forceinline__ g16_spin_rec spin_ns(unsigned ns)
 {
-    unsigned long long t0 = g16_gtimer();
-    while (g16_gtimer() - t0 < ns) {
-    }
+    g16_spin_rec r;
+    r.clk0 = g16_clock();
+    r.gt0 = g16_gtimer();
+    unsigned long long t;
+    do {
+        t = g16_gtimer();
+    } while (t - r.gt0 < ns);
+    r.gt1 = t;
+    r.clk1 = g16_clock();
+    return r;
+}
+
+/* Lane 0 stores a spin's readings as the warp's k-th log entry; called
+ * after the region's END, so that the store lies outside every region. */
+__device__ __forceinline__ void log_spin(g16_spin_rec *log, unsigned k, const g16_spin_rec &r)
+{
+    unsigned warps = blockDim.x >> 5, warp = threadIdx.x >> 5;
+    if (log != 0 && (threadIdx.x & 31u) == 0 && k < G16_LOG_PER_WARP)
+        log[(blockIdx.x * warps + warp) * G16_LOG_PER_WARP + k] = r;
 }
 
 __device__ __forceinline__ void spin_cycles(unsigned cycles)
@@ -66,19 +85,23 @@ __device__ __noinline__ float work(ARGUS_WARP_PARAM, float x)
 
 } /* namespace */
 
-__global__ void G16_NAME(g16_spin)(float *out)
+__global__ void G16_NAME(g16_spin)(float *out, g16_spin_rec *log)
 {
     ARGUS_CTA_BEGIN();
     for (unsigned r = 0; r < G16_SPIN_REPS; r++) {
+        g16_spin_rec t;
         ARGUS_REGION_BEGIN("spin2us");
-        spin_ns(2000);
+        t = spin_ns(2000);
         ARGUS_REGION_END("spin2us");
+        log_spin(log, r * G16_SPIN_GT_REGIONS + 0, t);
         ARGUS_REGION_BEGIN("spin5us");
-        spin_ns(5000);
+        t = spin_ns(5000);
         ARGUS_REGION_END("spin5us");
+        log_spin(log, r * G16_SPIN_GT_REGIONS + 1, t);
         ARGUS_REGION_BEGIN("spin10us");
-        spin_ns(10000);
+        t = spin_ns(10000);
         ARGUS_REGION_END("spin10us");
+        log_spin(log, r * G16_SPIN_GT_REGIONS + 2, t);
         ARGUS_REGION_BEGIN("clk20k");
         spin_cycles(G16_CLK_CYCLES);
         ARGUS_REGION_END("clk20k");
@@ -87,8 +110,9 @@ __global__ void G16_NAME(g16_spin)(float *out)
     ARGUS_CTA_END();
 }
 
-__global__ void G16_NAME(g16_calls)(float *out)
+__global__ void G16_NAME(g16_calls)(float *out, g16_spin_rec *log)
 {
+    (void)log; /* no globaltimer spins here: the work() spin is on %clock64 */
     ARGUS_CTA_BEGIN();
     float x = (float)threadIdx.x;
     for (unsigned i = 0; i < G16_CALL_ITERS; i++) {
@@ -105,14 +129,16 @@ __global__ void G16_NAME(g16_calls)(float *out)
     ARGUS_CTA_END();
 }
 
-__global__ void G16_NAME(g16_barrier)(float *out)
+__global__ void G16_NAME(g16_barrier)(float *out, g16_spin_rec *log)
 {
     ARGUS_CTA_BEGIN();
     unsigned warp = threadIdx.x >> 5;
     for (unsigned i = 0; i < G16_BAR_ITERS; i++) {
+        g16_spin_rec t;
         ARGUS_REGION_BEGIN("skew");
-        spin_ns(warp * G16_BAR_SKEW_NS);
+        t = spin_ns(warp * G16_BAR_SKEW_NS);
         ARGUS_REGION_END("skew");
+        log_spin(log, i, t);
         ARGUS_REGION_BEGIN("bar");
         __syncthreads();
         ARGUS_REGION_END("bar");
@@ -121,7 +147,7 @@ __global__ void G16_NAME(g16_barrier)(float *out)
     ARGUS_CTA_END();
 }
 
-__global__ void G16_NAME(g16_roles)(float *out)
+__global__ void G16_NAME(g16_roles)(float *out, g16_spin_rec *log)
 {
     __shared__ float tile[32];
     ARGUS_CTA_BEGIN();
@@ -134,10 +160,12 @@ __global__ void G16_NAME(g16_roles)(float *out)
     float acc = 0.0f;
     for (unsigned i = 0; i < G16_ROLE_ITERS; i++) {
         if (producer) {
+            g16_spin_rec t;
             ARGUS_REGION_BEGIN("produce");
-            spin_ns(G16_PRODUCE_NS);
+            t = spin_ns(G16_PRODUCE_NS);
             tile[threadIdx.x] = (float)(i + threadIdx.x);
             ARGUS_REGION_END("produce");
+            log_spin(log, i, t);
         }
         /* The barriers sit outside the role branches, so that every thread
          * of the CTA reaches the same __syncthreads. */
@@ -145,10 +173,12 @@ __global__ void G16_NAME(g16_roles)(float *out)
         __syncthreads();
         ARGUS_REGION_END("handoff");
         if (!producer) {
+            g16_spin_rec t;
             ARGUS_REGION_BEGIN("consume");
-            spin_ns(G16_CONSUME_NS);
+            t = spin_ns(G16_CONSUME_NS);
             acc += tile[threadIdx.x & 31u];
             ARGUS_REGION_END("consume");
+            log_spin(log, i, t);
         }
         ARGUS_REGION_BEGIN("drain");
         __syncthreads();
@@ -185,11 +215,13 @@ extern "C" const void *G16_NAME(g16_truth_kernel)(int kind)
     }
 }
 
-extern "C" cudaError_t G16_NAME(g16_truth_launch)(int kind, float *out, cudaStream_t s)
+/* log: G16_LOG_ENTRIES entries (gpu_truth.h), or NULL. */
+extern "C" cudaError_t G16_NAME(g16_truth_launch)(int kind, float *out, g16_spin_rec *log,
+                                                  cudaStream_t s)
 {
     const void *k = G16_NAME(g16_truth_kernel)(kind);
     if (k == 0)
         return cudaErrorInvalidValue;
-    void *args[] = {&out};
+    void *args[] = {&out, &log};
     return cudaLaunchKernel(k, dim3(G16_CTAS), dim3(g16_threads[kind]), args, 0, s);
 }

@@ -109,24 +109,32 @@ static uint64_t learn(struct mosaic__policy *p, int n)
     return t;
 }
 
-static int ask(struct mosaic__policy *p, uint64_t kernel, unsigned in_flight)
+static int ask_view(struct mosaic__policy *p, uint64_t kernel, unsigned hp_clients,
+                    unsigned in_flight)
 {
-    struct mosaic__sched_view v = {.now_ns = mosaic__now_ns(), .hp_clients = 1,
+    struct mosaic__sched_view v = {.now_ns = mosaic__now_ns(), .hp_clients = hp_clients,
                                    .hp_requests_in_flight = in_flight};
     struct mosaic__be_want w = {.client_id = 2, .kernel_id = kernel};
     return p->decide(p->state, &v, &w);
+}
+
+static int ask(struct mosaic__policy *p, uint64_t kernel, unsigned in_flight)
+{
+    return ask_view(p, kernel, 1, in_flight);
 }
 
 static void unknown_be_only_while_hp_idle(void **state)
 {
     struct mosaic__policy p = open_mosaic(1.25);
     (void)state;
+    learn(&p, 1); /* the HP client is known, and idle */
     assert_int_equal(ask(&p, 12345, 0), MOSAIC__ADMIT);
     assert_int_equal(ask(&p, 12345, 1), MOSAIC__HOLD);
     /* While an active HP service has had fewer than five isolated
      * requests, it is held between them too: running into the next
-     * request, it would keep that one from measuring T_iso. */
-    for (int r = 0; r < 5; r++) {
+     * request, it would keep that one from measuring T_iso (learn() gave
+     * it one, these four more). */
+    for (int r = 0; r < 4; r++) {
         uint64_t t = mosaic__now_ns() - 100000000ull;
         assert_int_equal(ask(&p, 12345, 0), r ? MOSAIC__HOLD : MOSAIC__ADMIT);
         ev(&p, MOSAIC__PEV_HP_BEGIN, (uint64_t)r + 1, t);
@@ -135,6 +143,29 @@ static void unknown_be_only_while_hp_idle(void **state)
         ev(&p, MOSAIC__PEV_HP_END, (uint64_t)r + 1, t + 11000000ull);
     }
     assert_int_equal(ask(&p, 12345, 0), MOSAIC__ADMIT);
+    mosaic__policy_close(&p);
+}
+
+/*
+ * The restart race: a fresh policy (a daemon just started) holds BE while
+ * no HP client is connected within the grace period, and while a
+ * connected HP client has sent no event (it may be in a request it began
+ * before the restart); once the client is seen idle, BE runs.
+ */
+static void holds_be_until_hp_is_known(void **state)
+{
+    struct mosaic__policy p = open_mosaic(1.25);
+    (void)state;
+    assert_int_equal(ask_view(&p, 12345, 0, 0), MOSAIC__HOLD);
+    assert_int_equal(ask_view(&p, 12345, 1, 0), MOSAIC__HOLD);
+    learn(&p, 1);
+    assert_int_equal(ask_view(&p, 12345, 1, 0), MOSAIC__ADMIT);
+    /* A second HP client connects and says nothing yet. */
+    assert_int_equal(ask_view(&p, 12345, 2, 0), MOSAIC__HOLD);
+    char text[8192];
+    size_t n = p.metrics(p.state, text, sizeof(text));
+    text[n < sizeof(text) ? n : sizeof(text) - 1] = '\0';
+    assert_non_null(strstr(text, "reason=\"reconnecting\"} 3"));
     mosaic__policy_close(&p);
 }
 
@@ -166,7 +197,10 @@ static void eq5_at_tight_and_loose_slo(void **state)
         size_t n = p.metrics(p.state, text, sizeof(text));
         text[n < sizeof(text) ? n : sizeof(text) - 1] = '\0';
         assert_non_null(strstr(text, loose ? "reason=\"fits\"} 1" : "reason=\"over_slo\"} 1"));
-        assert_non_null(strstr(text, "mosaic_policy_overlap_factor 2.000"));
+        /* No overlapped request measured yet: the type is unproven and
+         * the decision was the pessimistic bound's. */
+        assert_non_null(strstr(text, "mosaic_policy_unproven_types 1"));
+        assert_non_null(strstr(text, "mosaic_policy_bound_decisions_total 1"));
         mosaic__policy_close(&p);
     }
 }
@@ -280,16 +314,85 @@ static void unknown_be_learned_then_bounded(void **state)
     assert_true(metric_has(&p, "reason=\"learned_bound\"} 1\n"));
     assert_true(metric_has(&p, "reason=\"over_slo\"} 1\n"));
     /* With u1 running, its remaining 2.70 ms counts too: a second u1 does
-     * not fit; once the first is done, 3 ms into the request, it does
-     * (3 + 8 remaining + 2.70 = 13.70 ms). */
+     * not fit. */
     ev_c(&p, 2, MOSAIC__PEV_BE_GRANT, u1, now);
     assert_int_equal(ask_at(&p, u1, 1, now + 100000), MOSAIC__HOLD);
     ev_c(&p, 2, MOSAIC__PEV_BE_DONE, u1, now + 2700000);
-    assert_int_equal(ask_at(&p, u1, 1, now + 3 * MS), MOSAIC__ADMIT);
-    assert_true(metric_has(&p, "reason=\"learned_bound\"} 2\n"));
+    /* Once it is done, 3 ms in, the 2.70 ms it ran are still charged to
+     * the request (the type is unproven: 11 + 2.70 + 2.70 > 13.75). */
+    assert_int_equal(ask_at(&p, u1, 1, now + 3 * MS), MOSAIC__HOLD);
+    assert_true(metric_has(&p, "reason=\"learned_bound\"} 1\n"));
+    assert_true(metric_has(&p, "reason=\"over_slo\"} 3\n"));
     /* That run beside HP is not a sample. */
     assert_true(metric_has(&p, "mosaic_policy_learn_samples_total 10\n"));
     ev_c(&p, 1, MOSAIC__PEV_HP_END, 200, now + 11 * MS);
+    mosaic__policy_close(&p);
+}
+
+static void ev_be(struct mosaic__policy *p, int type, uint64_t id, uint64_t ts)
+{
+    struct mosaic__policy_event e = {.type = type, .client_id = 2, .id = id, .ts_ns = ts};
+    p->observe(p->state, &e);
+}
+
+static void metrics_text(struct mosaic__policy *p, char *text, size_t cap)
+{
+    size_t n = p->metrics(p->state, text, cap);
+    text[n < cap ? n : cap - 1] = '\0';
+}
+
+/*
+ * Trust is earned: at p = 1.7 a 9 ms BE convolution beside an 11 ms
+ * request fails the pessimistic bound (11 + 9 ms is 1.82x), so it is held
+ * while the type is unproven, whatever the predictor says. After 45
+ * overlapped requests that took no longer than isolated (ratio 0) the type
+ * is trusted at f = 1 and eq. 5 with the predictor decides; one request
+ * far slower than any factor explains sends the type back to the bound.
+ */
+static void trust_is_earned(void **state)
+{
+    struct mosaic__policy p = open_mosaic(1.7);
+    uint64_t be = mosaic_sched_kernel_id(be_key), t, now;
+    char text[8192];
+    (void)state;
+
+    t = learn(&p, 8) - 1000000000ull;
+    now = mosaic__now_ns();
+    ev(&p, MOSAIC__PEV_HP_BEGIN, 100, now);
+    ev(&p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(hp_keys[0]), now);
+    assert_int_equal(ask(&p, be, 1), MOSAIC__HOLD);
+    ev(&p, MOSAIC__PEV_HP_END, 100, now + 11000000ull);
+    /* 45 requests beside a BE kernel spanning each, as fast as isolated.
+     * They are placed after the learning requests and before now. */
+    for (int r = 0; r < 45; r++, t += 20000000ull) {
+        ev_be(&p, MOSAIC__PEV_BE_GRANT, be, t);
+        ev(&p, MOSAIC__PEV_HP_BEGIN, 200 + (uint64_t)r, t + 1000);
+        for (int k = 0; k < 3; k++)
+            ev(&p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(hp_keys[k]), t + 1000);
+        ev_be(&p, MOSAIC__PEV_BE_DONE, be, t + 5000000ull);
+        ev(&p, MOSAIC__PEV_HP_END, 200 + (uint64_t)r, t + 11000000ull);
+        metrics_text(&p, text, sizeof(text));
+        assert_non_null(strstr(text, r < 44 ? "mosaic_policy_unproven_types 1"
+                                            : "mosaic_policy_unproven_types 0"));
+    }
+    assert_non_null(strstr(text, "mosaic_policy_ratio_samples_total 45"));
+    assert_non_null(strstr(text, "mosaic_policy_overlap_factor 1.000"));
+    now = mosaic__now_ns();
+    ev(&p, MOSAIC__PEV_HP_BEGIN, 300, now);
+    ev(&p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(hp_keys[0]), now);
+    assert_int_equal(ask(&p, be, 1), MOSAIC__ADMIT);
+    /* That BE kernel ran 5 ms and the request took 40 ms: more than
+     * the pessimistic bound itself, beyond any factor. */
+    ev_be(&p, MOSAIC__PEV_BE_GRANT, be, now + 1000);
+    ev_be(&p, MOSAIC__PEV_BE_DONE, be, now + 5000000ull);
+    ev(&p, MOSAIC__PEV_HP_END, 300, now + 40000000ull);
+    metrics_text(&p, text, sizeof(text));
+    assert_non_null(strstr(text, "mosaic_policy_unproven_types 1"));
+    assert_non_null(strstr(text, "mosaic_policy_drift_total 1"));
+    now = mosaic__now_ns();
+    ev(&p, MOSAIC__PEV_HP_BEGIN, 301, now);
+    ev(&p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(hp_keys[0]), now);
+    assert_int_equal(ask(&p, be, 1), MOSAIC__HOLD);
     mosaic__policy_close(&p);
 }
 
@@ -316,6 +419,8 @@ int main(void)
         cmocka_unit_test(unknown_be_only_while_hp_idle),
         cmocka_unit_test(eq5_at_tight_and_loose_slo),
         cmocka_unit_test(unknown_be_learned_then_bounded),
+        cmocka_unit_test(trust_is_earned),
+        cmocka_unit_test(holds_be_until_hp_is_known),
         cmocka_unit_test(mosaic_needs_model_dir),
     };
     mosaic__dlog_level = MOSAIC__L_ERROR;
