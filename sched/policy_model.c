@@ -60,6 +60,7 @@
 #include "daemon.h"
 #include "mosaic/predict.h"
 #include "mosaic/profile.h"
+#include "policy_learn.h"
 
 #define MAX_SEQ 32        /* kernels of a request type that the model follows */
 #define MAX_TYPES 16
@@ -109,10 +110,12 @@
  * policy cannot know whether an HP service is in a request. */
 #define RECONNECT_GRACE_NS (5 * 200000000ull)
 
-enum reason { R_NO_HP, R_FITS, R_OVER, R_UNKNOWN, R_LEARNING, R_ORION_MISMATCH, R_RECONNECT,
-              R_COUNT };
-static const char *const reason_names[R_COUNT] = {"no_hp", "fits", "over_slo", "unknown_kernel",
-                                                 "learning", "orion_mismatch", "reconnecting"};
+/* Admitting reasons come first (model_decide admits at R_FITS or below). */
+enum reason { R_NO_HP, R_LEARNED, R_FITS, R_OVER, R_UNKNOWN, R_LEARNING, R_ORION_MISMATCH,
+              R_RECONNECT, R_COUNT };
+static const char *const reason_names[R_COUNT] = {"no_hp", "learned_bound", "fits", "over_slo",
+                                                 "unknown_kernel", "learning", "orion_mismatch",
+                                                 "reconnecting"};
 
 struct kinfo {
     uint64_t id;
@@ -171,6 +174,7 @@ struct model {
     double slo;
     struct mosaic__pstore *store;
     struct mosaic_predictor *pred;
+    struct mosaic__learn *learn; /* BE kernels without a profile or prediction */
     struct kinfo *kinfo;
     size_t kmask, kcount;
     struct pair *pairs;
@@ -626,6 +630,8 @@ static void end_request(struct model *m, struct hpc *h, uint64_t ts)
                      (unsigned long long)t->first, t->n,
                      t->known ? "all profiled" : "some without a profile (BE is held beside it)");
     }
+    if (mosaic__learn_overlapped(m->learn, h->t0, ts))
+        return; /* beside a kernel with no prediction: no T_iso, no test of the predictor */
     if (!h->overlapped) {
         type_sample(m, t, lat);
         return;
@@ -692,6 +698,7 @@ static void model_observe(void *state, const struct mosaic__policy_event *e)
         h->done = 0;
         h->nl = 0;
         h->overlapped = m->nrun > 0;
+        mosaic__learn_hp_begin(m->learn);
         h->pred_finish = NAN;
         h->nov = h->ov_lost = 0;
         for (int i = 0; i < m->nrun; i++)
@@ -729,19 +736,23 @@ static void model_observe(void *state, const struct mosaic__policy_event *e)
     case MOSAIC__PEV_BE_GRANT: {
         const struct kinfo *ki = kinfo_get(m, e->id);
         const struct rtype *t = NULL;
+        int in_flight = 0;
         advance_all(m, now);
         for (int i = 0; i < MAX_HP; i++)
             if (m->hp[i].used) {
                 t = m->hp[i].type;
                 if (m->hp[i].open)
-                    m->hp[i].overlapped = 1;
+                    m->hp[i].overlapped = in_flight = 1;
             }
-        if (!ki || m->nrun == MAX_RUN) {
-            /* Unknown kernels are granted only with no HP request open;
-             * one that still overlaps a request makes it unmeasurable. */
+        if (!ki || (!m->orion && !ki->pk) || m->nrun == MAX_RUN) {
+            /* A kernel without a prediction beside an open request makes
+             * it unmeasurable (and ends its bound's admissions); its runs
+             * are followed, and learned from, in policy_learn.c. */
             for (int i = 0; i < MAX_HP; i++)
                 if (m->hp[i].used && m->hp[i].open)
                     m->hp[i].ov_lost = 1;
+            if (!ki || (!m->orion && !ki->pk))
+                mosaic__learn_grant(m->learn, e->client_id, e->id, e->ts_ns, in_flight);
             return;
         }
         double wall = be_wall_ns(m, ki, t);
@@ -755,6 +766,7 @@ static void model_observe(void *state, const struct mosaic__policy_event *e)
     }
     case MOSAIC__PEV_BE_DONE:
         advance_all(m, now);
+        mosaic__learn_done(m->learn, e->client_id, e->id, e->ts_ns);
         ov_close(m, e->client_id, e->id, e->ts_ns ? (double)e->ts_ns : (double)now);
         for (int i = 0; i < m->nrun; i++) {
             if (m->run[i].client == e->client_id && m->run[i].ki->id == e->id) {
@@ -766,6 +778,7 @@ static void model_observe(void *state, const struct mosaic__policy_event *e)
         break;
     case MOSAIC__PEV_CLIENT_GONE:
         advance_all(m, now);
+        mosaic__learn_client_gone(m->learn, e->client_id);
         ov_close(m, e->client_id, 0, e->ts_ns ? (double)e->ts_ns : (double)now);
         for (int i = 0; i < m->nrun; i++)
             if (m->run[i].client == e->client_id) {
@@ -790,6 +803,18 @@ static int hp_active(const struct hpc *h, uint64_t now)
     return h->used && (h->open || (h->last_begin && now - h->last_begin < HP_IDLE_NS));
 }
 
+/* Whether an active HP client's request type has fewer isolated requests
+ * than T_iso needs: a BE kernel without a prediction running between its
+ * requests would overlap the next one and keep it from being a sample. */
+static int iso_pending(const struct model *m, uint64_t now)
+{
+    for (int i = 0; i < MAX_HP; i++)
+        if (hp_active(&m->hp[i], now) && m->hp[i].type &&
+            m->hp[i].type->nsamples < MIN_ISO_SAMPLES)
+            return 1;
+    return 0;
+}
+
 /*
  * The pessimistic bound for an unproven type: the request takes its
  * isolated latency plus the whole wall time of every BE kernel beside it
@@ -805,6 +830,9 @@ static int bound_check(struct model *m, struct hpc *h, const struct rtype *t, do
     double now = m->now, extra = fmax(0, cand_end - fmax(now, start)), fin;
 
     m->bound_decisions++;
+    /* The BE kernels without a prediction: their time in this request and
+     * the learned ones' remaining work (policy_learn.h). */
+    extra += mosaic__learn_charge_ns(m->learn, h->open ? h->t0 : (uint64_t)start, (uint64_t)now);
     if (h->open) {
         if (h->ov_lost)
             return R_OVER; /* a BE kernel beside it was not recorded */
@@ -853,7 +881,8 @@ static int mosaic_check(struct model *m, struct hpc *h, const struct kinfo *b, u
         advance(m, h, now);
         done = h->done;
         start = (double)now;
-        fin = simulate(m, t, start, &done, INFINITY, b, cand_end);
+        fin = simulate(m, t, start, &done, INFINITY, b, cand_end) +
+              mosaic__learn_charge_ns(m->learn, h->t0, now);
         if (!isfinite(fin))
             return R_UNKNOWN;
         return fin - (double)h->t0 <= m->slo * t->t_iso ? R_FITS : R_OVER;
@@ -863,10 +892,55 @@ static int mosaic_check(struct model *m, struct hpc *h, const struct kinfo *b, u
     start = (double)now;
     if (h->ngaps && (double)(h->last_end + h->min_gap) > start)
         start = (double)(h->last_end + h->min_gap);
-    fin = simulate(m, t, start, &done, INFINITY, b, cand_end);
+    fin = simulate(m, t, start, &done, INFINITY, b, cand_end) +
+          mosaic__learn_remaining_ns(m->learn, now);
     if (!isfinite(fin))
         return R_UNKNOWN;
     return fin - start <= m->slo * t->t_iso ? R_FITS : R_OVER;
+}
+
+/*
+ * A learned BE kernel (a duration, no counters: no prediction) beside the
+ * open requests, under the worst case of processor sharing: every cycle it
+ * runs is taken from HP, so a request's predicted end moves by the time
+ * kernels without a prediction took in it so far, the remaining work of
+ * the learned ones running and the candidate's whole duration (a request
+ * type not yet trusted takes main's time-slicing bound instead, which
+ * charges the same). Safe without a prediction; it lets short kernels run beside HP.
+ */
+static int learned_check(struct model *m, double dur, uint64_t now)
+{
+    int open = 0;
+
+    for (int i = 0; i < MAX_HP; i++) {
+        struct hpc *h = &m->hp[i];
+        double done, fin;
+        if (!h->used || !h->open)
+            continue;
+        if (!type_ready(h->type))
+            return R_LEARNING;
+        advance(m, h, now);
+        open++;
+        if (!type_trusted(h->type)) {
+            /* Unproven: the time-slicing bound, with the candidate's whole
+             * duration as its wall time (bound_check charges the kernels
+             * without a prediction). */
+            int r = bound_check(m, h, h->type, (double)now, (double)now + dur);
+            if (r != R_FITS)
+                return r;
+            continue;
+        }
+        done = h->done;
+        fin = simulate(m, h->type, (double)now, &done, INFINITY, NULL, 0);
+        if (!isfinite(fin))
+            return R_UNKNOWN;
+        fin += mosaic__learn_charge_ns(m->learn, h->t0, now) + dur;
+        if (fin - (double)h->t0 > m->slo * h->type->t_iso)
+            return R_OVER;
+    }
+    /* A request the daemon sees in flight that this model does not follow
+     * (more HP clients than it holds) cannot be bounded. */
+    return open ? R_LEARNED : R_UNKNOWN;
 }
 
 static int orion_check(struct model *m, struct hpc *h, const struct kinfo *b, uint64_t now)
@@ -934,9 +1008,13 @@ static int model_decide(void *state, const struct mosaic__sched_view *v,
     if (reconnecting(m, v, now)) {
         reason = R_RECONNECT;
     } else if (!b || (!m->orion && !b->pk)) {
-        /* No profile (or no prediction for it): only while no HP request
-         * is in flight, as hold-be does. */
-        reason = v->hp_requests_in_flight ? R_UNKNOWN : R_NO_HP;
+        /* No profile (or no prediction for it): while no HP request is in
+         * flight, as hold-be does, or beside one by the worst-case bound
+         * once its duration is learned from those runs (policy_learn.c). */
+        double dur = m->orion ? 0 : mosaic__learn_duration(m->learn, w->kernel_id);
+        reason = !v->hp_requests_in_flight ? (iso_pending(m, now) ? R_LEARNING : R_NO_HP)
+                 : dur > 0                 ? learned_check(m, dur, now)
+                                           : R_UNKNOWN;
     } else {
         for (int i = 0; i < MAX_HP && reason <= R_FITS; i++) {
             struct hpc *h = &m->hp[i];
@@ -1015,6 +1093,7 @@ static size_t model_metrics(void *state, char *buf, size_t cap)
            "mosaic_hp_observed_seconds_total %.9f\n",
            m->pred_sum_s, m->obs_sum_s);
 #undef APPEND
+    n += mosaic__learn_metrics(m->learn, buf + n, cap - n);
     return n;
 }
 
@@ -1028,6 +1107,7 @@ static void model_close(void *state)
         mosaic_pkernel_free(m->kinfo[i].pk);
     free(m->kinfo);
     free(m->pairs);
+    mosaic__learn_close(m->learn);
     if (m->pred)
         mosaic_predictor_close(m->pred);
     mosaic__pstore_free(m->store);
@@ -1069,7 +1149,7 @@ int mosaic__policy_open(const struct mosaic__sched_config *cfg, struct mosaic__p
     m->pmask = 16383;
     m->kinfo = calloc(m->kmask + 1, sizeof(*m->kinfo));
     m->pairs = calloc(m->pmask + 1, sizeof(*m->pairs));
-    if (!m->kinfo || !m->pairs) {
+    if (!m->kinfo || !m->pairs || mosaic__learn_open(&m->learn) != 0) {
         model_close(m);
         return MOSAIC_ENOMEM;
     }
