@@ -134,7 +134,7 @@ static void note_launch(const struct mosaic__binding *b, int hook,
     atomic_fetch_add_explicit(&mosaic__ctr[sh].launches[hook], 1,
                               memory_order_relaxed);
     mosaic__kernel_count_config(k, sh, grid, block, dyn_smem);
-    mosaic__sched_hp_launched(fn, grid, block, dyn_smem);
+    mosaic__sched_hp_launched(b, hook, s, fn, grid, block, dyn_smem);
 }
 
 /* ---- cuGetProcAddress ------------------------------------------------- */
@@ -220,6 +220,7 @@ h_launch(int hook, MOSAIC__P_launch)
     MOSAIC__GREEN_LAUNCH(r, b, hook, f, f, stream,
                          real(gf_, gx, gy, gz, bx, by, bz, shmem, gs_, params, extra),
                          real(MOSAIC__A_launch));
+    mosaic__sched_be_launched(b, hook);
     if (mosaic__observing())
         note_launch(b, hook, f, stream, r, (unsigned[3]){gx, gy, gz},
                     (unsigned[3]){bx, by, bz}, shmem);
@@ -248,6 +249,7 @@ h_launch_ex(int hook, MOSAIC__P_launch_ex)
     } else {
         r = real(MOSAIC__A_launch_ex);
     }
+    mosaic__sched_be_launched(b, hook);
     if (mosaic__observing() && config)
         note_launch(b, hook, f, config->hStream, r,
                     (unsigned[3]){config->gridDimX, config->gridDimY,
@@ -271,6 +273,7 @@ h_launch_coop(int hook, MOSAIC__P_launch_coop)
     MOSAIC__GREEN_LAUNCH(r, b, hook, f, f, stream,
                          real(gf_, gx, gy, gz, bx, by, bz, shmem, gs_, params),
                          real(MOSAIC__A_launch_coop));
+    mosaic__sched_be_launched(b, hook);
     if (mosaic__observing())
         note_launch(b, hook, f, stream, r, (unsigned[3]){gx, gy, gz},
                     (unsigned[3]){bx, by, bz}, shmem);
@@ -286,6 +289,7 @@ h_graph_launch(int hook, MOSAIC__P_graph_launch)
     mosaic__sched_be_gate(b, hook, NULL, exec, stream, NULL, NULL, 0);
     MOSAIC__GREEN_LAUNCH(r, b, hook, exec, NULL, stream, real(exec, gs_),
                          real(MOSAIC__A_graph_launch));
+    mosaic__sched_be_launched(b, hook);
     if (!mosaic__observing())
         return r;
     if (r != CUDA_SUCCESS) {
@@ -299,7 +303,7 @@ h_graph_launch(int hook, MOSAIC__P_graph_launch)
         MOSAIC__INC(graph_launches);
         if (mosaic__graph_note_launch(exec) < 0)
             MOSAIC__INC(graph_launches_unknown);
-        mosaic__sched_hp_graph_launched(exec);
+        mosaic__sched_hp_graph_launched(b, hook, stream, exec);
     }
     return r;
 }

@@ -284,6 +284,13 @@ struct mosaic__counters {
     _Atomic uint64_t errors;
     _Atomic uint64_t unmatched_lookups;
     _Atomic uint64_t name_matched_lookups; /* wrapped by the name fallback */
+    /* The arbiter's gate (sched_link.c): BE kernels gated on the device,
+     * held on the host, host holds because the device gate could not be
+     * used, and HP launches followed by a device completion write. */
+    _Atomic uint64_t be_gated_device;
+    _Atomic uint64_t be_held_host;
+    _Atomic uint64_t be_gate_fallbacks;
+    _Atomic uint64_t hp_completion_writes;
 } __attribute__((aligned(MOSAIC__CACHE_LINE)));
 /* The process's counters, one copy per shard (summed by mosaic__ctr_sum). */
 extern struct mosaic__counters mosaic__ctr[MOSAIC__SHARDS];

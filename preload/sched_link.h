@@ -8,17 +8,28 @@
 
 #include "internal.h"
 
+/* Streams one process can gate on the device (the segment's gate slots). */
+#define MOSAIC__GATE_STREAMS 64
+
 /* BE: before a kernel or graph launch into stream s, hold the calling
  * thread until the daemon grants it (fn NULL: a graph launch of exec). */
 void mosaic__sched_be_gate(const struct mosaic__binding *b, int hook, const void *fn,
                            CUgraphExec exec, CUstream s, const unsigned *grid,
                            const unsigned *block, unsigned dyn_smem);
-/* HP: after a launch executed (not captured): post it, beginning a learned
- * request when none is open. */
-void mosaic__sched_hp_launched(const void *fn, const unsigned *grid, const unsigned *block,
+/* BE: right after the launch that mosaic__sched_be_gate let through (also
+ * a failed one): with the device-side gate, enqueues the stream's done
+ * write behind the kernel. A no-op when the gate held on the host. */
+void mosaic__sched_be_launched(const struct mosaic__binding *b, int hook);
+/* HP: after a launch executed (not captured) into stream s: post it,
+ * beginning a learned request when none is open,
+ * with the device's completion write behind it (MOSAIC_HP_COMPLETION). */
+void mosaic__sched_hp_launched(const struct mosaic__binding *b, int hook, CUstream s,
+                               const void *fn, const unsigned *grid, const unsigned *block,
                                unsigned dyn_smem);
-/* HP: after a graph launch executed: the same, posting the graph's kernels. */
-void mosaic__sched_hp_graph_launched(CUgraphExec exec);
+/* HP: after a graph launch executed into stream s: the same, posting the
+ * graph's kernels. */
+void mosaic__sched_hp_graph_launched(const struct mosaic__binding *b, int hook, CUstream s,
+                                     CUgraphExec exec);
 /* HP: an explicitly marked request (an NVTX "mosaic:request" range) begins:
  * learning stops; returns its id (nonzero), or 0 when this process is no
  * HP client. close ends it (0 is ignored); returns 0 or a MOSAIC_E* code. */

@@ -22,6 +22,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,9 @@ struct conn {
     uint32_t id;
     uint32_t heartbeat_ms;
     _Atomic int dead;
+    uint64_t gen;          /* the client's generation this connection is */
+    uint64_t dead_ns;      /* when it was retired (under c->lock) */
+    int gates_released;    /* its gate slots were released (under c->lock) */
     uint64_t last_beat;    /* monitor only: the daemon's counter last seen */
     uint64_t beat_seen_ns; /* monitor only: when it last changed */
     struct conn *next;     /* retired list */
@@ -72,6 +76,7 @@ struct mosaic_sched_client {
     _Atomic uint32_t gen_futex; /* bumped when a connection starts or ends */
     _Atomic uint32_t next_ticket;
     _Atomic uint64_t dropped;
+    _Atomic uint64_t released; /* gate slots released for a daemon that went away */
     pthread_mutex_t lock;      /* reason, retired list, retiring */
     pthread_mutex_t poll_lock; /* one monitor step (and connect) at a time */
     char reason[MOSAIC__SCHED_REASON_LEN + 64];
@@ -112,6 +117,30 @@ static void set_reason(struct mosaic_sched_client *c, const char *fmt, ...)
         pthread_mutex_unlock(&(c)->lock);     \
     } while (0)
 
+/*
+ * Under c->lock: lets every device-side wait on k's gate slots pass. The
+ * grant word is set 2^30 past the highest sequence the client asked for,
+ * which passes (as a cyclic GEQ compare) that one, every earlier one and
+ * any a late thread might still enqueue; the stream then runs
+ * uncontrolled. Only BE connections have waits.
+ */
+static void release_gates(struct mosaic_sched_client *c, struct conn *k)
+{
+    if (k->gates_released || k->role != MOSAIC_SCHED_ROLE_BE || !k->shm.gate)
+        return;
+    k->gates_released = 1;
+    for (uint32_t i = 0; i < MOSAIC__GATE_SLOTS; i++) {
+        struct mosaic__gate_slot *g = &k->shm.gate[i];
+        uint32_t want = atomic_load_explicit(&g->want, memory_order_acquire);
+
+        /* Every slot, used or not (a sequence may have wrapped to 0). */
+        atomic_store_explicit(&g->released, 1, memory_order_relaxed);
+        atomic_store_explicit(&g->grant, want + MOSAIC__GATE_RELEASE, memory_order_release);
+        if (want)
+            atomic_fetch_add_explicit(&c->released, 1, memory_order_relaxed);
+    }
+}
+
 static void release_conn(struct conn *k)
 {
     mosaic__shm_unmap(&k->shm);
@@ -128,6 +157,7 @@ static void retire(struct mosaic_sched_client *c, struct conn *k, const char *wh
     if (!atomic_compare_exchange_strong(&c->cur, &expect, NULL))
         return;
     atomic_store(&k->dead, 1);
+    k->dead_ns = mosaic__now_ns();
     shutdown(k->sock, SHUT_RDWR);
     k->next = c->retired;
     c->retired = k;
@@ -135,6 +165,8 @@ static void retire(struct mosaic_sched_client *c, struct conn *k, const char *wh
         struct conn **pp = &c->retired;
         while ((*pp)->next)
             pp = &(*pp)->next;
+        /* Its memory goes away: nothing may wait on it any more. */
+        release_gates(c, *pp);
         release_conn(*pp);
         *pp = NULL;
         c->nretired--;
@@ -231,11 +263,33 @@ static int try_connect(struct mosaic_sched_client *c)
     SET_REASON(c, "%s", "");
     /* Published before the generation moves, so that whoever sees the new
      * generation also sees the connection. */
+    k->gen = atomic_load(&c->generation) + 1;
     atomic_store_explicit(&c->cur, k, memory_order_release);
     atomic_fetch_add(&c->generation, 1);
     atomic_fetch_add(&c->gen_futex, 1);
     mosaic__futex_wake(&c->gen_futex);
     return 0;
+}
+
+/*
+ * BE kernels enqueued behind a device-side wait on a connection that ended
+ * have nobody to grant them. They are released (the waits pass) once a new
+ * daemon is there, since that one never heard of them, or, with
+ * be-on-timeout run, once the daemon has been away be-timeout-ms; with
+ * hold they wait for the daemon's return. So no stream is stuck forever
+ * unless the configuration says hold and no daemon ever returns.
+ */
+static void release_stale_gates(struct mosaic_sched_client *c, uint64_t now)
+{
+    uint64_t limit = (uint64_t)atomic_load(&c->be_timeout_ms) * 1000000ull;
+    int run = atomic_load(&c->be_on_timeout) == MOSAIC_SCHED_TIMEOUT_RUN;
+    int back = atomic_load(&c->cur) != NULL;
+
+    pthread_mutex_lock(&c->lock);
+    for (struct conn *k = c->retired; k; k = k->next)
+        if (!k->gates_released && (back || (run && now - k->dead_ns >= limit)))
+            release_gates(c, k);
+    pthread_mutex_unlock(&c->lock);
 }
 
 MOSAIC__EXPORT int mosaic_sched_client_poll(struct mosaic_sched_client *c)
@@ -275,6 +329,7 @@ MOSAIC__EXPORT int mosaic_sched_client_poll(struct mosaic_sched_client *c)
         c->next_try_ns = mosaic__now_ns() + (uint64_t)c->reconnect_ms * 1000000ull *
                                                 (rc == MOSAIC_EREFUSED ? 10 : 1);
     }
+    release_stale_gates(c, mosaic__now_ns());
     pthread_mutex_unlock(&c->poll_lock);
     return rc;
 }
@@ -373,6 +428,8 @@ MOSAIC__EXPORT void mosaic_sched_client_close(struct mosaic_sched_client *c)
         retire(c, k, "closed");
     while ((k = c->retired)) {
         c->retired = k->next;
+        /* Streams of this process may still hold waits on the segment. */
+        release_gates(c, k);
         release_conn(k);
     }
     pthread_mutex_unlock(&c->lock);
@@ -652,6 +709,93 @@ MOSAIC__EXPORT int mosaic_sched_be_admit(struct mosaic_sched_client *c, uint64_t
         if (!c->has_thread)
             mosaic_sched_client_poll(c);
     }
+}
+
+MOSAIC__EXPORT int mosaic_sched_gate_get(struct mosaic_sched_client *c,
+                                         struct mosaic_sched_gate *g)
+{
+    struct conn *k = atomic_load_explicit(&c->cur, memory_order_acquire);
+
+    memset(g, 0, sizeof(*g));
+    if (!k)
+        return MOSAIC_EDISCONNECTED;
+    g->base = k->shm.gate;
+    g->bytes = k->shm.gate_bytes;
+    g->generation = k->gen;
+    g->slots = MOSAIC__GATE_SLOTS;
+    g->stride = sizeof(struct mosaic__gate_slot);
+    g->grant_off = offsetof(struct mosaic__gate_slot, grant);
+    g->done_off = offsetof(struct mosaic__gate_slot, done);
+    g->hp_done_off = offsetof(struct mosaic__gate_slot, hp_done);
+    return 0;
+}
+
+/* The live connection of this role and generation, or NULL. */
+static struct conn *live_gen(struct mosaic_sched_client *c, int role, uint64_t gen)
+{
+    struct conn *k = live(c, role);
+
+    return k && k->gen == gen && !atomic_load(&k->dead) ? k : NULL;
+}
+
+MOSAIC__EXPORT int mosaic_sched_be_want_gated(struct mosaic_sched_client *c,
+                                              uint64_t generation, unsigned slot,
+                                              uint32_t seq, uint64_t kernel_id,
+                                              uint64_t predicted_ns)
+{
+    struct conn *k = live_gen(c, MOSAIC_SCHED_ROLE_BE, generation);
+    uint32_t ticket = atomic_fetch_add(&c->next_ticket, 1);
+    struct mosaic__entry e = {.type = MOSAIC__EV_BE_WANT, .ticket = ticket,
+                              .flags = (uint16_t)(MOSAIC__EF_GATED | slot), .aux = seq,
+                              .id = kernel_id, .value = predicted_ns};
+
+    if (slot >= MOSAIC__GATE_SLOTS)
+        return MOSAIC_EINVAL;
+    if (!k)
+        return MOSAIC_EDISCONNECTED;
+    /* Before the daemon can see the want, so that a monitor releasing the
+     * slot covers this kernel too. */
+    atomic_store_explicit(&k->shm.gate[slot].want, seq, memory_order_release);
+    if (mosaic__ring_push_mp(k->shm.ev_ctl, k->shm.ev, k->shm.ev_mask, &e) != 0) {
+        atomic_fetch_add_explicit(&c->dropped, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&k->shm.hdr->ev_dropped, 1, memory_order_relaxed);
+        ring_doorbell(k);
+        return MOSAIC_ERINGFULL;
+    }
+    ring_doorbell(k);
+    return 0;
+}
+
+MOSAIC__EXPORT int mosaic_sched_hp_launch_gated(struct mosaic_sched_client *c,
+                                                uint64_t generation, unsigned slot,
+                                                uint32_t seq, uint64_t kernel_id)
+{
+    struct conn *k = live_gen(c, MOSAIC_SCHED_ROLE_HP, generation);
+    struct mosaic__entry e = {.type = MOSAIC__EV_HP_LAUNCH,
+                              .flags = (uint16_t)(MOSAIC__EF_GATED | slot), .aux = seq,
+                              .id = kernel_id, .value = mosaic__now_ns()};
+    uint32_t used;
+
+    if (slot >= MOSAIC__GATE_SLOTS)
+        return MOSAIC_EINVAL;
+    if (!k)
+        return atomic_load(&c->cur) ? MOSAIC_EINVAL : MOSAIC_EDISCONNECTED;
+    if (mosaic__ring_push_mp(k->shm.ev_ctl, k->shm.ev, k->shm.ev_mask, &e) != 0) {
+        atomic_fetch_add_explicit(&c->dropped, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&k->shm.hdr->ev_dropped, 1, memory_order_relaxed);
+        ring_doorbell(k);
+        return MOSAIC_ERINGFULL;
+    }
+    used = atomic_load_explicit(&k->shm.ev_ctl->head, memory_order_relaxed) -
+           atomic_load_explicit(&k->shm.ev_ctl->tail, memory_order_relaxed);
+    if (MOSAIC__UNLIKELY(used > k->shm.ev_mask / 2))
+        ring_doorbell(k);
+    return 0;
+}
+
+MOSAIC__EXPORT uint64_t mosaic_sched_client_released(const struct mosaic_sched_client *c)
+{
+    return atomic_load(&((struct mosaic_sched_client *)c)->released);
 }
 
 MOSAIC__EXPORT int mosaic_sched_be_done(struct mosaic_sched_client *c, uint64_t kernel_id)

@@ -153,7 +153,18 @@ struct want {
     uint32_t ticket;
     uint64_t kernel_id, predicted_ns, since_ns;
     int held; /* a decision already held it once */
+    int gated; /* waits on the device behind gate slot `slot` for grant >= seq */
+    unsigned slot;
+    uint32_t seq;
 };
+
+#define MAX_PENDING_ENDS 8
+
+/* Cyclic compare of stream sequence numbers, as CU_STREAM_WAIT_VALUE_GEQ. */
+static int seq_geq(uint32_t a, uint32_t b)
+{
+    return (int32_t)(a - b) >= 0;
+}
 
 struct client {
     int fd;
@@ -172,6 +183,23 @@ struct client {
     struct want *wants;
     unsigned nwants, cap_wants;
     unsigned be_in_flight;
+    /* BE, device gate: the one granted kernel per slot not yet seen done. */
+    struct {
+        uint32_t seq;
+        uint64_t kernel_id;
+        int running;
+    } be_run[MOSAIC__GATE_SLOTS];
+    unsigned be_gated_running;
+    /* HP, device completion: the last launch posted per slot, the last
+     * completion seen, and request ends that wait for the device. */
+    uint32_t hp_launched[MOSAIC__GATE_SLOTS], hp_done_seen[MOSAIC__GATE_SLOTS];
+    uint64_t hp_used; /* a bit per slot that ever had a gated launch */
+    struct {
+        uint64_t id, ts_ns, seen_ns;
+        uint32_t target[MOSAIC__GATE_SLOTS];
+        uint64_t mask; /* slots whose completion is still awaited */
+    } pend[MAX_PENDING_ENDS];
+    unsigned npend;
     uint64_t events, bad, dropped_seen, drop_logged_ns;
     uint64_t client_beat, client_beat_ns; /* its counter, and when it last moved */
 };
@@ -196,6 +224,7 @@ struct daemon {
     /* Metrics. */
     uint64_t admit_immediate, admit_after_hold, held_total, held_ns_total;
     uint64_t proto_errors, refused, hp_expired;
+    uint64_t gated_grants, gated_passed, hp_device_done, hp_ends_deferred;
     uint64_t hist[NBUCKETS + 1], hist_count;
     double hist_sum;
     uint64_t clients_total;
@@ -422,6 +451,117 @@ static void observe_latency(struct daemon *d, uint64_t ns)
     d->hist_sum += s;
 }
 
+/* Ends open request i at ts (the client's clock, the daemon's for a
+ * device-observed end). */
+static void hp_end(struct daemon *d, struct client *c, unsigned i, uint64_t ts)
+{
+    uint64_t id = c->open[i].id;
+
+    if (ts >= c->open[i].begin_ns)
+        observe_latency(d, ts - c->open[i].begin_ns);
+    c->open[i] = c->open[--c->nopen];
+    policy_event(d, MOSAIC__PEV_HP_END, c->id, id, ts);
+}
+
+/*
+ * A request's end as the host saw it may come before its kernels finished
+ * (mosaic_request_end called without a synchronisation). When the client
+ * posts device completion words, the end waits until every stream's word
+ * has reached the last launch posted before the end: the request ends
+ * when the daemon sees the device finish it. Returns 1 when deferred.
+ */
+static int hp_defer_end(struct daemon *d, struct client *c, uint64_t id, uint64_t ts)
+{
+    uint64_t mask = 0;
+
+    for (unsigned s = 0; s < MOSAIC__GATE_SLOTS; s++) {
+        if (!(c->hp_used & (1ull << s)))
+            continue;
+        if (!seq_geq((uint32_t)atomic_load_explicit(&c->shm.gate[s].hp_done,
+                                                    memory_order_acquire),
+                     c->hp_launched[s]))
+            mask |= 1ull << s;
+    }
+    if (!mask)
+        return 0;
+    if (c->npend >= MAX_PENDING_ENDS)
+        return 0; /* too many in a row: the host's end is the best there is */
+    c->pend[c->npend].id = id;
+    c->pend[c->npend].ts_ns = ts;
+    c->pend[c->npend].seen_ns = mosaic__now_ns();
+    c->pend[c->npend].mask = mask;
+    memcpy(c->pend[c->npend].target, c->hp_launched, sizeof(c->hp_launched));
+    c->npend++;
+    d->hp_ends_deferred++;
+    return 1;
+}
+
+/*
+ * Reads the device-written words of every client: a BE kernel granted on
+ * a gate slot is done once the slot's done word reached its number; an HP
+ * slot's completion word counts finished launches and completes deferred
+ * request ends. Returns how many changes it saw (activity, for the loop).
+ */
+static unsigned poll_gates(struct daemon *d)
+{
+    uint64_t now = mosaic__now_ns();
+    unsigned work = 0;
+
+    for (unsigned i = 0; i < d->nclients; i++) {
+        struct client *c = d->clients[i];
+
+        if (!c->active)
+            continue;
+        if (c->role == MOSAIC_SCHED_ROLE_BE) {
+            for (unsigned s = 0; c->be_gated_running && s < MOSAIC__GATE_SLOTS; s++) {
+                if (!c->be_run[s].running ||
+                    !seq_geq(atomic_load_explicit(&c->shm.gate[s].done, memory_order_acquire),
+                             c->be_run[s].seq))
+                    continue;
+                c->be_run[s].running = 0;
+                c->be_gated_running--;
+                if (c->be_in_flight)
+                    c->be_in_flight--;
+                policy_event(d, MOSAIC__PEV_BE_DONE, c->id, c->be_run[s].kernel_id, now);
+                work++;
+            }
+            continue;
+        }
+        for (unsigned s = 0; c->hp_used && s < MOSAIC__GATE_SLOTS; s++) {
+            uint32_t done;
+            if (!(c->hp_used & (1ull << s)))
+                continue;
+            done = (uint32_t)atomic_load_explicit(&c->shm.gate[s].hp_done, memory_order_acquire);
+            if (done != c->hp_done_seen[s]) {
+                d->hp_device_done += (uint32_t)(done - c->hp_done_seen[s]);
+                c->hp_done_seen[s] = done;
+                work++;
+            }
+        }
+        for (unsigned p = 0; p < c->npend; p++) {
+            uint64_t mask = c->pend[p].mask;
+            for (unsigned s = 0; mask && s < MOSAIC__GATE_SLOTS; s++)
+                if ((mask & (1ull << s)) && seq_geq(c->hp_done_seen[s], c->pend[p].target[s]))
+                    mask &= ~(1ull << s);
+            c->pend[p].mask = mask;
+            /* A word that never moves (a device that stopped, a client
+             * that lied) must not keep the request open for ever. */
+            if (mask && now - c->pend[p].seen_ns <
+                            (uint64_t)d->cfg->hp_request_timeout_ms * 1000000ull)
+                continue;
+            for (unsigned r = 0; r < c->nopen; r++) {
+                if (c->open[r].id == c->pend[p].id) {
+                    hp_end(d, c, r, mask ? c->pend[p].ts_ns : now);
+                    break;
+                }
+            }
+            c->pend[p--] = c->pend[--c->npend];
+            work++;
+        }
+    }
+    return work;
+}
+
 static void handle_event(struct daemon *d, struct client *c, const struct mosaic__entry *e)
 {
     switch (e->type) {
@@ -439,16 +579,20 @@ static void handle_event(struct daemon *d, struct client *c, const struct mosaic
     case MOSAIC__EV_HP_REQ_END:
         for (unsigned i = 0; i < c->nopen; i++) {
             if (c->open[i].id == e->id) {
-                if (e->value >= c->open[i].begin_ns)
-                    observe_latency(d, e->value - c->open[i].begin_ns);
-                c->open[i] = c->open[--c->nopen];
-                policy_event(d, MOSAIC__PEV_HP_END, c->id, e->id, e->value);
+                if (hp_defer_end(d, c, e->id, e->value))
+                    return;
+                hp_end(d, c, i, e->value);
                 return;
             }
         }
         protocol_error(d, c, "end of an HP request that never began");
         break;
     case MOSAIC__EV_HP_LAUNCH:
+        if (e->flags & MOSAIC__EF_GATED) {
+            unsigned slot = e->flags & MOSAIC__EF_SLOT_MASK;
+            c->hp_launched[slot] = e->aux;
+            c->hp_used |= 1ull << slot;
+        }
         /* The model-driven policies learn each request type's kernel
          * sequence from these. */
         policy_event(d, MOSAIC__PEV_HP_LAUNCH, c->id, e->id, e->value);
@@ -462,7 +606,10 @@ static void handle_event(struct daemon *d, struct client *c, const struct mosaic
         }
         c->wants[c->nwants++] = (struct want){.ticket = e->ticket, .kernel_id = e->id,
                                               .predicted_ns = e->value,
-                                              .since_ns = mosaic__now_ns()};
+                                              .since_ns = mosaic__now_ns(),
+                                              .gated = !!(e->flags & MOSAIC__EF_GATED),
+                                              .slot = e->flags & MOSAIC__EF_SLOT_MASK,
+                                              .seq = e->aux};
         break;
     case MOSAIC__EV_BE_DONE:
         if (c->be_in_flight)
@@ -546,6 +693,8 @@ static unsigned decide(struct daemon *d)
         struct client *c = d->clients[(d->rr + r) % n];
         unsigned kept = 0, here = 0;
 
+        uint64_t blocked = 0; /* gate slots whose earlier kernel still waits */
+
         if (!c->active || c->nwants == 0)
             continue;
         for (unsigned i = 0; i < c->nwants; i++) {
@@ -556,6 +705,55 @@ static unsigned decide(struct daemon *d)
             struct mosaic__entry g = {.type = MOSAIC__EV_GRANT, .ticket = w->ticket,
                                       .id = w->kernel_id, .value = now};
 
+            if (w->gated) {
+                uint64_t bit = 1ull << w->slot;
+                uint32_t done = atomic_load_explicit(&c->shm.gate[w->slot].done,
+                                                     memory_order_acquire);
+                if (blocked & bit) {
+                    c->wants[kept++] = *w;
+                    continue;
+                }
+                if (seq_geq(done, w->seq)) {
+                    /* It ran without a grant: the client released its
+                     * slot (a daemon before this one went away). */
+                    d->gated_passed++;
+                    continue;
+                }
+                /* Granted only behind a finished predecessor, so that the
+                 * grant is the moment it starts; not a policy hold. */
+                if (!seq_geq(done, w->seq - 1) || c->be_run[w->slot].running) {
+                    blocked |= bit;
+                    c->wants[kept++] = *w;
+                    continue;
+                }
+                if (d->policy.decide(d->policy.state, &v, &bw) == MOSAIC__ADMIT) {
+                    atomic_store_explicit(&c->shm.gate[w->slot].grant, w->seq,
+                                          memory_order_release);
+                    c->be_run[w->slot].seq = w->seq;
+                    c->be_run[w->slot].kernel_id = w->kernel_id;
+                    c->be_run[w->slot].running = 1;
+                    c->be_gated_running++;
+                    d->gated_grants++;
+                    if (w->held) {
+                        d->admit_after_hold++;
+                        d->held_ns_total += now - w->since_ns;
+                    } else {
+                        d->admit_immediate++;
+                    }
+                    c->be_in_flight++;
+                    v.be_in_flight++;
+                    granted++;
+                    policy_event(d, MOSAIC__PEV_BE_GRANT, c->id, w->kernel_id, now);
+                    continue;
+                }
+                blocked |= bit;
+                if (!w->held) {
+                    w->held = 1;
+                    d->held_total++;
+                }
+                c->wants[kept++] = *w;
+                continue;
+            }
             if (d->policy.decide(d->policy.state, &v, &bw) == MOSAIC__ADMIT &&
                 mosaic__ring_push_private(c->shm.gr_ctl, c->shm.gr, c->shm.gr_mask,
                                           &c->gr_pos, &g) == 0) {
@@ -675,6 +873,7 @@ static cJSON *status_json(struct daemon *d)
     cJSON_AddNumberToObject(adm, "immediate", (double)d->admit_immediate);
     cJSON_AddNumberToObject(adm, "after_hold", (double)d->admit_after_hold);
     cJSON_AddNumberToObject(adm, "held", (double)d->held_total);
+    cJSON_AddNumberToObject(adm, "device_gated", (double)d->gated_grants);
     cJSON_AddNumberToObject(j, "protocol_errors", (double)d->proto_errors);
     cJSON_AddNumberToObject(j, "refused", (double)d->refused);
     arr = cJSON_AddArrayToObject(j, "clients");
@@ -782,6 +981,22 @@ static size_t metrics_text(struct daemon *d, char *buf, size_t cap)
                   "mosaic_hp_requests_expired_total %llu\n",
               (unsigned long long)d->proto_errors, (unsigned long long)d->refused,
               (unsigned long long)d->hp_expired);
+    sb_printf(&b, "# HELP mosaic_be_gated_grants_total BE kernels granted by a write of "
+                  "their device-side gate word.\n# TYPE mosaic_be_gated_grants_total counter\n"
+                  "mosaic_be_gated_grants_total %llu\n"
+                  "# HELP mosaic_be_gated_passed_total Gated BE kernels that ran without a "
+                  "grant (their client released the gate of a daemon that went away).\n"
+                  "# TYPE mosaic_be_gated_passed_total counter\n"
+                  "mosaic_be_gated_passed_total %llu\n"
+                  "# HELP mosaic_hp_device_completions_total HP launches whose completion "
+                  "the device wrote.\n# TYPE mosaic_hp_device_completions_total counter\n"
+                  "mosaic_hp_device_completions_total %llu\n"
+                  "# HELP mosaic_hp_request_ends_deferred_total HP request ends that waited "
+                  "for the device to finish the request's kernels.\n"
+                  "# TYPE mosaic_hp_request_ends_deferred_total counter\n"
+                  "mosaic_hp_request_ends_deferred_total %llu\n",
+              (unsigned long long)d->gated_grants, (unsigned long long)d->gated_passed,
+              (unsigned long long)d->hp_device_done, (unsigned long long)d->hp_ends_deferred);
     sb_printf(&b, "# HELP mosaic_concurrent 1 when kernels of separate processes can run "
                   "concurrently (MPS).\n# TYPE mosaic_concurrent gauge\nmosaic_concurrent %d\n"
                   "# HELP mosaic_slo_ratio The configured HP p99 bound over isolated p99.\n"
@@ -880,11 +1095,15 @@ static int handle_signals(struct daemon *d)
     return 0;
 }
 
+/* Whether anything waits on a decision or on a device-written word (which
+ * rings no doorbell, so a sleeping daemon must look at it). */
 static int any_waiting(const struct daemon *d)
 {
-    for (unsigned i = 0; i < d->nclients; i++)
-        if (d->clients[i]->active && d->clients[i]->nwants)
+    for (unsigned i = 0; i < d->nclients; i++) {
+        const struct client *c = d->clients[i];
+        if (c->active && (c->nwants || c->be_gated_running || c->npend))
             return 1;
+    }
     return 0;
 }
 
@@ -897,6 +1116,7 @@ static int run_loop(struct daemon *d)
         unsigned work = drain(d);
         int timeout = 0, n;
 
+        work += poll_gates(d);
         work += decide(d);
         if (work)
             d->last_activity_ns = now;
@@ -908,7 +1128,7 @@ static int run_loop(struct daemon *d)
             /* About to sleep: say so, then look once more (see the top). */
             set_wakeup(d, 1);
             atomic_thread_fence(memory_order_seq_cst);
-            if (drain(d) + decide(d) == 0) {
+            if (drain(d) + poll_gates(d) + decide(d) == 0) {
                 uint64_t left = d->next_tick_ns > now ? d->next_tick_ns - now : 0;
                 timeout = (int)(left / 1000000ull) + 1;
                 /* A held BE kernel may become admissible by time alone (an

@@ -141,7 +141,11 @@ size_t mosaic__shm_size(uint32_t entries)
 
     n += 2 * sizeof(struct mosaic__ring_ctl);
     n += 2 * (size_t)entries * sizeof(struct mosaic__entry);
-    return align_up(n, 4096);
+    n = align_up(n, 4096);
+    /* The gate slots start on a page of their own: the device mapping
+     * covers them and nothing else of the segment. */
+    n += align_up(MOSAIC__GATE_SLOTS * sizeof(struct mosaic__gate_slot), 4096);
+    return n;
 }
 
 static void locate(struct mosaic__shm *shm)
@@ -155,6 +159,8 @@ static void locate(struct mosaic__shm *shm)
     shm->gr = (struct mosaic__entry *)(b + shm->hdr->gr_off);
     shm->ev_mask = shm->hdr->ev_entries - 1;
     shm->gr_mask = shm->hdr->gr_entries - 1;
+    shm->gate = (struct mosaic__gate_slot *)(b + shm->hdr->gate_off);
+    shm->gate_bytes = shm->size - shm->hdr->gate_off;
 }
 
 int mosaic__shm_create(uint32_t entries, uint32_t client_id, uint32_t role,
@@ -198,6 +204,9 @@ int mosaic__shm_create(uint32_t entries, uint32_t client_id, uint32_t role,
     off += (size_t)entries * sizeof(struct mosaic__entry);
     h->gr_off = (uint32_t)off;
     h->gr_entries = entries;
+    off += (size_t)entries * sizeof(struct mosaic__entry);
+    h->gate_off = (uint32_t)align_up(off, 4096);
+    h->gate_slots = MOSAIC__GATE_SLOTS;
     h->client_id = client_id;
     h->role = role;
     shm->base = base;
@@ -239,6 +248,12 @@ int mosaic__shm_check(const void *base, size_t size, char *why, size_t whylen)
     if (!ring_fits(h->ev_ctl_off, h->ev_off, h->ev_entries, size) ||
         !ring_fits(h->gr_ctl_off, h->gr_off, h->gr_entries, size))
         return whyf(why, whylen, MOSAIC_EPROTO, "a ring lies outside the segment");
+    if (h->gate_slots != MOSAIC__GATE_SLOTS || h->gate_off % 4096 != 0 ||
+        (size_t)h->gate_off + MOSAIC__GATE_SLOTS * sizeof(struct mosaic__gate_slot) > size ||
+        (size_t)h->gate_off < (size_t)h->gr_off + (size_t)h->gr_entries * sizeof(struct mosaic__entry))
+        return whyf(why, whylen, MOSAIC_EPROTO,
+                    "the gate slots (%u at offset %u) do not fit after the rings",
+                    h->gate_slots, h->gate_off);
     return 0;
 }
 
@@ -284,7 +299,7 @@ static void fill(struct mosaic__entry *dst, const struct mosaic__entry *src)
     dst->type = src->type;
     dst->flags = src->flags;
     dst->ticket = src->ticket;
-    dst->reserved = 0;
+    dst->aux = src->aux;
     dst->id = src->id;
     dst->value = src->value;
 }
@@ -358,9 +373,19 @@ int mosaic__entry_check(const struct mosaic__entry *e, int role, char *why, size
 {
     int hp = role == MOSAIC_SCHED_ROLE_HP;
 
-    if (e->flags != 0 || e->reserved != 0)
+    if (e->flags & MOSAIC__EF_GATED) {
+        if (e->type != MOSAIC__EV_BE_WANT && e->type != MOSAIC__EV_HP_LAUNCH)
+            return whyf(why, whylen, MOSAIC_EPROTO,
+                        "event type %u cannot be gated (only BE_WANT and HP_LAUNCH)", e->type);
+        if ((e->flags & ~(MOSAIC__EF_GATED | MOSAIC__EF_SLOT_MASK)) != 0 ||
+            (e->flags & MOSAIC__EF_SLOT_MASK) >= MOSAIC__GATE_SLOTS)
+            return whyf(why, whylen, MOSAIC_EPROTO, "gated event type %u names slot %u of %u "
+                        "(or unknown flags 0x%04x)", e->type, e->flags & MOSAIC__EF_SLOT_MASK,
+                        MOSAIC__GATE_SLOTS, e->flags);
+    } else if (e->flags != 0 || e->aux != 0) {
         return whyf(why, whylen, MOSAIC_EPROTO, "event type %u has non-zero flags",
                     e->type);
+    }
     switch (e->type) {
     case MOSAIC__EV_HP_REQ_BEGIN:
     case MOSAIC__EV_HP_REQ_END:

@@ -22,7 +22,10 @@
 /* ---- socket messages (SOCK_SEQPACKET: one message per packet) -------- */
 
 #define MOSAIC__SCHED_MAGIC 0x4843534du /* "MSCH" little-endian */
-#define MOSAIC__SCHED_PROTO 1u
+/* 2: the gate slots (device-side BE gate and HP completion words) and the
+ * entries' stream sequence (aux). A peer of version 1 is refused with the
+ * reason, never half-understood. */
+#define MOSAIC__SCHED_PROTO 2u
 /* The largest message a peer may send the daemon; anything longer is cut
  * by the kernel (MSG_TRUNC) and refused. Status replies go the other way
  * and may be longer. */
@@ -95,7 +98,7 @@ void mosaic__msg_init(struct mosaic__msg_hdr *h, int type, size_t length);
 /* ---- the shared segment ---------------------------------------------- */
 
 #define MOSAIC__SHM_MAGIC 0x314d48534153534dull /* "MSSAHSM1" */
-#define MOSAIC__SHM_VERSION 1u
+#define MOSAIC__SHM_VERSION 2u
 #define MOSAIC__RING_MIN 8u
 #define MOSAIC__RING_MAX 65536u
 #define MOSAIC__CACHELINE 64
@@ -111,13 +114,24 @@ enum mosaic__ev_type {
     MOSAIC__EV_GRANT = 16,       /* daemon -> client: ticket granted */
 };
 
+/*
+ * Entry flags. MOSAIC__EF_GATED on a BE_WANT or HP_LAUNCH says the kernel
+ * is tracked through gate slot (flags & MOSAIC__EF_SLOT_MASK) with stream
+ * sequence number aux: for BE it waits on the device for that slot's grant
+ * word to reach aux, for HP the device writes aux to the slot's completion
+ * word once it finished. Any other flag, or a slot past the segment's, is
+ * rejected.
+ */
+#define MOSAIC__EF_GATED 0x8000u
+#define MOSAIC__EF_SLOT_MASK 0x00ffu
+
 /* One ring entry: 32 bytes, the seq word first (see mosaic__ring_*). */
 struct mosaic__entry {
     _Atomic uint32_t seq;
     uint16_t type;
     uint16_t flags;
     uint32_t ticket;
-    uint32_t reserved;
+    uint32_t aux; /* the stream sequence of a gated entry, else 0 */
     uint64_t id;
     uint64_t value;
 };
@@ -129,6 +143,36 @@ struct mosaic__ring_ctl {
 };
 
 #define MOSAIC__SHM_NEED_WAKEUP 1u /* daemon flag: sleeping, ring the doorbell */
+
+/*
+ * Gate slots: one per stream that a client gates (BE) or tracks (HP), in
+ * pages of their own at the end of the segment so that the shim can map
+ * just them for the device (cuMemHostRegister). One stream's kernels are
+ * numbered 1, 2, 3 ... (wrapping, compared cyclically as the driver's
+ * CU_STREAM_WAIT_VALUE_GEQ does), so one word per direction covers a
+ * stream of any depth, where a word per ticket would need as many words
+ * as kernels in flight and a way to recycle them.
+ *
+ * BE: before kernel n the stream waits (on the device) for grant >= n,
+ * and after it the device writes done = n. The client writes want = n
+ * before it asks, so that a monitor can release every wait of a dead
+ * daemon (grant = want + 2^30 passes every n near want). The daemon grants
+ * kernel n only once done >= n - 1: kernel n starts when its grant is
+ * written, and at most one granted kernel per stream has not finished.
+ *
+ * HP: after launch n the device writes hp_done = n; the daemon reads it as
+ * that kernel's completion.
+ */
+#define MOSAIC__GATE_SLOTS 64u
+#define MOSAIC__GATE_RELEASE 0x40000000u
+
+struct mosaic__gate_slot {
+    _Alignas(MOSAIC__CACHELINE) _Atomic uint32_t grant; /* BE: daemon writes */
+    _Atomic uint32_t done;    /* BE: the device writes after kernel n */
+    _Atomic uint32_t want;    /* BE: the client writes before it asks */
+    _Atomic uint32_t released; /* BE: 1 once a client released the slot */
+    _Atomic uint64_t hp_done; /* HP: the device writes after launch n */
+};
 
 struct mosaic__shm_hdr {
     uint64_t magic;
@@ -146,6 +190,7 @@ struct mosaic__shm_hdr {
     _Atomic uint64_t ev_dropped; /* events the client could not post */
     _Alignas(MOSAIC__CACHELINE) _Atomic uint32_t grant_futex; /* bumped per grant batch */
     _Atomic uint32_t grant_waiters;
+    uint32_t gate_off, gate_slots; /* page-aligned, MOSAIC__GATE_SLOTS */
 };
 
 /* A mapped segment with its rings located. */
@@ -156,9 +201,11 @@ struct mosaic__shm {
     struct mosaic__ring_ctl *ev_ctl, *gr_ctl;
     struct mosaic__entry *ev, *gr;
     uint32_t ev_mask, gr_mask;
+    struct mosaic__gate_slot *gate; /* gate_slots of them, page-aligned */
+    size_t gate_bytes;              /* a whole number of pages */
 };
 
-/* Bytes a segment with two rings of `entries` each needs. */
+/* Bytes a segment with two rings of `entries` each (and the gate slots) needs. */
 size_t mosaic__shm_size(uint32_t entries);
 /* Daemon: a sealed memfd of that size, mode 0600, mapped and initialised. */
 int mosaic__shm_create(uint32_t entries, uint32_t client_id, uint32_t role,

@@ -131,6 +131,47 @@ int mosaic_sched_be_admit(struct mosaic_sched_client *c, uint64_t kernel_id,
 /* The granted kernel finished (optional; lets the daemon count BE in flight). */
 int mosaic_sched_be_done(struct mosaic_sched_client *c, uint64_t kernel_id);
 
+/*
+ * The device-side gate (docs/sched.md, "Where a BE kernel waits"). The
+ * segment holds `slots` gate slots, one per stream the caller numbers; a
+ * stream's kernels are numbered 1, 2, 3 ... (32-bit, wrapping). The caller
+ * maps [base, base + bytes) for the device and, with the device addresses
+ * of the words at base + slot * stride + *_off:
+ *   BE: for kernel n, mosaic_sched_be_want_gated(), then on the stream
+ *       cuStreamWaitValue32(grant, n, GEQ), the launch, and
+ *       cuStreamWriteValue32(done, n). The daemon writes grant = n once it
+ *       admits kernel n and kernel n - 1 has finished.
+ *   HP: after launch n, cuStreamWriteValue64(hp_done, n), then
+ *       mosaic_sched_hp_launch_gated().
+ * The words belong to one connection (`generation`): after a reconnect
+ * the gate must be fetched and mapped again. The monitor thread releases
+ * the waits of a connection that ended (a new daemon came, or be-timeout-ms
+ * passed with be-on-timeout run), so a stream is never stuck on a dead one.
+ */
+struct mosaic_sched_gate {
+    void *base;
+    unsigned long bytes; /* whole pages */
+    uint64_t generation;
+    unsigned slots, stride;
+    unsigned grant_off, done_off; /* uint32_t words */
+    unsigned hp_done_off;         /* a uint64_t word */
+};
+
+/* The current connection's gate; MOSAIC_EDISCONNECTED when there is none. */
+int mosaic_sched_gate_get(struct mosaic_sched_client *c, struct mosaic_sched_gate *g);
+/* BE: asks admission for kernel seq of slot's stream; never waits. Returns
+ * 0, MOSAIC_EDISCONNECTED (no connection of that generation: hold on the
+ * host instead), MOSAIC_ERINGFULL or MOSAIC_EINVAL. */
+int mosaic_sched_be_want_gated(struct mosaic_sched_client *c, uint64_t generation,
+                               unsigned slot, uint32_t seq, uint64_t kernel_id,
+                               uint64_t predicted_ns);
+/* HP: launch seq of slot's stream, whose completion the device writes to
+ * the slot's hp_done word. Never waits, no system call. */
+int mosaic_sched_hp_launch_gated(struct mosaic_sched_client *c, uint64_t generation,
+                                 unsigned slot, uint32_t seq, uint64_t kernel_id);
+/* Gate slots the monitor released because their daemon went away. */
+uint64_t mosaic_sched_client_released(const struct mosaic_sched_client *c);
+
 #ifdef __cplusplus
 }
 #endif

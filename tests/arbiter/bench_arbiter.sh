@@ -19,9 +19,12 @@ for _ in $(seq 100); do [ -S "$dir/s.sock" ] && break; sleep 0.05; done
 export LD_LIBRARY_PATH=$build/tests/fakecuda
 echo "== HP launch, shim observe-only (MOSAIC_ROLE unset) =="
 LD_PRELOAD=$build/lib/libmosaic.so "$bin/bench_launch" 400 256
-echo "== HP launch, shim connected as HP (MOSAIC_ROLE=hp; posts each launch) =="
-MOSAIC_ROLE=hp MOSAIC_SCHED_SOCKET=$dir/s.sock LD_PRELOAD=$build/lib/libmosaic.so \
-  "$bin/bench_launch" 400 256
+echo "== HP launch, shim connected as HP, no completion write (MOSAIC_HP_COMPLETION=off, the default) =="
+MOSAIC_ROLE=hp MOSAIC_HP_COMPLETION=off MOSAIC_SCHED_SOCKET=$dir/s.sock \
+  LD_PRELOAD=$build/lib/libmosaic.so "$bin/bench_launch" 400 256
+echo "== HP launch, shim connected as HP, cuStreamWriteValue64 after each (MOSAIC_HP_COMPLETION=device) =="
+MOSAIC_ROLE=hp MOSAIC_HP_COMPLETION=device MOSAIC_SCHED_SOCKET=$dir/s.sock \
+  LD_PRELOAD=$build/lib/libmosaic.so "$bin/bench_launch" 400 256
 echo "== BE grant round trip and HP post (client library, policy none) =="
 "$bin/bench_sched_grant" "$dir/s.sock" 20000 200000
 echo "== admission decision (policy mosaic) =="

@@ -1615,6 +1615,19 @@ CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent,
                              Flags);
 }
 
+/* MOSAIC_SIMGPU_NO_MEMOPS=1 plays a driver or device that refuses stream
+ * memory operations and host-memory registration (CUDA_ERROR_NOT_SUPPORTED),
+ * so that tests can check a client's fallback when a real one does. */
+static bool memops_refused(void)
+{
+    static int refused = -1;
+    if (refused < 0) {
+        const char *v = getenv("MOSAIC_SIMGPU_NO_MEMOPS");
+        refused = v != NULL && strcmp(v, "1") == 0;
+    }
+    return refused == 1;
+}
+
 /* Device pointers of host memory are its host addresses (unified
  * addressing), so a stream memory operation reads or writes the issuing
  * process's memory at that address. */
@@ -1623,6 +1636,8 @@ static CUresult wait_value(CUstream hs, CUdeviceptr addr, uint64_t value,
 {
     int slot;
     unsigned how = flags & 0xfu;
+    if (memops_refused())
+        return CUDA_ERROR_NOT_SUPPORTED;
     if (addr == 0 || how > CU_STREAM_WAIT_VALUE_NOR ||
         (flags & ~(0xfu | CU_STREAM_WAIT_VALUE_FLUSH)))
         return CUDA_ERROR_INVALID_VALUE;
@@ -1637,6 +1652,8 @@ static CUresult write_value(CUstream hs, CUdeviceptr addr, uint64_t value,
                             unsigned flags, bool is64)
 {
     int slot;
+    if (memops_refused())
+        return CUDA_ERROR_NOT_SUPPORTED;
     if (addr == 0 || (flags & ~(unsigned)CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER))
         return CUDA_ERROR_INVALID_VALUE;
     CUresult r = stream_slot(hs, &slot);
@@ -1779,7 +1796,7 @@ CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
                            CU_MEMHOSTREGISTER_READ_ONLY;
     if (p == NULL || bytesize == 0 || (Flags & ~known))
         return CUDA_ERROR_INVALID_VALUE;
-    return CUDA_SUCCESS;
+    return memops_refused() ? CUDA_ERROR_NOT_SUPPORTED : CUDA_SUCCESS;
 }
 
 CUresult cuMemHostUnregister(void *p)

@@ -704,6 +704,73 @@ static void daemon_sigkill_and_restart(void **state)
     dmn_stop(&d);
 }
 
+/*
+ * The device-side gate at the protocol level, the test standing in for the
+ * device: gated wants on one slot are granted by the daemon's write of the
+ * grant word, kernel n only once the done word says n - 1 finished, never
+ * while an HP request holds BE work (hold-be); a done word counts as the
+ * kernel's BE_DONE; and when the daemon dies the client's monitor releases
+ * the words be-timeout-ms (300) later, so nothing waits on a dead daemon.
+ */
+static void gated_wants_follow_the_done_word_and_are_released(void **state)
+{
+    struct dmn d;
+    struct mosaic_sched_client *hp, *be;
+    struct mosaic_sched_gate g;
+    _Atomic uint32_t *grant, *done, *grant1;
+    uint64_t tk;
+
+    (void)state;
+    dmn_start(&d, NULL);
+    hp = client(&d, MOSAIC_SCHED_ROLE_HP);
+    be = client(&d, MOSAIC_SCHED_ROLE_BE);
+    assert_int_equal(mosaic_sched_gate_get(be, &g), 0);
+    assert_int_equal(g.slots, MOSAIC__GATE_SLOTS);
+    assert_int_equal(g.bytes % 4096, 0);
+    grant = (_Atomic uint32_t *)((char *)g.base + g.grant_off);
+    done = (_Atomic uint32_t *)((char *)g.base + g.done_off);
+    grant1 = (_Atomic uint32_t *)((char *)g.base + g.stride + g.grant_off);
+    assert_int_equal(mosaic_sched_hp_request_begin(hp, 1, 0), 0);
+    for (uint32_t n = 1; n <= 3; n++)
+        assert_int_equal(mosaic_sched_be_want_gated(be, g.generation, 0, n, 40 + n, 1000), 0);
+    assert_int_equal(mosaic_sched_be_want_gated(be, g.generation, 1, 1, 50, 1000), 0);
+    /* A stale generation is refused, not posted into the wrong segment. */
+    assert_int_equal(mosaic_sched_be_want_gated(be, g.generation + 1, 0, 4, 1, 1),
+                     MOSAIC_EDISCONNECTED);
+    msleep(150);
+    assert_int_equal(atomic_load(grant), 0); /* held by the HP request */
+    assert_int_equal(atomic_load(grant1), 0);
+    assert_int_equal(mosaic_sched_hp_request_end(hp, 1, 0), 0);
+    WAIT_UNTIL(atomic_load(grant) == 1 && atomic_load(grant1) == 1, 5000);
+    /* Kernel 2 waits for kernel 1's done word, not for the policy. */
+    msleep(150);
+    assert_int_equal(atomic_load(grant), 1);
+    atomic_store(done, 1);
+    WAIT_UNTIL(atomic_load(grant) == 2, 5000);
+    atomic_store(done, 2);
+    WAIT_UNTIL(atomic_load(grant) == 3, 5000);
+    /* Kernel 3 runs: one BE kernel in flight on slot 0, one on slot 1. */
+    WAIT_UNTIL(strstr(status(&d), "\"be_in_flight\":2") != NULL, 5000);
+    atomic_store(done, 3);
+    WAIT_UNTIL(strstr(status(&d), "\"be_in_flight\":1") != NULL, 5000);
+
+    /* Kernel 4 waits on the device when the daemon dies: released after
+     * the timeout, 2^30 past what was asked. */
+    assert_int_equal(mosaic_sched_hp_request_begin(hp, 2, 0), 0);
+    assert_int_equal(mosaic_sched_be_want_gated(be, g.generation, 0, 4, 44, 1000), 0);
+    msleep(100);
+    assert_int_equal(atomic_load(grant), 3);
+    tk = mosaic__now_ns();
+    dmn_kill(&d, SIGKILL);
+    WAIT_UNTIL(atomic_load(grant) != 3, 5000);
+    assert_true(mosaic__now_ns() - tk >= 290000000ull);
+    assert_int_equal(atomic_load(grant), 4u + MOSAIC__GATE_RELEASE);
+    assert_true(mosaic_sched_client_released(be) >= 2);
+    mosaic_sched_client_close(hp);
+    mosaic_sched_client_close(be);
+    dmn_stop(&d);
+}
+
 static void a_stopped_daemon_is_noticed_by_its_heartbeat(void **state)
 {
     struct dmn d;
@@ -789,7 +856,7 @@ static void command_line_and_precedence(void **state)
 
     (void)state;
     assert_int_equal(run_cli("version", out, sizeof(out)), 0);
-    assert_non_null(strstr(out, "mosaic-sched " MOSAIC_VERSION_STRING " (protocol 1"));
+    assert_non_null(strstr(out, "mosaic-sched " MOSAIC_VERSION_STRING " (protocol 2, segment version 2"));
     assert_int_equal(run_cli("frobnicate", out, sizeof(out)), 2);
     assert_non_null(strstr(out, "unknown command 'frobnicate'"));
     assert_int_equal(run_cli("--slo 0.9 daemon", out, sizeof(out)), 2);
@@ -922,6 +989,7 @@ int main(void)
         cmocka_unit_test(hostile_ring_entries_are_rejected),
         cmocka_unit_test(ring_full_is_reported_and_never_blocks_hp),
         cmocka_unit_test(daemon_sigkill_and_restart),
+        cmocka_unit_test(gated_wants_follow_the_done_word_and_are_released),
         cmocka_unit_test(a_stopped_daemon_is_noticed_by_its_heartbeat),
         cmocka_unit_test(forked_child_becomes_its_own_client),
         cmocka_unit_test(command_line_and_precedence),

@@ -55,10 +55,14 @@ static void bad_messages_are_refused(void **state)
     assert_int_equal(mosaic__msg_parse(&h, sizeof(h), &m, why, sizeof(why)), MOSAIC_EPROTO);
     assert_non_null(strstr(why, "bad magic"));
 
+    /* A client of the previous release (version 1, no gate slots) is
+     * refused with the reason, and so is one from the future. */
     h = good_hello();
-    h.h.version = 2;
+    h.h.version = 1;
     assert_int_equal(mosaic__msg_parse(&h, sizeof(h), &m, why, sizeof(why)), MOSAIC_EVERSION);
-    assert_non_null(strstr(why, "protocol version 2"));
+    assert_non_null(strstr(why, "protocol version 1, this side speaks 2"));
+    h.h.version = MOSAIC__SCHED_PROTO + 1;
+    assert_int_equal(mosaic__msg_parse(&h, sizeof(h), &m, why, sizeof(why)), MOSAIC_EVERSION);
 
     h = good_hello();
     assert_int_equal(mosaic__msg_parse(&h, 10, &m, why, sizeof(why)), MOSAIC_EPROTO);
@@ -242,6 +246,27 @@ static void entries_checked_by_role(void **state)
     e.flags = 1;
     assert_int_equal(mosaic__entry_check(&e, MOSAIC_SCHED_ROLE_BE, why, sizeof(why)),
                      MOSAIC_EPROTO);
+    /* Gated entries: only a want or an HP launch, only a slot that exists. */
+    e = (struct mosaic__entry){.type = MOSAIC__EV_BE_WANT, .flags = MOSAIC__EF_GATED | 63,
+                               .aux = 7};
+    assert_int_equal(mosaic__entry_check(&e, MOSAIC_SCHED_ROLE_BE, why, sizeof(why)), 0);
+    e.type = MOSAIC__EV_HP_LAUNCH;
+    assert_int_equal(mosaic__entry_check(&e, MOSAIC_SCHED_ROLE_HP, why, sizeof(why)), 0);
+    e.flags = MOSAIC__EF_GATED | 64;
+    assert_int_equal(mosaic__entry_check(&e, MOSAIC_SCHED_ROLE_HP, why, sizeof(why)),
+                     MOSAIC_EPROTO);
+    assert_non_null(strstr(why, "slot 64 of 64"));
+    e.flags = MOSAIC__EF_GATED | 0x100;
+    assert_int_equal(mosaic__entry_check(&e, MOSAIC_SCHED_ROLE_HP, why, sizeof(why)),
+                     MOSAIC_EPROTO);
+    e = (struct mosaic__entry){.type = MOSAIC__EV_BE_DONE, .flags = MOSAIC__EF_GATED};
+    assert_int_equal(mosaic__entry_check(&e, MOSAIC_SCHED_ROLE_BE, why, sizeof(why)),
+                     MOSAIC_EPROTO);
+    assert_non_null(strstr(why, "cannot be gated"));
+    /* A stream sequence without the gated flag is garbage. */
+    e = (struct mosaic__entry){.type = MOSAIC__EV_BE_WANT, .aux = 3};
+    assert_int_equal(mosaic__entry_check(&e, MOSAIC_SCHED_ROLE_BE, why, sizeof(why)),
+                     MOSAIC_EPROTO);
 }
 
 static void segment_is_sealed_private_and_checked(void **state)
@@ -259,6 +284,15 @@ static void segment_is_sealed_private_and_checked(void **state)
     assert_int_not_equal(ftruncate(r.fd, 0), 0); /* sealed: cannot shrink */
     assert_int_equal(mosaic__shm_attach(r.fd, r.shm.size, &a, why, sizeof(why)), 0);
     assert_int_equal(a.ev_mask, 15);
+    /* The gate slots: pages of their own after the rings, one cache line
+     * each, zero (nothing granted, nothing done) in a new segment. */
+    assert_int_equal((uintptr_t)a.gate % 4096, 0);
+    assert_true((char *)a.gate >= (char *)(a.gr + 16));
+    assert_int_equal(a.gate_bytes % 4096, 0);
+    assert_true(a.gate_bytes >= MOSAIC__GATE_SLOTS * sizeof(struct mosaic__gate_slot));
+    assert_int_equal(sizeof(struct mosaic__gate_slot), 64);
+    assert_int_equal(atomic_load(&a.gate[MOSAIC__GATE_SLOTS - 1].grant), 0);
+    assert_int_equal(atomic_load(&a.gate[0].done), 0);
     mosaic__shm_unmap(&a);
     assert_int_equal(mosaic__shm_attach(r.fd, r.shm.size + 4096, &a, why, sizeof(why)),
                      MOSAIC_EPROTO);

@@ -1,0 +1,205 @@
+/*
+ * gate_prog: the program that tests/arbiter/test_gate.c runs under the
+ * shim (LD_PRELOAD=libmosaic.so, MOSAIC_ROLE=be or hp) on the simulated GPU,
+ * to watch the arbiter's gate from the application's side. It launches N
+ * kernels of D us each into S streams (round robin) without synchronising
+ * in between, records an event after each, then synchronises and prints one
+ * JSON object per line:
+ *
+ *   {"k": i, "stream": j, "launch_ns": T, "end_lo_ns": L, "end_hi_ns": U}
+ *
+ * launch_ns is CLOCK_MONOTONIC when the launch call returned; the kernel's
+ * end lies in [L, U] on the same clock (an event's time is the simulated
+ * GPU's, wall-clock ns; it is placed against a reference event recorded on
+ * an idle stream between two host clock reads). With --hp-request the
+ * program calls the shim's exported mosaic_request_begin() before the first
+ * launch and mosaic_request_end() right after the last one, before any
+ * synchronisation: the daemon has to find the request's real end from the
+ * device's completion words. With --watch-hp it also watches its own HP
+ * completion words (the shim's segment, found in /proc/self/maps) and
+ * prints {"hp_done_in_order": 0|1, "hp_done_final": [..]} at the end.
+ *
+ *   gate_prog --kernels N --us D [--streams S] [--hp-request] [--watch-hp]
+ */
+#define _GNU_SOURCE 1
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "demo_util.h"
+#include "proto.h"
+
+#define MAX_K 64
+#define MAX_S 4
+
+static uint64_t host_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The shim's segment in this process: the memfd the daemon created. */
+static struct mosaic__shm_hdr *find_segment(void)
+{
+    FILE *fp = fopen("/proc/self/maps", "r");
+    char line[512];
+    void *base = NULL;
+
+    if (!fp)
+        return NULL;
+    while (!base && fgets(line, sizeof(line), fp)) {
+        unsigned long lo;
+        if (strstr(line, "memfd:mosaic-sched") && sscanf(line, "%lx-", &lo) == 1)
+            base = (void *)lo;
+    }
+    fclose(fp);
+    return base;
+}
+
+static _Atomic int watching = 1;
+static int in_order = 1;
+static uint64_t final_done[MAX_S];
+static int nstreams_watched;
+
+/* Each slot's completion word must only grow (one stream's launches finish
+ * in order); the values seen are checked as they change. */
+static void *watch_hp(void *arg)
+{
+    uint64_t last[MOSAIC__GATE_SLOTS] = {0};
+    struct mosaic__shm_hdr *h = NULL;
+
+    (void)arg;
+    while (atomic_load(&watching)) {
+        if (!h) {
+            h = find_segment();
+            continue;
+        }
+        struct mosaic__gate_slot *g = (struct mosaic__gate_slot *)((char *)h + h->gate_off);
+        for (unsigned s = 0; s < MOSAIC__GATE_SLOTS; s++) {
+            uint64_t v = atomic_load(&g[s].hp_done);
+            if (v < last[s])
+                in_order = 0;
+            last[s] = v;
+        }
+    }
+    for (int s = 0; h && s < nstreams_watched; s++)
+        final_done[s] = last[s];
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    int n = 8, us = 20000, ns = 1, hp_request = 0, watch = 0;
+    static struct demo_seq seq;
+    char key[256];
+
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--kernels") && i + 1 < argc)
+            n = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--us") && i + 1 < argc)
+            us = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--streams") && i + 1 < argc)
+            ns = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--hp-request"))
+            hp_request = 1;
+        else if (!strcmp(argv[i], "--watch-hp"))
+            watch = 1;
+        else {
+            fprintf(stderr, "usage: gate_prog --kernels N --us D [--streams S] "
+                            "[--hp-request] [--watch-hp]\n");
+            return 2;
+        }
+    }
+    if (n < 1 || n > MAX_K || ns < 1 || ns > MAX_S || us < 1)
+        return 2;
+    if (snprintf(key, sizeof(key), "k_gate__simus%d|grid=1,1,1|block=32,1,1|dsmem=0", us) >=
+            (int)sizeof(key) ||
+        demo_add_key(&seq, key) != 0 || demo_load(&seq) != 0)
+        return 1;
+
+    CUstream st[MAX_S], idle;
+    CUevent ref, end[MAX_K];
+    uint64_t launch_ns[MAX_K], t_before = 0, t_after = 0;
+    pthread_t watcher;
+    CUresult r = cuStreamCreate(&idle, CU_STREAM_NON_BLOCKING);
+
+    for (int s = 0; r == CUDA_SUCCESS && s < ns; s++)
+        r = cuStreamCreate(&st[s], CU_STREAM_NON_BLOCKING);
+    for (int k = 0; r == CUDA_SUCCESS && k < n; k++)
+        r = cuEventCreate(&end[k], CU_EVENT_DEFAULT);
+    if (r == CUDA_SUCCESS)
+        r = cuEventCreate(&ref, CU_EVENT_DEFAULT);
+    /* The reference: recorded on an idle stream, watched with queries so
+     * that its time is pinned between two close host clock reads (the
+     * first round wakes the simulated GPU's threads; the second counts). */
+    for (int round = 0; round < 2 && r == CUDA_SUCCESS; round++) {
+        t_before = host_ns();
+        r = cuEventRecord(ref, idle);
+        while (r == CUDA_SUCCESS && (r = cuEventQuery(ref)) == CUDA_ERROR_NOT_READY)
+            ;
+        t_after = host_ns();
+    }
+    if (r != CUDA_SUCCESS) {
+        fprintf(stderr, "gate_prog: setup failed (CUresult %d)\n", (int)r);
+        return 1;
+    }
+    nstreams_watched = ns;
+    if (watch)
+        pthread_create(&watcher, NULL, watch_hp, NULL);
+    int (*req_begin)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "mosaic_request_begin");
+    int (*req_end)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "mosaic_request_end");
+    /* The shim connects in the background from its first call on and an
+     * HP call never waits: start the connection, give it a moment. */
+    if (hp_request && req_end) {
+        struct timespec settle = {.tv_nsec = 300000000};
+        req_end();
+        nanosleep(&settle, NULL);
+    }
+    if (hp_request && req_begin)
+        req_begin();
+    for (int k = 0; k < n; k++) {
+        const struct demo_kernel *d = &seq.k[0];
+        r = cuLaunchKernel(d->fn, d->grid[0], d->grid[1], d->grid[2], d->block[0], d->block[1],
+                           d->block[2], d->dsmem, st[k % ns], NULL, NULL);
+        launch_ns[k] = host_ns();
+        if (r == CUDA_SUCCESS)
+            r = cuEventRecord(end[k], st[k % ns]);
+        if (r != CUDA_SUCCESS) {
+            fprintf(stderr, "gate_prog: launch %d failed (CUresult %d)\n", k, (int)r);
+            return 1;
+        }
+    }
+    if (hp_request && req_end)
+        req_end();
+    for (int s = 0; s < ns; s++)
+        if (cuStreamSynchronize(st[s]) != CUDA_SUCCESS)
+            return 1;
+    for (int k = 0; k < n; k++) {
+        float ms = 0;
+        if (cuEventElapsedTime(&ms, ref, end[k]) != CUDA_SUCCESS)
+            return 1;
+        printf("{\"k\": %d, \"stream\": %d, \"launch_ns\": %llu, \"end_lo_ns\": %llu, "
+               "\"end_hi_ns\": %llu}\n",
+               k, k % ns, (unsigned long long)launch_ns[k],
+               (unsigned long long)(t_before + (uint64_t)((double)ms * 1e6)),
+               (unsigned long long)(t_after + (uint64_t)((double)ms * 1e6) + 1000));
+    }
+    if (watch) {
+        /* The device's last writes land when the streams are done. */
+        struct timespec pause = {.tv_nsec = 20000000};
+        nanosleep(&pause, NULL);
+        atomic_store(&watching, 0);
+        pthread_join(watcher, NULL);
+        printf("{\"hp_done_in_order\": %d, \"hp_done_final\": [", in_order);
+        for (int s = 0; s < ns; s++)
+            printf("%s%llu", s ? ", " : "", (unsigned long long)final_done[s]);
+        printf("]}\n");
+    }
+    fflush(stdout);
+    return 0;
+}
