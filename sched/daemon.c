@@ -363,6 +363,8 @@ static void handle_hello(struct daemon *d, struct client *c, const struct mosaic
     w.heartbeat_ms = d->cfg->heartbeat_ms;
     w.be_timeout_ms = d->cfg->be_timeout_ms;
     w.be_on_timeout = (uint32_t)d->cfg->be_on_timeout;
+    /* Policy static's split, each role its side (0 elsewhere: full GPU). */
+    w.sms = role == MOSAIC_SCHED_ROLE_HP ? d->part.hp_sms : d->part.be_sms;
     rc = c->wants ? mosaic__send_msg(c->fd, &w, sizeof(w), fd) : MOSAIC_ENOMEM;
     close(fd);
     if (rc != 0) {
