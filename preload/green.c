@@ -2,8 +2,10 @@
  * SM partitions for best-effort work: the BE shim's green context
  * (docs/partitions.md).
  *
- * With MOSAIC_ROLE=be and MOSAIC_BE_SMS=N (for now a setting; the arbiter
- * will send the same number in its grant), the shim makes, at the first BE
+ * With MOSAIC_ROLE=be and N SMs given by the arbiter (its WELCOME carries
+ * the partition of the client's role, mosaic__green_offer) or by
+ * MOSAIC_BE_SMS=N (which overrides the arbiter, for tests and for trying a
+ * size by hand), the shim makes, at the first BE
  * launch, one green context of N SMs and a few streams of it, and runs
  * every BE kernel and graph launch on one of those streams instead of the
  * application's, keeping the application's stream order:
@@ -122,7 +124,11 @@ static struct {
     pthread_once_t once;
     int wanted;             /* MOSAIC_BE_SMS / MOSAIC_HP_SMS as asked, 0: unset */
     int hp;                 /* the HP side: a group, not the remainder */
+    int from_env;           /* the variable was set: it overrides the arbiter's word */
+    _Atomic int offered;    /* the arbiter's size was taken (mosaic__green_offer) */
+    _Atomic int offer_said; /* a later, different size was said once */
     const char *var;        /* the variable's name, for messages */
+    char src[96];           /* "MOSAIC_BE_SMS=60" or "the arbiter's BE partition of 60 SMs" */
     const char *who;        /* "BE" or "HP" */
     struct green_drv d;
     CUgreenCtx ctx;
@@ -179,6 +185,10 @@ void mosaic__green_configure(void)
     n = strtol(v, &end, 10);
     if (*end != '\0' || n < 1 || n > 100000) {
         char msg[256];
+        /* Still an override: the user asked for a size of their own. */
+        G.from_env = 1;
+        if (snprintf(G.src, sizeof(G.src), "%s=\"%.40s\"", G.var, v) < 0)
+            G.src[0] = '\0';
         int w = snprintf(msg, sizeof(msg),
                          "mosaic: %s=\"%.40s\" is not a number of SMs (1 to the GPU's SM "
                          "count); %s kernels run on the full GPU\n",
@@ -188,7 +198,48 @@ void mosaic__green_configure(void)
         return;
     }
     G.wanted = (int)n;
+    G.from_env = 1;
+    if (snprintf(G.src, sizeof(G.src), "%s=%ld", G.var, n) < 0)
+        G.src[0] = '\0';
     atomic_store(&mosaic__green_on, MOSAIC__GREEN_PENDING);
+}
+
+void mosaic__green_offer(unsigned sms)
+{
+    int expect = 0;
+
+    if (!G.who || !mosaic__observing())
+        return; /* neither BE nor HP: never partitioned */
+    if (G.from_env) {
+        if (atomic_exchange(&G.offer_said, 1) == 0 && (int)sms != G.wanted)
+            MOSAIC__LOG(MOSAIC__LOG_INFO, "%s overrides the arbiter's %s partition of %u SMs",
+                        G.src, G.who, sms);
+        return;
+    }
+    if (sms == 0)
+        return; /* the arbiter's word is the full GPU, the default */
+    if (!atomic_compare_exchange_strong(&G.offered, &expect, (int)sms)) {
+        /* The partition is made once per process (the green context and its
+         * streams live as long as it does); a daemon restarted with another
+         * split is said once and not followed. */
+        if (expect != (int)sms && atomic_exchange(&G.offer_said, 1) == 0) {
+            char msg[256];
+            int w = snprintf(msg, sizeof(msg),
+                             "mosaic: the arbiter now asks for a %s partition of %u SMs; this "
+                             "process keeps the one it was given first (%d SMs) until it "
+                             "restarts\n",
+                             G.who, sms, expect);
+            if (w > 0)
+                mosaic__say(msg);
+        }
+        return;
+    }
+    G.wanted = (int)sms;
+    if (snprintf(G.src, sizeof(G.src), "the arbiter's %s partition of %u SMs", G.who, sms) < 0)
+        G.src[0] = '\0';
+    /* Release: a launch that sees PENDING sees wanted and src (setup runs
+     * under the once after an acquire load of the state). */
+    atomic_store_explicit(&mosaic__green_on, MOSAIC__GREEN_PENDING, memory_order_release);
 }
 
 /* ---- setup ------------------------------------------------------------ */
@@ -196,9 +247,8 @@ void mosaic__green_configure(void)
 static void say_full_gpu(const char *why)
 {
     char msg[640];
-    int w = snprintf(msg, sizeof(msg),
-                     "mosaic: %s=%d: %s; %s kernels run on the full GPU\n", G.var, G.wanted,
-                     why, G.who);
+    int w = snprintf(msg, sizeof(msg), "mosaic: %s: %s; %s kernels run on the full GPU\n",
+                     G.src, why, G.who);
     if (w > 0)
         mosaic__say(msg);
 }
@@ -312,8 +362,8 @@ static void setup(void)
     align = all.sm.smCoscheduledAlignment ? all.sm.smCoscheduledAlignment : 1;
     min = all.sm.minSmPartitionSize ? all.sm.minSmPartitionSize : 1;
     if ((unsigned)G.wanted >= total) {
-        MOSAIC__LOG(MOSAIC__LOG_INFO, "%s=%d: the GPU has %u SMs; %s runs on all", G.var,
-                    G.wanted, total, G.who);
+        MOSAIC__LOG(MOSAIC__LOG_INFO, "%s: the GPU has %u SMs; %s runs on all", G.src,
+                    total, G.who);
         goto off;
     }
     if (!valid_count(total, align, min, (unsigned)G.wanted)) {
@@ -455,6 +505,10 @@ int mosaic__green_enter(const struct mosaic__binding *b, int hook, const void *h
 
     (void)b;
     g->on = 0;
+    /* Acquire: pairs with mosaic__green_offer's release of the state, so
+     * that setup reads the size the arbiter gave. */
+    if (atomic_load_explicit(&mosaic__green_on, memory_order_acquire) == MOSAIC__GREEN_OFF)
+        return 0;
     pthread_once(&G.once, setup);
     if (atomic_load_explicit(&mosaic__green_on, memory_order_acquire) != MOSAIC__GREEN_ACTIVE)
         return 0;

@@ -55,6 +55,7 @@
 #include <unistd.h>
 
 #include "mosaic/sched.h"
+#include "green.h"
 #include "sched_link.h"
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -112,6 +113,20 @@ static void link_init(void)
     MOSAIC__LOG(MOSAIC__LOG_INFO, "arbiter client: role %s, socket %s (connecting in the "
                 "background)", mosaic__role_name(mosaic__cfg.role),
                 o.socket_path ? o.socket_path : MOSAIC_SCHED_DEFAULT_SOCKET);
+}
+
+/* The daemon's SM partition for this role (policy static), handed to the
+ * green context once per new connection: the handshake stores the size
+ * before it moves the generation, so reading them in the other order sees
+ * the new size. Otherwise two loads per launch. */
+static void partition_follow(struct mosaic_sched_client *c)
+{
+    static _Atomic uint64_t seen;
+    uint64_t gen = mosaic_sched_client_generation(c);
+
+    if (gen && atomic_load_explicit(&seen, memory_order_relaxed) != gen &&
+        atomic_exchange(&seen, gen) != gen)
+        mosaic__green_offer(mosaic_sched_client_sms(c));
 }
 
 static inline struct mosaic_sched_client *get_client(int role)
@@ -556,6 +571,7 @@ void mosaic__sched_hp_launched(const struct mosaic__binding *b, int hook, CUstre
         return;
     if (b)
         gate_setup(b);
+    partition_follow(c);
     learned_begin(c);
     id = kernel_id(fn, grid, block, dyn_smem);
     if (!hp_complete_device(b, hook, c, s, id))
@@ -573,6 +589,7 @@ void mosaic__sched_hp_graph_launched(const struct mosaic__binding *b, int hook, 
         return;
     if (b)
         gate_setup(b);
+    partition_follow(c);
     learned_begin(c);
     /* The graph's kernels in node order, so that eq. 5 sees inside it; a
      * graph whose kernels are not all known (a conditional node) is posted
@@ -727,6 +744,7 @@ void mosaic__sched_be_gate(const struct mosaic__binding *b, int hook, const void
                 usleep(1000);
         if (be_gate_device(b, c, s, ptsz, id)) {
             MOSAIC__INC(be_gated_device);
+            partition_follow(c);
             return;
         }
         MOSAIC__INC(be_gate_fallbacks);
@@ -748,4 +766,7 @@ void mosaic__sched_be_gate(const struct mosaic__binding *b, int hook, const void
     if (rc == 0 && outcome == MOSAIC_SCHED_GRANTED && be_nout < BE_OUT)
         be_out[be_nout++] = (typeof(be_out[0])){.id = id, .s = s, .ptsz = ptsz};
     pthread_mutex_unlock(&be_lock);
+    /* After the admission, which waited for the connection: this launch
+     * already goes to the partition the daemon gave. */
+    partition_follow(c);
 }

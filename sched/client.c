@@ -66,6 +66,7 @@ struct mosaic_sched_client {
     uint32_t reconnect_ms;
     _Atomic uint32_t be_timeout_ms;
     _Atomic int be_on_timeout;
+    _Atomic unsigned sms; /* the daemon's partition for this role, 0: full GPU */
     /* When a BE caller first found the daemon away (0: connected). The
      * timeout runs from then, not per kernel: once it has passed, every BE
      * kernel runs uncontrolled at once until the daemon is back. */
@@ -259,6 +260,7 @@ static int try_connect(struct mosaic_sched_client *c)
     k->beat_seen_ns = mosaic__now_ns();
     atomic_store(&c->be_timeout_ms, msg.u.welcome.be_timeout_ms);
     atomic_store(&c->be_on_timeout, (int)msg.u.welcome.be_on_timeout);
+    atomic_store(&c->sms, msg.u.welcome.sms);
     atomic_store(&c->role, k->role);
     SET_REASON(c, "%s", "");
     /* Published before the generation moves, so that whoever sees the new
@@ -485,6 +487,11 @@ MOSAIC__EXPORT int mosaic_sched_client_state(const struct mosaic_sched_client *c
 MOSAIC__EXPORT int mosaic_sched_client_role(const struct mosaic_sched_client *c)
 {
     return atomic_load(&((struct mosaic_sched_client *)c)->role);
+}
+
+MOSAIC__EXPORT unsigned mosaic_sched_client_sms(const struct mosaic_sched_client *c)
+{
+    return atomic_load(&((struct mosaic_sched_client *)c)->sms);
 }
 
 MOSAIC__EXPORT const char *mosaic_sched_client_reason(struct mosaic_sched_client *c,

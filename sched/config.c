@@ -33,7 +33,7 @@ enum ktype { K_STR, K_UINT, K_MODE, K_SLO, K_ENUM };
     X("slo", K_SLO, slo, 0, 0, NULL, "1.25",                                           \
       "a number above 1.0: the HP p99 bound as a multiple of its isolated p99")        \
     X("policy", K_ENUM, policy, 0, 0, policy_names, "hold-be",                         \
-      "none, hold-be, mps-priority, orion or mosaic")                                  \
+      "none, hold-be, mps-priority, orion, mosaic or static")                          \
     X("metrics-port", K_UINT, metrics_port, 0, 65535, NULL, "9464",                    \
       "a TCP port on 127.0.0.1, or 0 for no metrics")                                  \
     X("mps", K_ENUM, mps, 0, 0, mps_names, "check", "check, start or off")             \
@@ -60,10 +60,14 @@ enum ktype { K_STR, K_UINT, K_MODE, K_SLO, K_ENUM };
     X("profile-dir", K_STR, profile_dir, 0, 0, NULL, "",                               \
       "a directory of mosaic-profile/1 files, or empty for none")                      \
     X("model-dir", K_STR, model_dir, 0, 0, NULL, "",                                   \
-      "the predictor's model directory, or empty for none")
+      "the predictor's model directory, or empty for none")                            \
+    X("hp-sms", K_UINT, hp_sms, 0, 4096, NULL, "0",                                    \
+      "policy static: the HP partition's SMs, or 0 to size it from hp-kernels")        \
+    X("hp-kernels", K_STR, hp_kernels, 0, 0, NULL, "",                                 \
+      "policy static: a file of the HP service's profile keys, one a line")
 
 static const char *const policy_names[] = {"none", "hold-be", "mps-priority", "orion", "mosaic",
-                                           NULL};
+                                           "static", NULL};
 static const char *const mps_names[] = {"check", "start", "off", NULL};
 static const char *const timeout_names[] = {"run", "hold", NULL};
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};

@@ -220,6 +220,7 @@ struct daemon {
     uint64_t started_ns, last_activity_ns, next_tick_ns, beat;
     uint64_t watchdog_ns, next_watchdog_ns;
     unsigned rr; /* round-robin start among BE clients */
+    struct mosaic__partition part; /* policy static's split; hp_sms 0: none */
     /* Metrics. */
     uint64_t admit_immediate, admit_after_hold, held_total, held_ns_total;
     uint64_t proto_errors, refused, hp_expired;
@@ -362,6 +363,8 @@ static void handle_hello(struct daemon *d, struct client *c, const struct mosaic
     w.heartbeat_ms = d->cfg->heartbeat_ms;
     w.be_timeout_ms = d->cfg->be_timeout_ms;
     w.be_on_timeout = (uint32_t)d->cfg->be_on_timeout;
+    /* Policy static's split, each role its side (0 elsewhere: full GPU). */
+    w.sms = role == MOSAIC_SCHED_ROLE_HP ? d->part.hp_sms : d->part.be_sms;
     rc = c->wants ? mosaic__send_msg(c->fd, &w, sizeof(w), fd) : MOSAIC_ENOMEM;
     close(fd);
     if (rc != 0) {
@@ -1181,6 +1184,26 @@ int mosaic__daemon_run(const struct mosaic__sched_config *cfg)
     if (rc != 0) {
         mosaic__dlog(MOSAIC__L_ERROR, "%s", err);
         return rc;
+    }
+    if (cfg->policy == MOSAIC__POLICY_STATIC) {
+        rc = mosaic__static_partition(cfg, &d.part, err, sizeof(err));
+        if (rc != 0) {
+            mosaic__dlog(MOSAIC__L_ERROR, "%s", err);
+            mosaic__policy_close(&d.policy);
+            return rc;
+        }
+        if (d.part.from_config)
+            mosaic__dlog(MOSAIC__L_INFO, "policy static: HP on %u SMs, BE on %u (hp-sms)",
+                         d.part.hp_sms, d.part.be_sms);
+        else
+            mosaic__dlog(d.part.under ? MOSAIC__L_INFO : MOSAIC__L_WARN,
+                         "policy static: HP on %u SMs, BE on %u: HP's isolated slowdown there "
+                         "%.3fx %s %.2fx (%u HP kernels: %u sized from measured split times, "
+                         "%u from the predictor's partition model)",
+                         d.part.hp_sms, d.part.be_sms, d.part.hp_slowdown,
+                         d.part.under ? "under" : "over, the largest split the GPU makes; "
+                                                  "no split keeps it under",
+                         d.part.bound, d.part.hp_kernels, d.part.measured, d.part.predicted);
     }
     d.clients = calloc(cfg->max_clients, sizeof(*d.clients));
     if (!d.clients) {

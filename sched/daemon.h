@@ -15,7 +15,8 @@
 
 /* The order is the config's `policy` names (config.c). */
 enum mosaic__policy_id { MOSAIC__POLICY_NONE, MOSAIC__POLICY_HOLD_BE, MOSAIC__POLICY_MPS_PRIORITY,
-                         MOSAIC__POLICY_ORION, MOSAIC__POLICY_MOSAIC, MOSAIC__POLICY_COUNT };
+                         MOSAIC__POLICY_ORION, MOSAIC__POLICY_MOSAIC, MOSAIC__POLICY_STATIC,
+                         MOSAIC__POLICY_COUNT };
 enum mosaic__mps_mode { MOSAIC__MPS_CHECK, MOSAIC__MPS_START, MOSAIC__MPS_OFF };
 enum mosaic__level { MOSAIC__L_ERROR, MOSAIC__L_WARN, MOSAIC__L_INFO, MOSAIC__L_DEBUG };
 
@@ -55,6 +56,8 @@ struct mosaic__sched_config {
     int log_level;
     char profile_dir[4096]; /* mosaic-profile/1 files of HP and BE kernels */
     char model_dir[4096];   /* the predictor's models (mosaic_predictor_open) */
+    unsigned hp_sms;        /* policy static: the HP partition's SMs, 0: chosen */
+    char hp_kernels[4096];  /* policy static: a file of the HP service's profile keys */
     struct mosaic__rule rules[MOSAIC__MAX_RULES];
     int nrules;
     int rules_are_default; /* the first `rule` line replaces the default */
@@ -157,6 +160,31 @@ int mosaic__policy_get(int id, struct mosaic__policy *out);
 int mosaic__policy_open(const struct mosaic__sched_config *cfg, struct mosaic__policy *out,
                         char *err, size_t errlen);
 void mosaic__policy_close(struct mosaic__policy *p);
+
+/* ---- policy_static.c: the static green-context baseline --------------- */
+
+/* The SM split of policy static (HP a group, BE the rest of the GPU). */
+struct mosaic__partition {
+    unsigned hp_sms, be_sms;
+    double bound;          /* the isolated slowdown HP must stay under (1.1) */
+    double hp_slowdown;    /* HP's isolated slowdown on hp_sms; NaN: from_config */
+    int under;             /* hp_slowdown < bound (else no split keeps it: the largest) */
+    int from_config;       /* hp-sms gave it */
+    unsigned hp_kernels;   /* keys in hp-kernels */
+    unsigned measured;     /* of those, sized from the split sweep's times */
+    unsigned predicted;    /* ... from the predictor's partition model */
+};
+
+/*
+ * Chooses the split from cfg (hp-sms, or hp-kernels with profile-dir and,
+ * for kernels without split times, model-dir). 0, or MOSAIC_ECONFIG with
+ * err naming the key, file and line and the fix.
+ */
+int mosaic__static_partition(const struct mosaic__sched_config *cfg,
+                             struct mosaic__partition *out, char *err, size_t errlen);
+/* 0 when the shim's split can give HP n SMs on the H200, else
+ * MOSAIC_ECONFIG with the nearest sizes it can give in err. */
+int mosaic__static_hp_size_check(unsigned n, char *err, size_t errlen);
 
 /* ---- pstore.c: the kernel profile store -------------------------------- */
 

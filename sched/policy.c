@@ -2,7 +2,8 @@
  * The stateless admission policies: a policy only decides, for one waiting
  * BE kernel, admit or hold; the daemon owns the mechanism around it. The
  * model-driven ones (mosaic: eq. 5 with the predictor; orion) are in
- * policy_model.c.
+ * policy_model.c, the static green-context baseline's choice of split in
+ * policy_static.c.
  */
 #include "daemon.h"
 
@@ -42,6 +43,12 @@ int mosaic__policy_get(int id, struct mosaic__policy *out)
          * the knob a user tries first. Kept as a policy of its own so that
          * status and metrics name the baseline that was run. */
         *out = (struct mosaic__policy){.name = "mps-priority", .decide = decide_none};
+        return 0;
+    case MOSAIC__POLICY_STATIC:
+        /* The static green-context baseline: the SM split is its control
+         * (chosen at start, policy_static.c, and sent to the clients by the
+         * daemon); admission is none. */
+        *out = (struct mosaic__policy){.name = "static", .decide = decide_none};
         return 0;
     case MOSAIC__POLICY_HOLD_BE:
         *out = (struct mosaic__policy){.name = "hold-be", .decide = decide_hold_be};

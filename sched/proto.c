@@ -117,6 +117,9 @@ int mosaic__msg_parse(const void *buf, size_t len, struct mosaic__msg *out,
         if (out->u.welcome.be_on_timeout > MOSAIC_SCHED_TIMEOUT_HOLD)
             return whyf(why, whylen, MOSAIC_EPROTO, "be_on_timeout %u unknown",
                         out->u.welcome.be_on_timeout);
+        if (out->u.welcome.sms > MOSAIC__SCHED_MAX_SMS)
+            return whyf(why, whylen, MOSAIC_EPROTO, "partition of %u SMs (at most %u)",
+                        out->u.welcome.sms, MOSAIC__SCHED_MAX_SMS);
         break;
     case MOSAIC__MSG_REFUSE:
         if (!memchr(out->u.refuse.reason, '\0', sizeof(out->u.refuse.reason)))

@@ -66,7 +66,15 @@ struct mosaic__msg_welcome {
     uint32_t heartbeat_ms;
     uint32_t be_timeout_ms;
     uint32_t be_on_timeout;
+    /* The SM partition of this client's role (policy static: HP's group or
+     * BE's rest of the split), applied by the shim's green context; 0: the
+     * full GPU. At most MOSAIC__SCHED_MAX_SMS. */
+    uint32_t sms;
+    uint32_t reserved; /* 0 */
 };
+/* The most SMs a WELCOME may name: far above any GPU (the H200 has 132),
+ * low enough that a garbage word is refused. */
+#define MOSAIC__SCHED_MAX_SMS 1024u
 
 struct mosaic__msg_refuse {
     struct mosaic__msg_hdr h;

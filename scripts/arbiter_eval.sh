@@ -53,7 +53,13 @@ requests=${ARBITER_EVAL_REQUESTS:-150}
 heldout_requests=${ARBITER_EVAL_HELDOUT_REQUESTS:-100}
 # For looking into one case: ARBITER_EVAL_POLICIES and ARBITER_EVAL_PS
 # narrow the runs (--check needs the defaults), ARBITER_EVAL_KEEP=DIR keeps
-# every run's files there (the daemons' logs among them).
+# every run's files there (the daemons' logs among them). The static
+# green-context baseline (policy static: the daemon sizes HP's partition
+# from the HP kernels, written to hp.keys, and sends each client its side)
+# runs only when ARBITER_EVAL_POLICIES names it, e.g.
+# ARBITER_EVAL_POLICIES="none mps-priority orion mosaic static": it adds six
+# runs, a third to the ctest's time (docs/arbiter-eval.md has one run's
+# numbers).
 policies=${ARBITER_EVAL_POLICIES:-none mps-priority orion mosaic}
 ps=${ARBITER_EVAL_PS:-1.1 1.25 1.6}
 for s in $setups; do
@@ -128,8 +134,10 @@ profiles=$root/profiler/data/h200
 
 run_one() { # dir policy p tag
   local dir=$1 policy=$2 p=$3 tag=$4 sock=$work/$4.sock i
+  local extra=()
+  [ "$policy" = static ] && extra=(--hp-kernels "$dir/hp.keys")
   "$bin/mosaic-sched" --config /dev/null --socket "$sock" --policy "$policy" --slo "$p" \
-    --profile-dir "$profiles" --model-dir "$models" --metrics-port 0 --mps off \
+    --profile-dir "$profiles" --model-dir "$models" --metrics-port 0 --mps off "${extra[@]}" \
     --log-level "${ARBITER_EVAL_LOG_LEVEL:-warn}" daemon 2> "$dir/$tag.daemon.log" &
   daemon_pid=$!
   for i in $(seq 100); do [ -S "$sock" ] && break; sleep 0.05; done
@@ -153,6 +161,7 @@ run_setup() { # name requests
   echo "$n" > "$dir/requests"
   hp_args=(--requests "$n" --warmup 3 --gap-ms 16)
   for k in "${hp_keys[@]}"; do hp_args+=(--kernel "$k"); done
+  printf '%s\n' "${hp_keys[@]}" > "$dir/hp.keys"
   be_args=()
   for k in "${be_keys[@]}"; do be_args+=(--kernel "$k"); done
   # Isolated: each program alone, without the shim or a daemon.
@@ -206,7 +215,7 @@ def setup(name):
     be_iso = load("be_iso.json")["steps_per_s"]
     rows = []
     for p in ("1.1", "1.25", "1.6"):
-        for policy in ("none", "mps-priority", "orion", "mosaic"):
+        for policy in ("none", "mps-priority", "orion", "mosaic", "static"):
             tag = f"{policy}-{p}"
             if not os.path.exists(os.path.join(d, tag + ".lat")):
                 continue

@@ -96,6 +96,11 @@ int mosaic_sched_client_poll(struct mosaic_sched_client *c);
 
 int mosaic_sched_client_state(const struct mosaic_sched_client *c);
 int mosaic_sched_client_role(const struct mosaic_sched_client *c);
+/* The SM partition the daemon gave this client's role in its last
+ * handshake (policy static: the HP group's or BE's SMs), 0 for the full
+ * GPU or before the first connection. The shim applies it to its green
+ * context (docs/partitions.md). */
+unsigned mosaic_sched_client_sms(const struct mosaic_sched_client *c);
 /* The daemon's last refusal or the last connection problem ("" if none). */
 const char *mosaic_sched_client_reason(struct mosaic_sched_client *c, char *buf,
                                        unsigned len);

@@ -12,6 +12,7 @@
  * program again as a child (--child MODE) with it.
  */
 #define _GNU_SOURCE 1
+#include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -452,6 +454,34 @@ static int child_one(void)
     return 0;
 }
 
+/* The child under a daemon: launches until one runs on a green context
+ * (the arbiter's size arrives with the connection, made in the
+ * background), for at most 5 s; prints the SMs of the last launch. */
+static int child_arbiter(void)
+{
+    CUfunction f = fake_function_create("g_arbiter", 32, 0);
+    CUstream s = NULL;
+    unsigned sms = 0;
+
+    if (cuInit(0) != CUDA_SUCCESS || cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
+        return 1;
+    for (int i = 0; i < 500 && sms == 0; i++) {
+        fake_trace_start();
+        if (cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL) != CUDA_SUCCESS ||
+            cuStreamSynchronize(s) != CUDA_SUCCESS)
+            return 1;
+        ntr = fake_trace_get(tr, TMAX);
+        for (size_t j = 0; j < ntr; j++)
+            if (tr[j].op == FAKE_OP_LAUNCH)
+                sms = tr[j].sms;
+        if (sms == 0)
+            usleep(10000);
+    }
+    printf("ran on sms=%u\n", sms);
+    cuStreamDestroy_v2(s);
+    return 0;
+}
+
 static double now_ns(void)
 {
     struct timespec ts;
@@ -566,6 +596,85 @@ static void old_driver_full_gpu(void **state)
     assert_int_equal(child_sms(out), 0);
 }
 
+#ifdef MOSAIC_SCHED_BIN
+/* A daemon of policy static with hp-sms 72, started for one child run;
+ * returns its pid, with its socket's path in sock. */
+static pid_t start_daemon(char *sock, size_t len)
+{
+    pid_t pid;
+
+    snprintf(sock, len, "/tmp/test_green.%d.sock", (int)getpid());
+    unlink(sock);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR);
+        /* Not the test's output pipe: a daemon left behind by a failed
+         * check must not hold ctest's output open. The daemon is no CUDA
+         * program: without the shim. */
+        dup2(null, 1);
+        dup2(null, 2);
+        unsetenv("LD_PRELOAD");
+        execl(MOSAIC_SCHED_BIN, "mosaic-sched", "--config", "/dev/null", "--socket", sock,
+              "--policy", "static", "--hp-sms", "72", "--metrics-port", "0", "--mps", "off",
+              "--log-level", "warn", "daemon", (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 200 && access(sock, F_OK) != 0; i++)
+        usleep(10000);
+    assert_int_equal(access(sock, F_OK), 0);
+    return pid;
+}
+
+static void stop_daemon(pid_t pid, const char *sock)
+{
+    int st;
+
+    kill(pid, SIGTERM);
+    waitpid(pid, &st, 0);
+    unlink(sock);
+}
+
+/* The daemon's word reaches the green context: with no MOSAIC_BE_SMS, the
+ * BE process's kernel runs on the 60 SMs beside the HP partition of 72 the
+ * daemon was told, and the HP process's on those 72, as the fake driver
+ * saw them; MOSAIC_BE_SMS still overrides the daemon. */
+static void arbiter_size_applied(void **state)
+{
+    char sock[128], env_sock[160];
+    const char *be[] = {"MOSAIC_BE_SMS=", env_sock, NULL};
+    const char *hp[] = {"MOSAIC_ROLE=hp", "MOSAIC_BE_SMS=", env_sock, NULL};
+    const char *override[] = {"MOSAIC_BE_SMS=52", env_sock, NULL};
+    static pid_t d;
+    char *out;
+
+    (void)state;
+    d = start_daemon(sock, sizeof(sock));
+    *state = &d; /* for the teardown, when a check fails */
+    snprintf(env_sock, sizeof(env_sock), "MOSAIC_SCHED_SOCKET=%s", sock);
+    out = run_child("arbiter", be);
+    assert_int_equal(child_sms(out), 60);
+    out = run_child("arbiter", hp);
+    assert_int_equal(child_sms(out), 72);
+    out = run_child("arbiter", override);
+    assert_int_equal(child_sms(out), 52);
+    stop_daemon(d, sock);
+    d = 0;
+}
+
+static int daemon_teardown(void **state)
+{
+    pid_t *d = *state;
+
+    if (d && *d > 0) {
+        kill(*d, SIGTERM);
+        waitpid(*d, NULL, 0);
+        *d = 0;
+    }
+    return 0;
+}
+#endif
+
 /* The added cost of a redirected launch: the same BE launch loop with and
  * without MOSAIC_BE_SMS, side by side (fake driver, CPU). The bound is
  * loose (a loaded 2-core machine); the numbers are printed for the docs. */
@@ -611,11 +720,17 @@ int main(int argc, char **argv)
         cmocka_unit_test(alignment_read_from_driver),
         cmocka_unit_test(hp_side_group),
         cmocka_unit_test(old_driver_full_gpu),
+#ifdef MOSAIC_SCHED_BIN
+        cmocka_unit_test_teardown(arbiter_size_applied, daemon_teardown),
+#endif
         cmocka_unit_test(redirect_cost_side_by_side),
     };
 
-    if (argc == 3 && strcmp(argv[1], "--child") == 0)
-        return strcmp(argv[2], "bench") == 0 ? child_bench() : child_one();
+    if (argc == 3 && strcmp(argv[1], "--child") == 0) {
+        if (strcmp(argv[2], "bench") == 0)
+            return child_bench();
+        return strcmp(argv[2], "arbiter") == 0 ? child_arbiter() : child_one();
+    }
     if (cuInit(0) != CUDA_SUCCESS)
         return 1;
     return cmocka_run_group_tests(tests, NULL, NULL);

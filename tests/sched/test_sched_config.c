@@ -130,7 +130,7 @@ static void bad_values_are_refused_with_the_fix(void **state)
         {"ring-entries 1000\n", "not a power of two"},
         {"ring-entries 4\n", "ring-entries: '4' is not valid"},
         {"socket-mode 0666\n", "world-accessible"},
-        {"policy fastest\n", "use none, hold-be, mps-priority, orion or mosaic"},
+        {"policy fastest\n", "use none, hold-be, mps-priority, orion, mosaic or static"},
         {"heartbeat-ms -5\n", "heartbeat-ms: '-5'"},
         {"metrics-port 70000\n", "metrics-port: '70000'"},
         {"socket relative.sock\n", "not an absolute path"},

@@ -43,6 +43,26 @@ static void hello_parses(void **state)
     assert_int_equal(m.u.hello.role, MOSAIC_SCHED_ROLE_BE);
 }
 
+/* A WELCOME's SM partition: a size a GPU can have is taken, a garbage word
+ * refused with what it was. */
+static void welcome_partition_checked(void **state)
+{
+    struct mosaic__msg_welcome w;
+    struct mosaic__msg m;
+    char why[200];
+
+    (void)state;
+    memset(&w, 0, sizeof(w));
+    mosaic__msg_init(&w.h, MOSAIC__MSG_WELCOME, sizeof(w));
+    w.role = MOSAIC_SCHED_ROLE_BE;
+    w.sms = 60;
+    assert_int_equal(mosaic__msg_parse(&w, sizeof(w), &m, why, sizeof(why)), 0);
+    assert_int_equal(m.u.welcome.sms, 60);
+    w.sms = 0xdeadbeefu;
+    assert_int_equal(mosaic__msg_parse(&w, sizeof(w), &m, why, sizeof(why)), MOSAIC_EPROTO);
+    assert_non_null(strstr(why, "partition of 3735928559 SMs"));
+}
+
 static void bad_messages_are_refused(void **state)
 {
     struct mosaic__msg_hello h;
@@ -321,6 +341,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(hello_parses),
+        cmocka_unit_test(welcome_partition_checked),
         cmocka_unit_test(bad_messages_are_refused),
         cmocka_unit_test(ring_full_and_wraparound),
         cmocka_unit_test(ring_index_wraps_uint32),
