@@ -310,7 +310,12 @@ def daemon_kill(e, iso, mode):
         if during:
             raise Failed(f"{tag}: BE made {len(during)} steps while the daemon was away with "
                          f"be-on-timeout hold")
-        if be_cpu > 0.2:
+        # A spinning shim measured 86% of a core; a sleeping one 1%. With
+        # the device-side gate the held kernel waits on a grant word that
+        # the simulated GPU's progress thread polls every 50 us: that thread
+        # stands in for the GPU and took 21% of a core in CI (Release,
+        # 2026-12-02), so the line is drawn between the two, not at 20%.
+        if be_cpu > 0.5:
             raise Failed(f"{tag}: the held BE process used {100 * be_cpu:.0f}% of a core while "
                          f"the daemon was away: it spins instead of sleeping")
     else:
