@@ -133,7 +133,9 @@ typedef void (*argus_rt_progress_fn)(const argus_rt_status *st, void *user);
 
 typedef struct argus_rt_opts {
     unsigned cpu_threads;          /* 0: 2 */
-    argus_rt_progress_fn progress; /* called on every state change, from any thread */
+    /* Called on every state change, from any of the runtime's threads and
+     * with its lock held: it may print or copy, but not call argus_rt_*. */
+    argus_rt_progress_fn progress;
     void *progress_user;
 } argus_rt_opts;
 
