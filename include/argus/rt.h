@@ -82,6 +82,9 @@ typedef int (*argus_rt_exec_fn)(argus_rt_ctx *ctx, void *user);
 
 /* Task flags. */
 #define ARGUS_RT_ALWAYS 1u /* run even when the key is in the workspace (control tasks) */
+/* A worker with a device holds the class "gpu:<device>" (so that two
+ * collections never share a GPU) unless this flag says it may. */
+#define ARGUS_RT_SHARE_DEVICE 2u
 
 typedef struct argus_rt_task_desc {
     const char *id;   /* unique, e.g. "collect.pcsamp.it4" */
@@ -95,7 +98,9 @@ typedef struct argus_rt_task_desc {
     argus_rt_exec_fn exec;
     void *user;
     const char *const *argv; /* NULL-terminated; argv[0] is searched in PATH */
-    int device;              /* worker: CUDA_VISIBLE_DEVICES; < 0 leaves it alone */
+    /* A worker's GPU ("0", or a UUID "GPU-..."): CUDA_VISIBLE_DEVICES is set
+     * to it and it holds the class "gpu:<device>". NULL: neither. */
+    const char *device;
     const char *const *outputs; /* output names */
     size_t noutputs;
     /* The rest of the task key (argus_ws_task). A worker's argv template

@@ -52,7 +52,7 @@ typedef struct rt_task {
     argus_rt_exec_fn exec;
     void *user;
     char **argv;
-    int device;
+    char *device;
     char **outputs;
     size_t noutputs;
     char (*out_hash)[ARGUS_HASH_HEX];
@@ -195,6 +195,7 @@ static void task_free(rt_task *t)
     free(t->driver);
     free(t->cuda);
     free(t->rundir);
+    free(t->device);
     free(t);
 }
 
@@ -305,6 +306,11 @@ static int add_locked(argus_rt *rt, const argus_rt_task_desc *d, char *msg, size
     if (d->noutputs > ARGUS_RT_MAX_OUTPUTS || (d->noutputs > 0 && d->outputs == NULL))
         return argus__fail(ARGUS_EINVAL, msg, msglen, "task %s: %zu outputs (at most %d)",
                            d->id, d->noutputs, ARGUS_RT_MAX_OUTPUTS);
+    if (d->device != NULL && (d->device[0] == '\0' || strlen(d->device) > 64))
+        return argus__fail(ARGUS_EINVAL, msg, msglen,
+                           "task %s: device '%s' must be 1-64 characters (an index such as "
+                           "\"0\" or a GPU UUID)",
+                           d->id, d->device);
     if (d->timeout_s < 0)
         return argus__fail(ARGUS_EINVAL, msg, msglen, "task %s: a negative timeout", d->id);
     for (size_t i = 0; i < d->noutputs; i++) {
@@ -353,11 +359,28 @@ static int add_locked(argus_rt *rt, const argus_rt_task_desc *d, char *msg, size
         else
             t->nexcl++;
     }
+    /* A worker bound to a device holds that device's class unless told it
+     * may share it: two collections on one GPU perturb each other. */
+    char devclass[96];
+    snprintf(devclass, sizeof devclass, "gpu:%s", d->device ? d->device : "");
+    int has_dev = 0;
+    for (size_t i = 0; i < t->nexcl; i++)
+        has_dev |= strcmp(t->excl[i], devclass) == 0;
+    if (!bad && d->argv != NULL && d->device != NULL && !(d->flags & ARGUS_RT_SHARE_DEVICE) &&
+        !has_dev) {
+        if (t->nexcl == ARGUS_RT_MAX_EXCL)
+            bad = 2;
+        else if ((t->excl[t->nexcl] = strdup(devclass)) == NULL)
+            bad = 1;
+        else
+            t->nexcl++;
+    }
     t->timeout_s = d->timeout_s;
     t->flags = d->flags;
     t->exec = d->exec;
     t->user = d->user;
-    t->device = d->device;
+    if (d->device != NULL && !bad)
+        bad |= (t->device = strdup(d->device)) == NULL;
     if (d->argv != NULL && !bad) {
         size_t n = 0;
         while (d->argv[n] != NULL)
@@ -386,6 +409,13 @@ static int add_locked(argus_rt *rt, const argus_rt_task_desc *d, char *msg, size
     }
     atomic_init(&t->expired, 0);
     t->state = ARGUS_RT_PENDING;
+    if (bad == 2) {
+        task_free(t);
+        return argus__fail(ARGUS_EINVAL, msg, msglen,
+                           "task %s: %d exclusivity classes and no room for its device's "
+                           "%s (at most %d in all)",
+                           d->id, ARGUS_RT_MAX_EXCL, devclass, ARGUS_RT_MAX_EXCL);
+    }
     if (bad || argus__grow((void **)&rt->tasks, &rt->cap, rt->n + 1, sizeof *rt->tasks) != 0) {
         task_free(t);
         return ARGUS_ENOMEM;
@@ -729,15 +759,15 @@ static char **worker_env(const rt_task *t)
     size_t k = 0;
     int bad = 0;
     for (size_t i = 0; i < n && !bad; i++) {
-        if ((t->device >= 0 && strncmp(environ[i], "CUDA_VISIBLE_DEVICES=", 21) == 0) ||
+        if ((t->device != NULL && strncmp(environ[i], "CUDA_VISIBLE_DEVICES=", 21) == 0) ||
             strncmp(environ[i], "ARGUS_RT_TASK=", 14) == 0 ||
             strncmp(environ[i], "ARGUS_RT_OUT_DIR=", 17) == 0)
             continue;
         bad |= (e[k++] = strdup(environ[i])) == NULL;
     }
     char buf[PATH_MAX + 64];
-    if (!bad && t->device >= 0) {
-        snprintf(buf, sizeof buf, "CUDA_VISIBLE_DEVICES=%d", t->device);
+    if (!bad && t->device != NULL) {
+        snprintf(buf, sizeof buf, "CUDA_VISIBLE_DEVICES=%.64s", t->device);
         bad |= (e[k++] = strdup(buf)) == NULL;
     }
     if (!bad) {

@@ -235,14 +235,15 @@ static void test_exclusive_classes(void **state)
         t.excl[0] = i < 3 ? "gpu:0" : "gpu:1";
         add(rt, &t);
     }
-    /* Two workers that both need CUPTI to themselves, one also on gpu:0. */
+    /* Two workers that both need CUPTI to themselves, both on device 0
+     * (w0 names its class, w1 gets it from its device). */
     const char *argv[] = {"sh", "-c", "sleep 0.1; echo done > \"$1\"", "sh", "{out:out}",
                           NULL};
     for (int i = 4; i < 6; i++) {
         argus_rt_task_desc t = {.id = ids[i],
                                 .kind = "collect",
                                 .argv = argv,
-                                .device = 0,
+                                .device = "0",
                                 .outputs = OUT,
                                 .noutputs = 1,
                                 .config = ids[i]};
@@ -261,12 +262,15 @@ static void test_exclusive_classes(void **state)
             if (overlap(st[g0[i]], st[g0[k]]))
                 fail_msg("%s and %s share gpu:0 and overlapped", ids[g0[i]], ids[g0[k]]);
     assert_false(overlap(st[4], st[5]));
+    /* w1 names no GPU class but is bound to device 0: it holds gpu:0. */
+    for (int i = 0; i < 3; i++)
+        if (overlap(st[5], st[i]))
+            fail_msg("w1 (device 0) overlapped %s on gpu:0", ids[i]);
     /* Tasks of other classes did run beside them. */
     int beside = 0;
     for (int i = 0; i < 5; i++)
         if (i != 3)
             beside += overlap(st[3], st[i]);
-    beside += overlap(st[5], st[0]) + overlap(st[5], st[1]) + overlap(st[5], st[2]);
     assert_true(beside >= 1);
     argus_rt_free(rt);
     argus_ws_close(ws);
@@ -292,7 +296,7 @@ static void test_worker_io_and_device(void **state)
                             .deps = deps,
                             .ndeps = 1,
                             .argv = argv,
-                            .device = 3,
+                            .device = "3",
                             .outputs = outs,
                             .noutputs = 2,
                             .env = &env,
@@ -351,7 +355,7 @@ static void build_failing(argus_rt *rt, graph *g)
                             .deps = d_ok,
                             .ndeps = 1,
                             .argv = crash_argv,
-                            .device = 0,
+                            .device = "0",
                             .outputs = OUT,
                             .noutputs = 1,
                             .timeout_s = 20};
@@ -370,7 +374,7 @@ static void build_failing(argus_rt *rt, graph *g)
     argus_rt_task_desc h = {.id = "hang",
                             .kind = "collect",
                             .argv = hang_argv,
-                            .device = 1,
+                            .device = "1",
                             .outputs = OUT,
                             .noutputs = 1,
                             .timeout_s = 0.5};
