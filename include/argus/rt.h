@@ -85,6 +85,13 @@ typedef int (*argus_rt_exec_fn)(argus_rt_ctx *ctx, void *user);
 /* A worker with a device holds the class "gpu:<device>" (so that two
  * collections never share a GPU) unless this flag says it may. */
 #define ARGUS_RT_SHARE_DEVICE 2u
+/* The task joins its inputs' evidence: before it runs, the manifests of the
+ * tasks it depends on go through argus_ws_join_check (same program
+ * version, environment and scope; with ARGUS_RT_JOIN_ANY_SCOPE scopes may
+ * differ), and an incompatible set fails the task with ARGUS_WS_EINCOMPAT
+ * and the reason, instead of being joined silently. */
+#define ARGUS_RT_JOIN 4u
+#define ARGUS_RT_JOIN_ANY_SCOPE 8u
 
 typedef struct argus_rt_task_desc {
     const char *id;   /* unique, e.g. "collect.pcsamp.it4" */
@@ -167,6 +174,9 @@ int argus_rt_get_at(const argus_rt *rt, size_t i, argus_rt_status *st);
 const char *argus_rt_output(const argus_rt *rt, const char *id, const char *name);
 /* One line per task: id, state, time, reason. */
 void argus_rt_print(const argus_rt *rt, FILE *f);
+/* A progress callback that writes one line per state change to the FILE *
+ * given as its user pointer (stderr when NULL): "argus rt: TASK STATE ...". */
+void argus_rt_progress_print(const argus_rt_status *st, void *file);
 
 /* ---- inside a callback ------------------------------------------------ */
 

@@ -999,6 +999,49 @@ static int enqueue(argus_rt *rt, rt_task *t)
     return 0;
 }
 
+/* Whether the evidence of a joining task's dependencies may be joined; if
+ * not, the reason is the task's. */
+static int joinable(argus_rt *rt, rt_task *t)
+{
+    argus_ws_manifest *ms[ARGUS_RT_MAX_DEPS] = {0};
+    size_t n = 0;
+    int ok = 1;
+    for (size_t i = 0; i < t->ndeps && ok; i++) {
+        char why[RT_REASON];
+        if (argus_ws_lookup(rt->ws, t->deps[i]->key, &ms[n], why, sizeof why) != 0) {
+            set_reason(t, ARGUS_WS_EINCOMPAT, "cannot check input '%s' for the join: %s",
+                       t->deps[i]->id, why);
+            ok = 0;
+        } else {
+            n++;
+        }
+    }
+    if (ok) {
+        char why[RT_REASON];
+        unsigned flags = (t->flags & ARGUS_RT_JOIN_ANY_SCOPE) ? ARGUS_WS_JOIN_ANY_SCOPE : 0;
+        int rc = argus_ws_join_check((const argus_ws_manifest *const *)ms, n, flags, why,
+                                     sizeof why);
+        if (rc != 0) {
+            /* The check names task keys; people know the tasks by id, so
+             * the reason says which id has which key. */
+            char ids[RT_REASON] = "";
+            size_t used = 0;
+            for (size_t i = 0; i < n && used < sizeof ids; i++) {
+                int k = snprintf(ids + used, sizeof ids - used, "%s%s=%.12s", i ? ", " : "",
+                                 t->deps[i]->id, ms[i]->key);
+                if (k < 0)
+                    break;
+                used += (size_t)k;
+            }
+            set_reason(t, rc, "inputs not joined: %.400s (tasks: %.200s)", why, ids);
+            ok = 0;
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        argus_ws_manifest_free(ms[i]);
+    return ok;
+}
+
 /* One pass over the pending tasks, in the order added (so a dependency is
  * always decided before the tasks below it). Returns whether anything
  * changed. */
@@ -1033,6 +1076,12 @@ static int schedule(argus_rt *rt)
         }
         if (!ready)
             continue;
+        if ((t->flags & ARGUS_RT_JOIN) && t->key[0] == '\0' && !joinable(rt, t)) {
+            t->state = ARGUS_RT_FAILED;
+            notify(rt, t);
+            changed = 1;
+            continue;
+        }
         if (t->key[0] == '\0' && try_reuse(rt, t)) {
             t->state = ARGUS_RT_REUSED;
             notify(rt, t);
@@ -1169,6 +1218,17 @@ void argus_rt_print(const argus_rt *rt, FILE *f)
         fprintf(f, "%-8s %-28s %-11s %9.1f ms wall%s%s\n", argus_rt_state_name(t->state), t->id,
                 t->kind, ms, t->reason[0] ? "  " : "", t->reason);
     }
+}
+
+void argus_rt_progress_print(const argus_rt_status *st, void *file)
+{
+    FILE *f = file ? file : stderr;
+    if (st->state == ARGUS_RT_DONE)
+        fprintf(f, "argus rt: %s %s (%.1f ms wall)\n", st->id, argus_rt_state_name(st->state),
+                (double)(st->end_ns - st->start_ns) / 1e6);
+    else
+        fprintf(f, "argus rt: %s %s%s%s\n", st->id, argus_rt_state_name(st->state),
+                st->reason[0] ? ": " : "", st->reason);
 }
 
 /* ---- inside a callback ------------------------------------------------ */

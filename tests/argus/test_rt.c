@@ -637,6 +637,62 @@ static void test_task_failures(void **state)
     argus_ws_close(ws);
 }
 
+/* Evidence of two program versions reaches a joining synthesis: it fails
+ * with the reason, while one over a single version runs. */
+static void test_join_refused(void **state)
+{
+    (void)state;
+    argus_ws *ws = open_ws("join");
+    argus_rt_opts o = {.cpu_threads = 2, .progress = argus_rt_progress_print};
+    char logp[512];
+    snprintf(logp, sizeof logp, "%s/progress.log", base);
+    FILE *log = fopen(logp, "w");
+    assert_non_null(log);
+    o.progress_user = log;
+    argus_rt *rt = NULL;
+    assert_int_equal(argus_rt_new(ws, &o, &rt), 0);
+    argus_ws_env env = {"NVIDIA H200", "580.159.04", "13.0"};
+    body b[5];
+    memset(b, 0, sizeof b);
+    const char *ids[] = {"timing.v1", "pcsamp.v1", "pcsamp.v2"};
+    const char *progs[] = {"v1", "v1", "v2"};
+    for (int i = 0; i < 3; i++) {
+        argus_rt_task_desc t = cpu(ids[i], NULL, 0, &b[i]);
+        t.kind = "collect";
+        t.program = progs[i];
+        t.scope = "iter=4";
+        t.env = &env;
+        add(rt, &t);
+    }
+    const char *good[] = {"timing.v1", "pcsamp.v1"}, *mixed[] = {"timing.v1", "pcsamp.v2"};
+    argus_rt_task_desc j = cpu("join.good", good, 2, &b[3]);
+    j.flags = ARGUS_RT_JOIN;
+    add(rt, &j);
+    j = cpu("join.mixed", mixed, 2, &b[4]);
+    j.flags = ARGUS_RT_JOIN;
+    add(rt, &j);
+    assert_int_equal(argus_rt_run(rt), ARGUS_RT_EFAILED);
+    assert_int_equal(get(rt, "join.good").state, ARGUS_RT_DONE);
+    argus_rt_status st = get(rt, "join.mixed");
+    assert_int_equal(st.state, ARGUS_RT_FAILED);
+    assert_int_equal(st.err, ARGUS_WS_EINCOMPAT);
+    assert_non_null(strstr(st.reason, "different program versions"));
+    assert_non_null(strstr(st.reason, "pcsamp.v2="));
+    assert_int_equal(atomic_load(&b[4].runs), 0);
+    argus_rt_free(rt);
+    fclose(log);
+    /* The progress lines name each task and the failure's reason. */
+    log = fopen(logp, "r");
+    assert_non_null(log);
+    char text[8192];
+    size_t n = fread(text, 1, sizeof text - 1, log);
+    fclose(log);
+    text[n] = '\0';
+    assert_non_null(strstr(text, "argus rt: join.good done ("));
+    assert_non_null(strstr(text, "argus rt: join.mixed failed: inputs not joined"));
+    argus_ws_close(ws);
+}
+
 static void test_bad_descriptions(void **state)
 {
     (void)state;
@@ -696,6 +752,7 @@ int main(void)
         cmocka_unit_test(test_failures_and_rerun),
         cmocka_unit_test(test_dynamic_tasks),
         cmocka_unit_test(test_task_failures),
+        cmocka_unit_test(test_join_refused),
         cmocka_unit_test(test_bad_descriptions),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
