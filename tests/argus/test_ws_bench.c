@@ -6,8 +6,9 @@
  * empty CPU task, run and reused. Wall-clock means over `reps` repeats
  * (CLOCK_MONOTONIC), on whatever disk DIR is on.
  *
- *   argus_ws_bench DIR [REPS]      (ctest runs it with REPS 2, so that it
- *                                   cannot rot; the docs' numbers used 20)
+ *   argus_ws_bench DIR [REPS [MAX_BYTES]]   (ctest runs it with 1 repeat up
+ *                                   to 1 MiB, so that it cannot rot; the
+ *                                   docs' numbers used 20 and 16 MiB)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,10 +71,11 @@ static int bench_rt(argus_ws *ws, int ntasks, double *run_us, double *reuse_us)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: argus_ws_bench DIR [REPS]\n");
+        fprintf(stderr, "usage: argus_ws_bench DIR [REPS [MAX_BYTES]]\n");
         return 2;
     }
     int reps = argc > 2 ? atoi(argv[2]) : 20;
+    size_t max_bytes = argc > 3 ? (size_t)strtoull(argv[3], NULL, 10) : (size_t)16 << 20;
     if (reps < 1)
         reps = 1;
     argus_ws *ws;
@@ -89,7 +91,7 @@ int main(int argc, char **argv)
     if (buf == NULL)
         return 1;
     unsigned seed = 12345;
-    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0] && sizes[s] <= max_bytes; s++) {
         double put_new = 0, put_old = 0, get = 0;
         long long disk = 0;
         for (int r = 0; r < reps; r++) {
