@@ -1223,6 +1223,9 @@ void argus_rt_print(const argus_rt *rt, FILE *f)
 void argus_rt_progress_print(const argus_rt_status *st, void *file)
 {
     FILE *f = file ? file : stderr;
+    /* Every task starts pending; saying so for each would bury the news. */
+    if (st->state == ARGUS_RT_PENDING)
+        return;
     if (st->state == ARGUS_RT_DONE)
         fprintf(f, "argus rt: %s %s (%.1f ms wall)\n", st->id, argus_rt_state_name(st->state),
                 (double)(st->end_ns - st->start_ns) / 1e6);

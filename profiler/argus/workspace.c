@@ -1258,8 +1258,23 @@ static int gc_tmp(const char *id, const char *rel, uint64_t bytes, int64_t mtime
     if (g->now - mtime < WS_TMP_STALE_S)
         return 0;
     g->st->tmp_removed++;
-    if (!g->dry_run)
-        unlinkat(g->ws->dirfd, rel, 0);
+    if (g->dry_run || unlinkat(g->ws->dirfd, rel, 0) == 0 || errno != EISDIR)
+        return 0;
+    /* A worker's folder (tmp/rt-XXXXXX) left by a runtime that died: its
+     * files are flat (log, out.NAME). */
+    int fd = openat(g->ws->dirfd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (d == NULL) {
+        if (fd >= 0)
+            close(fd);
+        return 0;
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+            unlinkat(dirfd(d), e->d_name, 0);
+    closedir(d);
+    unlinkat(g->ws->dirfd, rel, AT_REMOVEDIR);
     return 0;
 }
 

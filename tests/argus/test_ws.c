@@ -537,6 +537,13 @@ static void test_gc(void **state)
     write_file(p, "partial");
     struct timespec old[2] = {{time(NULL) - 120, 0}, {time(NULL) - 120, 0}};
     assert_int_equal(utimensat(AT_FDCWD, p, old, 0), 0);
+    /* And a dead runtime's worker folder. */
+    char wd[512];
+    path_in(wd, sizeof wd, "gc/tmp/rt-dead");
+    assert_int_equal(mkdir(wd, 0700), 0);
+    path_in(p, sizeof p, "gc/tmp/rt-dead/log");
+    write_file(p, "worker log");
+    assert_int_equal(utimensat(AT_FDCWD, wd, old, 0), 0);
     path_in(p, sizeof p, "gc/tmp/live.1");
     write_file(p, "partial");
 
@@ -544,7 +551,7 @@ static void test_gc(void **state)
     assert_int_equal(argus_ws_gc(ws, 1, &st, msg, sizeof msg), 0);
     assert_int_equal(st.objects_removed, 1);
     assert_int_equal(st.bytes_removed, 8);
-    assert_int_equal(st.tmp_removed, 1);
+    assert_int_equal(st.tmp_removed, 2);
     assert_int_equal(count(ws, ARGUS_WS_ENTRY_OBJECT), 3); /* a dry run removes nothing */
     assert_int_equal(argus_ws_gc(ws, 0, &st, msg, sizeof msg), 0);
     assert_int_equal(st.objects_removed, 1);
@@ -552,6 +559,7 @@ static void test_gc(void **state)
     assert_int_equal(count(ws, ARGUS_WS_ENTRY_OBJECT), 2);
     assert_int_equal(argus_ws_verify(ws, loose, NULL, msg, sizeof msg), ARGUS_WS_ENOENT);
     assert_int_equal(access(p, F_OK), 0);
+    assert_int_equal(access(wd, F_OK), -1);
     argus_ws_manifest *m = NULL;
     assert_int_equal(argus_ws_lookup(ws, key, &m, msg, sizeof msg), 0);
     argus_ws_manifest_free(m);
