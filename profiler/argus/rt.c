@@ -911,6 +911,23 @@ static void last_line(const char *rundir, char *buf, size_t len)
     snprintf(buf, len, "%s", nl ? nl + 1 : tail);
 }
 
+/* A failed worker's whole log is stored as an object (gc removes it with
+ * the other unreferenced objects) and the reason names it, since the
+ * reason quotes only the last line. */
+static void keep_log(argus_rt *rt, rt_task *t)
+{
+    char path[PATH_MAX + 64], hash[ARGUS_HASH_HEX];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/log", t->rundir);
+    if (stat(path, &st) != 0 || st.st_size == 0 ||
+        argus_ws_put_file(rt->ws, path, hash, NULL, 0) != 0)
+        return;
+    size_t n = strlen(t->reason);
+    if (n < sizeof t->reason)
+        snprintf(t->reason + n, sizeof t->reason - n,
+                 " (its whole log: argus ws show %.16s)", hash);
+}
+
 /* A worker has exited (status from waitpid), with the lock held. */
 static void finish_worker(argus_rt *rt, rt_task *t, int status)
 {
@@ -958,6 +975,8 @@ static void finish_worker(argus_rt *rt, rt_task *t, int status)
             set_reason(t, err, "%s", why);
         }
     }
+    if (t->state == ARGUS_RT_FAILED)
+        keep_log(rt, t);
     remove_rundir(t);
     notify(rt, t);
 }
@@ -1127,6 +1146,20 @@ static int watch(argus_rt *rt)
         if (r == t->pid) {
             finish_worker(rt, t, status);
             changed = 1;
+        } else if (r < 0 && errno == ECHILD) {
+            /* The program ignores SIGCHLD, so its children are reaped by
+             * the kernel and their status is lost: the runtime cannot tell
+             * success from a crash. */
+            t->end_ns = now_ns();
+            t->pid = 0;
+            t->dispatched = 0;
+            t->state = ARGUS_RT_FAILED;
+            set_reason(t, ARGUS_RT_EWORKER,
+                       "its exit status was lost: the program sets SIGCHLD to SIG_IGN; "
+                       "leave SIGCHLD at its default while the runtime runs workers");
+            remove_rundir(t);
+            notify(rt, t);
+            changed = 1;
         } else if (t->deadline_ns > 0 && now > t->deadline_ns) {
             t->timed_out = 1;
             kill(-t->pid, SIGKILL);
@@ -1214,7 +1247,9 @@ void argus_rt_print(const argus_rt *rt, FILE *f)
         return;
     for (size_t i = 0; i < rt->n; i++) {
         const rt_task *t = rt->tasks[i];
-        double ms = t->end_ns > t->start_ns ? (double)(t->end_ns - t->start_ns) / 1e6 : 0.0;
+        double ms = t->start_ns > 0 && t->end_ns > t->start_ns
+                        ? (double)(t->end_ns - t->start_ns) / 1e6
+                        : 0.0;
         fprintf(f, "%-8s %-28s %-11s %9.1f ms wall%s%s\n", argus_rt_state_name(t->state), t->id,
                 t->kind, ms, t->reason[0] ? "  " : "", t->reason);
     }

@@ -578,6 +578,23 @@ static int lazy_body(argus_rt_ctx *ctx, void *user)
     return 0;
 }
 
+struct find_ctx {
+    const char *prefix;
+    char *out;
+    size_t *n;
+};
+
+static int find_obj(const char *id, uint64_t bytes, void *user)
+{
+    (void)bytes;
+    struct find_ctx *f = user;
+    if (strncmp(id, f->prefix, strlen(f->prefix)) == 0) {
+        memcpy(f->out, id, ARGUS_HASH_HEX);
+        (*f->n)++;
+    }
+    return 0;
+}
+
 static void test_task_failures(void **state)
 {
     (void)state;
@@ -624,6 +641,21 @@ static void test_task_failures(void **state)
     assert_int_equal(st.err, ARGUS_RT_EWORKER);
     assert_non_null(strstr(st.reason, "status 3"));
     assert_non_null(strstr(st.reason, "ERR_NVGPUCTRPERM"));
+    /* Its whole log is kept as an object that the reason names. */
+    const char *at = strstr(st.reason, "argus ws show ");
+    assert_non_null(at);
+    char logobj[ARGUS_HASH_HEX];
+    size_t found = 0;
+    char prefix[17];
+    snprintf(prefix, sizeof prefix, "%.16s", at + 14);
+    struct find_ctx fd = {prefix, logobj, &found};
+    assert_int_equal(argus_ws_each(ws, ARGUS_WS_ENTRY_OBJECT, find_obj, &fd, NULL, 0), 0);
+    assert_int_equal(found, 1);
+    void *logdata;
+    size_t loglen;
+    assert_int_equal(argus_ws_get(ws, logobj, &logdata, &loglen, NULL, 0), 0);
+    assert_string_equal(logdata, "no counters: ERR_NVGPUCTRPERM\n");
+    free(logdata);
     st = get(rt, "nobin");
     assert_int_equal(st.state, ARGUS_RT_FAILED);
     assert_non_null(strstr(st.reason, "cannot execute '/nonexistent/argus-worker'"));
@@ -693,6 +725,30 @@ static void test_join_refused(void **state)
     argus_ws_close(ws);
 }
 
+/* A program that ignores SIGCHLD loses its workers' exit status: the
+ * runtime says so instead of guessing success. */
+static void test_sigchld_ignored(void **state)
+{
+    (void)state;
+    argus_ws *ws = open_ws("sigign");
+    argus_rt *rt = new_rt(ws, 1);
+    const char *argv[] = {"sh", "-c", "echo x > \"$1\"", "sh", "{out:out}", NULL};
+    argus_rt_task_desc w = {
+        .id = "w", .kind = "collect", .argv = argv, .outputs = OUT, .noutputs = 1};
+    add(rt, &w);
+    struct sigaction ign = {.sa_handler = SIG_IGN}, old;
+    sigemptyset(&ign.sa_mask);
+    assert_int_equal(sigaction(SIGCHLD, &ign, &old), 0);
+    int rc = argus_rt_run(rt);
+    sigaction(SIGCHLD, &old, NULL);
+    assert_int_equal(rc, ARGUS_RT_EFAILED);
+    argus_rt_status st = get(rt, "w");
+    assert_int_equal(st.err, ARGUS_RT_EWORKER);
+    assert_non_null(strstr(st.reason, "SIG_IGN"));
+    argus_rt_free(rt);
+    argus_ws_close(ws);
+}
+
 static void test_bad_descriptions(void **state)
 {
     (void)state;
@@ -753,6 +809,7 @@ int main(void)
         cmocka_unit_test(test_dynamic_tasks),
         cmocka_unit_test(test_task_failures),
         cmocka_unit_test(test_join_refused),
+        cmocka_unit_test(test_sigchld_ignored),
         cmocka_unit_test(test_bad_descriptions),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
