@@ -30,10 +30,15 @@
  *                    exits with status 0; a declared output it did not
  *                    write fails the task)
  *   {in:TASK/NAME}   the workspace object of output NAME of task TASK (a
- *                    dependency), read-only
- *   {in:TASK/NAME} may also be read by a callback with argus_rt_ctx_input.
- * A worker's stdout and stderr go to a log file; a failure's reason quotes
- * its last line.
+ *                    dependency); the worker reads it and must not write it
+ * A callback reads the same with argus_rt_ctx_input (or, to hand it to a
+ * program such as nvcc, argus_rt_ctx_input_path). A worker's stdout and
+ * stderr go to a log file; a failure's reason quotes its last line and
+ * names the whole log, kept as an object.
+ *
+ * The key of a CPU task cannot see its callback's code: its config must
+ * name what the callback computes (and its version), or two callbacks
+ * with one kind, config and inputs would share results.
  *
  * Functions return 0 or a negative ARGUS_RT_E*, ARGUS_WS_E* or ARGUS_E*
  * code (argus_ws_strerror names them all).
@@ -188,8 +193,15 @@ int argus_rt_ctx_input(argus_rt_ctx *ctx, const char *task, const char *name, vo
 /* The object hash of a dependency's output, or NULL. */
 const char *argus_rt_ctx_input_hash(const argus_rt_ctx *ctx, const char *task,
                                     const char *name);
+/* The path of a dependency's output object (0, ARGUS_RT_ENODEP, or
+ * ARGUS_ERANGE when buf is too small), for a program the callback runs. */
+int argus_rt_ctx_input_path(argus_rt_ctx *ctx, const char *task, const char *name, char *buf,
+                            size_t buflen);
 /* Stores output `name` (one of the task's declared outputs). */
 int argus_rt_ctx_output(argus_rt_ctx *ctx, const char *name, const void *data, size_t len);
+/* The same from a file the callback had a program write (a cubin from
+ * nvcc); the file is copied into the workspace and may be removed. */
+int argus_rt_ctx_output_file(argus_rt_ctx *ctx, const char *name, const char *path);
 /* Adds a task while running (a control task's branch); its deps may name
  * this task, which it then waits for. */
 int argus_rt_ctx_add(argus_rt_ctx *ctx, const argus_rt_task_desc *d);

@@ -1310,7 +1310,24 @@ int argus_rt_ctx_input(argus_rt_ctx *ctx, const char *task, const char *name, vo
     return rc;
 }
 
-int argus_rt_ctx_output(argus_rt_ctx *ctx, const char *name, const void *data, size_t len)
+int argus_rt_ctx_input_path(argus_rt_ctx *ctx, const char *task, const char *name, char *buf,
+                            size_t buflen)
+{
+    if (ctx == NULL || buf == NULL)
+        return ARGUS_EINVAL;
+    const char *h = argus_rt_ctx_input_hash(ctx, task, name);
+    if (h == NULL) {
+        argus_rt_ctx_fail(ctx, "it reads output '%s' of task '%s', which is not one of its "
+                               "dependencies' outputs",
+                          name ? name : "(null)", task ? task : "(null)");
+        return ARGUS_RT_ENODEP;
+    }
+    return argus_ws_object_path(ctx->rt->ws, h, buf, buflen);
+}
+
+/* Stores an output from bytes (path NULL) or from a file. */
+static int ctx_store(argus_rt_ctx *ctx, const char *name, const void *data, size_t len,
+                     const char *path)
 {
     if (ctx == NULL || name == NULL)
         return ARGUS_EINVAL;
@@ -1319,7 +1336,8 @@ int argus_rt_ctx_output(argus_rt_ctx *ctx, const char *name, const void *data, s
         if (strcmp(t->outputs[i], name) != 0)
             continue;
         char why[RT_REASON];
-        int rc = argus_ws_put(ctx->rt->ws, data, len, t->out_hash[i], why, sizeof why);
+        int rc = path ? argus_ws_put_file(ctx->rt->ws, path, t->out_hash[i], why, sizeof why)
+                      : argus_ws_put(ctx->rt->ws, data, len, t->out_hash[i], why, sizeof why);
         if (rc != 0) {
             argus_rt_ctx_fail(ctx, "output '%s': %s", name, why);
             return rc;
@@ -1329,6 +1347,18 @@ int argus_rt_ctx_output(argus_rt_ctx *ctx, const char *name, const void *data, s
     }
     argus_rt_ctx_fail(ctx, "it wrote output '%s', which it does not declare", name);
     return ARGUS_EINVAL;
+}
+
+int argus_rt_ctx_output(argus_rt_ctx *ctx, const char *name, const void *data, size_t len)
+{
+    return ctx_store(ctx, name, data, len, NULL);
+}
+
+int argus_rt_ctx_output_file(argus_rt_ctx *ctx, const char *name, const char *path)
+{
+    if (path == NULL)
+        return ARGUS_EINVAL;
+    return ctx_store(ctx, name, NULL, 0, path);
 }
 
 int argus_rt_ctx_add(argus_rt_ctx *ctx, const argus_rt_task_desc *d)

@@ -276,6 +276,70 @@ static void test_exclusive_classes(void **state)
     argus_ws_close(ws);
 }
 
+/* A CPU task that runs a program on its input's path and stores the file
+ * it wrote, as a compile would. */
+static int compile_body(argus_rt_ctx *ctx, void *user)
+{
+    const char *outdir = user;
+    char in[1024], out[1024], cmd[2600];
+    int rc = argus_rt_ctx_input_path(ctx, "src", "out", in, sizeof in);
+    if (rc != 0)
+        return rc;
+    snprintf(out, sizeof out, "%s/compiled.bin", outdir);
+    snprintf(cmd, sizeof cmd, "tr a-z A-Z < '%s' > '%s'", in, out);
+    if (system(cmd) != 0)
+        return argus_rt_ctx_fail(ctx, "'%s' failed", cmd);
+    rc = argus_rt_ctx_output_file(ctx, "out", out);
+    unlink(out);
+    return rc;
+}
+
+static int badref_body(argus_rt_ctx *ctx, void *user)
+{
+    (void)user;
+    char in[1024];
+    return argus_rt_ctx_input_path(ctx, "nope", "out", in, sizeof in);
+}
+
+static void test_cpu_program(void **state)
+{
+    (void)state;
+    argus_ws *ws = open_ws("prog");
+    argus_rt *rt = new_rt(ws, 2);
+    body ba = {0};
+    argus_rt_task_desc t = cpu("src", NULL, 0, &ba);
+    add(rt, &t);
+    const char *deps[] = {"src"};
+    argus_rt_task_desc c = {.id = "compile",
+                            .kind = "transform",
+                            .deps = deps,
+                            .ndeps = 1,
+                            .exec = compile_body,
+                            .user = base,
+                            .outputs = OUT,
+                            .noutputs = 1,
+                            .config = "tr a-z A-Z, v1"};
+    add(rt, &c);
+    c.id = "badref";
+    c.exec = badref_body;
+    c.config = "badref";
+    add(rt, &c);
+    assert_int_equal(argus_rt_run(rt), ARGUS_RT_EFAILED);
+    char want[ARGUS_HASH_HEX];
+    argus_sha256_hex("SRC", 3, want);
+    assert_int_equal(get(rt, "compile").state, ARGUS_RT_DONE);
+    assert_string_equal(argus_rt_output(rt, "compile", "out"), want);
+    char path[600];
+    snprintf(path, sizeof path, "%s/compiled.bin", base);
+    assert_int_equal(access(path, F_OK), -1);
+    /* A dependency it does not have is refused and named. */
+    argus_rt_status st = get(rt, "badref");
+    assert_int_equal(st.state, ARGUS_RT_FAILED);
+    assert_non_null(strstr(st.reason, "output 'out' of task 'nope'"));
+    argus_rt_free(rt);
+    argus_ws_close(ws);
+}
+
 static void test_worker_io_and_device(void **state)
 {
     (void)state;
@@ -805,6 +869,7 @@ int main(void)
         cmocka_unit_test(test_parallel_cpu),
         cmocka_unit_test(test_exclusive_classes),
         cmocka_unit_test(test_worker_io_and_device),
+        cmocka_unit_test(test_cpu_program),
         cmocka_unit_test(test_failures_and_rerun),
         cmocka_unit_test(test_dynamic_tasks),
         cmocka_unit_test(test_task_failures),
