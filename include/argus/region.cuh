@@ -223,20 +223,23 @@ __device__ __forceinline__ Warp cta_begin()
  * compiler from keeping the kernel's own values in registers across the
  * marker.
  *
- * One instruction stands between a preceding __syncthreads and the clock
- * read (ARGUS__CLOCK_FENCE): on sm_90 bar.sync is BAR.SYNC.DEFER_BLOCKING,
- * and a clock read issued right after it does not wait for the barrier.
+ * A warp sync stands between a preceding __syncthreads and the clock read
+ * (ARGUS__CLOCK_FENCE): on sm_90 bar.sync is BAR.SYNC.DEFER_BLOCKING, and
+ * a clock read issued right after it does not wait for the barrier.
  * Measured on the H200 (scripts/gpu/probes/argus_marker_barrier.cu,
- * 2026-12-02): a warp that waited 7.0 us at a barrier read 9 cycles between
- * CS2R (or S2UR) clock reads around it, and 13,875 cycles (7,008 ns by
- * %globaltimer) with a `bar.warp.sync` before the read (a NOP in the SASS
- * on this path, since markers are warp-uniform). ARGUS_CLOCK_FENCE_KIND
- * picks it: 1 `nanosleep.u32 0` (one NANOSLEEP, the default), 2
- * `bar.warp.sync -1` (a NOP, but ptxas adds a divergence check and an
- * out-of-line copy per marker), 0 none.
+ * 2026-12-02): a warp that waited 7.0 us at a barrier read 9 cycles
+ * between CS2R (or S2UR) clock reads around it, and 13,872 cycles (7,008
+ * ns by %globaltimer) with `bar.warp.sync -1` before each read, which
+ * costs 6 cycles back to back (37 against 31); `nanosleep.u32 0` also
+ * waits but costs 57 (and failed 3 of argus16's 82 truth checks where
+ * the warp sync failed none). On the warp-uniform path a marker must be
+ * on, the sync is a NOP; ptxas adds a convergence test and an out-of-line
+ * copy of the marker for a warp that is not converged. ARGUS_CLOCK_FENCE_KIND
+ * picks: 2 `bar.warp.sync -1` (the default), 1 `nanosleep.u32 0`, 0 none
+ * (a marker after a barrier then dates it early).
  */
 #if !defined(ARGUS_CLOCK_FENCE_KIND)
-#define ARGUS_CLOCK_FENCE_KIND 1
+#define ARGUS_CLOCK_FENCE_KIND 2
 #endif
 #if ARGUS_CLOCK_FENCE_KIND == 0 /* none: a marker after a barrier dates it early */
 #define ARGUS__CLOCK_FENCE ""
