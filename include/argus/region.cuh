@@ -114,15 +114,17 @@ __constant__ argus_device_desc argus_desc_v1 = {0, 0, 0, 0, 0};
 
 namespace argus {
 
-/* One warp's writer state, kept in registers. Only lane 0 of an armed warp
- * writes, so only lane 0 holds a ring pointer: a NULL `rec` (every lane of
- * an unarmed launch, lanes 1-31 of an armed one) is the single test a
- * marker makes before it reads the clock. */
+/* One warp's writer state, kept in registers: four of them, since every
+ * register the markers hold across a kernel's loops is one that ptxas's
+ * budget for full occupancy takes from the kernel (on the H200 a fifth, a
+ * separate write flag, took a load loop from four loads in flight to one).
+ * Only lane 0 of an armed warp writes, so only lane 0 holds a ring pointer
+ * and a mask: elsewhere both are 0, the record's address is NULL, and that
+ * address is the single test a marker makes. */
 struct Warp {
     unsigned long long *rec; /* lane 0: the slot's record ring; else NULL */
-    uint32_t n;              /* records written so far (lane 0) */
-    uint32_t mask;           /* records per slot - 1 */
-    uint32_t on;             /* 1 where rec != NULL: the markers' predicate */
+    uint32_t n;              /* records written so far */
+    uint32_t mask;           /* lane 0: records per slot - 1; else 0 */
 };
 
 /* Hides a value's origin from ptxas, so that it stays in the register it
@@ -185,18 +187,18 @@ __device__ __forceinline__ Warp cta_begin()
     uint32_t slot = cta * argus_desc_v1.warps_per_cta + warp;
     /* The descriptor is read here, once per warp, into registers; markers
      * do not touch __constant__ memory. */
+    uint32_t cap_mask = opaque(argus_desc_v1.cap_mask);
     w.n = 0;
-    w.mask = opaque(argus_desc_v1.cap_mask);
+    w.mask = 0;
     w.rec = 0;
-    w.on = 0;
     /* A launch shaped unlike the one the host armed writes nothing past
      * its slots (the decoder reports the slots it finds misplaced). */
     if ((tid & 31u) == 0 && argus_desc_v1.slots != 0 && warp < argus_desc_v1.warps_per_cta &&
         slot < argus_desc_v1.nslots) {
-        size_t stride = ARGUS_SLOT_HEADER_BYTES + ((size_t)w.mask + 1) * 8u;
+        size_t stride = ARGUS_SLOT_HEADER_BYTES + ((size_t)cap_mask + 1) * 8u;
         char *base = (char *)argus_desc_v1.slots + (size_t)slot * stride;
         w.rec = (unsigned long long *)(base + ARGUS_SLOT_HEADER_BYTES);
-        w.on = 1;
+        w.mask = cap_mask;
         argus_slot_header *h = (argus_slot_header *)base;
         h->cta = cta;
         h->warp = warp;
@@ -252,31 +254,31 @@ __device__ __forceinline__ Warp cta_begin()
 #endif
 __device__ __forceinline__ void emit(Warp &w, uint32_t kind, uint32_t value)
 {
-    /* In lanes that do not write, rec is NULL and the offset is 0, so that
-     * the address is NULL there (never stored to: the store is predicated
-     * off) and no lane does arithmetic on a null pointer. Kept a pointer
-     * so that the compiler still knows the slot header is global memory
+    /* In lanes that do not write, rec is NULL and the mask 0, so that the
+     * address is NULL there (the predicate: never stored to) and no lane
+     * does arithmetic on a null pointer. Kept a pointer so that the
+     * compiler still knows the slot header is global memory
      * (ARGUS_CTA_END's stores stay STG, not generic ST). */
-    unsigned long long *p = w.rec + (w.n & w.mask & (0u - w.on));
+    unsigned long long *p = w.rec + (w.n & w.mask);
     uint32_t hi = (kind << ARGUS_VALUE_BITS) | (value & ARGUS_VALUE_MASK);
     asm volatile("{\n\t"
                  ".reg .pred argus_p;\n\t"
                  ".reg .b64 argus_c;\n\t"
                  ".reg .b32 argus_l;\n\t"
-                 "setp.ne.u32 argus_p, %0, 0;\n\t"
+                 "setp.ne.u64 argus_p, %0, 0;\n\t"
                  ARGUS__CLOCK_FENCE
                  "@argus_p mov.u64 argus_c, %%clock64;\n\t"
                  "@argus_p cvt.u32.u64 argus_l, argus_c;\n\t"
-                 "@argus_p st.global.v2.u32 [%1], {argus_l, %2};\n\t"
+                 "@argus_p st.global.v2.u32 [%0], {argus_l, %1};\n\t"
                  "}"
                  :
-                 : "r"(w.on), "l"(p), "r"(hi));
+                 : "l"(p), "r"(hi));
     w.n++;
 }
 
 __device__ __forceinline__ void cta_end(Warp &w)
 {
-    if (w.on) {
+    if (w.rec) {
         argus_slot_header *h = slot_header(w.rec);
         h->clk_end = clock64r();
         h->gt_end = globaltimer();
