@@ -834,6 +834,12 @@ int argus_shim_report_text(const argus_shim_result *r, const argus_scope *scope,
     free(st);
     fprintf(f, "kernel times: CUPTI activity start/end (observed); a kernel's range: the innermost "
                "NVTX range open on its launching thread at the launch (attributed by correlation ID)\n");
+    if (r->armed_decoded || r->armed_missing)
+        fprintf(f, "device regions: %llu occurrences from %llu armed launches (SM cycles at the clock "
+                   "from each launch's anchors, placed at the kernel's CUPTI start); %llu "
+                   "instrumented launches without regions (diagnostics)\n",
+                (unsigned long long)r->device_regions, (unsigned long long)r->armed_decoded,
+                (unsigned long long)r->armed_missing);
     if (in && in->cupti != ARGUS_SHIM_CUPTI_OK)
         fprintf(f, "WARNING: kernels unavailable: %s\n",
                 in->cupti_note[0] ? in->cupti_note : "CUPTI was not used");

@@ -18,6 +18,14 @@
 #     the CPU tests check: X events with name, ts, dur >= 0, pid and tid,
 #     every track nesting (except "(overlap)" sub-tracks), named tracks;
 #   - the program's own ranges are in the report with kernels inside.
+# Part B, an instrumented program under argus-shim (its arming, shim_arm.c,
+# on a GPU): tests/argus/gpu_gemm_kernels.cu built with markers and the
+# registry embedded (argus registry --embed), launched by
+# tests/argus/gpu_gemm_shim_main.cu (base twice, reg once, in the NVTX
+# range "gemm"); checked: the three launches decoded, device region counts
+# per kernel exactly the warps x iterations the kernels run, every device
+# occurrence inside its kernel's CUPTI span (the largest excess printed),
+# and part A's checks on that run too.
 # And argus-shim's overhead on the program's wall time: the program alone,
 # under argus-shim, and under argus-shim with arming off (ARGUS_SHIM_ARM=0),
 # interleaved in rotating order, --reps times each (default 5); the
@@ -51,7 +59,7 @@ done
 if [[ $mode == prepare ]]; then
     BUILD=${BUILD:-build-gpu}
     cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DMOSAIC_BUILD_TESTS=OFF >/dev/null
-    cmake --build "$BUILD" -j"${JOBS:-2}" --target argus-shim argus_inject
+    cmake --build "$BUILD" -j"${JOBS:-2}" --target argus-shim argus_inject argus
     cjson=$(ldd "$BUILD/bin/argus-shim" | awk '/libcjson/ { print $3 }')
     [[ -n $cjson ]] && cp -L "$cjson" "$BUILD/lib/"
     echo "prepared $BUILD: carry it to the GPU machine (bin/argus-shim, lib/)"
@@ -166,12 +174,57 @@ for k, v in tracks.items():
             bad += 1
         stack.append(e["ts"] + e["dur"])
 check(bad == 0, f"trace: every track nests ({len(tracks)} tracks, {bad} crossings)")
-kt = sum(1 for e in xs if tname.get((e["pid"], e["tid"]), "").startswith("stream"))
+import re
+kt = sum(1 for e in xs if re.fullmatch(r"stream \d+", tname.get((e["pid"], e["tid"]), "")))
 check(kt == nk, f"trace: one X event per kernel record ({kt} of {nk})")
 print(f"checks: {len(fails)} failed")
 sys.exit(1 if fails else 0)
 PY
 
+# check_armed.py DIR SIZE: part B's device-region checks.
+cat >"$RES/check_armed.py" <<'PY'
+import json, sys
+from collections import defaultdict
+d, n = sys.argv[1], int(sys.argv[2])
+fails = []
+def check(ok, what):
+    print(("pass " if ok else "FAIL ") + what)
+    if not ok:
+        fails.append(what)
+rep = json.load(open(f"{d}/report.json"))
+run = rep["run"]
+check(run["armed_launches_decoded"]["value"] == 3 and run["armed_launches_missing"]["value"] == 0,
+      f"3 armed launches decoded ({run['armed_launches_decoded']['value']} decoded, {run['armed_launches_missing']['value']} missing)")
+regs = {r["path"]: r for r in rep["regions"]}
+def find(kernel_part, sub):
+    for p, r in regs.items():
+        parts = p.split("/")
+        if len(parts) >= 2 and parts[0] == "gemm" and kernel_part in parts[1] and "/".join(parts[2:]) == sub:
+            return r
+    return None
+# base: (n/16)^2 CTAs x 8 warps, n/16 K-tiles; reg: (n/64)^2 CTAs x 8 warps, n/8 K-tiles.
+wb, wr = (n // 16) ** 2 * 8, (n // 64) ** 2 * 8
+for kern, launches, warps, tiles in (("gemm_base_on", 2, wb, n // 16), ("gemm_reg_on", 1, wr, n // 8)):
+    for sub, per in (("mainloop", 1), ("mainloop/load", tiles), ("mainloop/compute", tiles),
+                     ("mainloop/sync", 2 * tiles), ("store", 1)):
+        r = find(kern, sub)
+        want = launches * warps * per
+        got = r["count"]["value"] if r else None
+        check(r is not None and r.get("kind") == "device_region" and got == want and r["partial"]["value"] == 0,
+              f"{kern}/{sub}: {got} occurrences, want {want} ({launches} launches x {warps} warps x {per})")
+ev = [json.loads(l) for l in open(f"{d}/events.jsonl")][1:]
+kdur = {e["corr"]: e["end"] - e["start"] for e in ev if e.get("e") == "kernel"}
+worst = 0
+for e in ev:
+    if e.get("e") == "region" and e["corr"] in kdur:
+        worst = max(worst, e["off"] + e["dur"] - kdur[e["corr"]])
+check(worst <= 2000, f"device occurrences inside their kernel's CUPTI span (largest excess {worst} ns, allowed 2000)")
+armed = [e for e in ev if e.get("e") == "armed"]
+for a in armed:
+    print(f"info armed corr {a['corr']}: {a['state']}: {a.get('why', '')}")
+print(f"checks: {len(fails)} failed")
+sys.exit(1 if fails else 0)
+PY
 # overhead.py RES REPS: the wall-time table from the runs' times.
 cat >"$RES/overhead.py" <<'PY'
 import json, statistics, sys
@@ -227,10 +280,102 @@ if [[ $mode == dry ]]; then
     crc=${PIPESTATUS[0]}
     python3 "$RES/overhead.py" "$RES" "$reps" >"$RES/overhead.tsv"
     for r in $(seq 2 "$reps"); do rm -rf "$RES/shim_$r" "$RES/shimoff_$r"; done
+    # Part B's checker on a recording written here with the counts a 64^3
+    # run must have (through argus-shim --replay, the real builder), once
+    # right and once with one occurrence missing, which must fail.
+    for variant in right short; do
+        python3 - "$RES/partb_$variant.jsonl" "$variant" <<'GEN'
+import json, sys
+path, variant = sys.argv[1], sys.argv[2]
+L = [{"schema": "argus.shim.events", "version": 1, "cupti": "subscribed", "t0": "1000", "pid": 1},
+     {"e": "push", "tid": 1, "ts": 0, "name": "gemm"}]
+launches = [(1, "_Z12gemm_base_onPKfS0_Pfii", 128, 4), (2, "_Z12gemm_base_onPKfS0_Pfii", 128, 4),
+            (3, "_Z11gemm_reg_onPKfS0_Pfii", 8, 8)]
+for corr, name, warps, tiles in launches:
+    L.append({"e": "launch", "tid": 1, "ts": corr, "corr": corr})
+    L.append({"e": "kernel", "corr": corr, "name": name, "start": 100000 * corr, "end": 100000 * corr + 50000, "stream": 7})
+    for i, (nm, par) in enumerate((("mainloop", None), ("load", 0), ("sync", 0), ("compute", 0), ("store", None))):
+        dn = {"e": "dnode", "corr": corr, "node": i, "name": nm}
+        if par is not None:
+            dn["parent"] = par
+        L.append(dn)
+    for w in range(warps):
+        cta, wi = divmod(w, 8)
+        if not (variant == "short" and corr == 3 and w == 0):
+            L.append({"e": "region", "corr": corr, "node": 0, "cta": cta, "warp": wi, "off": 10, "dur": 40000})
+        for t in range(tiles):
+            base = 20 + t * 100
+            L.append({"e": "region", "corr": corr, "node": 1, "cta": cta, "warp": wi, "off": base, "dur": 20})
+            L.append({"e": "region", "corr": corr, "node": 2, "cta": cta, "warp": wi, "off": base + 20, "dur": 10})
+            L.append({"e": "region", "corr": corr, "node": 3, "cta": cta, "warp": wi, "off": base + 30, "dur": 30})
+            L.append({"e": "region", "corr": corr, "node": 2, "cta": cta, "warp": wi, "off": base + 60, "dur": 10})
+        L.append({"e": "region", "corr": corr, "node": 4, "cta": cta, "warp": wi, "off": 40020, "dur": 10})
+    L.append({"e": "armed", "corr": corr, "name": name, "state": "decoded", "why": "synthetic", "records_lost": 0})
+L.append({"e": "pop", "tid": 1, "ts": 10 ** 6})
+open(path, "w").write("".join(json.dumps(x) + "\n" for x in L))
+GEN
+        "$SHIM" --replay "$RES/partb_$variant.jsonl" -o "$RES/partb_$variant" >/dev/null
+        cp "$RES/partb_$variant.jsonl" "$RES/partb_$variant/events.jsonl"
+        set +e
+        python3 "$RES/check_armed.py" "$RES/partb_$variant" 64 >"$RES/partb_$variant.txt" 2>&1
+        b=$?
+        set -e
+        if [[ $variant == right && $b != 0 ]] || [[ $variant == short && $b == 0 ]]; then
+            cat "$RES/partb_$variant.txt" >&2
+            log "part B's checker on the $variant synthetic recording exited $b"
+            crc=1
+        fi
+    done
+    log "part B's checker: passes the right synthetic recording, fails the short one"
+    # Part B's program must build (it runs only on a GPU).
+    NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+    if [[ -x $NVCC && -x $REPO/$BUILD/bin/argus ]]; then
+        bw=$RES/partb_build
+        mkdir -p "$bw"
+        "$REPO/$BUILD/bin/argus" registry tests/argus/gpu_gemm_kernels.cu -o "$bw/gemm.argus.json" \
+            --embed "$bw/gemm.argus.cuh" >/dev/null &&
+            "$NVCC" -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -Werror all-warnings -DARGUS_ENABLE \
+                -include "$bw/gemm.argus.cuh" -Iinclude -c tests/argus/gpu_gemm_kernels.cu -o "$bw/gemm_on.o" &&
+            "$NVCC" -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -Werror all-warnings \
+                tests/argus/gpu_gemm_shim_main.cu "$bw/gemm_on.o" -o "$bw/gpu_gemm_shim" ||
+            { log "part B's program does not build"; crc=1; }
+        rm -rf "$bw"
+        log "part B's program builds (sm_90a, registry embedded)"
+    fi
     { echo "dry run (fake CUPTI, argus_shim_prog): nothing measured; times are of the fake, not a GPU"
       tail -1 "$RES/checks.txt"; column -t -s$'\t' "$RES/overhead.tsv" 2>/dev/null || cat "$RES/overhead.tsv"; } >"$RES/summary.txt"
     cat "$RES/summary.txt"
     exit "$crc"
+fi
+
+brc=skipped
+NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+if [[ -x $NVCC && -x $REPO/$BUILD/bin/argus ]] && nvidia-smi -L >/dev/null 2>&1; then
+    bw=$RES/partb
+    mkdir -p "$bw"
+    set +e
+    "$REPO/$BUILD/bin/argus" registry tests/argus/gpu_gemm_kernels.cu -o "$bw/gemm.argus.json" \
+        --embed "$bw/gemm.argus.cuh" >"$bw/build.log" 2>&1 &&
+        "$NVCC" -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -DARGUS_ENABLE \
+            -include "$bw/gemm.argus.cuh" -Iinclude -c tests/argus/gpu_gemm_kernels.cu -o "$bw/gemm_on.o" >>"$bw/build.log" 2>&1 &&
+        "$NVCC" -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a tests/argus/gpu_gemm_shim_main.cu \
+            "$bw/gemm_on.o" -o "$bw/gpu_gemm_shim" >>"$bw/build.log" 2>&1
+    b=$?
+    if [[ $b == 0 ]]; then
+        timeout 120 "$SHIM" -o "$RES/armed" -- "$bw/gpu_gemm_shim" 256 >"$bw/run.out" 2>&1
+        b=$?
+        [[ $b == 0 ]] && python3 "$RES/check_armed.py" "$RES/armed" 256 >"$RES/checks_armed.txt" 2>&1 &&
+            python3 "$RES/check.py" "$RES/armed" gemm >>"$RES/checks_armed.txt" 2>&1
+        b=$?
+        brc=$b
+    else
+        brc="build failed ($(tail -1 "$bw/build.log"))"
+    fi
+    set -e
+    rm -f "$bw/gemm_on.o" "$bw/gpu_gemm_shim"
+    log "part B (instrumented kernels armed under argus-shim): $brc"
+else
+    log "part B skipped: needs nvcc, $BUILD/bin/argus and a GPU"
 fi
 
 if ! python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>"$RES/torch.err"; then
@@ -266,10 +411,13 @@ python3 "$RES/overhead.py" "$RES" "$reps" >"$RES/overhead.tsv"
 # One recording kept in full; the others' reports only.
 for r in $(seq 2 "$reps"); do rm -f "$RES/shim_$r/events.jsonl" "$RES/shim_$r/trace.json" "$RES/shimoff_$r/events.jsonl" "$RES/shimoff_$r/trace.json"; done
 { sed -n 1,3p "$RES/env.txt"
+  echo "part B (armed instrumented kernels under argus-shim): exit $brc"
+  [[ -f $RES/checks_armed.txt ]] && grep -E '^(FAIL|checks)|largest excess' "$RES/checks_armed.txt"
+  echo "part A (PyTorch):"
   grep -E '^FAIL' "$RES/checks.txt" || true
   tail -1 "$RES/checks.txt"
   grep -E 'kernel records|kernels under|kernel times|trace: every track' "$RES/checks.txt"
   column -t -s$'\t' "$RES/overhead.tsv" 2>/dev/null || cat "$RES/overhead.tsv"; } >"$RES/summary.txt"
 cat "$RES/summary.txt"
-echo "== result: checks exit $crc ($((SECONDS - T0)) s); full results in $OUT/argus_shim_torch.tar.gz"
-[[ $crc == 0 ]]
+echo "== result: part A checks exit $crc, part B $brc ($((SECONDS - T0)) s); full results in $OUT/argus_shim_torch.tar.gz"
+[[ $crc == 0 && ( $brc == 0 || $brc == skipped ) ]]
