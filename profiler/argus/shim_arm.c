@@ -29,6 +29,9 @@
  *     process's exit. A collected buffer is decoded here and written into
  *     the recording as "dnode", "region" and "armed" lines, joined to the
  *     kernel's CUPTI record by the correlation ID.
+ *   - A launch into a stream that is being captured (a CUDA graph) is not
+ *     armed: the copies and events would become graph nodes. Its kernel
+ *     runs at each graph launch, unarmed ("armed" line "not_armed").
  *   - The descriptor is per module. On one stream, stream order keeps
  *     armed launches apart. A launch of the same module on another stream
  *     while an armed one may still run would write into that buffer (or
@@ -105,6 +108,11 @@ static mod_entry *a_mods;
 static size_t a_nmods, a_capmods;
 static func_entry *a_funcs;
 static size_t a_nfuncs, a_capfuncs;
+/* Open addressing over a_funcs (index + 1): a launch looks its function up
+ * in constant time, since a PyTorch process launches thousands of
+ * distinct kernels. */
+static size_t *a_fhash;
+static size_t a_fhcap;
 static arm_launch *a_launch;
 static size_t a_nlaunch, a_caplaunch;
 static uint32_t a_armed;
@@ -202,14 +210,40 @@ static int priv_dtoh(void *ctx, void *dst, uint64_t src, size_t bytes)
     return cr;
 }
 
+static size_t fslot(void *func, size_t cap)
+{
+    return (size_t)(((uint64_t)(uintptr_t)func * 0x9E3779B97F4A7C15ull) >> 20) & (cap - 1);
+}
+
 /* The module entry of func, made (and the module looked up) when new. */
 static long module_of(void *func)
 {
-    for (size_t i = 0; i < a_nfuncs; i++)
-        if (a_funcs[i].func == func)
-            return a_funcs[i].mod;
+    if (a_fhcap) {
+        for (size_t j = fslot(func, a_fhcap); a_fhash[j]; j = (j + 1) & (a_fhcap - 1))
+            if (a_funcs[a_fhash[j] - 1].func == func)
+                return a_funcs[a_fhash[j] - 1].mod;
+    }
+    if ((a_nfuncs + 1) * 2 > a_fhcap) {
+        size_t cap = a_fhcap ? a_fhcap * 2 : 256;
+        size_t *h = calloc(cap, sizeof(size_t));
+        if (h == NULL)
+            return -1;
+        for (size_t i = 0; i < a_nfuncs; i++) {
+            size_t j = fslot(a_funcs[i].func, cap);
+            while (h[j])
+                j = (j + 1) & (cap - 1);
+            h[j] = i + 1;
+        }
+        free(a_fhash);
+        a_fhash = h;
+        a_fhcap = cap;
+    }
     if (argus__grow((void **)&a_funcs, &a_capfuncs, a_nfuncs + 1, sizeof(func_entry)) != 0)
         return -1;
+    size_t j = fslot(func, a_fhcap);
+    while (a_fhash[j])
+        j = (j + 1) & (a_fhcap - 1);
+    a_fhash[j] = a_nfuncs + 1;
     func_entry *fe = &a_funcs[a_nfuncs++];
     fe->func = func;
     fe->mod = -1;
@@ -318,6 +352,14 @@ int argus__arm_launch_enter(void *func, const uint32_t grid[3], const uint32_t b
         stream = CU_STREAM_PTS;
     mod_entry *m = &a_mods[mi];
     arm_launch probe = {.corr = corr};
+    int capturing = 0;
+    if (a_ops.stream_capturing && (a_ops.stream_capturing(a_ops.ctx, stream, &capturing) != 0 ||
+                                   capturing)) {
+        emit_armed(&probe, "not_armed",
+                   "launched into a stream being captured (a CUDA graph): the arming copies would "
+                   "become graph nodes; the kernel runs unarmed at each graph launch");
+        goto out;
+    }
     /* The kernel name CUPTI gives is written by the caller afterwards; the
      * reason lines below only need the correlation ID. */
     if (m->inflight >= 0) {
@@ -545,7 +587,10 @@ void argus__arm_shutdown(void)
         argus_registry_free(a_mods[i].reg);
     free(a_mods);
     free(a_funcs);
+    free(a_fhash);
     free(a_launch);
+    a_fhash = NULL;
+    a_fhcap = 0;
     a_mods = NULL;
     a_funcs = NULL;
     a_launch = NULL;
@@ -644,6 +689,7 @@ typedef int (*fn_evrec)(void *, void *);
 typedef int (*fn_ev)(void *);
 typedef int (*fn_screate)(void **, unsigned);
 typedef int (*fn_swait)(void *, void *, unsigned);
+typedef int (*fn_capturing)(void *, int *);
 
 typedef struct cu_ops {
     fn_funcmod funcmod;
@@ -656,6 +702,7 @@ typedef struct cu_ops {
     fn_ev evquery, evsync;
     fn_screate screate;
     fn_swait swait;
+    fn_capturing capturing;
 } cu_ops;
 
 static cu_ops g_cu;
@@ -680,6 +727,15 @@ static int o_evsync(void *c, void *e) { return ((cu_ops *)c)->evsync(e); }
  * default stream, nor that one for it. */
 static int o_screate(void *c, void **s) { return ((cu_ops *)c)->screate(s, 0x1); }
 static int o_swait(void *c, void *s, void *e) { return ((cu_ops *)c)->swait(s, e, 0); }
+/* cuStreamIsCapturing's CUstreamCaptureStatus: 0 none, 1 active, 2
+ * invalidated; anything but none is treated as a capture. */
+static int o_capturing(void *c, void *s, int *cap)
+{
+    int st = 0;
+    int cr = ((cu_ops *)c)->capturing(s, &st);
+    *cap = st != 0;
+    return cr;
+}
 
 int argus__arm_ops_cuda(argus__arm_ops *ops, char *msg, size_t msglen)
 {
@@ -687,13 +743,13 @@ int argus__arm_ops_cuda(argus__arm_ops *ops, char *msg, size_t msglen)
         "cuFuncGetModule",   "cuMemsetD8Async",      "cuMemcpyHtoDAsync_v2",
         "cuMemcpyDtoHAsync_v2", "cuMemAllocHost_v2", "cuEventCreate",
         "cuEventRecord",     "cuEventQuery",         "cuEventSynchronize",
-        "cuStreamCreate",    "cuStreamWaitEvent"};
+        "cuStreamCreate",    "cuStreamWaitEvent",    "cuStreamIsCapturing"};
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
     if (h == NULL)
         return argus__fail(ARGUS_EDRIVER, msg, msglen, "argus-shim: cannot load libcuda.so.1 (%s)",
                            dlerror());
-    void *p[11];
-    for (int i = 0; i < 11; i++)
+    void *p[12];
+    for (int i = 0; i < 12; i++)
         if ((p[i] = dlsym(h, names[i])) == NULL)
             return argus__fail(ARGUS_EDRIVER, msg, msglen,
                                "argus-shim: libcuda.so.1 has no %s (a driver older than CUDA "
@@ -709,6 +765,7 @@ int argus__arm_ops_cuda(argus__arm_ops *ops, char *msg, size_t msglen)
     memcpy(&g_cu.evsync, &p[8], sizeof(p[0]));
     memcpy(&g_cu.screate, &p[9], sizeof(p[0]));
     memcpy(&g_cu.swait, &p[10], sizeof(p[0]));
+    memcpy(&g_cu.capturing, &p[11], sizeof(p[0]));
     *ops = (argus__arm_ops){.ctx = &g_cu,
                             .func_module = o_funcmod,
                             .memset0_async = o_memset,
@@ -720,6 +777,7 @@ int argus__arm_ops_cuda(argus__arm_ops *ops, char *msg, size_t msglen)
                             .event_query = o_evquery,
                             .event_sync = o_evsync,
                             .stream_create = o_screate,
-                            .stream_wait_event = o_swait};
+                            .stream_wait_event = o_swait,
+                            .stream_capturing = o_capturing};
     return 0;
 }

@@ -31,6 +31,9 @@ typedef struct argus__arm_ops {
     int (*event_sync)(void *ctx, void *ev);
     int (*stream_create)(void *ctx, void **stream); /* a non-blocking stream */
     int (*stream_wait_event)(void *ctx, void *stream, void *ev);
+    /* *capturing = 1 when the stream is being captured into a CUDA graph
+     * (NULL op: never); a failure counts as capturing. */
+    int (*stream_capturing)(void *ctx, void *stream, int *capturing);
 } argus__arm_ops;
 
 /* Where recording lines go (one JSON object, no newline); the recorder

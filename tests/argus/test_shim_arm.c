@@ -107,7 +107,10 @@ static int f_global(void *c, void *m, const char *name, uint64_t *d, size_t *b)
 static int o_funcmod(void *c, void *f, void **m)
 {
     (void)c;
-    *m = f == FUNC_A || f == FUNC_A2 ? MOD_A : f == FUNC_B ? MOD_B : NULL;
+    uintptr_t u = (uintptr_t)f;
+    *m = f == FUNC_A || f == FUNC_A2 ? MOD_A
+         : f == FUNC_B || (u >= 0xC0000 && u < 0xD0000) ? MOD_B
+                                                         : NULL;
     return *m ? 0 : 400; /* CUDA_ERROR_INVALID_HANDLE */
 }
 /* The stream-ordered copies run at once: the fake's device is idle, so
@@ -175,6 +178,12 @@ static int o_screate(void *c, void **s)
     *s = (void *)0x5EC0; /* the private stream */
     return 0;
 }
+static int o_capturing(void *c, void *s, int *cap)
+{
+    (void)c;
+    *cap = s == (void *)0xCA; /* the stream a graph is being captured on */
+    return s == (void *)0xBAD ? 900 : 0; /* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED */
+}
 static int o_swait(void *c, void *s, void *e)
 {
     (void)c;
@@ -220,7 +229,8 @@ static void setup_arm(uint32_t cap, uint32_t max_launches)
                           .event_query = o_evquery,
                           .event_sync = o_evsync,
                           .stream_create = o_screate,
-                          .stream_wait_event = o_swait};
+                          .stream_wait_event = o_swait,
+                          .stream_capturing = o_capturing};
     argus__arm_config cfg = {.cap = cap, .max_launches = max_launches, .max_bytes = 1 << 20};
     assert_int_equal(argus__arm_init(&drv, &ops, &cfg, emit, NULL), 0);
 }
@@ -390,6 +400,13 @@ static void test_not_instrumented(void **state)
 {
     (void)state;
     setup_arm(8, 16);
+    /* Many functions of a plain module (the hash grows past its first
+     * size): each looked up once, none armed. */
+    for (int pass = 0; pass < 2; pass++)
+        for (uintptr_t f = 0; f < 600; f++)
+            assert_int_equal(argus__arm_launch_enter((void *)(0xC0000 + f * 64), grid, block, NULL,
+                                                     0, 100 + f), 0);
+    assert_int_equal(F.globals_asked, 1);
     assert_int_equal(argus__arm_launch_enter(FUNC_B, grid, block, NULL, 0, 1), 0);
     assert_int_equal(argus__arm_launch_enter(FUNC_B, grid, block, NULL, 0, 2), 0);
     /* One cuModuleGetGlobal for the module, none on its later launches;
@@ -518,6 +535,15 @@ static void test_limits_and_failures(void **state)
     const uint32_t huge[3] = {1, 1, 1}, hblk[3] = {2048, 1, 1};
     assert_int_equal(argus__arm_launch_enter(FUNC_A, huge, hblk, NULL, 0, 2), 0);
     assert_non_null(strstr(g_lines, "1 to 1024 threads per CTA"));
+    /* A stream being captured into a graph, and one the driver cannot say
+     * about: not armed, nothing enqueued into them. */
+    int htods = F.htods;
+    assert_int_equal(argus__arm_launch_enter(FUNC_A, grid, block, (void *)0xCA, 0, 4), 0);
+    assert_int_equal(argus__arm_launch_enter(FUNC_A, grid, block, (void *)0xBAD, 0, 5), 0);
+    assert_int_equal(F.htods, htods);
+    assert_non_null(strstr(g_lines, "{\"e\":\"armed\",\"corr\":4,\"state\":\"not_armed\","
+                                    "\"why\":\"launched into a stream being captured"));
+    assert_non_null(strstr(g_lines, "{\"e\":\"armed\",\"corr\":5,\"state\":\"not_armed\""));
     /* A stream-ordered copy that fails. */
     F.fail_memset = 1;
     assert_int_equal(argus__arm_launch_enter(FUNC_A, grid, block, NULL, 0, 3), 0);
