@@ -25,8 +25,10 @@
  *   - The sync point: the second event is polled (cuEventQuery, no wait)
  *     when the application itself synchronises (cuCtxSynchronize,
  *     cuStreamSynchronize, cuEventSynchronize, a synchronous cuMemcpyDtoH:
- *     their exit callbacks), at every later launch, and waited for at the
- *     process's exit. A collected buffer is decoded here and written into
+ *     their exit callbacks), at every later launch of an instrumented kernel
+ *     into a stream not under capture, and waited for at the process's
+ *     exit. A program without instrumented kernels (PyTorch's) sees no
+ *     query at all: per launch, one lookup of its function in a hash. A collected buffer is decoded here and written into
  *     the recording as "dnode", "region" and "armed" lines, joined to the
  *     kernel's CUPTI record by the correlation ID.
  *   - A launch into a stream that is being captured (a CUDA graph) is not
@@ -552,12 +554,9 @@ static void collect(arm_launch *l)
     argus_trace_free(&t);
 }
 
-void argus__arm_poll(int wait)
+/* Collects what has completed (with wait: everything); a_lock held. */
+static void poll_locked(int wait)
 {
-    if (!a_on || a_busy)
-        return;
-    a_busy = 1;
-    pthread_mutex_lock(&a_lock);
     for (size_t i = 0; i < a_nlaunch; i++) {
         arm_launch *l = &a_launch[i];
         if (!l->used || !l->exited)
@@ -574,6 +573,15 @@ void argus__arm_poll(int wait)
             l->used = 0;
         }
     }
+}
+
+void argus__arm_poll(int wait)
+{
+    if (!a_on || a_busy)
+        return;
+    a_busy = 1;
+    pthread_mutex_lock(&a_lock);
+    poll_locked(wait);
     pthread_mutex_unlock(&a_lock);
     a_busy = 0;
 }
@@ -665,7 +673,6 @@ void argus__arm_on_callback(unsigned cbid, int enter, const void *data)
         return;
     }
     if (enter) {
-        argus__arm_poll(0);
         if (argus__arm_launch_enter(func, grid, block, stream, ptsz, cb->correlationId)) {
             pthread_mutex_lock(&a_lock);
             set_name(cb->correlationId, cb->symbolName);
