@@ -249,8 +249,10 @@ static long module_of(void *func)
     func_entry *fe = &a_funcs[a_nfuncs++];
     fe->func = func;
     fe->mod = -1;
-    void *module = NULL;
-    if (a_ops.func_module(a_ops.ctx, func, &module) != 0 || module == NULL)
+    void *module = NULL, *f2 = NULL;
+    if ((a_ops.func_module(a_ops.ctx, func, &module) != 0 || module == NULL) &&
+        (a_ops.kernel_function == NULL || a_ops.kernel_function(a_ops.ctx, func, &f2) != 0 ||
+         a_ops.func_module(a_ops.ctx, f2, &module) != 0 || module == NULL))
         return -1;
     for (size_t i = 0; i < a_nmods; i++)
         if (a_mods[i].module == module)
@@ -697,6 +699,7 @@ typedef int (*fn_ev)(void *);
 typedef int (*fn_screate)(void **, unsigned);
 typedef int (*fn_swait)(void *, void *, unsigned);
 typedef int (*fn_capturing)(void *, int *);
+typedef int (*fn_kfunc)(void **, void *);
 
 typedef struct cu_ops {
     fn_funcmod funcmod;
@@ -710,6 +713,7 @@ typedef struct cu_ops {
     fn_screate screate;
     fn_swait swait;
     fn_capturing capturing;
+    fn_kfunc kfunc;
 } cu_ops;
 
 static cu_ops g_cu;
@@ -723,6 +727,10 @@ static int o_htod(void *c, uint64_t d, const void *src, size_t b, void *s)
 static int o_dtoh(void *c, void *d, uint64_t src, size_t b, void *s)
 {
     return ((cu_ops *)c)->dtoh(d, src, b, s);
+}
+static int o_kfunc(void *c, void *k, void **f)
+{
+    return ((cu_ops *)c)->kfunc ? ((cu_ops *)c)->kfunc(f, k) : 500;
 }
 static int o_hostalloc(void *c, void **p, size_t b) { return ((cu_ops *)c)->hostalloc(p, b); }
 /* CU_EVENT_DISABLE_TIMING: the events only order and signal. */
@@ -773,8 +781,13 @@ int argus__arm_ops_cuda(argus__arm_ops *ops, char *msg, size_t msglen)
     memcpy(&g_cu.screate, &p[9], sizeof(p[0]));
     memcpy(&g_cu.swait, &p[10], sizeof(p[0]));
     memcpy(&g_cu.capturing, &p[11], sizeof(p[0]));
+    /* CUDA 12.0+; without it, a CUkernel handle is not resolved. */
+    void *kf = dlsym(h, "cuKernelGetFunction");
+    if (kf)
+        memcpy(&g_cu.kfunc, &kf, sizeof(kf));
     *ops = (argus__arm_ops){.ctx = &g_cu,
                             .func_module = o_funcmod,
+                            .kernel_function = o_kfunc,
                             .memset0_async = o_memset,
                             .htod_async = o_htod,
                             .dtoh_async = o_dtoh,

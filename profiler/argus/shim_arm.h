@@ -21,6 +21,9 @@
 typedef struct argus__arm_ops {
     void *ctx;
     int (*func_module)(void *ctx, void *func, void **module);
+    /* cuKernelGetFunction: the runtime (CUDA 12+) may launch a CUkernel
+     * handle cast to CUfunction; NULL op: not tried. */
+    int (*kernel_function)(void *ctx, void *kernel, void **func);
     int (*memset0_async)(void *ctx, uint64_t dptr, size_t bytes, void *stream);
     int (*htod_async)(void *ctx, uint64_t dst, const void *src, size_t bytes, void *stream);
     int (*dtoh_async)(void *ctx, void *dst, uint64_t src, size_t bytes, void *stream);

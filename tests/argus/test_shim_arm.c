@@ -113,6 +113,13 @@ static int o_funcmod(void *c, void *f, void **m)
                                                          : NULL;
     return *m ? 0 : 400; /* CUDA_ERROR_INVALID_HANDLE */
 }
+/* A CUkernel handle (0xA0F0) the driver resolves to FUNC_A's function. */
+static int o_kfunc(void *c, void *k, void **f)
+{
+    (void)c;
+    *f = k == (void *)0xA0F0 ? FUNC_A : NULL;
+    return *f ? 0 : 400;
+}
 /* The stream-ordered copies run at once: the fake's device is idle, so
  * "in stream order" is "now", which is what the model kernel sees next. */
 static int o_memset(void *c, uint64_t d, size_t b, void *s)
@@ -220,6 +227,7 @@ static void setup_arm(uint32_t cap, uint32_t max_launches)
              outer, load, outer);
     argus_driver drv = {NULL, f_alloc, f_free, f_memset0, f_htod, f_dtoh, f_global};
     argus__arm_ops ops = {.func_module = o_funcmod,
+                          .kernel_function = o_kfunc,
                           .memset0_async = o_memset,
                           .htod_async = o_htod,
                           .dtoh_async = o_dtoh,
@@ -416,6 +424,10 @@ static void test_not_instrumented(void **state)
     argus__arm_launch_exit(1, 0);
     argus__arm_poll(1);
     assert_int_equal(g_len, 0);
+    /* A CUkernel handle cast to CUfunction, as the runtime launches: its
+     * function's module, which is instrumented. */
+    assert_int_equal(argus__arm_launch_enter((void *)0xA0F0, grid, block, NULL, 0, 9), 1);
+    argus__arm_launch_exit(9, 0);
     /* A function whose module the driver does not give. */
     assert_int_equal(argus__arm_launch_enter((void *)0xDEAD, grid, block, NULL, 0, 3), 0);
     argus__arm_shutdown();
