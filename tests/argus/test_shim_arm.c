@@ -50,6 +50,22 @@ typedef struct fake {
 
 static fake F;
 
+/* What the fake allocated for arming (device buffers, pinned memory):
+ * arming keeps them for the process's life, as the real recorder does, so
+ * the test frees them after argus__arm_shutdown. */
+static void *g_allocs[256];
+static int g_nallocs;
+static void *track(void *p)
+{
+    assert_true(g_nallocs < 256);
+    return g_allocs[g_nallocs++] = p;
+}
+static void free_tracked(void)
+{
+    while (g_nallocs > 0)
+        free(g_allocs[--g_nallocs]);
+}
+
 static int f_alloc(void *c, uint64_t *d, size_t b)
 {
     (void)c;
@@ -57,6 +73,7 @@ static int f_alloc(void *c, uint64_t *d, size_t b)
     if (p == NULL)
         return 2;
     memset(p, 0xA5, b); /* device memory is not zeroed */
+    track(p);
     F.allocs++;
     *d = (uint64_t)(uintptr_t)p;
     return 0;
@@ -64,8 +81,13 @@ static int f_alloc(void *c, uint64_t *d, size_t b)
 static int f_free(void *c, uint64_t d)
 {
     (void)c;
-    free((void *)(uintptr_t)d);
-    return 0;
+    for (int i = 0; i < g_nallocs; i++)
+        if (g_allocs[i] == (void *)(uintptr_t)d) {
+            g_allocs[i] = g_allocs[--g_nallocs];
+            free((void *)(uintptr_t)d);
+            return 0;
+        }
+    return 1; /* CUDA_ERROR_INVALID_VALUE: not ours */
 }
 static int f_memset0(void *c, uint64_t d, size_t b)
 {
@@ -153,6 +175,8 @@ static int o_hostalloc(void *c, void **p, size_t b)
     (void)c;
     F.host_allocs++;
     *p = calloc(1, b);
+    if (*p)
+        track(*p);
     return *p ? 0 : 2;
 }
 static int o_evcreate(void *c, void **e)
@@ -216,6 +240,7 @@ static void emit(void *ud, const char *line)
 
 static void setup_arm(uint32_t cap, uint32_t max_launches)
 {
+    free_tracked();
     memset(&F, 0, sizeof(F));
     g_len = 0;
     g_lines[0] = '\0';
@@ -680,5 +705,7 @@ int main(void)
         cmocka_unit_test(test_cupti_callbacks),
         cmocka_unit_test(test_bad_lines),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    free_tracked();
+    return rc;
 }
