@@ -66,6 +66,9 @@ if [[ $mode == prepare ]]; then
     exit 0
 fi
 [[ $mode == dry ]] && BUILD=${BUILD:-build} || BUILD=${BUILD:-build-gpu}
+# BUILD may be absolute (the ctest passes its build tree).
+BDIR=$REPO/$BUILD
+[[ $BUILD == /* ]] && BDIR=$BUILD
 OUT=${OUT:-$PWD/out-argus-shim-torch}
 mkdir -p "$OUT"
 stage=${ARGUS_STAGE:-$(mktemp -d "${TMPDIR:-/tmp}/argusshim.XXXXXX")}
@@ -83,11 +86,11 @@ pack() {
     exit "$rc"
 }
 trap pack EXIT
-SHIM=$REPO/$BUILD/bin/argus-shim
-[[ -x $SHIM && -f $REPO/$BUILD/lib/libargus_inject.so ]] ||
+SHIM=$BDIR/bin/argus-shim
+[[ -x $SHIM && -f $BDIR/lib/libargus_inject.so ]] ||
     { log "no argus-shim in $BUILD (bin/argus-shim, lib/libargus_inject.so): run --prepare on the development machine and carry $BUILD"; exit 1; }
 CUPTI_DIR=/usr/local/cuda-13.0/targets/x86_64-linux/lib
-export LD_LIBRARY_PATH=$REPO/$BUILD/lib:$CUPTI_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export LD_LIBRARY_PATH=$BDIR/lib:$CUPTI_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
 # check.py DIR RANGES...: the checks above on one argus-shim output folder;
 # prints one line per check and exits 1 when one fails.
@@ -265,8 +268,8 @@ run() {
 printf 'variant\trep\twall_s\texit\tloop_s\n' >"$RES/runs.tsv"
 
 if [[ $mode == dry ]]; then
-    fake=$REPO/$BUILD/tests/argus/fakecupti
-    prog=$REPO/$BUILD/bin/argus_shim_prog
+    fake=$BDIR/tests/argus/fakecupti
+    prog=$BDIR/bin/argus_shim_prog
     [[ -x $prog && -f $fake/libcupti.so.13 ]] || { log "no fake CUPTI or argus_shim_prog in $BUILD (the ctest build)"; exit 1; }
     step=(push:step push:forward conv:7:300 bn:7:100 pop push:backward conv_bwd:7:500 pop push:optimizer sgd:7:40 pop pop)
     args=(0 warm:7:50 "${step[@]}" "${step[@]}" "${step[@]}")
@@ -329,10 +332,10 @@ GEN
     log "part B's checker: passes the right synthetic recording, fails the short one"
     # Part B's program must build (it runs only on a GPU).
     NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-    if [[ -x $NVCC && -x $REPO/$BUILD/bin/argus ]]; then
+    if [[ -x $NVCC && -x $BDIR/bin/argus ]]; then
         bw=$RES/partb_build
         mkdir -p "$bw"
-        "$REPO/$BUILD/bin/argus" registry tests/argus/gpu_gemm_kernels.cu -o "$bw/gemm.argus.json" \
+        "$BDIR/bin/argus" registry tests/argus/gpu_gemm_kernels.cu -o "$bw/gemm.argus.json" \
             --embed "$bw/gemm.argus.cuh" >/dev/null &&
             "$NVCC" -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -Werror all-warnings -DARGUS_ENABLE \
                 -include "$bw/gemm.argus.cuh" -Iinclude -c tests/argus/gpu_gemm_kernels.cu -o "$bw/gemm_on.o" &&
@@ -350,11 +353,11 @@ fi
 
 brc=skipped
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-if [[ -x $NVCC && -x $REPO/$BUILD/bin/argus ]] && nvidia-smi -L >/dev/null 2>&1; then
+if [[ -x $NVCC && -x $BDIR/bin/argus ]] && nvidia-smi -L >/dev/null 2>&1; then
     bw=$RES/partb
     mkdir -p "$bw"
     set +e
-    "$REPO/$BUILD/bin/argus" registry tests/argus/gpu_gemm_kernels.cu -o "$bw/gemm.argus.json" \
+    "$BDIR/bin/argus" registry tests/argus/gpu_gemm_kernels.cu -o "$bw/gemm.argus.json" \
         --embed "$bw/gemm.argus.cuh" >"$bw/build.log" 2>&1 &&
         "$NVCC" -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -DARGUS_ENABLE \
             -include "$bw/gemm.argus.cuh" -Iinclude -c tests/argus/gpu_gemm_kernels.cu -o "$bw/gemm_on.o" >>"$bw/build.log" 2>&1 &&
