@@ -174,7 +174,10 @@ typedef struct argus_node {
     X(ARGUS_DIAG_UNKNOWN_CORRELATION,                                         \
       "kernel whose launch was not recorded (unknown correlation ID)")        \
     X(ARGUS_DIAG_ACTIVITY_DROPPED, "CUPTI dropped activity records")          \
-    X(ARGUS_DIAG_NO_KERNEL, "launch recorded but CUPTI reported no kernel for it")
+    X(ARGUS_DIAG_NO_KERNEL, "launch recorded but CUPTI reported no kernel for it") \
+    X(ARGUS_DIAG_DEVICE_REGIONS_MISSING,                                      \
+      "instrumented launch whose device regions are not in the report "       \
+      "(its armed line in the recording says why)")
 
 enum argus_diag_kind {
 #define ARGUS_X_DIAG(name, what) name,

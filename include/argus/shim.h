@@ -41,7 +41,14 @@ extern "C" {
     X(ARGUS_SHIM_END, "end")       /* nvtxRangeEnd: tid, ts, id */            \
     X(ARGUS_SHIM_LAUNCH, "launch") /* a launch API call: tid, ts, corr */     \
     X(ARGUS_SHIM_KERNEL, "kernel") /* CUPTI activity: corr, name, start, end, \
-                                      stream */
+                                      stream */                               \
+    X(ARGUS_SHIM_DNODE, "dnode")   /* an armed launch's device region tree    \
+                                      node: corr, node, parent, name */       \
+    X(ARGUS_SHIM_REGION, "region") /* a device region occurrence: corr, node, \
+                                      cta, warp, start/end (ns after the      \
+                                      kernel's first CTA), flags */           \
+    X(ARGUS_SHIM_ARMED, "armed")   /* an instrumented launch's outcome: corr, \
+                                      name, state, why, records lost */
 
 enum argus_shim_event_kind {
     ARGUS_SHIM_NONE = 0,
@@ -58,9 +65,25 @@ typedef struct argus_shim_event {
                           (launch, kernel) */
     uint64_t start, end; /* kernel: GPU start/end, ns on CUPTI's clock */
     uint32_t stream;   /* kernel */
-    const char *name;  /* push, start, kernel (launch: optional) */
+    const char *name;  /* push, start, kernel, dnode (launch, armed:
+                          optional); armed: the "why" sentence in note */
     long line;         /* line of the recording, for diagnostics */
+    /* Device regions of armed launches (dnode, region, armed; id is the
+     * launch's correlation ID). */
+    uint32_t node;     /* dnode, region: the node in the launch's tree */
+    int64_t parent;    /* dnode: parent node, -1 the kernel */
+    uint32_t cta, warp, flags; /* region: where, and ARGUS_OCC_* flags */
+    int state;         /* armed: ARGUS_SHIM_ARMED_* */
+    uint64_t lost;     /* armed: records lost to ring wraps */
+    const char *note;  /* armed: why (copied like name) */
 } argus_shim_event;
+
+/* What became of an instrumented launch (the "state" of an armed line). */
+#define ARGUS_SHIM_ARMED_DECODED 0   /* its regions follow in dnode/region lines */
+#define ARGUS_SHIM_ARMED_NOT 1       /* "not_armed": ran without a buffer */
+#define ARGUS_SHIM_ARMED_DISCARDED 2 /* "discarded": another launch may have
+                                        written into its buffer */
+#define ARGUS_SHIM_ARMED_FAILED 3    /* "failed": arming, read-back or decode */
 
 /* What CUPTI let the recorder do. */
 #define ARGUS_SHIM_CUPTI_OK 0          /* subscribed: launches and kernels */
@@ -111,6 +134,8 @@ int argus_shim_input_add(argus_shim_input *in, const argus_shim_event *e);
 #define ARGUS_SHIM_NODE_KERNEL 2  /* a kernel, named by its function symbol */
 #define ARGUS_SHIM_NODE_UNKNOWN 3 /* "(launch not recorded)": kernels whose
                                      correlation ID has no launch record */
+#define ARGUS_SHIM_NODE_DEVICE 4  /* a device region of an armed launch, under
+                                     its kernel's node */
 
 /* The name under which kernels without a launch record are grouped. */
 #define ARGUS_SHIM_UNKNOWN_LAUNCH "(launch not recorded)"
@@ -124,6 +149,9 @@ typedef struct argus_shim_result {
     uint64_t ranges, kernels;  /* occurrences built */
     uint64_t kernels_in_ranges, kernels_outside, kernels_unknown;
     uint64_t launches_without_kernel; /* launches CUPTI reported no kernel for */
+    uint64_t device_regions;   /* device region occurrences joined */
+    uint64_t armed_decoded, armed_missing; /* instrumented launches with and
+                                  without decoded regions */
     const argus_shim_input *in; /* for the report's run section */
 } argus_shim_result;
 

@@ -33,4 +33,11 @@ double argus__percentile(const double *sorted, size_t n, double p);
 void argus__occ_time(const argus_trace *t, const argus_occurrence *o, double *begin,
                      double *dur);
 
+/* The buffer of a grid x block launch with cap records per warp: its
+ * header (*h) and size (*bytes), or ARGUS_EINVAL/ARGUS_ELIMIT with the
+ * reason in msg. Shared by argus_launch_arm and argus-shim's arming
+ * (shim_arm.c), which enqueues the same buffer asynchronously. */
+int argus__launch_plan(const uint32_t grid[3], const uint32_t block[3], uint32_t cap,
+                       argus_buf_header *h, size_t *bytes, char *msg, size_t msglen);
+
 #endif /* ARGUS_INTERNAL_H */

@@ -502,6 +502,8 @@ static const char *shim_kind(int k)
         return "nvtx_start_end";
     case ARGUS_SHIM_NODE_KERNEL:
         return "kernel";
+    case ARGUS_SHIM_NODE_DEVICE:
+        return "device_region";
     default:
         return "unplaced";
     }
@@ -568,6 +570,12 @@ int argus_shim_report_json(const argus_shim_result *res, const argus_scope *s, F
     cJSON_AddItemToObject(run, "activity_records_dropped",
                           num(in ? (double)in->dropped : 0, "records", "observed"));
     cJSON_AddItemToObject(run, "span", num((double)(t->gt_max - t->gt_min), "ns", "observed"));
+    cJSON_AddItemToObject(run, "device_regions",
+                          num((double)res->device_regions, "occurrences", "observed"));
+    cJSON_AddItemToObject(run, "armed_launches_decoded",
+                          num((double)res->armed_decoded, "launches", "observed"));
+    cJSON_AddItemToObject(run, "armed_launches_missing",
+                          num((double)res->armed_missing, "launches", "observed"));
     cJSON *cupti = cJSON_AddObjectToObject(run, "cupti");
     cJSON_AddStringToObject(cupti, "state", shim_cupti(in ? in->cupti : ARGUS_SHIM_CUPTI_UNAVAILABLE));
     cJSON_AddStringToObject(cupti, "note", in ? in->cupti_note : "");
@@ -605,6 +613,14 @@ int argus_shim_report_json(const argus_shim_result *res, const argus_scope *s, F
                                                   : p < 0 ? "launched outside every range"
                                                           : "innermost range at launch, by correlation ID");
             cJSON_AddStringToObject(pl, "mark", unplaced ? "observed" : "attributed");
+        } else if (kind == ARGUS_SHIM_NODE_DEVICE) {
+            /* Which launch a device region belongs to is not inferred: its
+             * buffer was armed for that launch (correlation ID). */
+            cJSON *pl = cJSON_AddObjectToObject(r, "placement");
+            cJSON_AddStringToObject(pl, "method",
+                                    "in its kernel's armed launch, by correlation ID; at the "
+                                    "kernel's CUPTI start plus its offset from the first CTA");
+            cJSON_AddStringToObject(pl, "mark", "observed");
         } else {
             cJSON_AddItemToObject(r, "kernels_inside",
                                   num((double)inside[st[i].node], "kernels", "attributed"));
@@ -613,7 +629,9 @@ int argus_shim_report_json(const argus_shim_result *res, const argus_scope *s, F
         cJSON_AddItemToObject(r, "partial", num((double)st[i].partial, "occurrences", "observed"));
         cJSON *timing = cJSON_AddObjectToObject(r, "time");
         cJSON_AddStringToObject(timing, "method", kind == ARGUS_SHIM_NODE_KERNEL ? "cupti_activity"
-                                                                                : "host_timestamps");
+                                                  : kind == ARGUS_SHIM_NODE_DEVICE
+                                                      ? "argus_markers"
+                                                      : "host_timestamps");
         cJSON_AddNumberToObject(timing, "samples", (double)st[i].timed);
         /* A region with only partial occurrences has no time: none is
          * written rather than a zero. */

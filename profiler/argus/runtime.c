@@ -110,6 +110,37 @@ int argus_driver_cuda(argus_driver *drv, char *msg, size_t msglen)
 /* CUDA_ERROR_NOT_FOUND: the symbol is not in the module. */
 #define ARGUS_CU_NOT_FOUND 500
 
+int argus__launch_plan(const uint32_t grid[3], const uint32_t block[3], uint32_t cap,
+                       argus_buf_header *out, size_t *out_bytes, char *msg, size_t msglen)
+{
+    if (cap == 0 || cap > ARGUS_MAX_CAP || (cap & (cap - 1)) != 0)
+        return argus__fail(ARGUS_EINVAL, msg, msglen,
+                           "argus: %u records per warp: use a power of "
+                           "two from 1 to %u", cap, ARGUS_MAX_CAP);
+    uint64_t threads = (uint64_t)block[0] * block[1] * block[2];
+    uint64_t ctas = (uint64_t)grid[0] * grid[1] * grid[2];
+    uint64_t wpc = (threads + 31) / 32;
+    if (threads == 0 || threads > 1024 || ctas == 0 || ctas * wpc > ARGUS_MAX_SLOTS)
+        return argus__fail(ARGUS_ELIMIT, msg, msglen,
+                           "argus: grid %ux%ux%u x block %ux%ux%u: %llu warps; "
+                           "Argus traces 1 to %u warps with 1 to 1024 threads per CTA",
+                           grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                           (unsigned long long)(ctas * wpc), ARGUS_MAX_SLOTS);
+    argus_buf_header h = {.magic = ARGUS_BUF_MAGIC,
+                          .version = ARGUS_FORMAT_VERSION,
+                          .header_bytes = ARGUS_HEADER_BYTES,
+                          .nslots = (uint32_t)(ctas * wpc),
+                          .cap = cap,
+                          .warps_per_cta = (uint32_t)wpc};
+    memcpy(h.grid, grid, sizeof(h.grid));
+    memcpy(h.block, block, sizeof(h.block));
+    size_t stride = ARGUS_SLOT_HEADER_BYTES + (size_t)cap * 8u;
+    size_t bytes = ARGUS_HEADER_BYTES + (size_t)h.nslots * stride;
+    *out = h;
+    *out_bytes = bytes;
+    return 0;
+}
+
 int argus_launch_arm(const argus_driver *drv, void *module, const uint32_t grid[3],
                      const uint32_t block[3], uint32_t cap, argus_launch *l, char *msg,
                      size_t msglen)
@@ -121,19 +152,11 @@ int argus_launch_arm(const argus_driver *drv, void *module, const uint32_t grid[
         drv->get_global == NULL || drv->htod == NULL || drv->memset0 == NULL)
         return argus__fail(ARGUS_EINVAL, msg, msglen,
                            "argus_launch_arm: the driver table or the launch shape is missing");
-    if (cap == 0 || cap > ARGUS_MAX_CAP || (cap & (cap - 1)) != 0)
-        return argus__fail(ARGUS_EINVAL, msg, msglen,
-                           "argus_launch_arm: cap %u records per warp: use a power of "
-                           "two from 1 to %u", cap, ARGUS_MAX_CAP);
-    uint64_t threads = (uint64_t)block[0] * block[1] * block[2];
-    uint64_t ctas = (uint64_t)grid[0] * grid[1] * grid[2];
-    uint64_t wpc = (threads + 31) / 32;
-    if (threads == 0 || threads > 1024 || ctas == 0 || ctas * wpc > ARGUS_MAX_SLOTS)
-        return argus__fail(ARGUS_ELIMIT, msg, msglen,
-                           "argus_launch_arm: grid %ux%ux%u x block %ux%ux%u: %llu warps; "
-                           "Argus traces 1 to %u warps with 1 to 1024 threads per CTA",
-                           grid[0], grid[1], grid[2], block[0], block[1], block[2],
-                           (unsigned long long)(ctas * wpc), ARGUS_MAX_SLOTS);
+    argus_buf_header h;
+    size_t bytes;
+    int rc = argus__launch_plan(grid, block, cap, &h, &bytes, msg, msglen);
+    if (rc != 0)
+        return rc;
     uint64_t desc;
     size_t desc_bytes = 0;
     int cr = drv->get_global(drv->ctx, module, ARGUS_DESC_SYMBOL, &desc, &desc_bytes);
@@ -151,16 +174,6 @@ int argus_launch_arm(const argus_driver *drv, void *module, const uint32_t grid[
                            "argus: %s is %zu bytes, this runtime expects %zu; rebuild "
                            "the kernel with this Argus's region.cuh",
                            ARGUS_DESC_SYMBOL, desc_bytes, sizeof(argus_device_desc));
-    argus_buf_header h = {.magic = ARGUS_BUF_MAGIC,
-                          .version = ARGUS_FORMAT_VERSION,
-                          .header_bytes = ARGUS_HEADER_BYTES,
-                          .nslots = (uint32_t)(ctas * wpc),
-                          .cap = cap,
-                          .warps_per_cta = (uint32_t)wpc};
-    memcpy(h.grid, grid, sizeof(h.grid));
-    memcpy(h.block, block, sizeof(h.block));
-    size_t stride = ARGUS_SLOT_HEADER_BYTES + (size_t)cap * 8u;
-    size_t bytes = ARGUS_HEADER_BYTES + (size_t)h.nslots * stride;
     uint64_t buf;
     if ((cr = drv->mem_alloc(drv->ctx, &buf, bytes)) != 0)
         return argus__fail(ARGUS_EDRIVER, msg, msglen,

@@ -31,6 +31,13 @@
  *   - Kernel times are CUPTI's GPU start/end (observed); range times are
  *     the host timestamps the recorder took with cuptiGetTimestamp, on the
  *     same clock.
+ *   - Device regions of an armed launch (dnode/region lines, shim_arm.c)
+ *     sit under their kernel's node, joined by the correlation ID, each
+ *     warp on a track of its own (stream, CTA, warp); an occurrence is
+ *     placed at the kernel's CUPTI start plus its offset from the kernel's
+ *     first CTA start. A launch whose regions cannot be joined (no kernel
+ *     record, or its armed line says they were not decoded) is a
+ *     diagnostic, never regions placed at a guessed time.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +68,17 @@ typedef struct launch_ref { /* a launch's correlation ID and its range */
     uint32_t slot;
 } launch_ref;
 
+typedef struct kernel_ref { /* the first kernel record of a correlation ID */
+    uint64_t corr;
+    uint32_t node, stream;
+    uint64_t start;
+} kernel_ref;
+
+typedef struct dnode_ref { /* an armed launch's device node, mapped */
+    uint64_t corr;
+    uint32_t dnode, node;
+} dnode_ref;
+
 typedef struct builder {
     argus_shim_result *r;
     argus_trace *t;
@@ -73,6 +91,14 @@ typedef struct builder {
     size_t nranges, capranges;
     launch_ref *launches;
     size_t nlaunches, caplaunches;
+    kernel_ref *krefs;
+    size_t nkrefs, capkrefs;
+    dnode_ref *drefs;
+    size_t ndrefs, capdrefs;
+    uint64_t *dslots; /* device tracks: stream << 29 | cta << 5 | warp */
+    size_t ndslots, capdslots;
+    size_t *dslot_hash; /* open addressing over dslots, index + 1 */
+    size_t dslot_hcap;
 } builder;
 
 static int add_diag(builder *b, int kind, uint32_t slot, long line, uint32_t value, uint64_t count)
@@ -316,7 +342,165 @@ static int kernel_event(builder *b, const argus_shim_event *e, char *msg, size_t
     o->t_begin_ns = (double)e->start;
     o->t_end_ns = (double)e->end;
     b->r->kernels++;
+    /* A graph launch's kernels share one correlation ID; only a direct
+     * launch is armed, so the first record is its kernel. */
+    for (size_t i = 0; i < b->nkrefs; i++)
+        if (b->krefs[i].corr == e->id)
+            return 0;
+    if (argus__grow((void **)&b->krefs, &b->capkrefs, b->nkrefs + 1, sizeof(kernel_ref)) != 0)
+        return ARGUS_ENOMEM;
+    b->krefs[b->nkrefs++] = (kernel_ref){e->id, node, (uint32_t)si, e->start};
     return 0;
+}
+
+static int cmp_kref(const void *a, const void *b)
+{
+    const kernel_ref *x = a, *y = b;
+    return (x->corr > y->corr) - (x->corr < y->corr);
+}
+
+static int cmp_dref(const void *a, const void *b)
+{
+    const dnode_ref *x = a, *y = b;
+    if (x->corr != y->corr)
+        return x->corr < y->corr ? -1 : 1;
+    return (x->dnode > y->dnode) - (x->dnode < y->dnode);
+}
+
+static const kernel_ref *kref_of(const builder *b, uint64_t corr)
+{
+    kernel_ref key = {.corr = corr};
+    return b->nkrefs ? bsearch(&key, b->krefs, b->nkrefs, sizeof(kernel_ref), cmp_kref) : NULL;
+}
+
+/* The shim node of an armed launch's device node, or -1. drefs is sorted
+ * by then when regions are placed; while dnodes are added it is searched
+ * from the end (a launch's nodes come together, parents first). */
+static int64_t dnode_of(const builder *b, uint64_t corr, uint32_t dnode, int sorted)
+{
+    if (sorted) {
+        dnode_ref key = {corr, dnode, 0};
+        const dnode_ref *d =
+            b->ndrefs ? bsearch(&key, b->drefs, b->ndrefs, sizeof(dnode_ref), cmp_dref) : NULL;
+        return d ? (int64_t)d->node : -1;
+    }
+    for (size_t i = b->ndrefs; i-- > 0;)
+        if (b->drefs[i].corr == corr && b->drefs[i].dnode == dnode)
+            return b->drefs[i].node;
+    return -1;
+}
+
+static int cmp_dnode_event(const void *a, const void *b)
+{
+    const argus_shim_event *x = *(const argus_shim_event *const *)a;
+    const argus_shim_event *y = *(const argus_shim_event *const *)b;
+    if (x->id != y->id)
+        return x->id < y->id ? -1 : 1;
+    if (x->node != y->node)
+        return x->node < y->node ? -1 : 1;
+    return (x > y) - (x < y);
+}
+
+/* One diagnostic per launch whose device regions are not joined. */
+static int regions_missing(builder *b, uint64_t corr, long line)
+{
+    for (size_t i = 0; i < b->t->ndiags; i++)
+        if (b->t->diags[i].kind == ARGUS_DIAG_DEVICE_REGIONS_MISSING &&
+            b->t->diags[i].value == (uint32_t)corr)
+            return 0;
+    b->r->armed_missing++;
+    return add_diag(b, ARGUS_DIAG_DEVICE_REGIONS_MISSING, 0, line, (uint32_t)corr, 1);
+}
+
+static int dnode_event(builder *b, const argus_shim_event *e, char *msg, size_t msglen)
+{
+    const kernel_ref *k = kref_of(b, e->id);
+    if (k == NULL)
+        return regions_missing(b, e->id, e->line);
+    int64_t parent = e->parent < 0 ? (int64_t)k->node : dnode_of(b, e->id, (uint32_t)e->parent, 0);
+    if (parent < 0)
+        return regions_missing(b, e->id, e->line);
+    uint32_t node;
+    int rc = node_for(b, e->name, (int32_t)parent, ARGUS_SHIM_NODE_DEVICE, &node, msg, msglen);
+    if (rc != 0)
+        return rc;
+    if (argus__grow((void **)&b->drefs, &b->capdrefs, b->ndrefs + 1, sizeof(dnode_ref)) != 0)
+        return ARGUS_ENOMEM;
+    b->drefs[b->ndrefs++] = (dnode_ref){e->id, e->node, node};
+    return 0;
+}
+
+/* The device track of (stream, cta, warp), made when new. */
+static int dslot_of(builder *b, uint64_t key, uint32_t *slot)
+{
+    if ((b->ndslots + 1) * 2 > b->dslot_hcap) {
+        size_t cap = b->dslot_hcap ? b->dslot_hcap * 2 : 1024;
+        size_t *h = calloc(cap, sizeof(size_t));
+        if (h == NULL)
+            return ARGUS_ENOMEM;
+        for (size_t i = 0; i < b->ndslots; i++) {
+            size_t j = (size_t)(b->dslots[i] * 0x9E3779B97F4A7C15ull) & (cap - 1);
+            while (h[j])
+                j = (j + 1) & (cap - 1);
+            h[j] = i + 1;
+        }
+        free(b->dslot_hash);
+        b->dslot_hash = h;
+        b->dslot_hcap = cap;
+    }
+    size_t j = (size_t)(key * 0x9E3779B97F4A7C15ull) & (b->dslot_hcap - 1);
+    while (b->dslot_hash[j]) {
+        if (b->dslots[b->dslot_hash[j] - 1] == key) {
+            *slot = (uint32_t)(b->dslot_hash[j] - 1);
+            return 0;
+        }
+        j = (j + 1) & (b->dslot_hcap - 1);
+    }
+    if (argus__grow((void **)&b->dslots, &b->capdslots, b->ndslots + 1, sizeof(uint64_t)) != 0)
+        return ARGUS_ENOMEM;
+    b->dslots[b->ndslots] = key;
+    b->dslot_hash[j] = b->ndslots + 1;
+    *slot = (uint32_t)b->ndslots++;
+    return 0;
+}
+
+static int region_event(builder *b, const argus_shim_event *e)
+{
+    const kernel_ref *k = kref_of(b, e->id);
+    int64_t node = k ? dnode_of(b, e->id, e->node, 1) : -1;
+    if (node < 0)
+        return regions_missing(b, e->id, e->line);
+    uint32_t slot;
+    uint64_t key = ((uint64_t)k->stream << 29) | ((uint64_t)e->cta << 5) | e->warp;
+    size_t idx;
+    int rc;
+    if ((rc = dslot_of(b, key, &slot)) != 0 || (rc = new_occ(b, &idx)) != 0)
+        return rc;
+    argus_occurrence *o = &b->t->occ[idx];
+    o->region = b->t->nodes[node].region;
+    o->node = (uint32_t)node;
+    o->slot = slot; /* renumbered after the streams */
+    o->sm = 2;
+    o->warp = 1;
+    o->flags = e->flags;
+    o->clk_begin = k->start + e->start;
+    o->clk_end = k->start + e->end;
+    o->t_begin_ns = (double)o->clk_begin;
+    o->t_end_ns = (double)o->clk_end;
+    b->r->device_regions++;
+    return 0;
+}
+
+static int armed_event(builder *b, const argus_shim_event *e)
+{
+    if (e->state != ARGUS_SHIM_ARMED_DECODED)
+        return regions_missing(b, e->id, e->line);
+    if (kref_of(b, e->id) == NULL)
+        return regions_missing(b, e->id, e->line);
+    b->r->armed_decoded++;
+    /* Records the rings overwrote: the regions that survived whole are
+     * exact, the others are flagged partial in their region lines. */
+    return e->lost ? add_diag(b, ARGUS_DIAG_WRAPPED, 0, e->line, (uint32_t)e->id, e->lost) : 0;
 }
 
 typedef struct track_key {
@@ -422,34 +606,50 @@ static int finish(builder *b)
     }
     r->nthreads = (uint32_t)b->nth;
     r->nstreams = (uint32_t)b->nstreams;
-    size_t nslots = b->nth + b->nstreams;
-    /* Kernel tracks follow the thread tracks. */
+    size_t nslots = b->nth + b->nstreams + b->ndslots;
+    /* Kernel tracks follow the thread tracks, device warps the kernels. */
     for (size_t i = 0; i < t->nocc; i++)
-        if (t->occ[i].sm == 1) {
-            t->occ[i].slot += (uint32_t)b->nth;
+        if (t->occ[i].sm == 1 || t->occ[i].sm == 2) {
+            t->occ[i].slot += (uint32_t)(t->occ[i].sm == 1 ? b->nth : b->nth + b->nstreams);
             t->occ[i].cta = t->occ[i].slot;
         }
+    size_t nsm = b->ndslots ? 3 : 2;
     t->warps = calloc(nslots ? nslots : 1, sizeof(argus_warp_info));
     r->track_names = calloc(nslots ? nslots : 1, sizeof(char *));
-    t->sm_names = calloc(2, sizeof(char *));
+    t->sm_names = calloc(nsm, sizeof(char *));
     if (t->warps == NULL || r->track_names == NULL || t->sm_names == NULL)
         return ARGUS_ENOMEM;
     t->nwarps = nslots;
     t->slot_names = r->track_names;
-    t->nsm_names = 2;
+    t->nsm_names = nsm;
     if ((t->sm_names[0] = strdup("host threads (NVTX ranges)")) == NULL ||
-        (t->sm_names[1] = strdup("GPU (kernels by stream, CUPTI)")) == NULL)
+        (t->sm_names[1] = strdup("GPU (kernels by stream, CUPTI)")) == NULL ||
+        (nsm == 3 && (t->sm_names[2] = strdup("GPU device regions (Argus markers, by stream, "
+                                              "CTA and warp)")) == NULL))
         return ARGUS_ENOMEM;
     uint64_t lo = UINT64_MAX, hi = 0;
     for (size_t i = 0; i < nslots; i++) {
         argus_warp_info *w = &t->warps[i];
         w->slot = w->cta = (uint32_t)i;
-        w->sm = i < b->nth ? 0 : 1;
+        w->sm = i < b->nth ? 0 : i < b->nth + b->nstreams ? 1 : 2;
         w->flags = ARGUS_WARP_EMPTY;
-        int rc = i < b->nth ? name_dup(&r->track_names[i], "thread %llu",
-                                       (unsigned long long)b->th[i].tid)
-                            : name_dup(&r->track_names[i], "stream %llu",
-                                       (unsigned long long)b->streams[i - b->nth]);
+        int rc;
+        if (i < b->nth) {
+            rc = name_dup(&r->track_names[i], "thread %llu", (unsigned long long)b->th[i].tid);
+        } else if (i < b->nth + b->nstreams) {
+            rc = name_dup(&r->track_names[i], "stream %llu",
+                          (unsigned long long)b->streams[i - b->nth]);
+        } else {
+            uint64_t key = b->dslots[i - b->nth - b->nstreams];
+            char buf[96];
+            int wr = snprintf(buf, sizeof(buf), "stream %llu CTA %llu warp %llu",
+                              (unsigned long long)b->streams[key >> 29],
+                              (unsigned long long)((key >> 5) & 0xFFFFFFu),
+                              (unsigned long long)(key & 31u));
+            rc = wr > 0 && (size_t)wr < sizeof(buf) && (r->track_names[i] = strdup(buf)) != NULL
+                     ? 0
+                     : ARGUS_ENOMEM;
+        }
         if (rc != 0)
             return rc;
     }
@@ -509,13 +709,34 @@ int argus_shim_build(const argus_shim_input *in, argus_shim_result *out, char *m
          * placed: a kernel's record may carry an earlier GPU time than a
          * later launch's host time, never an earlier one than its own). */
         for (size_t i = 0; rc == 0 && i < in->nev; i++)
-            if (ev[i]->kind != ARGUS_SHIM_KERNEL)
+            if (ev[i]->kind < ARGUS_SHIM_KERNEL)
                 rc = host_event(&b, ev[i], msg, msglen);
         if (rc == 0 && b.nlaunches)
             qsort(b.launches, b.nlaunches, sizeof(launch_ref), cmp_launch);
         for (size_t i = 0; rc == 0 && i < in->nev; i++)
             if (ev[i]->kind == ARGUS_SHIM_KERNEL)
                 rc = kernel_event(&b, ev[i], msg, msglen);
+        /* Device regions last, in recording order (a launch's nodes come
+         * before its regions, parents before children). */
+        if (rc == 0 && b.nkrefs)
+            qsort(b.krefs, b.nkrefs, sizeof(kernel_ref), cmp_kref);
+        size_t nd = 0;
+        for (size_t i = 0; i < in->nev; i++)
+            if (in->ev[i].kind == ARGUS_SHIM_DNODE)
+                ev[nd++] = &in->ev[i];
+        /* By launch and node: a parent's index is below its children's
+         * (the reader checks), so parents are mapped first whatever the
+         * order of the lines. */
+        qsort(ev, nd, sizeof(*ev), cmp_dnode_event);
+        for (size_t i = 0; rc == 0 && i < nd; i++)
+            rc = dnode_event(&b, ev[i], msg, msglen);
+        if (rc == 0 && b.ndrefs)
+            qsort(b.drefs, b.ndrefs, sizeof(dnode_ref), cmp_dref);
+        for (size_t i = 0; rc == 0 && i < in->nev; i++)
+            if (in->ev[i].kind == ARGUS_SHIM_REGION)
+                rc = region_event(&b, &in->ev[i]);
+            else if (in->ev[i].kind == ARGUS_SHIM_ARMED)
+                rc = armed_event(&b, &in->ev[i]);
         if (rc == 0)
             rc = finish(&b);
     }
@@ -526,6 +747,10 @@ int argus_shim_build(const argus_shim_input *in, argus_shim_result *out, char *m
     free(b.streams);
     free(b.ranges);
     free(b.launches);
+    free(b.krefs);
+    free(b.drefs);
+    free(b.dslots);
+    free(b.dslot_hash);
     if (rc != 0) {
         argus_shim_result_free(out);
         if (rc == ARGUS_ENOMEM)
@@ -560,6 +785,8 @@ static const char *node_kind_word(int k)
         return "nvtx start/end";
     case ARGUS_SHIM_NODE_KERNEL:
         return "kernel";
+    case ARGUS_SHIM_NODE_DEVICE:
+        return "device region";
     default:
         return "unplaced";
     }
@@ -607,6 +834,12 @@ int argus_shim_report_text(const argus_shim_result *r, const argus_scope *scope,
     free(st);
     fprintf(f, "kernel times: CUPTI activity start/end (observed); a kernel's range: the innermost "
                "NVTX range open on its launching thread at the launch (attributed by correlation ID)\n");
+    if (r->armed_decoded || r->armed_missing)
+        fprintf(f, "device regions: %llu occurrences from %llu armed launches (SM cycles at the clock "
+                   "from each launch's anchors, placed at the kernel's CUPTI start); %llu "
+                   "instrumented launches without regions (diagnostics)\n",
+                (unsigned long long)r->device_regions, (unsigned long long)r->armed_decoded,
+                (unsigned long long)r->armed_missing);
     if (in && in->cupti != ARGUS_SHIM_CUPTI_OK)
         fprintf(f, "WARNING: kernels unavailable: %s\n",
                 in->cupti_note[0] ? in->cupti_note : "CUPTI was not used");

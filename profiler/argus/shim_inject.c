@@ -41,6 +41,9 @@
  *   ARGUS_SHIM_PC_SAMPLING=1  PC sampling was asked for: recorded as
  *                         unavailable with the reason (not implemented)
  *   ARGUS_SHIM_COMMAND    the command line, for the header
+ *   ARGUS_SHIM_ARM=0      instrumented kernels are not armed (shim_arm.c;
+ *                         ARGUS_SHIM_ARM_CAP records per warp, default
+ *                         1024, ARGUS_SHIM_ARM_MAX launches, default 256)
  *
  * Tested against tests/argus/fake_cupti.c (no GPU here) and written to the
  * CUPTI of CUDA 13.0 (CUPTI 2025.3); the activity record layout is the
@@ -60,6 +63,7 @@
 #include "core.h"
 #include "json.h"
 #include "nvtx_inject.h"
+#include "shim_arm.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -123,13 +127,18 @@ static void emit_launch(uint64_t corr, const char *name)
     pthread_mutex_unlock(&g_lock);
 }
 
+static int is_launch_cbid(CUpti_CallbackId cbid);
+static void arm_callback(CUpti_CallbackId cbid, const CUpti_CallbackData *cb);
+
 static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid,
                                  const void *data)
 {
     (void)ud;
-    (void)cbid;
     const CUpti_CallbackData *cb = data;
-    if (dom != CUPTI_CB_DOMAIN_DRIVER_API || cb == NULL || cb->callbackSite != CUPTI_API_ENTER)
+    if (dom != CUPTI_CB_DOMAIN_DRIVER_API || cb == NULL)
+        return;
+    arm_callback(cbid, cb);
+    if (cb->callbackSite != CUPTI_API_ENTER || !is_launch_cbid(cbid))
         return;
     emit_launch(cb->correlationId, cb->symbolName);
 }
@@ -165,8 +174,11 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     free(buf);
 }
 
+static void arm_finish(void);
+
 static void at_exit(void)
 {
+    arm_finish();
     if (g_cupti_on)
         cuptiActivityFlushAll(1);
     pthread_mutex_lock(&g_lock);
@@ -250,6 +262,90 @@ static const CUpti_CallbackId k_launch_cbids[] = {
     CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
 };
 
+static int is_launch_cbid(CUpti_CallbackId cbid)
+{
+    for (size_t i = 0; i < sizeof(k_launch_cbids) / sizeof(k_launch_cbids[0]); i++)
+        if (k_launch_cbids[i] == cbid)
+            return 1;
+    return 0;
+}
+
+/* ---- arming instrumented kernels (shim_arm.c) --------------------------- */
+
+static int g_arm_on;
+
+static void arm_emit(void *ud, const char *line)
+{
+    (void)ud;
+    pthread_mutex_lock(&g_lock);
+    if (ensure_out_locked() == 0) {
+        fputs(line, g_out);
+        fputc('\n', g_out);
+    }
+    pthread_mutex_unlock(&g_lock);
+}
+
+static uint32_t env_u32(const char *name, uint32_t dflt)
+{
+    const char *v = getenv(name);
+    char *end = NULL;
+    unsigned long n = v && v[0] ? strtoul(v, &end, 10) : 0;
+    return v && v[0] && end && *end == '\0' && n > 0 && n <= UINT32_MAX ? (uint32_t)n : dflt;
+}
+
+/* Called with CUPTI subscribed: arming listens to the launches' exits and
+ * the application's synchronisations as well. Failing to set it up costs
+ * the device regions only, said in an "unavailable" line. */
+static void arm_start(void)
+{
+    const char *arm = getenv("ARGUS_SHIM_ARM");
+    if (arm && strcmp(arm, "0") == 0)
+        return;
+    argus_driver drv;
+    argus__arm_ops ops;
+    char msg[512];
+    argus__arm_config cfg = {.cap = env_u32("ARGUS_SHIM_ARM_CAP", ARGUS__ARM_CAP),
+                             .max_launches = env_u32("ARGUS_SHIM_ARM_MAX", ARGUS__ARM_MAX_LAUNCHES),
+                             .max_bytes = ARGUS__ARM_MAX_BYTES};
+    if ((cfg.cap & (cfg.cap - 1)) != 0 || cfg.cap > ARGUS_MAX_CAP) {
+        snprintf(msg, sizeof(msg), "ARGUS_SHIM_ARM_CAP=%u is not a power of two from 1 to %u: "
+                                   "instrumented kernels are not armed", cfg.cap, ARGUS_MAX_CAP);
+        unavailable("device_regions", msg);
+        return;
+    }
+    if (argus_driver_cuda(&drv, msg, sizeof(msg)) != 0 ||
+        argus__arm_ops_cuda(&ops, msg, sizeof(msg)) != 0 ||
+        argus__arm_init(&drv, &ops, &cfg, arm_emit, NULL) != 0) {
+        unavailable("device_regions", msg);
+        return;
+    }
+    for (size_t i = 0; i < argus__arm_nsync_cbids; i++)
+        if (cuptiEnableCallback(1, g_sub, CUPTI_CB_DOMAIN_DRIVER_API, argus__arm_sync_cbids[i]) !=
+            CUPTI_SUCCESS) {
+            /* Without the sync callbacks, launches and the exit still
+             * collect: later, not wrong. */
+            break;
+        }
+    g_arm_on = 1;
+}
+
+static void arm_callback(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
+{
+    if (g_arm_on)
+        argus__arm_on_callback(cbid, cb->callbackSite == CUPTI_API_ENTER, cb);
+}
+
+/* At exit: what is still being read back is waited for, so that a program
+ * that never synchronised keeps its regions. */
+static void arm_finish(void)
+{
+    if (!g_arm_on)
+        return;
+    argus__arm_poll(1);
+    argus__arm_shutdown();
+    g_arm_on = 0;
+}
+
 /* Subscribes and enables what is recorded; returns the header's state and
  * writes the reason for anything less into note. */
 static const char *start_cupti(char *note, size_t len)
@@ -305,6 +401,8 @@ EXPORT int InitializeInjection(void)
     fputs(",\"note\":", g_out);
     mosaic__json_fputs(g_out, note[0] ? note : "CUPTI subscribed: launches and kernel activity");
     fputs("}\n", g_out);
+    if (strcmp(state, "subscribed") == 0)
+        arm_start();
     const char *pcs = getenv("ARGUS_SHIM_PC_SAMPLING");
     if (pcs && strcmp(pcs, "1") == 0)
         unavailable("pc_sampling",

@@ -57,7 +57,7 @@ void argus_shim_input_free(argus_shim_input *in)
 
 int argus_shim_input_add(argus_shim_input *in, const argus_shim_event *e)
 {
-    if (in == NULL || e == NULL || e->kind <= ARGUS_SHIM_NONE || e->kind > ARGUS_SHIM_KERNEL)
+    if (in == NULL || e == NULL || e->kind <= ARGUS_SHIM_NONE || e->kind > ARGUS_SHIM_ARMED)
         return ARGUS_EINVAL;
     if (argus__grow((void **)&in->ev, &in->cap, in->nev + 1, sizeof(*e)) != 0)
         return ARGUS_ENOMEM;
@@ -67,6 +67,12 @@ int argus_shim_input_add(argus_shim_input *in, const argus_shim_event *e)
             (in->strings[in->nstrings] = strdup(e->name)) == NULL)
             return ARGUS_ENOMEM;
         c.name = in->strings[in->nstrings++];
+    }
+    if (e->note != NULL) {
+        if (argus__grow((void **)&in->strings, &in->capstrings, in->nstrings + 1, sizeof(char *)) != 0 ||
+            (in->strings[in->nstrings] = strdup(e->note)) == NULL)
+            return ARGUS_ENOMEM;
+        c.note = in->strings[in->nstrings++];
     }
     in->ev[in->nev++] = c;
     return 0;
@@ -202,6 +208,75 @@ static int on_header(parse_ctx *c, const char *where, const cJSON *doc, char *er
     return 0;
 }
 
+/* The device-region lines of an armed launch (shim_arm.c writes them):
+ * times are ns after the kernel's first CTA start, not on CUPTI's clock,
+ * so they take no t0. */
+static int device_event(parse_ctx *c, argus_shim_event *e, const cJSON *doc, const char *where,
+                        char *err, size_t errlen)
+{
+    int rc;
+    uint64_t v = 0;
+    if ((rc = get_u64(doc, "corr", 1, &e->id, where, err, errlen)) != 0)
+        return rc;
+    if (e->kind == ARGUS_SHIM_ARMED) {
+        const char *st = NULL;
+        if ((rc = get_str(doc, "state", 1, &st, where, err, errlen)) != 0 ||
+            (rc = get_str(doc, "name", 0, &e->name, where, err, errlen)) != 0 ||
+            (rc = get_str(doc, "why", 0, &e->note, where, err, errlen)) != 0 ||
+            (rc = get_u64(doc, "records_lost", 0, &e->lost, where, err, errlen)) != 0)
+            return rc;
+        static const char *const states[] = {"decoded", "not_armed", "discarded", "failed"};
+        e->state = -1;
+        for (int k = 0; k < 4; k++)
+            if (strcmp(st, states[k]) == 0)
+                e->state = k;
+        if (e->state < 0)
+            return fmt_err(err, errlen, where, "state",
+                           "expected decoded, not_armed, discarded or failed");
+        return argus_shim_input_add(c->in, e) == 0 ? 0 : ARGUS_ENOMEM;
+    }
+    if ((rc = get_u64(doc, "node", 1, &v, where, err, errlen)) != 0)
+        return rc;
+    if (v >= ARGUS_MAX_SLOTS)
+        return fmt_err(err, errlen, where, "node", "a node index beyond 2^24");
+    e->node = (uint32_t)v;
+    if (e->kind == ARGUS_SHIM_DNODE) {
+        const cJSON *p = cJSON_GetObjectItemCaseSensitive(doc, "parent");
+        e->parent = -1;
+        if (p != NULL) {
+            if ((rc = get_u64(doc, "parent", 1, &v, where, err, errlen)) != 0)
+                return rc;
+            if (v >= e->node)
+                return fmt_err(err, errlen, where, "parent",
+                               "a node's parent must be an earlier node (parents come first)");
+            e->parent = (int64_t)v;
+        }
+        if ((rc = get_str(doc, "name", 1, &e->name, where, err, errlen)) != 0)
+            return rc;
+        return argus_shim_input_add(c->in, e) == 0 ? 0 : ARGUS_ENOMEM;
+    }
+    uint64_t cta = 0, warp = 0, off = 0, dur = 0, flags = 0;
+    if ((rc = get_u64(doc, "cta", 1, &cta, where, err, errlen)) != 0 ||
+        (rc = get_u64(doc, "warp", 1, &warp, where, err, errlen)) != 0 ||
+        (rc = get_u64(doc, "off", 1, &off, where, err, errlen)) != 0 ||
+        (rc = get_u64(doc, "dur", 1, &dur, where, err, errlen)) != 0 ||
+        (rc = get_u64(doc, "flags", 0, &flags, where, err, errlen)) != 0)
+        return rc;
+    if (cta >= ARGUS_MAX_SLOTS || warp >= 32)
+        return fmt_err(err, errlen, where, cta >= ARGUS_MAX_SLOTS ? "cta" : "warp",
+                       "beyond a launch's limits (2^24 CTAs, 32 warps per CTA)");
+    if (flags & ~(uint64_t)(ARGUS_OCC_OVERLAP | ARGUS_OCC_NO_END | ARGUS_OCC_NO_BEGIN))
+        return fmt_err(err, errlen, where, "flags", "unknown occurrence flags (expected 1, 2, 4)");
+    e->cta = (uint32_t)cta;
+    e->warp = (uint32_t)warp;
+    e->flags = (uint32_t)flags;
+    e->start = off;
+    e->end = off + dur;
+    if (e->end < off)
+        return fmt_err(err, errlen, where, "dur", "off + dur overflows");
+    return argus_shim_input_add(c->in, e) == 0 ? 0 : ARGUS_ENOMEM;
+}
+
 static int on_line(void *ctx, const char *where, long line, cJSON *doc, char *err, size_t errlen)
 {
     parse_ctx *c = ctx;
@@ -219,7 +294,7 @@ static int on_line(void *ctx, const char *where, long line, cJSON *doc, char *er
         ARGUS_SHIM_EVENTS(ARGUS_SHIM_X_WORD)
 #undef ARGUS_SHIM_X_WORD
     };
-    for (int k = 1; k <= ARGUS_SHIM_KERNEL; k++)
+    for (int k = 1; k <= ARGUS_SHIM_ARMED; k++)
         if (strcmp(kind->valuestring, words[k]) == 0)
             e.kind = k;
     int rc = 0;
@@ -257,7 +332,7 @@ static int on_line(void *ctx, const char *where, long line, cJSON *doc, char *er
         }
         return fmt_err(err, errlen, where, "e",
                        "unknown event kind; expected push, pop, start, end, launch, kernel, "
-                       "cupti, dropped or unavailable");
+                       "dnode, region, armed, cupti, dropped or unavailable");
     }
     uint64_t stream = 0;
     switch (e.kind) {
@@ -281,6 +356,10 @@ static int on_line(void *ctx, const char *where, long line, cJSON *doc, char *er
             return fmt_err(err, errlen, where, "stream", "expected a 32-bit stream ID");
         e.stream = (uint32_t)stream;
         return argus_shim_input_add(in, &e) == 0 ? 0 : ARGUS_ENOMEM;
+    case ARGUS_SHIM_DNODE:
+    case ARGUS_SHIM_REGION:
+    case ARGUS_SHIM_ARMED:
+        return device_event(c, &e, doc, where, err, errlen);
     default:
         break;
     }
