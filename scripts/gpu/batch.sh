@@ -7,9 +7,9 @@
 #
 # Each COMMAND runs with OUT=$OUT/NAME (created) and its console in
 # $OUT/NAME/console.txt; a command still running after SECONDS is sent TERM
-# (KILL 10 s later), so later ones still run. Prints each command's rc and
-# the last lines of its console, then packs $OUT/* into $OUT/batch.tgz and
-# removes the unpacked copies.
+# (KILL 10 s later), so later ones still run. $OUT/batch.tgz is packed
+# again after each command; at the end the script prints each command's rc
+# and the last lines of its console and removes the unpacked copies.
 set -uo pipefail
 : "${OUT:?set OUT to a results directory}"
 mkdir -p "$OUT"
@@ -27,6 +27,10 @@ for spec in "$@"; do
     rc=$?
     echo "$name rc=$rc $((SECONDS - t0))s" >>"$OUT/batch.log"
     names+=("$name")
+    # Packed after each command, so that a call cut short by its time
+    # limit still brings back what finished.
+    tar -C "$OUT" -czf "$OUT/batch.tgz.part" env.txt batch.log "${names[@]}" 2>/dev/null &&
+        mv "$OUT/batch.tgz.part" "$OUT/batch.tgz"
 done
 for name in "${names[@]}"; do
     echo "=== $(grep "^$name " "$OUT/batch.log")"
