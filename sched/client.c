@@ -813,3 +813,35 @@ MOSAIC__EXPORT int mosaic_sched_be_done(struct mosaic_sched_client *c, uint64_t 
         return MOSAIC_EDISCONNECTED;
     return post(c, k, MOSAIC__EV_BE_DONE, 0, kernel_id, 0);
 }
+
+/* BE: defines graph `graph_id` (its kernels' ids in launch order) on the
+ * connection of `generation`, one ring entry per kernel (proto.h says why
+ * entries and not a message). Never waits. A definition cut short by a
+ * full ring is incomplete for the daemon, whose policies then treat the
+ * graph as an unknown kernel; the caller defines it again on its next
+ * launch. */
+MOSAIC__EXPORT int mosaic_sched_be_graph_define(struct mosaic_sched_client *c,
+                                                uint64_t generation, uint64_t graph_id,
+                                                const uint64_t *kernel_ids, unsigned n)
+{
+    struct conn *k = live_gen(c, MOSAIC_SCHED_ROLE_BE, generation);
+
+    if (!graph_id || n == 0 || n > MOSAIC__GRAPH_MAX_KERNELS || !kernel_ids)
+        return MOSAIC_EINVAL;
+    for (unsigned i = 0; i < n; i++)
+        if (!kernel_ids[i])
+            return MOSAIC_EINVAL; /* an unnamed kernel: the graph is unknown */
+    if (!k)
+        return MOSAIC_EDISCONNECTED;
+    for (unsigned i = 0; i < n; i++) {
+        struct mosaic__entry e = {.type = MOSAIC__EV_BE_GRAPH, .ticket = i, .aux = n,
+                                  .id = graph_id, .value = kernel_ids[i]};
+        if (mosaic__ring_push_mp(k->shm.ev_ctl, k->shm.ev, k->shm.ev_mask, &e) != 0) {
+            atomic_fetch_add_explicit(&c->dropped, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&k->shm.hdr->ev_dropped, 1, memory_order_relaxed);
+            ring_doorbell(k);
+            return MOSAIC_ERINGFULL;
+        }
+    }
+    return 0;
+}

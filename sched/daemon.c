@@ -240,6 +240,19 @@ static void policy_event(struct daemon *d, int type, uint32_t client, uint64_t i
         d->policy.observe(d->policy.state, &e);
 }
 
+/* One kernel of a BE graph's definition, checked by mosaic__entry_check:
+ * passed to the policy, which keeps the graphs (the daemon's wants,
+ * grants and dones name a graph by its id as they would a kernel). */
+static void graph_event(struct daemon *d, struct client *c, const struct mosaic__entry *e)
+{
+    struct mosaic__policy_event pe = {.type = MOSAIC__PEV_BE_GRAPH, .client_id = c->id,
+                                      .id = e->id, .kernel = e->value, .index = e->ticket,
+                                      .count = e->aux};
+
+    if (d->policy.observe)
+        d->policy.observe(d->policy.state, &pe);
+}
+
 static void client_free(struct daemon *d, struct client *c, const char *why)
 {
     if (c->active)
@@ -617,6 +630,9 @@ static void handle_event(struct daemon *d, struct client *c, const struct mosaic
         if (c->be_in_flight)
             c->be_in_flight--;
         policy_event(d, MOSAIC__PEV_BE_DONE, c->id, e->id, mosaic__now_ns());
+        break;
+    case MOSAIC__EV_BE_GRAPH:
+        graph_event(d, c, e);
         break;
     default:
         break;

@@ -23,9 +23,11 @@
 
 #define MOSAIC__SCHED_MAGIC 0x4843534du /* "MSCH" little-endian */
 /* 2: the gate slots (device-side BE gate and HP completion words) and the
- * entries' stream sequence (aux). A peer of version 1 is refused with the
- * reason, never half-understood. */
-#define MOSAIC__SCHED_PROTO 2u
+ * entries' stream sequence (aux). 3: BE graph definitions on the event ring
+ * (MOSAIC__EV_BE_GRAPH), which a version-2 daemon would reject entry by
+ * entry until it dropped the client. A peer of another version is refused
+ * with the reason at the handshake, never half-understood. */
+#define MOSAIC__SCHED_PROTO 3u
 /* The largest message a peer may send the daemon; anything longer is cut
  * by the kernel (MSG_TRUNC) and refused. Status replies go the other way
  * and may be longer. */
@@ -119,6 +121,10 @@ enum mosaic__ev_type {
     MOSAIC__EV_HP_COMPLETE = 4,  /* id: kernel id, value: duration ns */
     MOSAIC__EV_BE_WANT = 5,      /* ticket, id: kernel id, value: predicted ns */
     MOSAIC__EV_BE_DONE = 6,      /* ticket, id: kernel id */
+    /* BE: one kernel of a graph definition (below): id: the graph's id,
+     * ticket: the kernel's index, aux: the graph's kernel count, value: the
+     * kernel's id. */
+    MOSAIC__EV_BE_GRAPH = 7,
     MOSAIC__EV_GRANT = 16,       /* daemon -> client: ticket granted */
 };
 
@@ -132,6 +138,24 @@ enum mosaic__ev_type {
  */
 #define MOSAIC__EF_GATED 0x8000u
 #define MOSAIC__EF_SLOT_MASK 0x00ffu
+
+/*
+ * BE graphs as admission units. The shim gives an executable graph an id
+ * when it is instantiated (mosaic__graph_unit_id: a hash of its kernels'
+ * ids in node order, never 0) and, once per connection before the graph's
+ * first launch, posts one MOSAIC__EV_BE_GRAPH entry per kernel; a launch
+ * then asks admission once, naming the graph's id where a kernel's would
+ * be. A definition is a run of fixed-size entries rather than one message
+ * because the rings carry only fixed-size entries and no lock is taken to
+ * post them: entries of several threads may interleave, so each names its
+ * graph, index and count. A graph of more kernels than this is never
+ * defined (the entries would crowd the ring, and the policies' forward
+ * model follows at most that many BE kernels): the shim asks for it as
+ * kernel 0, unknown, and says so once in its log.
+ */
+#define MOSAIC__GRAPH_MAX_KERNELS MOSAIC_SCHED_GRAPH_MAX_KERNELS
+
+uint64_t mosaic__graph_unit_id(const uint64_t *kernel_ids, size_t n);
 
 /* One ring entry: 32 bytes, the seq word first (see mosaic__ring_*). */
 struct mosaic__entry {
