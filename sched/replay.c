@@ -32,13 +32,17 @@
  */
 #define _GNU_SOURCE 1
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cJSON.h>
 
+#include "json.h"
 #include "replay.h"
 #include "simgpu_shm.h"
 
@@ -244,15 +248,33 @@ static int check_header(const char *path, const cJSON *o, char *err, size_t errl
 int mosaic__trace_load(const char *path, struct mosaic__trace **out, char *err, size_t errlen)
 {
     struct mosaic__trace *t;
-    FILE *fp = fopen(path, "r");
+    /* Opened without blocking and checked to be a regular file first: a
+     * FIFO would keep replay waiting for a writer, and a device or a
+     * directory is no trace. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    FILE *fp;
     char *line = NULL;
     size_t lcap = 0;
+    ssize_t got;
     unsigned lineno = 0;
     int rc = 0, ended = 0;
 
     *out = NULL;
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return MOSAIC_EIO;
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a regular file (a FIFO, device or directory): give "
+                 "replay the trace file that record wrote", path);
+        close(fd);
+        return MOSAIC_EIO;
+    }
+    fp = fdopen(fd, "r");
     if (!fp) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        close(fd);
         return MOSAIC_EIO;
     }
     t = calloc(1, sizeof(*t));
@@ -261,8 +283,11 @@ int mosaic__trace_load(const char *path, struct mosaic__trace **out, char *err, 
         return MOSAIC_ENOMEM;
     }
     snprintf(t->path, sizeof(t->path), "%s", path);
-    while (rc == 0 && getline(&line, &lcap, fp) >= 0) {
-        cJSON *o;
+    while (rc == 0 && (got = getline(&line, &lcap, fp)) >= 0) {
+        cJSON *o = NULL;
+        size_t len = (size_t)got;
+        int cut = len == 0 || line[len - 1] != '\n';
+        char where[300], perr[512];
         lineno++;
         if (ended) {
             snprintf(err, errlen, "%s:%u: a line after the end record (two traces joined? "
@@ -270,11 +295,24 @@ int mosaic__trace_load(const char *path, struct mosaic__trace **out, char *err, 
             rc = MOSAIC_EFORMAT;
             break;
         }
-        o = cJSON_Parse(line);
-        if (!cJSON_IsObject(o)) {
-            snprintf(err, errlen, "%s:%u: not a JSON object%s (record the trace again)", path,
-                     lineno, line[0] && line[strlen(line) - 1] != '\n' ? ": the file ends "
-                     "in the middle of a line, it was truncated" : "");
+        /* The project's strict reader (core/json.h): a key twice in a line,
+         * a NUL, text after the object are refused as in every other file
+         * the tools read, rather than half-read by cJSON. */
+        if (!cut)
+            len--;
+        if (len && line[len - 1] == '\r')
+            len--;
+        snprintf(where, sizeof(where), "%s:%u", path, lineno);
+        if (mosaic__json_parse_strict(where, line, len, &o, perr, sizeof(perr)) != 0 ||
+            !cJSON_IsObject(o)) {
+            if (cut)
+                snprintf(err, errlen, "%s:%u: not a JSON object: the file ends in the middle "
+                         "of a line, it was truncated (record the trace again)", path, lineno);
+            else if (o)
+                snprintf(err, errlen, "%s:%u: not a JSON object (record the trace again)", path,
+                         lineno);
+            else
+                snprintf(err, errlen, "%s (record the trace again)", perr);
             rc = MOSAIC_EFORMAT;
         } else if (lineno == 1) {
             rc = check_header(path, o, err, errlen);
