@@ -116,17 +116,21 @@ static void link_init(void)
                 o.socket_path ? o.socket_path : MOSAIC_SCHED_DEFAULT_SOCKET);
 }
 
-/* The daemon's SM partition for this role (policy static), handed to the
- * green context once per new connection: the handshake stores the size
- * before it moves the generation, so reading them in the other order sees
- * the new size. Otherwise two loads per launch. */
+/* The daemon's SM partition for this role (policy static, or a later
+ * `mosaic-sched partition`), handed to the green context at each new
+ * connection and each PARTITION message: the client stores the size before
+ * it moves the generation or the partition sequence, so reading them in
+ * the other order sees the new size. Otherwise three loads per launch. */
 static void partition_follow(struct mosaic_sched_client *c)
 {
     static _Atomic uint64_t seen;
     uint64_t gen = mosaic_sched_client_generation(c);
+    /* Both counters in one word: generations and partition changes are far
+     * below 2^32 in any process's life. */
+    uint64_t now = gen << 32 | (mosaic_sched_client_partition_seq(c) & 0xffffffffu);
 
-    if (gen && atomic_load_explicit(&seen, memory_order_relaxed) != gen &&
-        atomic_exchange(&seen, gen) != gen)
+    if (gen && atomic_load_explicit(&seen, memory_order_relaxed) != now &&
+        atomic_exchange(&seen, now) != now)
         mosaic__green_offer(mosaic_sched_client_sms(c));
 }
 

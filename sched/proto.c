@@ -87,6 +87,12 @@ int mosaic__msg_parse(const void *buf, size_t len, struct mosaic__msg *out,
     case MOSAIC__MSG_STATUS:
         want = sizeof(struct mosaic__msg_hdr);
         break;
+    case MOSAIC__MSG_PARTITION:
+        want = sizeof(struct mosaic__msg_partition);
+        break;
+    case MOSAIC__MSG_PARTITION_SET:
+        want = sizeof(struct mosaic__msg_partition_set);
+        break;
     case MOSAIC__MSG_STATUS_REPLY:
         out->text = (const char *)buf + sizeof(struct mosaic__msg_hdr);
         out->text_len = len - sizeof(struct mosaic__msg_hdr);
@@ -124,6 +130,17 @@ int mosaic__msg_parse(const void *buf, size_t len, struct mosaic__msg *out,
     case MOSAIC__MSG_REFUSE:
         if (!memchr(out->u.refuse.reason, '\0', sizeof(out->u.refuse.reason)))
             return whyf(why, whylen, MOSAIC_EPROTO, "refusal reason is not terminated");
+        break;
+    case MOSAIC__MSG_PARTITION:
+        if (out->u.partition.sms > MOSAIC__SCHED_MAX_SMS || out->u.partition.reserved != 0)
+            return whyf(why, whylen, MOSAIC_EPROTO, "partition of %u SMs (at most %u, "
+                        "reserved 0)", out->u.partition.sms, MOSAIC__SCHED_MAX_SMS);
+        break;
+    case MOSAIC__MSG_PARTITION_SET:
+        if (out->u.partition_set.hp_sms > MOSAIC__SCHED_MAX_SMS ||
+            out->u.partition_set.reserved != 0)
+            return whyf(why, whylen, MOSAIC_EPROTO, "an HP group of %u SMs (at most %u, "
+                        "reserved 0)", out->u.partition_set.hp_sms, MOSAIC__SCHED_MAX_SMS);
         break;
     default:
         break;

@@ -25,7 +25,8 @@
 /* 2: the gate slots (device-side BE gate and HP completion words) and the
  * entries' stream sequence (aux). 3: BE graph definitions on the event ring
  * (MOSAIC__EV_BE_GRAPH), which a version-2 daemon would reject entry by
- * entry until it dropped the client. A peer of another version is refused
+ * entry until it dropped the client, and the partition messages after the
+ * handshake (PARTITION, PARTITION_SET). A peer of another version is refused
  * with the reason at the handshake, never half-understood. */
 #define MOSAIC__SCHED_PROTO 3u
 /* The largest message a peer may send the daemon; anything longer is cut
@@ -42,6 +43,13 @@ enum mosaic__msg_type {
     MOSAIC__MSG_DOORBELL = 4, /* client -> daemon: the ring has work, wake up */
     MOSAIC__MSG_STATUS = 5,  /* client -> daemon: send the status JSON */
     MOSAIC__MSG_STATUS_REPLY = 6,
+    /* daemon -> connected client: the SM partition of its role from now
+     * on (the WELCOME's sms, changed), applied by the shim between
+     * launches. */
+    MOSAIC__MSG_PARTITION = 7,
+    /* operator -> daemon (no handshake, like STATUS; the daemon's own user
+     * or root): set the split, answered by STATUS_REPLY or REFUSE. */
+    MOSAIC__MSG_PARTITION_SET = 8,
 };
 
 struct mosaic__msg_hdr {
@@ -78,6 +86,18 @@ struct mosaic__msg_welcome {
  * low enough that a garbage word is refused. */
 #define MOSAIC__SCHED_MAX_SMS 1024u
 
+struct mosaic__msg_partition {
+    struct mosaic__msg_hdr h;
+    uint32_t sms; /* at most MOSAIC__SCHED_MAX_SMS; 0: the full GPU */
+    uint32_t reserved; /* 0 */
+};
+
+struct mosaic__msg_partition_set {
+    struct mosaic__msg_hdr h;
+    uint32_t hp_sms; /* HP's group; BE gets the rest. 0: both on the full GPU */
+    uint32_t reserved; /* 0 */
+};
+
 struct mosaic__msg_refuse {
     struct mosaic__msg_hdr h;
     int32_t code; /* MOSAIC_E* */
@@ -92,6 +112,8 @@ struct mosaic__msg {
         struct mosaic__msg_hello hello;
         struct mosaic__msg_welcome welcome;
         struct mosaic__msg_refuse refuse;
+        struct mosaic__msg_partition partition;
+        struct mosaic__msg_partition_set partition_set;
     } u;
     const char *text; /* STATUS_REPLY: the JSON inside the caller's buffer */
     size_t text_len;

@@ -101,6 +101,10 @@ int mosaic_sched_client_role(const struct mosaic_sched_client *c);
  * GPU or before the first connection. The shim applies it to its green
  * context (docs/partitions.md). */
 unsigned mosaic_sched_client_sms(const struct mosaic_sched_client *c);
+/* How many partition changes (PARTITION messages after a handshake) this
+ * client has received: the shim applies mosaic_sched_client_sms() anew
+ * when it or the generation moves. */
+uint64_t mosaic_sched_client_partition_seq(const struct mosaic_sched_client *c);
 /* The daemon's last refusal or the last connection problem ("" if none). */
 const char *mosaic_sched_client_reason(struct mosaic_sched_client *c, char *buf,
                                        unsigned len);

@@ -19,7 +19,8 @@
  *   - a definition that is incomplete, or whose kernels do not hash to its
  *     id, is never used; another client's definition is not this one's;
  *   - the ring check refuses graph entries that are out of range or from
- *     an HP client.
+ *     an HP client, and the parser refuses partition messages (protocol 3,
+ *     like the graph entries) of impossible sizes.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -322,6 +323,39 @@ static void ring_entries_are_checked(void **state)
     }
 }
 
+/* The partition messages of protocol 3 (docs/partitions.md, "Changing the
+ * partition"): sizes past any GPU and non-zero reserved words refused. */
+static void partition_messages_are_checked(void **state)
+{
+    struct mosaic__msg_partition pm;
+    struct mosaic__msg_partition_set ps;
+    struct mosaic__msg m;
+    char why[256];
+    (void)state;
+
+    memset(&pm, 0, sizeof(pm));
+    mosaic__msg_init(&pm.h, MOSAIC__MSG_PARTITION, sizeof(pm));
+    pm.sms = 52;
+    assert_int_equal(mosaic__msg_parse(&pm, sizeof(pm), &m, why, sizeof(why)), 0);
+    assert_int_equal(m.u.partition.sms, 52);
+    pm.sms = MOSAIC__SCHED_MAX_SMS + 1;
+    assert_int_equal(mosaic__msg_parse(&pm, sizeof(pm), &m, why, sizeof(why)), MOSAIC_EPROTO);
+    assert_non_null(strstr(why, "partition of 1025 SMs"));
+    pm.sms = 0;
+    pm.reserved = 1;
+    assert_int_equal(mosaic__msg_parse(&pm, sizeof(pm), &m, why, sizeof(why)), MOSAIC_EPROTO);
+    assert_int_equal(mosaic__msg_parse(&pm, sizeof(pm) - 4, &m, why, sizeof(why)),
+                     MOSAIC_EPROTO);
+    memset(&ps, 0, sizeof(ps));
+    mosaic__msg_init(&ps.h, MOSAIC__MSG_PARTITION_SET, sizeof(ps));
+    ps.hp_sms = 72;
+    assert_int_equal(mosaic__msg_parse(&ps, sizeof(ps), &m, why, sizeof(why)), 0);
+    assert_int_equal(m.u.partition_set.hp_sms, 72);
+    ps.hp_sms = 5000;
+    assert_int_equal(mosaic__msg_parse(&ps, sizeof(ps), &m, why, sizeof(why)), MOSAIC_EPROTO);
+    assert_non_null(strstr(why, "an HP group of 5000 SMs"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -330,6 +364,7 @@ int main(void)
         cmocka_unit_test(graph_with_unprofiled_kernel_is_unknown),
         cmocka_unit_test(bad_definitions_are_not_used),
         cmocka_unit_test(ring_entries_are_checked),
+        cmocka_unit_test(partition_messages_are_checked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
