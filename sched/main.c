@@ -253,11 +253,14 @@ static int replay_main(const struct mosaic__sched_config *cfg, char **files, int
                "\"be_step_kernels\":%u,\"unprofiled_kernels\":%u,\"hp_isolated_p99_ms\":%.4f,"
                "\"hp_p50_ms\":%.4f,\"hp_p99_ms\":%.4f,\"over_p_pct\":%.3f,"
                "\"be_steps_per_s\":%.3f,\"be_isolated_steps_per_s\":%.3f,\"hp_scale\":%.4f,"
-               "\"be_scale\":%.4f,\"gpu_scale\":%.4f,\"simulated_ms\":%.3f}\n",
+               "\"be_scale\":%.4f,\"gpu_scale\":%.4f,\"simulated_ms\":%.3f,"
+               "\"hp_gpu_isolated_p99_ms\":%.4f,\"hp_gpu_p99_ms\":%.4f,"
+               "\"over_p_gpu_pct\":%.3f}\n",
                mosaic__policy_name(cfg->policy), cfg->slo, mode, r.hp_requests, r.hp_kernels,
                r.be_kernels, r.be_step_kernels, r.unprofiled, r.hp_iso_p99_ms, r.hp_p50_ms,
                r.hp_p99_ms, r.over_p_pct, r.be_steps_per_s, r.be_iso_steps_per_s, r.hp_scale,
-               r.be_scale, r.gpu_scale, r.sim_ms);
+               r.be_scale, r.gpu_scale, r.sim_ms, r.hp_gpu_iso_p99_ms, r.hp_gpu_p99_ms,
+               r.over_p_gpu_pct);
         return 0;
     }
     printf("replay: policy %s, p %g, mode %s: %u HP requests counted (%u HP kernels "
@@ -267,6 +270,9 @@ static int replay_main(const struct mosaic__sched_config *cfg, char **files, int
     printf("HP: p50 %.2f ms, p99 %.2f ms (simulated); %.1f%% of requests over p x the "
            "trace's isolated p99 (%.2f ms)\n",
            r.hp_p50_ms, r.hp_p99_ms, r.over_p_pct, r.hp_iso_p99_ms);
+    printf("HP GPU span (first kernel's start to last kernel's end): p99 %.2f ms; %.1f%% "
+           "over p x its isolated p99 (%.2f ms)\n",
+           r.hp_gpu_p99_ms, r.over_p_gpu_pct, r.hp_gpu_iso_p99_ms);
     printf("BE: %.1f steps/s of simulated time (%u kernels a step; %.1f steps/s alone, by "
            "the trace)\n",
            r.be_steps_per_s, r.be_step_kernels, r.be_iso_steps_per_s);
