@@ -23,6 +23,7 @@ struct gdef {
 
 struct mosaic__graphs {
     struct gdef d[MOSAIC__GRAPHS_MAX];
+    unsigned used; /* entries in use: 0 (no BE graphs) keeps every lookup free */
     uint64_t dropped, rejected;
 };
 
@@ -41,6 +42,8 @@ void mosaic__graphs_close(struct mosaic__graphs *g)
 
 static struct gdef *find(const struct mosaic__graphs *g, uint32_t client, uint64_t id)
 {
+    if (g->used == 0)
+        return NULL;
     for (int i = 0; i < MOSAIC__GRAPHS_MAX; i++)
         if (g->d[i].used && g->d[i].client == client && g->d[i].id == id)
             return (struct gdef *)&g->d[i];
@@ -60,6 +63,7 @@ int mosaic__graphs_define(struct mosaic__graphs *g, uint32_t client, uint64_t id
     if (d && d->count != count) {
         /* Redefined with another count: the old one is not this graph. */
         d->used = 0;
+        g->used--;
         d = NULL;
     }
     if (!d) {
@@ -71,6 +75,7 @@ int mosaic__graphs_define(struct mosaic__graphs *g, uint32_t client, uint64_t id
             return 0;
         }
         *d = (struct gdef){.used = 1, .client = client, .id = id, .count = count};
+        g->used++;
     }
     all = count == 64 ? ~0ull : (1ull << count) - 1;
     /* A definition is sent again whole after one was cut short by a full
@@ -90,6 +95,7 @@ int mosaic__graphs_define(struct mosaic__graphs *g, uint32_t client, uint64_t id
     if (mosaic__graph_unit_id(d->k, count) != id) {
         g->rejected++;
         d->used = 0;
+        g->used--;
         return -1;
     }
     d->ok = 1;
@@ -110,8 +116,10 @@ const uint64_t *mosaic__graphs_get(const struct mosaic__graphs *g, uint32_t clie
 void mosaic__graphs_client_gone(struct mosaic__graphs *g, uint32_t client)
 {
     for (int i = 0; i < MOSAIC__GRAPHS_MAX; i++)
-        if (g->d[i].used && g->d[i].client == client)
+        if (g->d[i].used && g->d[i].client == client) {
             g->d[i].used = 0;
+            g->used--;
+        }
 }
 
 uint64_t mosaic__graphs_dropped(const struct mosaic__graphs *g)
