@@ -837,18 +837,21 @@ static void model_observe(void *state, const struct mosaic__policy_event *e)
         advance_all(m, now);
         mosaic__learn_done(m->learn, e->client_id, e->id, e->ts_ns);
         ov_close(m, e->client_id, e->id, e->ts_ns ? (double)e->ts_ns : (double)now);
-        /* The oldest grant of that unit: every kernel of it (a graph's
-         * DONE follows its last kernel). */
-        for (int i = 0; i < m->nrun; i++) {
-            if (m->run[i].client == e->client_id && m->run[i].unit == e->id) {
-                uint64_t inst = m->run[i].inst;
-                int kept = 0;
-                for (int j = 0; j < m->nrun; j++)
-                    if (m->run[j].client != e->client_id || m->run[j].inst != inst)
-                        m->run[kept++] = m->run[j];
+        /* The oldest grant of that unit (the smallest instance: run[] is
+         * reordered when a client leaves): every kernel of it, since a
+         * graph's DONE follows its last kernel. */
+        {
+            uint64_t inst = 0;
+            int kept = 0;
+            for (int i = 0; i < m->nrun; i++)
+                if (m->run[i].client == e->client_id && m->run[i].unit == e->id &&
+                    (!inst || m->run[i].inst < inst))
+                    inst = m->run[i].inst;
+            for (int j = 0; inst && j < m->nrun; j++)
+                if (m->run[j].client != e->client_id || m->run[j].inst != inst)
+                    m->run[kept++] = m->run[j];
+            if (inst)
                 m->nrun = kept;
-                break;
-            }
         }
         break;
     case MOSAIC__PEV_CLIENT_GONE:
