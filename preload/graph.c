@@ -16,6 +16,18 @@
  * the order cuGraphGetNodes gives, which for a graph captured from one
  * stream is the capture order; independent branches have no order to keep.
  *
+ * In a BE process (MOSAIC_ROLE=be) the same ids make the graph one
+ * admission unit: the executable gets an id of its own (a hash of its
+ * kernels' ids, sched/proto.h), which the shim defines to the daemon once
+ * per connection, before the graph's first launch on it, and a launch then
+ * asks admission once, for the whole graph (sched_link.c). Why an id
+ * defined once rather than the kernel list in every request: a request is
+ * one fixed-size ring entry on the launch path, and a graph may hold
+ * dozens of kernels; defining it costs one entry per kernel once per
+ * connection, and each launch stays one entry. A graph of more kernels
+ * than a definition carries (MOSAIC__GRAPH_MAX_KERNELS) is asked for as
+ * one unknown kernel, and says so at instantiation.
+ *
  * Kernels inside conditional nodes (CUDA 12.4+) may or may not run: such a
  * graph is marked unknown and its launches are counted apart. Kernel nodes
  * whose function changes through cuGraphExecKernelNodeSetParams are not
@@ -25,6 +37,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "proto.h"
 #include "sched_link.h"
 
 struct mosaic__pmap mosaic__gmap = MOSAIC__PMAP_INITIALIZER;
@@ -34,7 +47,9 @@ struct graph_rec {
     int complete;       /* every kernel that can run is in k[] */
     size_t n, cap;
     struct mosaic__kernel **k;
-    uint64_t *ids; /* HP only: k[i]'s id on the arbiter's rings, else NULL */
+    uint64_t *ids; /* HP and BE: k[i]'s id on the arbiter's rings, else NULL */
+    uint64_t unit_id; /* BE: the graph's id as one admission unit; 0: none */
+    _Atomic uint64_t defined_gen; /* BE: the connection it was last defined on */
     struct graph_rec *next_retired;
 };
 
@@ -59,7 +74,7 @@ void mosaic__graph_fork_unlock(int child)
 
 #define MOSAIC__GRAPH_DEPTH 16
 
-/* want_ids: an HP process, which posts graph kernels to the arbiter. */
+/* want_ids: an HP or BE process, which tells the arbiter a graph's kernels. */
 static int push(struct graph_rec *g, struct mosaic__kernel *k, const CUDA_KERNEL_NODE_PARAMS *p,
                 int want_ids)
 {
@@ -175,7 +190,9 @@ void mosaic__graph_note_exec(CUgraphExec exec, CUgraph graph)
         MOSAIC__INC(errors);
         return;
     }
-    g->complete = collect(b, graph, g, 0, mosaic__cfg.role == MOSAIC__ROLE_HP) == 0;
+    g->complete = collect(b, graph, g, 0,
+                          mosaic__cfg.role == MOSAIC__ROLE_HP ||
+                              mosaic__cfg.role == MOSAIC__ROLE_BE) == 0;
     if (!g->complete) {
         MOSAIC__LOG(MOSAIC__LOG_WARN,
                     "graph exec %p: kernels not fully known (conditional "
@@ -184,6 +201,19 @@ void mosaic__graph_note_exec(CUgraphExec exec, CUgraph graph)
     }
     MOSAIC__LOG(MOSAIC__LOG_DEBUG, "graph exec %p: %zu kernels", (void *)exec,
                 g->n);
+    if (mosaic__cfg.role == MOSAIC__ROLE_BE && g->complete && g->n > 0) {
+        int named = 1;
+        for (size_t i = 0; i < g->n; i++)
+            named &= g->ids[i] != 0; /* a name too long for a key has no id */
+        if (g->n > MOSAIC__GRAPH_MAX_KERNELS)
+            MOSAIC__LOG(MOSAIC__LOG_WARN,
+                        "graph exec %p: %zu kernels, more than the %u a BE graph "
+                        "definition carries: each launch of it asks admission as one "
+                        "unknown kernel (held while an HP request is in flight)",
+                        (void *)exec, g->n, MOSAIC__GRAPH_MAX_KERNELS);
+        else if (named)
+            g->unit_id = mosaic__graph_unit_id(g->ids, g->n);
+    }
     if (mosaic__pmap_put(&mosaic__gmap, exec, g) != 0) {
         free(g->k);
         free(g->ids);
@@ -224,6 +254,20 @@ const uint64_t *mosaic__graph_hp_ids(CUgraphExec exec, size_t *n)
     *n = g->n;
     if (g->n == 0)
         return no_kernels; /* nothing to post, and nothing unknown */
+    return g->ids;
+}
+
+const uint64_t *mosaic__graph_be_unit(CUgraphExec exec, size_t *n, uint64_t *unit_id,
+                                      _Atomic uint64_t **defined_gen)
+{
+    /* Read without a lock, as mosaic__graph_hp_ids. */
+    struct graph_rec *g = mosaic__pmap_get(&mosaic__gmap, exec);
+
+    if (!g || !g->complete || !g->unit_id)
+        return NULL;
+    *n = g->n;
+    *unit_id = g->unit_id;
+    *defined_gen = &g->defined_gen;
     return g->ids;
 }
 

@@ -3,10 +3,11 @@
  * (docs/partitions.md).
  *
  * With MOSAIC_ROLE=be and N SMs given by the arbiter (its WELCOME carries
- * the partition of the client's role, mosaic__green_offer) or by
- * MOSAIC_BE_SMS=N (which overrides the arbiter, for tests and for trying a
- * size by hand), the shim makes, at the first BE
- * launch, one green context of N SMs and a few streams of it, and runs
+ * the partition of the client's role, mosaic__green_offer, and so does a
+ * later PARTITION message) or by MOSAIC_BE_SMS=N (which overrides the
+ * arbiter, for tests and for trying a size by hand), the shim makes, at the
+ * first BE launch after the size was given, a green context of N SMs and a
+ * few streams of it (a new one at each change: change()), and runs
  * every BE kernel and graph launch on one of those streams instead of the
  * application's, keeping the application's stream order:
  *
@@ -120,28 +121,45 @@ struct green_drv {
  * keeps every order the application asked for and adds one it did not. */
 #define GREEN_STREAMS 4
 
-static struct {
-    pthread_once_t once;
-    int wanted;             /* MOSAIC_BE_SMS / MOSAIC_HP_SMS as asked, 0: unset */
-    int hp;                 /* the HP side: a group, not the remainder */
-    int from_env;           /* the variable was set: it overrides the arbiter's word */
-    _Atomic int offered;    /* the arbiter's size was taken (mosaic__green_offer) */
-    _Atomic int offer_said; /* a later, different size was said once */
-    const char *var;        /* the variable's name, for messages */
-    char src[96];           /* "MOSAIC_BE_SMS=60" or "the arbiter's BE partition of 60 SMs" */
-    const char *who;        /* "BE" or "HP" */
-    struct green_drv d;
+/*
+ * One partition: a green context of `sms` SMs and its streams. The
+ * partition can change while the process runs (a new connection's WELCOME,
+ * a PARTITION message: docs/partitions.md, "Changing the partition"); a
+ * replaced one is kept, never destroyed, since launches already on its
+ * streams may still run and another thread may be between the two halves
+ * of a redirected launch on it. There are as many as the changes asked.
+ */
+struct part {
+    int wanted;             /* the size asked */
     CUgreenCtx ctx;
     CUcontext cu;           /* the green context as a CUcontext */
     CUstream streams[GREEN_STREAMS];
     unsigned sms;           /* SMs the green context reports */
-    struct mosaic__pmap fn; /* CUkernel -> its CUfunction in the green ctx */
+    struct mosaic__pmap fn; /* CUkernel -> its CUfunction in this green ctx */
+    struct part *retired;
+};
+
+static struct {
+    pthread_mutex_t lock;   /* a change of partition, src */
+    int hp;                 /* the HP side: a group, not the remainder */
+    int from_env;           /* the variable was set: it overrides the arbiter's word */
+    _Atomic int target;     /* the size asked now, 0: the full GPU */
+    _Atomic int offer_said; /* the variable's override was said once */
+    int drv;                /* 0: not set up yet, 1: usable, -1: green contexts unusable */
+    const char *var;        /* the variable's name, for messages */
+    char src[96];           /* "MOSAIC_BE_SMS=60" or "the arbiter's BE partition of 60 SMs" */
+    const char *who;        /* "BE" or "HP" */
+    struct green_drv d;
+    CUdevice dev;
+    CUdevResource all;      /* the device's SMs */
+    unsigned total, align, min;
+    _Atomic(struct part *) cur; /* NULL: the full GPU */
+    struct part *retired;
     struct mosaic__pmap refused; /* handles the driver would not redirect */
     pthread_key_t key;      /* destroys a thread's event pair at its exit */
-    _Atomic uint64_t redirected, not_redirected, refused_n;
+    _Atomic uint64_t redirected, not_redirected, refused_n, changes;
     _Atomic unsigned next_slot; /* the default streams' green stream, in turn */
-} G = {.once = PTHREAD_ONCE_INIT,
-       .fn = MOSAIC__PMAP_INITIALIZER,
+} G = {.lock = PTHREAD_MUTEX_INITIALIZER,
        .refused = MOSAIC__PMAP_INITIALIZER};
 
 struct evpair {
@@ -155,12 +173,16 @@ static __thread unsigned t_slot; /* this thread's green stream + 1, 0: none yet 
  * refused handles) and how many handles the driver refused. */
 __attribute__((destructor)) static void green_report(void)
 {
-    if (atomic_load(&mosaic__green_on) != MOSAIC__GREEN_ACTIVE)
+    struct part *p = atomic_load(&G.cur);
+
+    if (!p && !atomic_load(&G.changes))
         return;
     MOSAIC__LOG(MOSAIC__LOG_INFO,
-                "%s partition of %u SMs: %llu launches redirected, %llu not (capturing "
-                "streams, refused handles), %llu handles refused by the driver",
-                G.who, G.sms, (unsigned long long)atomic_load(&G.redirected),
+                "%s partition (%u SMs at exit, 0: the full GPU; %llu changes): %llu launches "
+                "redirected, %llu not (capturing streams, refused handles), %llu handles "
+                "refused by the driver",
+                G.who, p ? p->sms : 0, (unsigned long long)atomic_load(&G.changes),
+                (unsigned long long)atomic_load(&G.redirected),
                 (unsigned long long)atomic_load(&G.not_redirected),
                 (unsigned long long)atomic_load(&G.refused_n));
 }
@@ -197,7 +219,7 @@ void mosaic__green_configure(void)
             mosaic__say(msg);
         return;
     }
-    G.wanted = (int)n;
+    atomic_store(&G.target, (int)n);
     G.from_env = 1;
     if (snprintf(G.src, sizeof(G.src), "%s=%ld", G.var, n) < 0)
         G.src[0] = '\0';
@@ -206,40 +228,27 @@ void mosaic__green_configure(void)
 
 void mosaic__green_offer(unsigned sms)
 {
-    int expect = 0;
-
     if (!G.who || !mosaic__observing())
         return; /* neither BE nor HP: never partitioned */
     if (G.from_env) {
-        if (atomic_exchange(&G.offer_said, 1) == 0 && (int)sms != G.wanted)
+        if (atomic_exchange(&G.offer_said, 1) == 0 && (int)sms != atomic_load(&G.target))
             MOSAIC__LOG(MOSAIC__LOG_INFO, "%s overrides the arbiter's %s partition of %u SMs",
                         G.src, G.who, sms);
         return;
     }
-    if (sms == 0)
-        return; /* the arbiter's word is the full GPU, the default */
-    if (!atomic_compare_exchange_strong(&G.offered, &expect, (int)sms)) {
-        /* The partition is made once per process (the green context and its
-         * streams live as long as it does); a daemon restarted with another
-         * split is said once and not followed. */
-        if (expect != (int)sms && atomic_exchange(&G.offer_said, 1) == 0) {
-            char msg[256];
-            int w = snprintf(msg, sizeof(msg),
-                             "mosaic: the arbiter now asks for a %s partition of %u SMs; this "
-                             "process keeps the one it was given first (%d SMs) until it "
-                             "restarts\n",
-                             G.who, sms, expect);
-            if (w > 0)
-                mosaic__say(msg);
-        }
-        return;
+    pthread_mutex_lock(&G.lock);
+    if ((int)sms == atomic_load(&G.target)) {
+        pthread_mutex_unlock(&G.lock);
+        return; /* the size asked already (0 at the start: the full GPU) */
     }
-    G.wanted = (int)sms;
-    if (snprintf(G.src, sizeof(G.src), "the arbiter's %s partition of %u SMs", G.who, sms) < 0)
+    atomic_store(&G.target, (int)sms);
+    if (sms && snprintf(G.src, sizeof(G.src), "the arbiter's %s partition of %u SMs", G.who,
+                        sms) < 0)
         G.src[0] = '\0';
-    /* Release: a launch that sees PENDING sees wanted and src (setup runs
-     * under the once after an acquire load of the state). */
+    /* Applied by the next launch (mosaic__green_enter: change). Release: a
+     * launch that sees PENDING sees the target. */
     atomic_store_explicit(&mosaic__green_on, MOSAIC__GREEN_PENDING, memory_order_release);
+    pthread_mutex_unlock(&G.lock);
 }
 
 /* ---- setup ------------------------------------------------------------ */
@@ -286,9 +295,7 @@ static int lookup(const struct mosaic__binding *b, int version)
     return 0;
 }
 
-/* Whether the driver can make this side's partition of n SMs: for HP a
- * group of n, a multiple of align and at least min; for BE the rest of the
- * GPU beside such a group of total - n SMs, and n itself at least min. */
+
 static int valid_count(unsigned total, unsigned align, unsigned min, unsigned n)
 {
     unsigned g = G.hp ? n : total - n;
@@ -320,20 +327,21 @@ static void destroy_events(void *p)
     free(e);
 }
 
-static void setup(void)
+/* Once: the driver's version, entry points and SMs. 0, or -1 (said why:
+ * every partition of this process is the full GPU). */
+static int drv_init(void)
 {
     const struct mosaic__binding *b = mosaic__binding();
-    CUdevice dev;
-    CUdevResource all, group, rest, got, *mine;
-    CUdevResourceDesc desc = NULL;
-    unsigned nb = 1, total, align, min, below, above;
     int version = 0;
     char why[320];
     CUresult r;
 
+    if (G.drv)
+        return G.drv > 0 ? 0 : -1;
+    G.drv = -1;
     if (!b || !b->real[MOSAIC__HOOK_cuGetProcAddress_v2]) {
         say_full_gpu("the driver has no cuGetProcAddress_v2 (green contexts need CUDA 12.4)");
-        goto off;
+        return -1;
     }
     {
         typedef CUresult(CUDAAPI * ver_fn)(int *);
@@ -346,30 +354,56 @@ static void setup(void)
                          "the driver is CUDA %d.%d; green contexts need CUDA 12.4 or newer",
                          version / 1000, version % 1000 / 10);
         say_full_gpu(w > 0 ? why : "the driver is too old for green contexts");
-        goto off;
+        return -1;
     }
     if (lookup(b, version) != 0)
-        goto off;
-    memset(&all, 0, sizeof(all));
-    if ((r = G.d.DeviceGet(&dev, 0)) != CUDA_SUCCESS ||
-        (r = G.d.DeviceGetDevResource(dev, &all, CU_DEV_RESOURCE_TYPE_SM)) != CUDA_SUCCESS) {
+        return -1;
+    memset(&G.all, 0, sizeof(G.all));
+    if ((r = G.d.DeviceGet(&G.dev, 0)) != CUDA_SUCCESS ||
+        (r = G.d.DeviceGetDevResource(G.dev, &G.all, CU_DEV_RESOURCE_TYPE_SM)) !=
+            CUDA_SUCCESS) {
         int w = snprintf(why, sizeof(why), "cuDeviceGetDevResource(SM) failed (CUresult %d)",
                          (int)r);
         say_full_gpu(w > 0 ? why : "cuDeviceGetDevResource failed");
-        goto off;
+        return -1;
     }
-    total = all.sm.smCount;
-    align = all.sm.smCoscheduledAlignment ? all.sm.smCoscheduledAlignment : 1;
-    min = all.sm.minSmPartitionSize ? all.sm.minSmPartitionSize : 1;
-    if ((unsigned)G.wanted >= total) {
+    if (pthread_key_create(&G.key, destroy_events) != 0) {
+        say_full_gpu("no thread-specific key for the redirect's events");
+        return -1;
+    }
+    G.total = G.all.sm.smCount;
+    G.align = G.all.sm.smCoscheduledAlignment ? G.all.sm.smCoscheduledAlignment : 1;
+    G.min = G.all.sm.minSmPartitionSize ? G.all.sm.minSmPartitionSize : 1;
+    G.drv = 1;
+    return 0;
+}
+
+/* A partition of want SMs for this side, or NULL (said why: the full
+ * GPU). Under G.lock. */
+static struct part *make_part(int want)
+{
+    CUdevResource all, group, rest, got, *mine;
+    CUdevResourceDesc desc = NULL;
+    unsigned nb = 1, below, above, total, align, min;
+    struct part *p;
+    char why[320];
+    CUresult r;
+
+    if (drv_init() != 0)
+        return NULL;
+    all = G.all;
+    total = G.total;
+    align = G.align;
+    min = G.min;
+    if ((unsigned)want >= total) {
         MOSAIC__LOG(MOSAIC__LOG_INFO, "%s: the GPU has %u SMs; %s runs on all", G.src,
                     total, G.who);
-        goto off;
+        return NULL;
     }
-    if (!valid_count(total, align, min, (unsigned)G.wanted)) {
+    if (!valid_count(total, align, min, (unsigned)want)) {
         char alt[96] = "none";
         int w;
-        nearest(total, align, min, (unsigned)G.wanted, &below, &above);
+        nearest(total, align, min, (unsigned)want, &below, &above);
         if (below && above)
             w = snprintf(alt, sizeof(alt), "%u or %u", below, above);
         else if (below || above)
@@ -382,65 +416,106 @@ static void setup(void)
             w = snprintf(why, sizeof(why),
                          "this GPU cannot make an HP partition of %d SMs (a group of a "
                          "multiple of %u SMs, at least %u, of %u); the nearest it can make: %s",
-                         G.wanted, align, min, total, alt);
+                         want, align, min, total, alt);
         else
             w = snprintf(why, sizeof(why),
                          "this GPU cannot make a BE partition of %d SMs (it is the rest beside "
                          "a group of a multiple of %u SMs, at least %u, of %u; at least %u SMs "
                          "itself); the nearest it can make: %s",
-                         G.wanted, align, min, total, min, alt);
+                         want, align, min, total, min, alt);
         say_full_gpu(w > 0 ? why : "invalid partition size");
-        goto off;
+        return NULL;
     }
+    p = calloc(1, sizeof(*p));
+    if (!p) {
+        say_full_gpu("out of memory");
+        return NULL;
+    }
+    p->wanted = want;
+    p->fn = (struct mosaic__pmap)MOSAIC__PMAP_INITIALIZER;
     memset(&group, 0, sizeof(group));
     memset(&rest, 0, sizeof(rest));
     {
-        unsigned ask = G.hp ? (unsigned)G.wanted : total - (unsigned)G.wanted;
+        unsigned ask = G.hp ? (unsigned)want : total - (unsigned)want;
         r = G.d.DevSmResourceSplitByCount(&group, &nb, &all, &rest, 0, ask);
         mine = G.hp ? &group : &rest;
-        if (r != CUDA_SUCCESS || nb != 1 || mine->sm.smCount != (unsigned)G.wanted) {
+        if (r != CUDA_SUCCESS || nb != 1 || mine->sm.smCount != (unsigned)want) {
             int w = snprintf(why, sizeof(why),
                              "cuDevSmResourceSplitByCount(%u) gave CUresult %d, %u group(s) "
                              "of %u SMs, a remainder of %u",
                              ask, (int)r, nb, group.sm.smCount, rest.sm.smCount);
             say_full_gpu(w > 0 ? why : "the SM split failed");
-            goto off;
+            free(p);
+            return NULL;
         }
     }
     if ((r = G.d.DevResourceGenerateDesc(&desc, mine, 1)) != CUDA_SUCCESS ||
-        (r = G.d.GreenCtxCreate(&G.ctx, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM)) !=
+        (r = G.d.GreenCtxCreate(&p->ctx, desc, G.dev, CU_GREEN_CTX_DEFAULT_STREAM)) !=
             CUDA_SUCCESS) {
         int w = snprintf(why, sizeof(why),
                          "creating the green context failed (CUresult %d; under MPS, "
                          "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE may forbid it)",
                          (int)r);
         say_full_gpu(w > 0 ? why : "creating the green context failed");
-        G.ctx = NULL;
-        goto off;
+        free(p);
+        return NULL;
     }
     memset(&got, 0, sizeof(got));
-    if (G.d.GreenCtxGetDevResource(G.ctx, &got, CU_DEV_RESOURCE_TYPE_SM) != CUDA_SUCCESS ||
-        G.d.CtxFromGreenCtx(&G.cu, G.ctx) != CUDA_SUCCESS)
+    if (G.d.GreenCtxGetDevResource(p->ctx, &got, CU_DEV_RESOURCE_TYPE_SM) != CUDA_SUCCESS ||
+        G.d.CtxFromGreenCtx(&p->cu, p->ctx) != CUDA_SUCCESS)
         goto fail;
-    G.sms = got.sm.smCount;
+    p->sms = got.sm.smCount;
     for (int i = 0; i < GREEN_STREAMS; i++)
         /* CU_STREAM_NON_BLOCKING is required by cuGreenCtxStreamCreate. */
-        if ((r = G.d.GreenCtxStreamCreate(&G.streams[i], G.ctx, CU_STREAM_NON_BLOCKING, 0)) !=
+        if ((r = G.d.GreenCtxStreamCreate(&p->streams[i], p->ctx, CU_STREAM_NON_BLOCKING, 0)) !=
             CUDA_SUCCESS)
             goto fail;
-    if (pthread_key_create(&G.key, destroy_events) != 0)
-        goto fail;
     MOSAIC__LOG(MOSAIC__LOG_INFO, "%s partition: a green context of %u SMs (asked %d of %u)",
-                G.who, G.sms, G.wanted, total);
-    atomic_store(&mosaic__green_on, MOSAIC__GREEN_ACTIVE);
-    return;
+                G.who, p->sms, want, total);
+    return p;
 fail:
     say_full_gpu("setting up the green context's streams failed");
     /* The streams already made go with the context. */
-    G.d.GreenCtxDestroy(G.ctx);
-    G.ctx = NULL;
-off:
-    atomic_store(&mosaic__green_on, MOSAIC__GREEN_OFF);
+    G.d.GreenCtxDestroy(p->ctx);
+    free(p);
+    return NULL;
+}
+
+/*
+ * Applies the size asked (G.target) at a launch: the safe point, since
+ * every earlier redirected launch of this thread already ordered its
+ * application stream after it (mosaic__green_leave), so whatever this
+ * launch goes to, the new partition's stream or the application's own,
+ * it follows them in stream order. Another thread's launch between its
+ * enter and leave keeps the partition it entered with (kept, never
+ * destroyed). A size that cannot be made is said and leaves the full GPU.
+ */
+static void change(void)
+{
+    struct part *old, *np;
+    int want;
+
+    pthread_mutex_lock(&G.lock);
+    if (atomic_load(&mosaic__green_on) != MOSAIC__GREEN_PENDING) {
+        pthread_mutex_unlock(&G.lock); /* another thread's launch applied it */
+        return;
+    }
+    want = atomic_load(&G.target);
+    old = atomic_load(&G.cur);
+    np = old && old->wanted == want ? old : want > 0 ? make_part(want) : NULL;
+    if (np != old) {
+        atomic_store(&G.cur, np);
+        if (old) {
+            old->retired = G.retired;
+            G.retired = old;
+            atomic_fetch_add(&G.changes, 1);
+            MOSAIC__LOG(MOSAIC__LOG_INFO, "%s partition changed from %u SMs to %u (0: the "
+                        "full GPU), between two launches", G.who, old->sms,
+                        np ? np->sms : 0);
+        }
+    }
+    atomic_store(&mosaic__green_on, np ? MOSAIC__GREEN_ACTIVE : MOSAIC__GREEN_OFF);
+    pthread_mutex_unlock(&G.lock);
 }
 
 /* ---- per launch ------------------------------------------------------- */
@@ -469,7 +544,7 @@ static struct evpair *thread_events(void)
 
 /* The CUfunction to launch in the green context: a CUkernel's own there
  * (made once); a CUfunction as it is. NULL on failure. */
-static const void *green_function(const void *fn)
+static const void *green_function(struct part *p, const void *fn)
 {
     struct mosaic__kernel *k;
     CUfunction f = NULL;
@@ -482,16 +557,16 @@ static const void *green_function(const void *fn)
     k = mosaic__kernel_get(fn, -1);
     if (k->kind != MOSAIC__KIND_KERNEL)
         return fn;
-    have = mosaic__pmap_get(&G.fn, fn);
+    have = mosaic__pmap_get(&p->fn, fn);
     if (have)
         return have;
-    if (G.d.CtxPushCurrent(G.cu) != CUDA_SUCCESS)
+    if (G.d.CtxPushCurrent(p->cu) != CUDA_SUCCESS)
         return NULL;
     r = G.d.KernelGetFunction(&f, (CUkernel)(uintptr_t)fn);
     G.d.CtxPopCurrent(&popped);
     if (r != CUDA_SUCCESS || !f)
         return NULL;
-    have = mosaic__pmap_put_new(&G.fn, fn, (void *)f);
+    have = mosaic__pmap_put_new(&p->fn, fn, (void *)f);
     return have ? have : (const void *)f;
 }
 
@@ -502,15 +577,20 @@ int mosaic__green_enter(const struct mosaic__binding *b, int hook, const void *h
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_ACTIVE;
     uintptr_t h;
     struct evpair *e;
+    struct part *p;
+    int state;
 
     (void)b;
     g->on = 0;
     /* Acquire: pairs with mosaic__green_offer's release of the state, so
-     * that setup reads the size the arbiter gave. */
-    if (atomic_load_explicit(&mosaic__green_on, memory_order_acquire) == MOSAIC__GREEN_OFF)
+     * that the change reads the size the arbiter gave. */
+    state = atomic_load_explicit(&mosaic__green_on, memory_order_acquire);
+    if (state == MOSAIC__GREEN_OFF)
         return 0;
-    pthread_once(&G.once, setup);
-    if (atomic_load_explicit(&mosaic__green_on, memory_order_acquire) != MOSAIC__GREEN_ACTIVE)
+    if (state == MOSAIC__GREEN_PENDING)
+        change();
+    p = atomic_load_explicit(&G.cur, memory_order_acquire);
+    if (!p)
         return 0;
     /* The application's stream as the plain entry points name it: NULL of
      * a _ptsz entry point is this thread's per-thread default stream. */
@@ -520,7 +600,7 @@ int mosaic__green_enter(const struct mosaic__binding *b, int hook, const void *h
         atomic_fetch_add_explicit(&G.not_redirected, 1, memory_order_relaxed);
         return 0;
     }
-    g->fn = fn ? green_function(fn) : NULL;
+    g->fn = fn ? green_function(p, fn) : NULL;
     e = thread_events();
     if ((fn && !g->fn) || !e) {
         atomic_fetch_add_explicit(&G.not_redirected, 1, memory_order_relaxed);
@@ -532,11 +612,11 @@ int mosaic__green_enter(const struct mosaic__binding *b, int hook, const void *h
          * independent (up to GREEN_STREAMS of them). */
         if (!t_slot)
             t_slot = atomic_fetch_add(&G.next_slot, 1) % GREEN_STREAMS + 1;
-        g->green = G.streams[t_slot - 1];
+        g->green = p->streams[t_slot - 1];
     } else {
         h = (uintptr_t)g->app;
         h ^= h >> 17;
-        g->green = G.streams[(h ^ (h >> 7)) % GREEN_STREAMS];
+        g->green = p->streams[(h ^ (h >> 7)) % GREEN_STREAMS];
     }
     g->handle = handle;
     g->ev = e;

@@ -41,10 +41,10 @@ struct mosaic__green_launch {
 /* Reads MOSAIC_BE_SMS (BE) or MOSAIC_HP_SMS (HP) once at load. */
 void mosaic__green_configure(void);
 /* The arbiter's word: this role's partition of sms SMs (0: the full GPU),
- * from the daemon's WELCOME. Taken unless the variable was set (it
- * overrides) or a partition was already given (made once per process; a
- * different later size is said once); applied at the next launch, checked
- * against the driver's rules as the variable is. */
+ * from the daemon's WELCOME or a later PARTITION message. Taken unless the
+ * variable was set (it overrides); applied at the next launch (a new green
+ * context, or none for the full GPU), checked against the driver's rules
+ * as the variable is. */
 void mosaic__green_offer(unsigned sms);
 
 static inline int mosaic__green_wanted(void)

@@ -263,6 +263,13 @@ int mosaic__graph_note_launch(CUgraphExec exec);
  * of them), or NULL when exec is unknown, its kernels are not all known, or
  * this is no HP process. */
 const uint64_t *mosaic__graph_hp_ids(CUgraphExec exec, size_t *n);
+/* BE: exec as one admission unit: its kernels' ids (n of them, at most
+ * MOSAIC__GRAPH_MAX_KERNELS), its id, and the connection generation it was
+ * last defined on (the caller stores it once defined); NULL when exec is
+ * unknown, its kernels are not all known or too many, or this is no BE
+ * process. */
+const uint64_t *mosaic__graph_be_unit(CUgraphExec exec, size_t *n, uint64_t *unit_id,
+                                      _Atomic uint64_t **defined_gen);
 /* Adds each kernel's not-yet-folded graph executions to k->snap and
  * returns the total of those executions. Caller holds the stats lock. */
 uint64_t mosaic__graph_snapshot(void);

@@ -18,7 +18,8 @@
  * call, no wait; with no daemon the client returns MOSAIC_EDISCONNECTED at
  * once and the program runs uncontrolled.
  *
- * BE: each kernel and graph launch is admitted before it may start. By
+ * BE: each kernel and graph launch is admitted before it may start (a
+ * graph as one unit, defined to the daemon by its kernels: graph.c). By
  * default (MOSAIC_BE_GATE=device) on the device: the launch hook asks the
  * daemon (a ring write), enqueues cuStreamWaitValue32 on the stream's
  * grant word in the shared segment (mapped for the device with
@@ -115,17 +116,21 @@ static void link_init(void)
                 o.socket_path ? o.socket_path : MOSAIC_SCHED_DEFAULT_SOCKET);
 }
 
-/* The daemon's SM partition for this role (policy static), handed to the
- * green context once per new connection: the handshake stores the size
- * before it moves the generation, so reading them in the other order sees
- * the new size. Otherwise two loads per launch. */
+/* The daemon's SM partition for this role (policy static, or a later
+ * `mosaic-sched partition`), handed to the green context at each new
+ * connection and each PARTITION message: the client stores the size before
+ * it moves the generation or the partition sequence, so reading them in
+ * the other order sees the new size. Otherwise three loads per launch. */
 static void partition_follow(struct mosaic_sched_client *c)
 {
     static _Atomic uint64_t seen;
     uint64_t gen = mosaic_sched_client_generation(c);
+    /* Both counters in one word: generations and partition changes are far
+     * below 2^32 in any process's life. */
+    uint64_t now = gen << 32 | (mosaic_sched_client_partition_seq(c) & 0xffffffffu);
 
-    if (gen && atomic_load_explicit(&seen, memory_order_relaxed) != gen &&
-        atomic_exchange(&seen, gen) != gen)
+    if (gen && atomic_load_explicit(&seen, memory_order_relaxed) != now &&
+        atomic_exchange(&seen, now) != now)
         mosaic__green_offer(mosaic_sched_client_sms(c));
 }
 
@@ -415,13 +420,39 @@ static CUdeviceptr slot_word(const struct gstream *gs, unsigned off)
 }
 
 /*
+ * BE: the id a graph launch asks admission with, on the connection of
+ * generation gen: the graph's own id, defined to the daemon on that
+ * connection first (graph.c, sched/proto.h), or 0, an unknown kernel, when
+ * the graph's kernels are not all known or more than a definition carries,
+ * or the definition could not be posted (a full ring: tried again at the
+ * next launch). Two threads may both define it; the daemon takes the
+ * second as the same graph again.
+ */
+static uint64_t be_graph_id(struct mosaic_sched_client *c, CUgraphExec exec, uint64_t gen)
+{
+    _Atomic uint64_t *defined;
+    uint64_t unit = 0;
+    size_t n = 0;
+    const uint64_t *ids = mosaic__graph_be_unit(exec, &n, &unit, &defined);
+
+    if (!ids || !gen)
+        return 0;
+    if (atomic_load_explicit(defined, memory_order_acquire) == gen)
+        return unit;
+    if (mosaic_sched_be_graph_define(c, gen, unit, ids, (unsigned)n) != 0)
+        return 0;
+    atomic_store_explicit(defined, gen, memory_order_release);
+    return unit;
+}
+
+/*
  * BE, device mode: asks for kernel n of stream s and enqueues the wait for
- * its grant. Returns 1 when gated (the launch follows, then
+ * its grant (a graph launch, exec, asks once for the whole graph). Returns 1 when gated (the launch follows, then
  * mosaic__sched_be_launched enqueues the done write and lets the stream's
  * lock go), 0 when this kernel must be held on the host.
  */
 static int be_gate_device(const struct mosaic__binding *b, struct mosaic_sched_client *c,
-                          CUstream s, int ptsz, uint64_t id)
+                          CUstream s, int ptsz, uint64_t id, CUgraphExec exec)
 {
     struct gstream *gs;
     uint64_t gen;
@@ -432,6 +463,8 @@ static int be_gate_device(const struct mosaic__binding *b, struct mosaic_sched_c
         s = NULL; /* the same stream as NULL: one slot */
     if (per_thread_stream(s, ptsz) || !(gen = gate_map(b, c, 0)) || !(gs = gate_stream(s)))
         return 0;
+    if (exec)
+        id = be_graph_id(c, exec, gen);
     pthread_mutex_lock(&gs->lock);
     if (gs->gen != gen) {
         gs->gen = gen;
@@ -722,7 +755,6 @@ void mosaic__sched_be_gate(const struct mosaic__binding *b, int hook, const void
     uint64_t id;
     int outcome, rc;
 
-    (void)exec;
     if (!c || !b)
         return;
     /* A launch into a capturing stream is recorded, not run: nothing to
@@ -730,8 +762,10 @@ void mosaic__sched_be_gate(const struct mosaic__binding *b, int hook, const void
     if (atomic_load_explicit(&mosaic__active_captures, memory_order_relaxed) > 0 &&
         mosaic__stream_capturing(b, hook, s))
         return;
-    /* A graph's kernels are not one profiled kernel: id 0, which the
-     * daemon admits only while no HP request is in flight. */
+    /* A graph launch asks for the graph as one unit (be_graph_id, once
+     * the connection is known); until then, and for a graph that cannot be
+     * one, id 0: an unknown kernel, admitted only while no HP request is
+     * in flight. */
     id = fn ? kernel_id(fn, grid, block, dyn_smem) : 0;
     gate_setup(b);
     if (gdrv.be_mode == GATE_DEVICE) {
@@ -742,7 +776,7 @@ void mosaic__sched_be_gate(const struct mosaic__binding *b, int hook, const void
         if (!atomic_exchange(&first_waited, 1))
             for (int i = 0; i < 500 && !mosaic_sched_client_generation(c); i++)
                 usleep(1000);
-        if (be_gate_device(b, c, s, ptsz, id)) {
+        if (be_gate_device(b, c, s, ptsz, id, exec)) {
             MOSAIC__INC(be_gated_device);
             partition_follow(c);
             return;
@@ -760,6 +794,8 @@ void mosaic__sched_be_gate(const struct mosaic__binding *b, int hook, const void
             sync(be_out[i].s);
     }
     be_release_locked(NULL, 1);
+    if (exec)
+        id = be_graph_id(c, exec, mosaic_sched_client_generation(c));
     do {
         rc = mosaic_sched_be_admit(c, id, 0, &outcome);
     } while (rc == MOSAIC_ETIMEDOUT); /* be-on-timeout hold: ask again */

@@ -67,6 +67,7 @@ struct mosaic_sched_client {
     _Atomic uint32_t be_timeout_ms;
     _Atomic int be_on_timeout;
     _Atomic unsigned sms; /* the daemon's partition for this role, 0: full GPU */
+    _Atomic uint64_t partition_seq; /* bumped after each PARTITION message's sms */
     /* When a BE caller first found the daemon away (0: connected). The
      * timeout runs from then, not per kernel: once it has passed, every BE
      * kernel runs uncontrolled at once until the daemon is back. */
@@ -294,6 +295,21 @@ static void release_stale_gates(struct mosaic_sched_client *c, uint64_t now)
     pthread_mutex_unlock(&c->lock);
 }
 
+/* A message from the daemon after the handshake: a PARTITION is stored
+ * (the size first, then the sequence, which the shim reads in the other
+ * order); anything else is ignored. */
+static void partition_msg(struct mosaic_sched_client *c, const void *buf, size_t len)
+{
+    struct mosaic__msg m;
+    char why[160];
+
+    if (mosaic__msg_parse(buf, len, &m, why, sizeof(why)) != 0 ||
+        m.h.type != MOSAIC__MSG_PARTITION)
+        return;
+    atomic_store(&c->sms, m.u.partition.sms);
+    atomic_fetch_add_explicit(&c->partition_seq, 1, memory_order_release);
+}
+
 MOSAIC__EXPORT int mosaic_sched_client_poll(struct mosaic_sched_client *c)
 {
     struct conn *k;
@@ -311,12 +327,14 @@ MOSAIC__EXPORT int mosaic_sched_client_poll(struct mosaic_sched_client *c)
         atomic_fetch_add_explicit(&k->shm.hdr->client_beat, 1, memory_order_relaxed);
         pthread_mutex_lock(&c->lock);
         if (poll(&p, 1, 0) > 0) {
-            /* The daemon sends nothing after the handshake: anything
-             * readable is its end of the socket closing. */
+            /* After the handshake the daemon sends only PARTITION; else
+             * what is readable is its end of the socket closing. */
             char tmp[MOSAIC__SCHED_MSG_MAX];
             long n = mosaic__recv_msg(k->sock, tmp, sizeof(tmp), NULL, MSG_DONTWAIT);
             if (n == 0 || (n < 0 && n != MOSAIC_ETIMEDOUT))
                 retire(c, k, "the daemon closed the connection");
+            else if (n > 0)
+                partition_msg(c, tmp, (size_t)n);
         } else if (beat != k->last_beat) {
             k->last_beat = beat;
             k->beat_seen_ns = now;
@@ -487,6 +505,12 @@ MOSAIC__EXPORT int mosaic_sched_client_state(const struct mosaic_sched_client *c
 MOSAIC__EXPORT int mosaic_sched_client_role(const struct mosaic_sched_client *c)
 {
     return atomic_load(&((struct mosaic_sched_client *)c)->role);
+}
+
+MOSAIC__EXPORT uint64_t mosaic_sched_client_partition_seq(const struct mosaic_sched_client *c)
+{
+    return atomic_load_explicit(&((struct mosaic_sched_client *)c)->partition_seq,
+                                memory_order_acquire);
 }
 
 MOSAIC__EXPORT unsigned mosaic_sched_client_sms(const struct mosaic_sched_client *c)
@@ -812,4 +836,36 @@ MOSAIC__EXPORT int mosaic_sched_be_done(struct mosaic_sched_client *c, uint64_t 
     if (!k)
         return MOSAIC_EDISCONNECTED;
     return post(c, k, MOSAIC__EV_BE_DONE, 0, kernel_id, 0);
+}
+
+/* BE: defines graph `graph_id` (its kernels' ids in launch order) on the
+ * connection of `generation`, one ring entry per kernel (proto.h says why
+ * entries and not a message). Never waits. A definition cut short by a
+ * full ring is incomplete for the daemon, whose policies then treat the
+ * graph as an unknown kernel; the caller defines it again on its next
+ * launch. */
+MOSAIC__EXPORT int mosaic_sched_be_graph_define(struct mosaic_sched_client *c,
+                                                uint64_t generation, uint64_t graph_id,
+                                                const uint64_t *kernel_ids, unsigned n)
+{
+    struct conn *k = live_gen(c, MOSAIC_SCHED_ROLE_BE, generation);
+
+    if (!graph_id || n == 0 || n > MOSAIC__GRAPH_MAX_KERNELS || !kernel_ids)
+        return MOSAIC_EINVAL;
+    for (unsigned i = 0; i < n; i++)
+        if (!kernel_ids[i])
+            return MOSAIC_EINVAL; /* an unnamed kernel: the graph is unknown */
+    if (!k)
+        return MOSAIC_EDISCONNECTED;
+    for (unsigned i = 0; i < n; i++) {
+        struct mosaic__entry e = {.type = MOSAIC__EV_BE_GRAPH, .ticket = i, .aux = n,
+                                  .id = graph_id, .value = kernel_ids[i]};
+        if (mosaic__ring_push_mp(k->shm.ev_ctl, k->shm.ev, k->shm.ev_mask, &e) != 0) {
+            atomic_fetch_add_explicit(&c->dropped, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&k->shm.hdr->ev_dropped, 1, memory_order_relaxed);
+            ring_doorbell(k);
+            return MOSAIC_ERINGFULL;
+        }
+    }
+    return 0;
 }

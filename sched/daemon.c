@@ -37,6 +37,7 @@
 #include <cJSON.h>
 
 #include "daemon.h"
+#include "mosaic/predict.h"
 
 int mosaic__dlog_level = MOSAIC__L_INFO;
 
@@ -240,6 +241,19 @@ static void policy_event(struct daemon *d, int type, uint32_t client, uint64_t i
         d->policy.observe(d->policy.state, &e);
 }
 
+/* One kernel of a BE graph's definition, checked by mosaic__entry_check:
+ * passed to the policy, which keeps the graphs (the daemon's wants,
+ * grants and dones name a graph by its id as they would a kernel). */
+static void graph_event(struct daemon *d, struct client *c, const struct mosaic__entry *e)
+{
+    struct mosaic__policy_event pe = {.type = MOSAIC__PEV_BE_GRAPH, .client_id = c->id,
+                                      .id = e->id, .kernel = e->value, .index = e->ticket,
+                                      .count = e->aux};
+
+    if (d->policy.observe)
+        d->policy.observe(d->policy.state, &pe);
+}
+
 static void client_free(struct daemon *d, struct client *c, const char *why)
 {
     if (c->active)
@@ -324,6 +338,73 @@ static int handle_status(struct daemon *d, struct client *c)
     return rc;
 }
 
+/* Sends text as a STATUS_REPLY (the answer to a control message). */
+static int send_text(struct client *c, const char *text)
+{
+    char buf[MOSAIC__SCHED_REASON_LEN + sizeof(struct mosaic__msg_hdr)];
+    size_t n = strlen(text);
+
+    if (n > MOSAIC__SCHED_REASON_LEN)
+        n = MOSAIC__SCHED_REASON_LEN;
+    mosaic__msg_init((struct mosaic__msg_hdr *)(void *)buf, MOSAIC__MSG_STATUS_REPLY,
+                     n + sizeof(struct mosaic__msg_hdr));
+    memcpy(buf + sizeof(struct mosaic__msg_hdr), text, n);
+    return mosaic__send_msg(c->fd, buf, n + sizeof(struct mosaic__msg_hdr), -1);
+}
+
+/*
+ * `mosaic-sched partition HP_SMS`: a new split for the connected clients
+ * and the ones still to come (their WELCOME), HP on a group of hp_sms, BE
+ * on the rest; 0 puts both on the full GPU. Each connected client gets a
+ * PARTITION message with its role's size, which its shim applies between
+ * two launches (docs/partitions.md, "Changing the partition"). Only the
+ * daemon's own user or root may ask: a partition takes SMs from the HP
+ * service. A size the GPU cannot make is refused with the nearest ones.
+ */
+static void handle_partition_set(struct daemon *d, struct client *c,
+                                 const struct mosaic__msg_partition_set *m)
+{
+    char why[MOSAIC__SCHED_REASON_LEN], text[MOSAIC__SCHED_REASON_LEN];
+    struct mosaic__msg_partition pm;
+    unsigned hp = m->hp_sms, be = 0, sent = 0;
+
+    if (c->peer.uid != geteuid() && c->peer.uid != 0) {
+        snprintf(why, sizeof(why), "uid %u may not change the partition: only the daemon's "
+                 "user (uid %u) or root", (unsigned)c->peer.uid, (unsigned)geteuid());
+        send_refuse(c, MOSAIC_EREFUSED, why);
+        return;
+    }
+    if (hp) {
+        struct mosaic_gpu_desc g;
+        if (mosaic__static_hp_size_check(hp, why, sizeof(why)) != 0) {
+            send_refuse(c, MOSAIC_ECONFIG, why);
+            return;
+        }
+        mosaic_gpu_desc_h200(&g);
+        be = (unsigned)g.sm_count - hp;
+    }
+    d->part.hp_sms = hp;
+    d->part.be_sms = be;
+    d->part.from_config = 1;
+    for (unsigned i = 0; i < d->nclients; i++) {
+        struct client *k = d->clients[i];
+        if (!k->active)
+            continue;
+        memset(&pm, 0, sizeof(pm));
+        mosaic__msg_init(&pm.h, MOSAIC__MSG_PARTITION, sizeof(pm));
+        pm.sms = k->role == MOSAIC_SCHED_ROLE_HP ? hp : be;
+        sent += mosaic__send_msg(k->fd, &pm, sizeof(pm), -1) == 0;
+    }
+    if (hp)
+        snprintf(text, sizeof(text), "partition: HP %u SMs, BE %u SMs; sent to %u clients", hp,
+                 be, sent);
+    else
+        snprintf(text, sizeof(text), "partition: HP and BE on the full GPU; sent to %u "
+                 "clients", sent);
+    mosaic__dlog(MOSAIC__L_INFO, "pid %d (uid %u) set the %s", (int)c->peer.pid,
+                 (unsigned)c->peer.uid, text);
+    send_text(c, text);
+}
 
 static void handle_hello(struct daemon *d, struct client *c, const struct mosaic__msg_hello *h)
 {
@@ -416,6 +497,11 @@ static void handle_socket(struct daemon *d, struct client *c, uint32_t events)
                 return;
             }
             continue;
+        }
+        if (rc == 0 && m.h.type == MOSAIC__MSG_PARTITION_SET && !c->active) {
+            handle_partition_set(d, c, &m.u.partition_set);
+            client_free(d, c, "partition request answered");
+            return;
         }
         if (!c->active) {
             if (rc == 0 && m.h.type == MOSAIC__MSG_HELLO) {
@@ -617,6 +703,9 @@ static void handle_event(struct daemon *d, struct client *c, const struct mosaic
         if (c->be_in_flight)
             c->be_in_flight--;
         policy_event(d, MOSAIC__PEV_BE_DONE, c->id, e->id, mosaic__now_ns());
+        break;
+    case MOSAIC__EV_BE_GRAPH:
+        graph_event(d, c, e);
         break;
     default:
         break;

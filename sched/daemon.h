@@ -127,13 +127,19 @@ enum mosaic__pev_type {
     MOSAIC__PEV_HP_LAUNCH,  /* id: kernel id (the profile key's hash) */
     MOSAIC__PEV_BE_GRANT,   /* id: kernel id, ts: the grant's time */
     MOSAIC__PEV_BE_DONE,    /* id: kernel id */
-    MOSAIC__PEV_CLIENT_GONE /* everything of client_id is gone */
+    MOSAIC__PEV_CLIENT_GONE, /* everything of client_id is gone */
+    /* One kernel of a BE graph's definition (proto.h): id: the graph's id,
+     * kernel: the kernel's id, index of count. A later BE want, grant or
+     * done naming the graph's id means all of its kernels, in order. */
+    MOSAIC__PEV_BE_GRAPH
 };
 
 struct mosaic__policy_event {
     int type; /* enum mosaic__pev_type */
     uint32_t client_id;
     uint64_t id, ts_ns;
+    uint64_t kernel;        /* MOSAIC__PEV_BE_GRAPH only */
+    uint32_t index, count;  /* MOSAIC__PEV_BE_GRAPH only */
 };
 
 /* A policy decides for one waiting BE kernel; the mechanism (rings,

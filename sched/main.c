@@ -3,6 +3,7 @@
  *
  *   mosaic-sched [--config FILE] [--KEY VALUE ...] daemon
  *   mosaic-sched [--socket PATH] status [--json]
+ *   mosaic-sched [--socket PATH] partition HP_SMS
  *   mosaic-sched [--KEY VALUE ...] record -o FILE
  *   mosaic-sched [--KEY VALUE ...] replay [--mode full] [--warmup N] [--json] TRACE...
  *   mosaic-sched version
@@ -33,6 +34,7 @@ static void usage(FILE *fp)
     fprintf(fp,
             "usage: mosaic-sched [--config FILE] [--KEY VALUE ...] daemon\n"
             "       mosaic-sched [--socket PATH] status [--json]\n"
+            "       mosaic-sched [--socket PATH] partition HP_SMS\n"
             "       mosaic-sched [--KEY VALUE ...] record -o FILE\n"
             "       mosaic-sched [--KEY VALUE ...] replay [--mode full] [--warmup N]\n"
             "                    [--be-lead-ms MS] [--decide-us US] [--seed N] [--json] TRACE...\n"
@@ -41,20 +43,24 @@ static void usage(FILE *fp)
             "their defaults), e.g. --slo 1.25 --socket /run/mosaic/sched.sock.\n"
             "record runs the daemon and writes what its clients post to FILE (a\n"
             "mosaic-trace/1 file); replay runs traces through --policy at --slo on a\n"
-            "simulated timeline (docs/replay.md).\n");
+            "simulated timeline (docs/replay.md). partition gives the running daemon's\n"
+            "HP clients a group of HP_SMS SMs and BE the rest, or both the full GPU\n"
+            "with 0; connected clients change at their next launch (docs/partitions.md).\n");
 }
 
-static int fetch_status(const char *path, char **json, char *err, size_t errlen)
+/* Sends one control message (no handshake) and returns the daemon's text
+ * answer in *text (malloc'd), or its refusal's reason in err. */
+static int exchange(const char *path, const void *msg, size_t len, char **text, char *err,
+                    size_t errlen)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    struct mosaic__msg_hdr h;
     struct timeval tv = {.tv_sec = 5};
     struct mosaic__msg m;
     char *buf = malloc(MOSAIC__SCHED_STATUS_MAX);
     long n;
     int fd, rc;
 
-    *json = NULL;
+    *text = NULL;
     if (!buf)
         return MOSAIC_ENOMEM;
     snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
@@ -68,28 +74,65 @@ static int fetch_status(const char *path, char **json, char *err, size_t errlen)
         return MOSAIC_EDISCONNECTED;
     }
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    mosaic__msg_init(&h, MOSAIC__MSG_STATUS, sizeof(h));
-    rc = mosaic__send_msg(fd, &h, sizeof(h), -1);
+    rc = mosaic__send_msg(fd, msg, len, -1);
     n = rc == 0 ? mosaic__recv_msg(fd, buf, MOSAIC__SCHED_STATUS_MAX - 1, NULL, 0) : rc;
     close(fd);
     if (n <= 0) {
-        snprintf(err, errlen, "the daemon at %s did not answer the status request", path);
+        snprintf(err, errlen, "the daemon at %s did not answer", path);
         free(buf);
         return n < 0 ? (int)n : MOSAIC_EDISCONNECTED;
     }
     rc = mosaic__msg_parse(buf, (size_t)n, &m, err, errlen);
-    if (rc == 0 && m.h.type != MOSAIC__MSG_STATUS_REPLY) {
-        snprintf(err, errlen, "the daemon answered message type %u, not a status", m.h.type);
+    if (rc == 0 && m.h.type == MOSAIC__MSG_REFUSE) {
+        snprintf(err, errlen, "the daemon refused: %s", m.u.refuse.reason);
+        rc = m.u.refuse.code < 0 ? m.u.refuse.code : MOSAIC_EREFUSED;
+    } else if (rc == 0 && m.h.type != MOSAIC__MSG_STATUS_REPLY) {
+        snprintf(err, errlen, "the daemon answered message type %u, not a reply", m.h.type);
         rc = MOSAIC_EPROTO;
     }
     if (rc == 0) {
         memmove(buf, m.text, m.text_len);
         buf[m.text_len] = '\0';
-        *json = buf;
+        *text = buf;
         return 0;
     }
     free(buf);
     return rc;
+}
+
+static int fetch_status(const char *path, char **json, char *err, size_t errlen)
+{
+    struct mosaic__msg_hdr h;
+
+    mosaic__msg_init(&h, MOSAIC__MSG_STATUS, sizeof(h));
+    return exchange(path, &h, sizeof(h), json, err, errlen);
+}
+
+/* `partition HP_SMS`: the daemon checks the size and tells its clients. */
+static int set_partition(const char *path, const char *arg)
+{
+    struct mosaic__msg_partition_set m;
+    char err[512], *end, *text = NULL;
+    long hp = arg ? strtol(arg, &end, 10) : -1;
+    int rc;
+
+    if (!arg || *end != '\0' || hp < 0 || hp > (long)MOSAIC__SCHED_MAX_SMS) {
+        fprintf(stderr, "mosaic-sched partition: '%s' is not a number of SMs for HP: give "
+                "the HP group's size (e.g. 72 on the H200, BE gets the rest) or 0 for the "
+                "full GPU\n", arg ? arg : "");
+        return 2;
+    }
+    memset(&m, 0, sizeof(m));
+    mosaic__msg_init(&m.h, MOSAIC__MSG_PARTITION_SET, sizeof(m));
+    m.hp_sms = (uint32_t)hp;
+    rc = exchange(path, &m, sizeof(m), &text, err, sizeof(err));
+    if (rc != 0) {
+        fprintf(stderr, "mosaic-sched partition: %s\n", err);
+        return 1;
+    }
+    printf("%s\n", text);
+    free(text);
+    return 0;
 }
 
 static double num(const cJSON *o, const char *k)
@@ -210,11 +253,14 @@ static int replay_main(const struct mosaic__sched_config *cfg, char **files, int
                "\"be_step_kernels\":%u,\"unprofiled_kernels\":%u,\"hp_isolated_p99_ms\":%.4f,"
                "\"hp_p50_ms\":%.4f,\"hp_p99_ms\":%.4f,\"over_p_pct\":%.3f,"
                "\"be_steps_per_s\":%.3f,\"be_isolated_steps_per_s\":%.3f,\"hp_scale\":%.4f,"
-               "\"be_scale\":%.4f,\"gpu_scale\":%.4f,\"simulated_ms\":%.3f}\n",
+               "\"be_scale\":%.4f,\"gpu_scale\":%.4f,\"simulated_ms\":%.3f,"
+               "\"hp_gpu_isolated_p99_ms\":%.4f,\"hp_gpu_p99_ms\":%.4f,"
+               "\"over_p_gpu_pct\":%.3f}\n",
                mosaic__policy_name(cfg->policy), cfg->slo, mode, r.hp_requests, r.hp_kernels,
                r.be_kernels, r.be_step_kernels, r.unprofiled, r.hp_iso_p99_ms, r.hp_p50_ms,
                r.hp_p99_ms, r.over_p_pct, r.be_steps_per_s, r.be_iso_steps_per_s, r.hp_scale,
-               r.be_scale, r.gpu_scale, r.sim_ms);
+               r.be_scale, r.gpu_scale, r.sim_ms, r.hp_gpu_iso_p99_ms, r.hp_gpu_p99_ms,
+               r.over_p_gpu_pct);
         return 0;
     }
     printf("replay: policy %s, p %g, mode %s: %u HP requests counted (%u HP kernels "
@@ -224,6 +270,9 @@ static int replay_main(const struct mosaic__sched_config *cfg, char **files, int
     printf("HP: p50 %.2f ms, p99 %.2f ms (simulated); %.1f%% of requests over p x the "
            "trace's isolated p99 (%.2f ms)\n",
            r.hp_p50_ms, r.hp_p99_ms, r.over_p_pct, r.hp_iso_p99_ms);
+    printf("HP GPU span (first kernel's start to last kernel's end): p99 %.2f ms; %.1f%% "
+           "over p x its isolated p99 (%.2f ms)\n",
+           r.hp_gpu_p99_ms, r.over_p_gpu_pct, r.hp_gpu_iso_p99_ms);
     printf("BE: %.1f steps/s of simulated time (%u kernels a step; %.1f steps/s alone, by "
            "the trace)\n",
            r.be_steps_per_s, r.be_step_kernels, r.be_iso_steps_per_s);
@@ -287,7 +336,8 @@ int main(int argc, char **argv)
                 i++;
         } else if (!cmd) {
             cmd = argv[i];
-        } else if (strcmp(cmd, "replay") == 0 && nfiles < 256) {
+        } else if ((strcmp(cmd, "replay") == 0 && nfiles < 256) ||
+                   (strcmp(cmd, "partition") == 0 && nfiles == 0)) {
             files[nfiles++] = argv[i];
         } else {
             fprintf(stderr, "mosaic-sched: unexpected argument '%s'\n", argv[i]);
@@ -305,9 +355,10 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(cmd, "daemon") != 0 && strcmp(cmd, "status") != 0 &&
-        strcmp(cmd, "record") != 0 && strcmp(cmd, "replay") != 0) {
-        fprintf(stderr, "mosaic-sched: unknown command '%s': use daemon, status, record, "
-                "replay or version\n", cmd);
+        strcmp(cmd, "record") != 0 && strcmp(cmd, "replay") != 0 &&
+        strcmp(cmd, "partition") != 0) {
+        fprintf(stderr, "mosaic-sched: unknown command '%s': use daemon, status, partition, "
+                "record, replay or version\n", cmd);
         return 2;
     }
     if (strcmp(cmd, "record") == 0 && !out_path) {
@@ -373,6 +424,8 @@ int main(int argc, char **argv)
         free(text);
         return rc ? 1 : 0;
     }
+    if (strcmp(cmd, "partition") == 0)
+        return set_partition(cfg.socket, nfiles ? files[0] : NULL);
     if (strcmp(cmd, "replay") == 0) {
         return replay_main(&cfg, files, nfiles, mode, &ro, json);
     }

@@ -60,6 +60,7 @@
 #include "daemon.h"
 #include "mosaic/predict.h"
 #include "mosaic/profile.h"
+#include "policy_graph.h"
 #include "policy_learn.h"
 
 #define MAX_SEQ 512       /* kernels of a request type that the model follows: a
@@ -154,6 +155,15 @@ struct bek {
     uint64_t start;
     double end_pred, wall;
     double end_obs; /* recorded beside a request: its DONE, INFINITY before */
+    /* The admission unit it belongs to: the kernel's own id, or the id of
+     * the BE graph whose kernels were granted together (one entry per
+     * kernel, back to back from the grant at g0, the unit predicted to end
+     * at gend); inst tells two grants of the same unit apart. Only a
+     * unit's last kernel (tail) is taken to run on past its predicted end
+     * until the unit's DONE: the ones before it are over by then. */
+    uint64_t unit, inst;
+    double g0, gend;
+    int tail;
 };
 
 struct hpc {
@@ -178,6 +188,8 @@ struct model {
     struct mosaic__pstore *store;
     struct mosaic_predictor *pred;
     struct mosaic__learn *learn; /* BE kernels without a profile or prediction */
+    struct mosaic__graphs *graphs; /* BE graphs' kernels (policy_graph.h) */
+    uint64_t next_inst;
     struct kinfo *kinfo;
     size_t kmask, kcount;
     struct pair *pairs;
@@ -412,7 +424,7 @@ static double be_end(const struct model *m, const struct bek *b)
 {
     if (m->replay)
         return b->end_obs;
-    return b->end_pred > m->now ? b->end_pred : m->now + 0.5 * b->wall;
+    return b->end_pred > m->now || !b->tail ? b->end_pred : m->now + 0.5 * b->wall;
 }
 
 /* The slowdown of HP kernel h at time t: the BE kernels running then
@@ -610,21 +622,39 @@ static void type_ratio(struct model *m, struct rtype *t, double ratio)
                      "beyond what the predictor explains, back to the bound", t->f);
 }
 
-/* Closes the records of BE kernels beside open requests that ended at ts
- * (a client's kernel of that id, or all of a client's when id is 0). */
+/*
+ * Closes the records of BE kernels beside open requests that ended at ts
+ * (a client's unit of that id, or all of a client's when id is 0). The
+ * kernels of a graph share one DONE: their predicted timeline is stretched
+ * (or shrunk) to end at it, the best estimate of when each ran, so that
+ * the ratio measured on the request sees them one after another.
+ */
 static void ov_close(struct model *m, uint32_t client, uint64_t id, double ts)
 {
     for (int i = 0; i < MAX_HP; i++) {
         struct hpc *h = &m->hp[i];
+        uint64_t inst = 0;
+        int found = 0;
         if (!h->used || !h->open)
             continue;
-        for (int j = 0; j < h->nov; j++)
-            if (h->ov[j].client == client && isinf(h->ov[j].end_obs) &&
-                (!id || h->ov[j].ki->id == id)) {
-                h->ov[j].end_obs = ts;
-                if (id)
-                    break;
+        for (int j = 0; j < h->nov; j++) {
+            struct bek *o = &h->ov[j];
+            if (o->client != client || !isinf(o->end_obs))
+                continue;
+            if (!id) {
+                o->end_obs = ts;
+                continue;
             }
+            if (o->unit != id || (found && o->inst != inst))
+                continue;
+            found = 1;
+            inst = o->inst;
+            double span = o->gend - o->g0;
+            double s = span > 0 ? fmax(0, (ts - o->g0) / span) : 1;
+            if ((double)o->start > o->g0)
+                o->start = (uint64_t)(o->g0 + ((double)o->start - o->g0) * s);
+            o->end_obs = o->tail ? ts : o->g0 + (o->end_pred - o->g0) * s;
+        }
     }
 }
 
@@ -636,6 +666,33 @@ static void ov_add(struct hpc *h, const struct bek *b)
     }
     h->ov[h->nov] = *b;
     h->ov[h->nov++].end_obs = INFINITY;
+}
+
+/*
+ * The kernels of a client's BE graph, when id names one whose definition
+ * is complete (policy_graph.h): n > 0 with out[] filled when every kernel
+ * has a profile and a prediction, so that eq. 5 can follow the graph's
+ * timeline; -1 when one lacks either, or for orion (which tests one BE
+ * kernel against the HP kernel running now, and a graph is several): then
+ * the graph is one unknown kernel, under the unknown-kernel rule and
+ * learned from its runs as a whole. 0: id is no graph (a kernel's id).
+ */
+static int graph_kernels(struct model *m, uint32_t client, uint64_t id,
+                         const struct kinfo *out[MOSAIC__GRAPH_MAX_KERNELS])
+{
+    unsigned n = 0;
+    const uint64_t *ids = mosaic__graphs_get(m->graphs, client, id, &n);
+
+    if (!ids)
+        return 0;
+    if (m->orion)
+        return -1;
+    for (unsigned i = 0; i < n; i++) {
+        out[i] = kinfo_get(m, ids[i]);
+        if (!out[i] || !out[i]->pk)
+            return -1;
+    }
+    return (int)n;
 }
 
 /* ---- events ---------------------------------------------------------------- */
@@ -771,9 +828,11 @@ static void model_observe(void *state, const struct mosaic__policy_event *e)
         end_request(m, h, e->ts_ns);
         break;
     case MOSAIC__PEV_BE_GRANT: {
-        const struct kinfo *ki = kinfo_get(m, e->id);
+        const struct kinfo *gk[MOSAIC__GRAPH_MAX_KERNELS];
+        int ng = graph_kernels(m, e->client_id, e->id, gk);
+        const struct kinfo *ki = ng > 0 ? gk[0] : ng < 0 ? NULL : kinfo_get(m, e->id);
         const struct rtype *t = NULL;
-        int in_flight = 0;
+        int in_flight = 0, nk = ng > 0 ? ng : 1;
         advance_all(m, now);
         for (int i = 0; i < MAX_HP; i++)
             if (m->hp[i].used) {
@@ -781,7 +840,7 @@ static void model_observe(void *state, const struct mosaic__policy_event *e)
                 if (m->hp[i].open)
                     m->hp[i].overlapped = in_flight = 1;
             }
-        if (!ki || (!m->orion && !ki->pk) || m->nrun == MAX_RUN) {
+        if (!ki || (!m->orion && !ki->pk) || m->nrun + nk > MAX_RUN) {
             /* A kernel without a prediction beside an open request makes
              * it unmeasurable (and ends its bound's admissions); its runs
              * are followed, and learned from, in policy_learn.c. */
@@ -792,12 +851,22 @@ static void model_observe(void *state, const struct mosaic__policy_event *e)
                 mosaic__learn_grant(m->learn, e->client_id, e->id, e->ts_ns, in_flight);
             return;
         }
-        double wall = be_wall_ns(m, ki, t);
-        m->run[m->nrun++] = (struct bek){.client = e->client_id, .ki = ki, .start = e->ts_ns,
-                                         .end_pred = (double)e->ts_ns + wall, .wall = wall};
-        for (int i = 0; i < MAX_HP; i++)
-            if (m->hp[i].used && m->hp[i].open)
-                ov_add(&m->hp[i], &m->run[m->nrun - 1]);
+        /* A graph's kernels run back to back from the grant: one entry
+         * each, at its predicted start (a single kernel is a unit of one). */
+        double walls[MOSAIC__GRAPH_MAX_KERNELS], span = 0, at = (double)e->ts_ns;
+        uint64_t inst = ++m->next_inst;
+        for (int k = 0; k < nk; k++)
+            span += walls[k] = be_wall_ns(m, ng > 0 ? gk[k] : ki, t);
+        for (int k = 0; k < nk; k++) {
+            m->run[m->nrun++] = (struct bek){
+                .client = e->client_id, .ki = ng > 0 ? gk[k] : ki, .start = (uint64_t)at,
+                .end_pred = at + walls[k], .wall = walls[k], .unit = e->id, .inst = inst,
+                .g0 = (double)e->ts_ns, .gend = (double)e->ts_ns + span, .tail = k == nk - 1};
+            at += walls[k];
+            for (int i = 0; i < MAX_HP; i++)
+                if (m->hp[i].used && m->hp[i].open)
+                    ov_add(&m->hp[i], &m->run[m->nrun - 1]);
+        }
         refresh_predictions(m, now);
         break;
     }
@@ -805,12 +874,21 @@ static void model_observe(void *state, const struct mosaic__policy_event *e)
         advance_all(m, now);
         mosaic__learn_done(m->learn, e->client_id, e->id, e->ts_ns);
         ov_close(m, e->client_id, e->id, e->ts_ns ? (double)e->ts_ns : (double)now);
-        for (int i = 0; i < m->nrun; i++) {
-            if (m->run[i].client == e->client_id && m->run[i].ki->id == e->id) {
-                memmove(&m->run[i], &m->run[i + 1], sizeof(m->run[0]) * (size_t)(m->nrun - i - 1));
-                m->nrun--;
-                break;
-            }
+        /* The oldest grant of that unit (the smallest instance: run[] is
+         * reordered when a client leaves): every kernel of it, since a
+         * graph's DONE follows its last kernel. */
+        {
+            uint64_t inst = 0;
+            int kept = 0;
+            for (int i = 0; i < m->nrun; i++)
+                if (m->run[i].client == e->client_id && m->run[i].unit == e->id &&
+                    (!inst || m->run[i].inst < inst))
+                    inst = m->run[i].inst;
+            for (int j = 0; inst && j < m->nrun; j++)
+                if (m->run[j].client != e->client_id || m->run[j].inst != inst)
+                    m->run[kept++] = m->run[j];
+            if (inst)
+                m->nrun = kept;
         }
         break;
     case MOSAIC__PEV_CLIENT_GONE:
@@ -822,10 +900,29 @@ static void model_observe(void *state, const struct mosaic__policy_event *e)
                 m->run[i] = m->run[--m->nrun];
                 i--;
             }
+        mosaic__graphs_client_gone(m->graphs, e->client_id);
         h = hp_get(m, e->client_id, 0);
         if (h)
             h->used = 0;
         break;
+    case MOSAIC__PEV_BE_GRAPH: {
+        const struct kinfo *gk[MOSAIC__GRAPH_MAX_KERNELS];
+        int r = mosaic__graphs_define(m->graphs, e->client_id, e->id, e->index, e->count,
+                                      e->kernel);
+        if (r < 0)
+            mosaic__dlog(MOSAIC__L_WARN, "BE graph %016llx of client %u: its %u kernels do not "
+                         "hash to its id (a client of another Mosaic release?): it is treated "
+                         "as an unknown kernel", (unsigned long long)e->id, e->client_id,
+                         e->count);
+        else if (r > 0)
+            mosaic__dlog(MOSAIC__L_INFO, "BE graph %016llx of client %u: %u kernels, %s",
+                         (unsigned long long)e->id, e->client_id, e->count,
+                         graph_kernels(m, e->client_id, e->id, gk) > 0
+                             ? "all predicted: admitted as one unit on its predicted timeline"
+                             : "not all predicted: one unknown kernel (held beside HP, "
+                               "learned from its runs)");
+        break;
+    }
     default:
         break;
     }
@@ -888,32 +985,13 @@ static int bound_check(struct model *m, struct hpc *h, const struct rtype *t, do
     return t->t_iso + extra <= m->slo * t->t_iso ? R_FITS : R_OVER;
 }
 
-static int mosaic_check(struct model *m, struct hpc *h, const struct kinfo *b, uint64_t now)
+/* Eq. 5 for a trusted type: the request simulated forward with the BE
+ * kernels running and candidate b until cand_end. */
+static int trusted_check(struct model *m, struct hpc *h, const struct rtype *t,
+                         const struct kinfo *b, double cand_end, uint64_t now)
 {
-    const struct rtype *t = h->type;
-    double cand_end, start, done = 0, fin;
+    double start, done = 0, fin;
 
-    if (!type_ready(t))
-        return R_LEARNING;
-    cand_end = (double)now + be_wall_ns(m, b, t);
-    if (!type_trusted(t)) {
-        if (h->open) {
-            advance(m, h, now);
-            return bound_check(m, h, t, (double)now, cand_end);
-        }
-        start = (double)now;
-        if (h->ngaps && (double)(h->last_end + h->min_gap) > start)
-            start = (double)(h->last_end + h->min_gap);
-        /* Until the next request begins the candidate runs alone, at its
-         * isolated speed; only what is left of it then is slowed beside
-         * HP (by the same predicted factor as its whole wall time). */
-        double alone = b->iso_ns * type_scale(t), beside = cand_end - (double)now;
-        if (start > (double)now && alone > 0) {
-            double left = alone - (start - (double)now);
-            cand_end = left <= 0 ? (double)now + alone : start + left * (beside / alone);
-        }
-        return bound_check(m, h, t, start, cand_end);
-    }
     if (h->open) {
         advance(m, h, now);
         done = h->done;
@@ -934,6 +1012,62 @@ static int mosaic_check(struct model *m, struct hpc *h, const struct kinfo *b, u
     if (!isfinite(fin))
         return R_UNKNOWN;
     return fin - start <= m->slo * t->t_iso ? R_FITS : R_OVER;
+}
+
+/*
+ * Eq. 5 (or, for an unproven type, the pessimistic bound) for a candidate
+ * unit of n BE kernels run back to back: one kernel, or a BE graph's
+ * kernels in launch order, admitted together. The bound charges the
+ * unit's summed wall time; eq. 5 follows its predicted timeline, each
+ * kernel slowing the HP kernels it overlaps from when the one before it is
+ * predicted to end.
+ */
+static int mosaic_check(struct model *m, struct hpc *h, const struct kinfo *const *ks, int n,
+                        uint64_t now)
+{
+    const struct rtype *t = h->type;
+    double walls[MOSAIC__GRAPH_MAX_KERNELS], span = 0, alone = 0, cand_end, start, at;
+    int base = m->nrun, r;
+
+    if (!type_ready(t))
+        return R_LEARNING;
+    for (int i = 0; i < n; i++) {
+        span += walls[i] = be_wall_ns(m, ks[i], t);
+        alone += ks[i]->iso_ns * type_scale(t);
+    }
+    cand_end = (double)now + span;
+    if (!type_trusted(t)) {
+        if (h->open) {
+            advance(m, h, now);
+            return bound_check(m, h, t, (double)now, cand_end);
+        }
+        start = (double)now;
+        if (h->ngaps && (double)(h->last_end + h->min_gap) > start)
+            start = (double)(h->last_end + h->min_gap);
+        /* Until the next request begins the candidate runs alone, at its
+         * isolated speed; only what is left of it then is slowed beside
+         * HP (by the same predicted factor as its whole wall time). */
+        double beside = cand_end - (double)now;
+        if (start > (double)now && alone > 0) {
+            double left = alone - (start - (double)now);
+            cand_end = left <= 0 ? (double)now + alone : start + left * (beside / alone);
+        }
+        return bound_check(m, h, t, start, cand_end);
+    }
+    /* The unit's kernels after its first enter the running set for this
+     * decision only, each from the predicted end of the one before. */
+    if (m->nrun + n - 1 > MAX_RUN)
+        return R_UNKNOWN;
+    at = (double)now + walls[0];
+    for (int i = 1; i < n; i++) {
+        m->run[m->nrun++] = (struct bek){.ki = ks[i], .start = (uint64_t)at,
+                                         .end_pred = at + walls[i], .wall = walls[i],
+                                         .end_obs = INFINITY, .tail = 1};
+        at += walls[i];
+    }
+    r = trusted_check(m, h, t, ks[0], (double)now + walls[0], now);
+    m->nrun = base;
+    return r;
 }
 
 /*
@@ -1037,7 +1171,9 @@ static int model_decide(void *state, const struct mosaic__sched_view *v,
                         const struct mosaic__be_want *w)
 {
     struct model *m = state;
-    const struct kinfo *b = kinfo_get(m, w->kernel_id);
+    const struct kinfo *gk[MOSAIC__GRAPH_MAX_KERNELS];
+    int ng = graph_kernels(m, w->client_id, w->kernel_id, gk);
+    const struct kinfo *b = ng > 0 ? gk[0] : ng < 0 ? NULL : kinfo_get(m, w->kernel_id);
     uint64_t now = v->now_ns ? v->now_ns : mosaic__now_ns();
     int reason = R_NO_HP;
 
@@ -1057,7 +1193,9 @@ static int model_decide(void *state, const struct mosaic__sched_view *v,
             struct hpc *h = &m->hp[i];
             if (!hp_active(h, now))
                 continue;
-            reason = m->orion ? orion_check(m, h, b, now) : mosaic_check(m, h, b, now);
+            reason = m->orion ? orion_check(m, h, b, now)
+                     : ng > 0 ? mosaic_check(m, h, gk, ng, now)
+                              : mosaic_check(m, h, &b, 1, now);
         }
     }
     m->decisions[reason]++;
@@ -1134,6 +1272,16 @@ static size_t model_metrics(void *state, char *buf, size_t cap)
            "# TYPE mosaic_hp_observed_seconds_total counter\n"
            "mosaic_hp_observed_seconds_total %.9f\n",
            m->pred_sum_s, m->obs_sum_s);
+    APPEND("# HELP mosaic_policy_graph_definitions_dropped_total BE graph definitions not "
+           "kept (the table of %d was full): those graphs are unknown kernels.\n"
+           "# TYPE mosaic_policy_graph_definitions_dropped_total counter\n"
+           "mosaic_policy_graph_definitions_dropped_total %llu\n"
+           "# HELP mosaic_policy_graph_definitions_rejected_total BE graph definitions whose "
+           "kernels did not hash to the graph's id.\n"
+           "# TYPE mosaic_policy_graph_definitions_rejected_total counter\n"
+           "mosaic_policy_graph_definitions_rejected_total %llu\n",
+           MOSAIC__GRAPHS_MAX, (unsigned long long)mosaic__graphs_dropped(m->graphs),
+           (unsigned long long)mosaic__graphs_rejected(m->graphs));
 #undef APPEND
     n += mosaic__learn_metrics(m->learn, buf + n, cap - n);
     return n;
@@ -1150,6 +1298,7 @@ static void model_close(void *state)
     free(m->kinfo);
     free(m->pairs);
     mosaic__learn_close(m->learn);
+    mosaic__graphs_close(m->graphs);
     if (m->pred)
         mosaic_predictor_close(m->pred);
     mosaic__pstore_free(m->store);
@@ -1191,7 +1340,8 @@ int mosaic__policy_open(const struct mosaic__sched_config *cfg, struct mosaic__p
     m->pmask = 16383;
     m->kinfo = calloc(m->kmask + 1, sizeof(*m->kinfo));
     m->pairs = calloc(m->pmask + 1, sizeof(*m->pairs));
-    if (!m->kinfo || !m->pairs || mosaic__learn_open(&m->learn) != 0) {
+    if (!m->kinfo || !m->pairs || mosaic__learn_open(&m->learn) != 0 ||
+        mosaic__graphs_open(&m->graphs) != 0) {
         model_close(m);
         return MOSAIC_ENOMEM;
     }

@@ -87,6 +87,12 @@ int mosaic__msg_parse(const void *buf, size_t len, struct mosaic__msg *out,
     case MOSAIC__MSG_STATUS:
         want = sizeof(struct mosaic__msg_hdr);
         break;
+    case MOSAIC__MSG_PARTITION:
+        want = sizeof(struct mosaic__msg_partition);
+        break;
+    case MOSAIC__MSG_PARTITION_SET:
+        want = sizeof(struct mosaic__msg_partition_set);
+        break;
     case MOSAIC__MSG_STATUS_REPLY:
         out->text = (const char *)buf + sizeof(struct mosaic__msg_hdr);
         out->text_len = len - sizeof(struct mosaic__msg_hdr);
@@ -124,6 +130,17 @@ int mosaic__msg_parse(const void *buf, size_t len, struct mosaic__msg *out,
     case MOSAIC__MSG_REFUSE:
         if (!memchr(out->u.refuse.reason, '\0', sizeof(out->u.refuse.reason)))
             return whyf(why, whylen, MOSAIC_EPROTO, "refusal reason is not terminated");
+        break;
+    case MOSAIC__MSG_PARTITION:
+        if (out->u.partition.sms > MOSAIC__SCHED_MAX_SMS || out->u.partition.reserved != 0)
+            return whyf(why, whylen, MOSAIC_EPROTO, "partition of %u SMs (at most %u, "
+                        "reserved 0)", out->u.partition.sms, MOSAIC__SCHED_MAX_SMS);
+        break;
+    case MOSAIC__MSG_PARTITION_SET:
+        if (out->u.partition_set.hp_sms > MOSAIC__SCHED_MAX_SMS ||
+            out->u.partition_set.reserved != 0)
+            return whyf(why, whylen, MOSAIC_EPROTO, "an HP group of %u SMs (at most %u, "
+                        "reserved 0)", out->u.partition_set.hp_sms, MOSAIC__SCHED_MAX_SMS);
         break;
     default:
         break;
@@ -385,6 +402,13 @@ int mosaic__entry_check(const struct mosaic__entry *e, int role, char *why, size
             return whyf(why, whylen, MOSAIC_EPROTO, "gated event type %u names slot %u of %u "
                         "(or unknown flags 0x%04x)", e->type, e->flags & MOSAIC__EF_SLOT_MASK,
                         MOSAIC__GATE_SLOTS, e->flags);
+    } else if (e->type == MOSAIC__EV_BE_GRAPH) {
+        if (e->flags != 0 || e->aux == 0 || e->aux > MOSAIC__GRAPH_MAX_KERNELS ||
+            e->ticket >= e->aux || e->id == 0 || e->value == 0)
+            return whyf(why, whylen, MOSAIC_EPROTO, "graph definition entry %u of %u kernels "
+                        "(graph %016llx, kernel %016llx): a graph holds 1 to %u kernels, each "
+                        "named, flags 0", e->ticket, e->aux, (unsigned long long)e->id,
+                        (unsigned long long)e->value, MOSAIC__GRAPH_MAX_KERNELS);
     } else if (e->flags != 0 || e->aux != 0) {
         return whyf(why, whylen, MOSAIC_EPROTO, "event type %u has non-zero flags",
                     e->type);
@@ -400,6 +424,7 @@ int mosaic__entry_check(const struct mosaic__entry *e, int role, char *why, size
         return 0;
     case MOSAIC__EV_BE_WANT:
     case MOSAIC__EV_BE_DONE:
+    case MOSAIC__EV_BE_GRAPH:
         if (role != MOSAIC_SCHED_ROLE_BE)
             return whyf(why, whylen, MOSAIC_EPROTO, "BE event %u from a %s client", e->type,
                         mosaic__role_str(role));
@@ -410,6 +435,22 @@ int mosaic__entry_check(const struct mosaic__entry *e, int role, char *why, size
 }
 
 /* ---- helpers ---------------------------------------------------------- */
+
+uint64_t mosaic__graph_unit_id(const uint64_t *kernel_ids, size_t n)
+{
+    /* FNV-1a over the ids' bytes, with a tag first so that a graph of one
+     * kernel does not get an id near its kernel's own. Equal graphs get
+     * equal ids, so a reconnecting client defines the same id again. */
+    uint64_t h = 0xcbf29ce484222325ull;
+    static const char tag[] = "mosaic-graph";
+
+    for (size_t i = 0; i < sizeof(tag) - 1; i++)
+        h = (h ^ (unsigned char)tag[i]) * 0x100000001b3ull;
+    for (size_t i = 0; i < n; i++)
+        for (int b = 0; b < 8; b++)
+            h = (h ^ ((kernel_ids[i] >> (8 * b)) & 0xffu)) * 0x100000001b3ull;
+    return h ? h : 1;
+}
 
 uint64_t mosaic__now_ns(void)
 {

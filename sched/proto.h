@@ -23,9 +23,12 @@
 
 #define MOSAIC__SCHED_MAGIC 0x4843534du /* "MSCH" little-endian */
 /* 2: the gate slots (device-side BE gate and HP completion words) and the
- * entries' stream sequence (aux). A peer of version 1 is refused with the
- * reason, never half-understood. */
-#define MOSAIC__SCHED_PROTO 2u
+ * entries' stream sequence (aux). 3: BE graph definitions on the event ring
+ * (MOSAIC__EV_BE_GRAPH), which a version-2 daemon would reject entry by
+ * entry until it dropped the client, and the partition messages after the
+ * handshake (PARTITION, PARTITION_SET). A peer of another version is refused
+ * with the reason at the handshake, never half-understood. */
+#define MOSAIC__SCHED_PROTO 3u
 /* The largest message a peer may send the daemon; anything longer is cut
  * by the kernel (MSG_TRUNC) and refused. Status replies go the other way
  * and may be longer. */
@@ -40,6 +43,13 @@ enum mosaic__msg_type {
     MOSAIC__MSG_DOORBELL = 4, /* client -> daemon: the ring has work, wake up */
     MOSAIC__MSG_STATUS = 5,  /* client -> daemon: send the status JSON */
     MOSAIC__MSG_STATUS_REPLY = 6,
+    /* daemon -> connected client: the SM partition of its role from now
+     * on (the WELCOME's sms, changed), applied by the shim between
+     * launches. */
+    MOSAIC__MSG_PARTITION = 7,
+    /* operator -> daemon (no handshake, like STATUS; the daemon's own user
+     * or root): set the split, answered by STATUS_REPLY or REFUSE. */
+    MOSAIC__MSG_PARTITION_SET = 8,
 };
 
 struct mosaic__msg_hdr {
@@ -76,6 +86,18 @@ struct mosaic__msg_welcome {
  * low enough that a garbage word is refused. */
 #define MOSAIC__SCHED_MAX_SMS 1024u
 
+struct mosaic__msg_partition {
+    struct mosaic__msg_hdr h;
+    uint32_t sms; /* at most MOSAIC__SCHED_MAX_SMS; 0: the full GPU */
+    uint32_t reserved; /* 0 */
+};
+
+struct mosaic__msg_partition_set {
+    struct mosaic__msg_hdr h;
+    uint32_t hp_sms; /* HP's group; BE gets the rest. 0: both on the full GPU */
+    uint32_t reserved; /* 0 */
+};
+
 struct mosaic__msg_refuse {
     struct mosaic__msg_hdr h;
     int32_t code; /* MOSAIC_E* */
@@ -90,6 +112,8 @@ struct mosaic__msg {
         struct mosaic__msg_hello hello;
         struct mosaic__msg_welcome welcome;
         struct mosaic__msg_refuse refuse;
+        struct mosaic__msg_partition partition;
+        struct mosaic__msg_partition_set partition_set;
     } u;
     const char *text; /* STATUS_REPLY: the JSON inside the caller's buffer */
     size_t text_len;
@@ -119,6 +143,10 @@ enum mosaic__ev_type {
     MOSAIC__EV_HP_COMPLETE = 4,  /* id: kernel id, value: duration ns */
     MOSAIC__EV_BE_WANT = 5,      /* ticket, id: kernel id, value: predicted ns */
     MOSAIC__EV_BE_DONE = 6,      /* ticket, id: kernel id */
+    /* BE: one kernel of a graph definition (below): id: the graph's id,
+     * ticket: the kernel's index, aux: the graph's kernel count, value: the
+     * kernel's id. */
+    MOSAIC__EV_BE_GRAPH = 7,
     MOSAIC__EV_GRANT = 16,       /* daemon -> client: ticket granted */
 };
 
@@ -132,6 +160,24 @@ enum mosaic__ev_type {
  */
 #define MOSAIC__EF_GATED 0x8000u
 #define MOSAIC__EF_SLOT_MASK 0x00ffu
+
+/*
+ * BE graphs as admission units. The shim gives an executable graph an id
+ * when it is instantiated (mosaic__graph_unit_id: a hash of its kernels'
+ * ids in node order, never 0) and, once per connection before the graph's
+ * first launch, posts one MOSAIC__EV_BE_GRAPH entry per kernel; a launch
+ * then asks admission once, naming the graph's id where a kernel's would
+ * be. A definition is a run of fixed-size entries rather than one message
+ * because the rings carry only fixed-size entries and no lock is taken to
+ * post them: entries of several threads may interleave, so each names its
+ * graph, index and count. A graph of more kernels than this is never
+ * defined (the entries would crowd the ring, and the policies' forward
+ * model follows at most that many BE kernels): the shim asks for it as
+ * kernel 0, unknown, and says so once in its log.
+ */
+#define MOSAIC__GRAPH_MAX_KERNELS MOSAIC_SCHED_GRAPH_MAX_KERNELS
+
+uint64_t mosaic__graph_unit_id(const uint64_t *kernel_ids, size_t n);
 
 /* One ring entry: 32 bytes, the seq word first (see mosaic__ring_*). */
 struct mosaic__entry {

@@ -74,7 +74,10 @@ struct mosaic__replay_result {
     unsigned be_step_kernels;  /* kernels per BE step (the sequence's period) */
     unsigned unprofiled;       /* kernel ids the dataset has no profile of */
     double hp_iso_p99_ms;      /* of the trace's isolated HP requests */
-    double hp_p50_ms, hp_p99_ms, over_p_pct;
+    double hp_p50_ms, hp_p99_ms, over_p_pct; /* request begin to end, host time in */
+    /* The same on each request's GPU span (first kernel's start to last
+     * kernel's end), as arbiter_eval scores the simulated GPU's runs. */
+    double hp_gpu_iso_p99_ms, hp_gpu_p99_ms, over_p_gpu_pct;
     double be_steps_per_s, be_iso_steps_per_s;
     double hp_scale, be_scale; /* trace time over profiled time */
     double gpu_scale;          /* the smaller: the GPU's; the rest is host time */

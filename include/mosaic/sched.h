@@ -101,6 +101,10 @@ int mosaic_sched_client_role(const struct mosaic_sched_client *c);
  * GPU or before the first connection. The shim applies it to its green
  * context (docs/partitions.md). */
 unsigned mosaic_sched_client_sms(const struct mosaic_sched_client *c);
+/* How many partition changes (PARTITION messages after a handshake) this
+ * client has received: the shim applies mosaic_sched_client_sms() anew
+ * when it or the generation moves. */
+uint64_t mosaic_sched_client_partition_seq(const struct mosaic_sched_client *c);
 /* The daemon's last refusal or the last connection problem ("" if none). */
 const char *mosaic_sched_client_reason(struct mosaic_sched_client *c, char *buf,
                                        unsigned len);
@@ -174,6 +178,18 @@ int mosaic_sched_be_want_gated(struct mosaic_sched_client *c, uint64_t generatio
  * the slot's hp_done word. Never waits, no system call. */
 int mosaic_sched_hp_launch_gated(struct mosaic_sched_client *c, uint64_t generation,
                                  unsigned slot, uint32_t seq, uint64_t kernel_id);
+/*
+ * BE graphs as admission units (docs/sched.md, "BE graphs"): defines a
+ * graph of n kernels (their ids in launch order, at most
+ * MOSAIC_SCHED_GRAPH_MAX_KERNELS) on the connection of `generation`, so
+ * that a launch of it asks admission once, naming graph_id. Define again
+ * after every reconnect. Never waits. 0, MOSAIC_EINVAL (no kernels, too
+ * many, an id 0), MOSAIC_EDISCONNECTED or MOSAIC_ERINGFULL (the daemon
+ * then treats the graph as unknown until it is defined again).
+ */
+#define MOSAIC_SCHED_GRAPH_MAX_KERNELS 64u
+int mosaic_sched_be_graph_define(struct mosaic_sched_client *c, uint64_t generation,
+                                 uint64_t graph_id, const uint64_t *kernel_ids, unsigned n);
 /* Gate slots the monitor released because their daemon went away. */
 uint64_t mosaic_sched_client_released(const struct mosaic_sched_client *c);
 

@@ -19,7 +19,11 @@
  * completion words (the shim's segment, found in /proc/self/maps) and
  * prints {"hp_done_in_order": 0|1, "hp_done_final": [..]} at the end.
  *
- *   gate_prog --kernels N --us D [--streams S] [--hp-request] [--watch-hp]
+ * With --graph G each of the N launches is a launch of one CUDA graph of G
+ * such kernels (captured from a stream once, before the first launch), and
+ * its end is the graph's.
+ *
+ *   gate_prog --kernels N --us D [--streams S] [--graph G] [--hp-request] [--watch-hp]
  */
 #define _GNU_SOURCE 1
 #include <dlfcn.h>
@@ -94,7 +98,7 @@ static void *watch_hp(void *arg)
 
 int main(int argc, char **argv)
 {
-    int n = 8, us = 20000, ns = 1, hp_request = 0, watch = 0;
+    int n = 8, us = 20000, ns = 1, hp_request = 0, watch = 0, graph = 0;
     static struct demo_seq seq;
     char key[256];
 
@@ -105,17 +109,19 @@ int main(int argc, char **argv)
             us = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--streams") && i + 1 < argc)
             ns = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--graph") && i + 1 < argc)
+            graph = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--hp-request"))
             hp_request = 1;
         else if (!strcmp(argv[i], "--watch-hp"))
             watch = 1;
         else {
-            fprintf(stderr, "usage: gate_prog --kernels N --us D [--streams S] "
+            fprintf(stderr, "usage: gate_prog --kernels N --us D [--streams S] [--graph G] "
                             "[--hp-request] [--watch-hp]\n");
             return 2;
         }
     }
-    if (n < 1 || n > MAX_K || ns < 1 || ns > MAX_S || us < 1)
+    if (n < 1 || n > MAX_K || ns < 1 || ns > MAX_S || us < 1 || graph < 0 || graph > 256)
         return 2;
     if (snprintf(key, sizeof(key), "k_gate__simus%d|grid=1,1,1|block=32,1,1|dsmem=0", us) >=
             (int)sizeof(key) ||
@@ -124,6 +130,7 @@ int main(int argc, char **argv)
 
     CUstream st[MAX_S], idle;
     CUevent ref, end[MAX_K];
+    CUgraphExec exec = NULL;
     uint64_t launch_ns[MAX_K], t_before = 0, t_after = 0;
     pthread_t watcher;
     CUresult r = cuStreamCreate(&idle, CU_STREAM_NON_BLOCKING);
@@ -143,6 +150,25 @@ int main(int argc, char **argv)
         while (r == CUDA_SUCCESS && (r = cuEventQuery(ref)) == CUDA_ERROR_NOT_READY)
             ;
         t_after = host_ns();
+    }
+    /* The graph: G kernels captured from the idle stream (a launch into a
+     * capturing stream is recorded, not admitted). */
+    if (graph && r == CUDA_SUCCESS) {
+        const struct demo_kernel *d = &seq.k[0];
+        CUgraph g;
+        CUresult lr = CUDA_SUCCESS;
+        r = cuStreamBeginCapture(idle, CU_STREAM_CAPTURE_MODE_GLOBAL);
+        for (int k = 0; r == CUDA_SUCCESS && lr == CUDA_SUCCESS && k < graph; k++)
+            lr = cuLaunchKernel(d->fn, d->grid[0], d->grid[1], d->grid[2], d->block[0],
+                                d->block[1], d->block[2], d->dsmem, idle, NULL, NULL);
+        if (r == CUDA_SUCCESS)
+            r = cuStreamEndCapture(idle, &g);
+        if (r == CUDA_SUCCESS && lr != CUDA_SUCCESS)
+            r = lr;
+        if (r == CUDA_SUCCESS) {
+            r = cuGraphInstantiate(&exec, g, 0);
+            cuGraphDestroy(g);
+        }
     }
     if (r != CUDA_SUCCESS) {
         fprintf(stderr, "gate_prog: setup failed (CUresult %d)\n", (int)r);
@@ -164,8 +190,9 @@ int main(int argc, char **argv)
         req_begin();
     for (int k = 0; k < n; k++) {
         const struct demo_kernel *d = &seq.k[0];
-        r = cuLaunchKernel(d->fn, d->grid[0], d->grid[1], d->grid[2], d->block[0], d->block[1],
-                           d->block[2], d->dsmem, st[k % ns], NULL, NULL);
+        r = exec ? cuGraphLaunch(exec, st[k % ns])
+                 : cuLaunchKernel(d->fn, d->grid[0], d->grid[1], d->grid[2], d->block[0],
+                                  d->block[1], d->block[2], d->dsmem, st[k % ns], NULL, NULL);
         launch_ns[k] = host_ns();
         if (r == CUDA_SUCCESS)
             r = cuEventRecord(end[k], st[k % ns]);

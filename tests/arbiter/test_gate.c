@@ -513,6 +513,97 @@ static int teardown(void **state)
     return 0;
 }
 
+/* Whether the daemon's log holds text. */
+static int log_has(const struct dmn *d, const char *text)
+{
+    static char buf[262144];
+    FILE *fp = fopen(d->log, "r");
+    size_t n;
+
+    if (!fp)
+        return 0;
+    n = fread(buf, 1, sizeof(buf) - 1, fp);
+    fclose(fp);
+    buf[n] = '\0';
+    return strstr(buf, text) != NULL;
+}
+
+/*
+ * A BE graph is one admission unit (docs/sched.md, "BE graphs"): two
+ * launches of a graph of three 10 ms kernels into one stream, while an HP
+ * request holds BE work (policy orion, which treats a graph without
+ * profiles as one unknown kernel: held while HP is in flight). The daemon
+ * learns the graph's three kernels (its log), grants each launch once (two
+ * gated grants, not six), and no kernel of either graph starts before the
+ * request ended: each graph ran whole after its grant. A graph of 65
+ * kernels, more than a definition carries, is asked for as one unknown
+ * kernel: the shim says so, the daemon never hears of its kernels, and it
+ * still runs once the request ended.
+ */
+static void be_graph_is_one_admission_unit(void **state)
+{
+    struct dmn d;
+    struct prog p;
+    struct kern k[MAXK];
+    struct mosaic_sched_client *hp;
+    char args[256], errlog[160];
+    uint64_t t1;
+    const uint64_t graph_ns = 3 * 10000000ull;
+    int n;
+
+    (void)state;
+    dmn_start(&d, "policy orion\nlog-level info");
+    hp = hp_client(&d);
+    assert_int_equal(mosaic_sched_hp_request_begin(hp, 1, 0), 0);
+    prog_start(&p, &d, "be", NULL, "--kernels 2 --graph 3 --us 10000");
+    WAIT_UNTIL(be_waiting(&d) >= 1, 20000);
+    WAIT_UNTIL(log_has(&d, ": 3 kernels, not all predicted"), 20000);
+    msleep(200);
+    t1 = now_ns();
+    assert_int_equal(mosaic_sched_hp_request_end(hp, 1, 0), 0);
+    n = prog_finish(&p, k, NULL, 0);
+    assert_int_equal(n, 2);
+    for (int i = 0; i < n; i++) {
+        assert_true(k[i].launch < t1);
+        /* The graph's first kernel started after the request's end. */
+        assert_true(k[i].end_lo - graph_ns + SLACK_NS >= t1);
+        if (i > 0)
+            assert_true(k[i].end_lo - graph_ns + SLACK_NS >= k[i - 1].end_lo);
+    }
+    assert_int_equal(stat_of(&p, "be_gated_device"), 2);
+    assert_true(metric(&d, "mosaic_be_gated_grants_total") == 2);
+
+    /* More kernels than a definition carries. */
+    snprintf(errlog, sizeof(errlog), "%s/shim.err", d.dir);
+    snprintf(args, sizeof(args), "--kernels 1 --graph 65 --us 1000 2>%s", errlog);
+    {
+        const char *env[] = {"MOSAIC_LOG", "warn", NULL};
+        assert_int_equal(mosaic_sched_hp_request_begin(hp, 2, 0), 0);
+        prog_start(&p, &d, "be", env, args);
+        WAIT_UNTIL(be_waiting(&d) >= 2, 20000);
+        msleep(100);
+        t1 = now_ns();
+        assert_int_equal(mosaic_sched_hp_request_end(hp, 2, 0), 0);
+        n = prog_finish(&p, k, NULL, 0);
+    }
+    assert_int_equal(n, 1);
+    assert_true(k[0].end_lo - 65 * 1000000ull + SLACK_NS >= t1);
+    assert_false(log_has(&d, ": 65 kernels"));
+    {
+        char buf[8192];
+        FILE *fp = fopen(errlog, "r");
+        size_t got;
+        assert_non_null(fp);
+        got = fread(buf, 1, sizeof(buf) - 1, fp);
+        fclose(fp);
+        buf[got] = '\0';
+        if (!strstr(buf, "65 kernels, more than the 64 a BE graph definition carries"))
+            fail_msg("the shim did not say why the graph is unknown:\n%s", buf);
+    }
+    mosaic_sched_client_close(hp);
+    dmn_stop(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -520,6 +611,7 @@ int main(void)
         cmocka_unit_test(host_hold_when_memops_refused_or_asked),
         cmocka_unit_test(daemon_killed_while_kernels_wait_on_the_device),
         cmocka_unit_test(hp_completion_words_advance_in_order),
+        cmocka_unit_test(be_graph_is_one_admission_unit),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

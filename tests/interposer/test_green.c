@@ -662,6 +662,139 @@ static void arbiter_size_applied(void **state)
     d = 0;
 }
 
+/* The launches of g_rep in the trace, in order: the SMs each ran on. */
+static int rep_launches(size_t *idx, int cap)
+{
+    int n = 0;
+
+    for (size_t i = 0; i < ntr && n < cap; i++)
+        if (tr[i].op == FAKE_OP_LAUNCH && tr[i].name && strcmp(tr[i].name, "g_rep") == 0)
+            idx[n++] = i;
+    return n;
+}
+
+/* Launches g_rep into s every 10 ms, up to 5 s, until one runs on `want`
+ * SMs (traced from the last fake_trace_start on). Returns 1 when it did. */
+static int launch_until(CUfunction f, CUstream s, unsigned want)
+{
+    size_t idx[1024];
+
+    for (int i = 0; i < 500; i++) {
+        int n;
+        if (cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL) != CUDA_SUCCESS)
+            return 0;
+        ntr = fake_trace_get(tr, TMAX);
+        if (ntr > TMAX)
+            return 0; /* the trace would not hold the run */
+        n = rep_launches(idx, 1024);
+        if (n > 0 && tr[idx[n - 1]].sms == want)
+            return 1;
+        usleep(10000);
+    }
+    return 0;
+}
+
+/* `mosaic-sched partition HP_SMS` at the child's daemon (without the shim:
+ * it is no CUDA program). */
+static int set_partition(unsigned hp)
+{
+    char cmd[512];
+    const char *sock = getenv("MOSAIC_SCHED_SOCKET");
+
+    if (!sock || snprintf(cmd, sizeof(cmd), "env -u LD_PRELOAD %s --config /dev/null "
+                          "--socket %s partition %u >/dev/null", MOSAIC_SCHED_BIN, sock, hp) >=
+                     (int)sizeof(cmd))
+        return -1;
+    return system(cmd);
+}
+
+/*
+ * The child under the daemon, while the daemon changes its partition: it
+ * launches g_rep into one stream until the WELCOME's 60 SMs apply, then a
+ * host callback, then asks the daemon for HP 80 (BE 52) and keeps
+ * launching until a launch runs on 52, then asks for the full GPU and
+ * launches until one runs on the application's stream. Prints the SMs of
+ * the traced launches as they changed, and whether each traced launch
+ * happens before the next in the driver's order (and the callback between
+ * the first two), from the fake driver's record.
+ */
+static int child_repartition(void)
+{
+    CUfunction f = fake_function_create("g_rep", 32, 0);
+    CUstream s = NULL;
+    static int tag;
+    size_t idx[1024], ih;
+    int n, ordered = 1;
+
+    if (cuInit(0) != CUDA_SUCCESS || cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
+        return 1;
+    fake_trace_start();
+    if (!launch_until(f, s, 60))
+        return 2;
+    fake_trace_start();
+    if (cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL) != CUDA_SUCCESS ||
+        cuLaunchHostFunc(s, host_fn, &tag) != CUDA_SUCCESS)
+        return 1;
+    if (set_partition(80) != 0 || !launch_until(f, s, 52))
+        return 3;
+    if (set_partition(0) != 0 || !launch_until(f, s, 0))
+        return 4;
+    ntr = fake_trace_get(tr, TMAX);
+    if (ntr > TMAX)
+        return 5;
+    n = rep_launches(idx, 1024);
+    printf("sms_seq=");
+    for (int i = 0; i < n; i++)
+        if (i == 0 || tr[idx[i]].sms != tr[idx[i - 1]].sms)
+            printf("%s%u", i ? "," : "", tr[idx[i]].sms);
+    for (int i = 0; i + 1 < n; i++)
+        ordered &= hb(idx[i], idx[i + 1]);
+    ih = find(FAKE_OP_HOSTFN, NULL, &tag, 0);
+    printf("\nlaunches=%d order_kept=%d callback_between=%d last_on_app=%d\n", n, ordered,
+           n > 1 && hb(idx[0], ih) && hb(ih, idx[1]), n > 0 && tr[idx[n - 1]].stream == s);
+    cuStreamDestroy_v2(s);
+    return 0;
+}
+
+/*
+ * The partition changes after the handshake (docs/partitions.md, "Changing
+ * the partition"): `mosaic-sched partition` sends the connected BE client
+ * its new size, which the shim applies between two launches, and order is
+ * kept across each change: every launch of the stream follows the one
+ * before it in the driver's own order, whether it went to the old
+ * partition, the new one or the application's stream (the full GPU). A
+ * size the GPU cannot make is refused by the daemon with the nearest.
+ */
+static void partition_changes_keep_order(void **state)
+{
+    char sock[128], env_sock[160], cmd[512], buf[1024];
+    const char *be[] = {"MOSAIC_BE_SMS=", env_sock, NULL};
+    static pid_t d;
+    char *out;
+    FILE *fp;
+    size_t got;
+
+    d = start_daemon(sock, sizeof(sock));
+    *state = &d;
+    snprintf(env_sock, sizeof(env_sock), "MOSAIC_SCHED_SOCKET=%s", sock);
+    out = run_child("repartition", be);
+    if (!strstr(out, "sms_seq=60,52,0\n") || !strstr(out, "order_kept=1") ||
+        !strstr(out, "callback_between=1") || !strstr(out, "last_on_app=1"))
+        fail_msg("the child saw: %s", out);
+    /* 50 is no multiple of 8: refused, the nearest named, nothing sent. */
+    snprintf(cmd, sizeof(cmd), "env -u LD_PRELOAD %s --config /dev/null --socket %s "
+             "partition 50 2>&1", MOSAIC_SCHED_BIN, sock);
+    fp = popen(cmd, "r");
+    assert_non_null(fp);
+    got = fread(buf, 1, sizeof(buf) - 1, fp);
+    buf[got] = '\0';
+    assert_int_not_equal(pclose(fp), 0);
+    if (!strstr(buf, "cannot give HP a partition of 50") || !strstr(buf, "48 or 56"))
+        fail_msg("partition 50: %s", buf);
+    stop_daemon(d, sock);
+    d = 0;
+}
+
 static int daemon_teardown(void **state)
 {
     pid_t *d = *state;
@@ -722,6 +855,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(old_driver_full_gpu),
 #ifdef MOSAIC_SCHED_BIN
         cmocka_unit_test_teardown(arbiter_size_applied, daemon_teardown),
+        cmocka_unit_test_teardown(partition_changes_keep_order, daemon_teardown),
 #endif
         cmocka_unit_test(redirect_cost_side_by_side),
     };
@@ -729,6 +863,10 @@ int main(int argc, char **argv)
     if (argc == 3 && strcmp(argv[1], "--child") == 0) {
         if (strcmp(argv[2], "bench") == 0)
             return child_bench();
+#ifdef MOSAIC_SCHED_BIN
+        if (strcmp(argv[2], "repartition") == 0)
+            return child_repartition();
+#endif
         return strcmp(argv[2], "arbiter") == 0 ? child_arbiter() : child_one();
     }
     if (cuInit(0) != CUDA_SUCCESS)

@@ -127,7 +127,8 @@ assert t1 - t0 < 20, t1 - t0
 print("replay results OK")
 PY
 
-# Refused traces: the exit code, the message, and nothing on stdout.
+# Refused traces: the exit code, the message, and nothing on stdout (the
+# good trace beside a bad one is not replayed either).
 refused() { # what expect file...
   local what=$1 expect=$2
   shift 2
@@ -153,6 +154,17 @@ refused "two joined" "a line after the end record" "$work/joined.trace"
 echo '{"hello":1}' > "$work/other.trace"
 refused "not a trace" "not a mosaic trace" "$work/be.trace" "$work/other.trace"
 refused "BE only" "no HP client" "$work/be.trace"
+: > "$work/empty.trace"
+refused "empty file" "empty file: not a mosaic-trace/1 trace" "$work/empty.trace" "$work/be.trace"
+head -n 1 "$work/hp.trace" > "$work/header.trace"
+refused "header only" "truncated after line 1" "$work/header.trace" "$work/be.trace"
+# A key twice in one line: the project's strict JSON reader refuses it
+# (cJSON alone would take the first value, Python's json the last).
+sed '2s/}$/,"t":0}/' "$work/hp.trace" > "$work/dup.trace"
+refused "duplicate key" "dup.trace:2: t: the key appears twice" "$work/dup.trace" "$work/be.trace"
+# A FIFO would keep a reader waiting for a writer that never comes.
+mkfifo "$work/fifo.trace"
+refused "a FIFO" "not a regular file" "$work/fifo.trace" "$work/be.trace"
 if replay "$work/out" none 1.25 --mode partition "$work/hp.trace" "$work/be.trace" 2> "$work/err"; then
   fail "--mode partition accepted"
 fi
