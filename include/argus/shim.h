@@ -140,6 +140,60 @@ int argus_shim_report_json(const argus_shim_result *r, const argus_scope *scope,
 int argus_shim_trace_json(const argus_shim_result *r, FILE *f);
 int argus_shim_report_text(const argus_shim_result *r, const argus_scope *scope, FILE *f);
 
+/* ---- the cubin: device functions and source lines (profiler/argus/elf.c) --
+ * Read from the module images CUPTI hands the recorder (saved beside the
+ * recording) so that PC samples can be put in the device function that ran
+ * them and on a source line. */
+typedef struct argus_cubin_func {
+    char *name;        /* the symbol ("$KERNEL$NAME" for a callee's copy) */
+    uint32_t section;  /* ELF section index of its .text.KERNEL section */
+    uint64_t lo, hi;   /* [lo, hi): byte offsets in that section */
+    int entry;         /* a kernel (STO_CUDA_ENTRY) */
+    int32_t kernel;    /* index of its section's kernel, -1 none */
+} argus_cubin_func;
+
+typedef struct argus_cubin_line {
+    uint32_t section;
+    uint64_t addr;     /* section offset where the row starts */
+    uint32_t file;     /* index into files */
+    uint32_t line;
+    uint32_t pad, order;
+} argus_cubin_line;
+
+typedef struct argus_cubin {
+    argus_cubin_func *fn;
+    size_t nfn;
+    argus_cubin_line *lines; /* sorted by section, then address */
+    size_t nlines;
+    char **files;      /* "dir/name" as .debug_line has them */
+    size_t nfiles;
+    int has_lines;     /* a .debug_line section was there (-lineinfo) */
+} argus_cubin;
+
+/* Reads a cubin (ELF64, EM_CUDA): its STT_FUNC symbols in .text.*
+ * sections and the DWARF 2-4 line table. A truncated or damaged image is
+ * ARGUS_EFORMAT with "WHERE: field: problem" in msg. */
+int argus_cubin_parse(const void *img, size_t len, const char *where, argus_cubin *out,
+                      char *msg, size_t msglen);
+void argus_cubin_free(argus_cubin *c);
+
+typedef struct argus_cubin_pc {
+    int32_t func;      /* innermost function holding the PC */
+    int32_t kernel;    /* its section's kernel */
+    uint32_t section;
+    uint64_t offset;   /* the PC as a section offset */
+    const char *file;  /* NULL when the cubin has no line for it */
+    uint32_t line;
+} argus_cubin_pc;
+
+/* A PC sample's place: `function` is the name CUPTI reported and
+ * pc_offset its offset from that function's start. ARGUS_ENOREGION when
+ * the function is not in the cubin or the PC is outside every function. */
+int argus_cubin_locate(const argus_cubin *c, const char *function, uint64_t pc_offset,
+                       argus_cubin_pc *out, char *msg, size_t msglen);
+/* The source-level name of nvcc's "$KERNEL$NAME" copies (NAME). */
+const char *argus_cubin_func_base_name(const char *name);
+
 #ifdef __cplusplus
 }
 #endif
