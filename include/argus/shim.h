@@ -69,7 +69,70 @@ typedef struct argus_shim_event {
 
 #define ARGUS_SHIM_MAX_UNAVAILABLE 8
 
+/* ---- PC sampling (argus-shim --pc-sampling; docs/argus.md) ---------------
+ * Added to "argus.shim.events" v1 as new event kinds, so that older
+ * recordings read unchanged:
+ *   {"e":"pcs","state":"enabled","mode":"kernel_serialized"|"continuous","period":P}
+ *   {"e":"stall","index":I,"name":"smsp__pcsamp_warps_issue_stalled_..."}
+ *   {"e":"module","crc":"DECIMAL","cubin":"FILE"}  the module image, saved beside
+ *   {"e":"pc","crc":"DECIMAL","function":"k","pc":OFF,"corr":C,"stall":[[I,N],...]}
+ *   {"e":"pcline","crc":"DECIMAL","function":"k","pc":OFF,"file":"f.cu","line":L}
+ *   {"e":"pcs_totals","samples":N,"dropped":N,"non_user":N,"buffer_full":N}
+ * CRCs (64-bit) are decimal strings; "corr" is 0 in continuous mode. */
+#define ARGUS_SHIM_PCS_NOT_ASKED 0
+#define ARGUS_SHIM_PCS_ENABLED 1
+#define ARGUS_SHIM_PCS_UNAVAILABLE 2
+
+typedef struct argus_shim_stall {
+    uint32_t reason;   /* CUPTI's stall reason index */
+    uint64_t samples;
+} argus_shim_stall;
+
+typedef struct argus_shim_pc {
+    uint64_t crc;      /* the module's cubin CRC (cuptiGetCubinCrc) */
+    const char *function; /* the function CUPTI named */
+    uint64_t pc;       /* offset from that function's start */
+    uint64_t corr;     /* the kernel launch (kernel-serialized mode), or 0 */
+    size_t stall, nstall; /* its counts: in->stalls[stall .. stall+nstall) */
+    uint64_t samples;  /* their sum */
+    long line;
+} argus_shim_pc;
+
+typedef struct argus_shim_pcline {
+    uint64_t crc;
+    const char *function;
+    uint64_t pc;
+    const char *file;
+    uint32_t line;
+} argus_shim_pcline;
+
+typedef struct argus_shim_module {
+    uint64_t crc;
+    const char *cubin; /* path, resolved against the recording's folder */
+} argus_shim_module;
+
+typedef struct argus_shim_pcs {
+    int state;         /* ARGUS_SHIM_PCS_* */
+    char mode[32];
+    uint32_t period;   /* log2 of the sampling period in SM cycles */
+    uint64_t total, dropped, non_user, buffer_full;
+    argus_shim_pc *pc;
+    size_t npc, cappc;
+    argus_shim_stall *stalls;
+    size_t nstalls, capstalls;
+    argus_shim_pcline *lines;
+    size_t nlines, caplines;
+    argus_shim_module *modules;
+    size_t nmodules, capmodules;
+    struct {
+        uint32_t index;
+        const char *name;
+    } *reasons;
+    size_t nreasons, capreasons;
+} argus_shim_pcs;
+
 typedef struct argus_shim_input {
+    argus_shim_pcs pcs;        /* PC samples, when asked for */
     argus_shim_event *ev;
     size_t nev, cap;
     int cupti;                 /* ARGUS_SHIM_CUPTI_* */
@@ -125,7 +188,51 @@ typedef struct argus_shim_result {
     uint64_t kernels_in_ranges, kernels_outside, kernels_unknown;
     uint64_t launches_without_kernel; /* launches CUPTI reported no kernel for */
     const argus_shim_input *in; /* for the report's run section */
+    /* PC sampling, per PC of a kernel region (argus_shim_build joins the
+     * samples to kernels, device functions and source lines). */
+    struct argus_shim_site *sites;
+    size_t nsites;
+    struct argus_shim_fregion *fregions; /* device functions of sampled kernels */
+    size_t nfregions;
+    uint64_t *node_samples;    /* per trace node: samples in it and below */
+    uint64_t pcs_samples;      /* all samples recorded */
+    uint64_t pcs_unattributed; /* samples given to no kernel region */
+    char pcs_notes[4][320];    /* why samples or modules could not be used */
+    size_t npcs_notes;
+    uint64_t pcs_notes_more;
 } argus_shim_result;
+
+/* Where a site's source line came from. */
+#define ARGUS_SHIM_LINE_NONE 0
+#define ARGUS_SHIM_LINE_CUPTI 1 /* cuptiGetSassToSourceCorrelation in the run */
+#define ARGUS_SHIM_LINE_CUBIN 2 /* the saved cubin's .debug_line (elf.c) */
+
+/* The PC sampling report lists this many hot PCs and lines per region. */
+#define ARGUS_SHIM_HOT_TOP 10
+
+typedef struct argus_shim_site {
+    int32_t node;      /* the kernel region (trace node); -1: none */
+    int32_t fregion;   /* its device function (fregions), -1: unknown */
+    int by_corr;       /* joined by correlation ID (kernel-serialized mode),
+                          else by the kernel's name (continuous) */
+    uint64_t crc;
+    const char *function; /* as CUPTI named it */
+    uint64_t pc;       /* offset from that function's start */
+    uint64_t offset;   /* the PC as an offset in the kernel's section (-1 unknown) */
+    char *file;        /* source file (owned), NULL when no line is known */
+    uint32_t line;
+    int line_from;     /* ARGUS_SHIM_LINE_* */
+    uint64_t samples;
+    uint64_t *stall;   /* per in->pcs.reasons entry, then one for unnamed ones */
+} argus_shim_site;
+
+typedef struct argus_shim_fregion {
+    int32_t node;      /* its kernel region */
+    char *name;        /* the cubin's symbol */
+    uint64_t lo, hi;   /* section offsets */
+    int kernel_body;   /* the kernel's own function (callees excluded) */
+    uint64_t samples;
+} argus_shim_fregion;
 
 /* Builds the regions. Deterministic in the events' content: events are
  * taken in timestamp order (ties in file order), so a recording whose
