@@ -16,6 +16,11 @@
  * node that was innermost on its launching thread at its launch. The
  * argus writers turn it into the same report, trace and text summary as
  * the argus CLI's, with the additions the report schema documents.
+ *
+ * With --pc-sampling the recording also holds CUPTI's PC samples and the
+ * module images; the builder joins them to kernel regions, to the device
+ * functions of the cubin (argus_cubin_*, profiler/argus/elf.c) and to
+ * source lines (argus_shim_result.sites, .fregions).
  */
 #ifndef ARGUS_SHIM_H
 #define ARGUS_SHIM_H

@@ -962,7 +962,7 @@ static int text_pcs(const argus_shim_result *r, FILE *f)
                    "complete without it\n");
         return 0;
     }
-    fprintf(f, "PC sampling: %s mode, one sample per warp scheduler every 2^%u cycles; %llu "
+    fprintf(f, "PC sampling: %s mode, one active warp per SM sampled every 2^%u cycles; %llu "
                "samples recorded (CUPTI: %llu total, %llu dropped, %llu outside user kernels), "
                "%llu not given to a region\n",
             ps->mode, ps->period, (unsigned long long)r->pcs_samples,

@@ -42,7 +42,7 @@ static void usage(FILE *f)
           "--pc-sampling: CUPTI PC samples per kernel, device function and source line;\n"
           "  --pc-mode kernel_serialized (default: kernels run one at a time, samples tied to\n"
           "  each launch) or continuous (kernels overlap, samples tied to kernels by name);\n"
-          "  --pc-period N: one sample per warp scheduler every 2^N cycles (5-31, default 12)\n"
+          "  --pc-period N: one active warp per SM sampled every 2^N cycles (5-31, default 12)\n"
           "Runs CMD with NVTX ranges and CUPTI kernel activity recorded (both unless one is\n"
           "named) and writes DIR/report.json, DIR/trace.json (ui.perfetto.dev) and\n"
           "DIR/report.txt (DIR defaults to argus-shim.out); the recording is\n"

@@ -575,6 +575,42 @@ static void test_pcs_refused_and_bad_lines(void **state)
     argus_shim_input_free(&in);
 }
 
+/* Mutated model recordings through reader, builder and both reports: no
+ * crash, no leak (the ASan build), and every refusal is ARGUS_EFORMAT. */
+static void test_pcs_mutations(void **state)
+{
+    (void)state;
+    char *base = model_recording(0, 0);
+    size_t len = strlen(base);
+    static const char pool[] = "{}[]\":,0123456789-e.\n xpcslineu";
+    srand(12);
+    for (int round = 0; round < 2000; round++) {
+        char *t = malloc(len + 1);
+        memcpy(t, base, len + 1);
+        int edits = 1 + rand() % 4;
+        for (int k = 0; k < edits; k++)
+            t[(size_t)rand() % len] = pool[(size_t)rand() % (sizeof(pool) - 1)];
+        argus_shim_input in;
+        char msg[1024];
+        int rc = argus_shim_input_parse("m.jsonl", t, len, &in, NULL, msg, sizeof(msg));
+        if (rc == 0) {
+            argus_shim_result r;
+            if (argus_shim_build(&in, &r, msg, sizeof(msg)) == 0) {
+                FILE *f = fopen("/dev/null", "w");
+                assert_int_equal(argus_shim_report_json(&r, NULL, f), 0);
+                assert_int_equal(argus_shim_report_text(&r, NULL, f), 0);
+                fclose(f);
+                argus_shim_result_free(&r);
+            }
+            argus_shim_input_free(&in);
+        } else {
+            assert_int_equal(rc, ARGUS_EFORMAT);
+        }
+        free(t);
+    }
+    free(base);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -585,6 +621,7 @@ int main(void)
         cmocka_unit_test(test_pcs_serialized),
         cmocka_unit_test(test_pcs_continuous),
         cmocka_unit_test(test_pcs_refused_and_bad_lines),
+        cmocka_unit_test(test_pcs_mutations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
