@@ -507,16 +507,25 @@ static void pcs_note(argus_shim_result *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void pcs_note(argus_shim_result *r, const char *fmt, ...)
 {
+    char text[sizeof(r->pcs_notes[0])];
+    va_list ap;
+    va_start(ap, fmt);
+    if (vsnprintf(text, sizeof(text), fmt, ap) < 0)
+        text[0] = '\0';
+    va_end(ap);
+    /* One note per problem, with the first recording line it was seen on:
+     * the same PC outside every function in each launch is one note. */
+    const char *body = strstr(text, ": ");
+    for (size_t i = 0; body && i < r->npcs_notes; i++) {
+        const char *b = strstr(r->pcs_notes[i], ": ");
+        if (b && strcmp(b, body) == 0)
+            return;
+    }
     if (r->npcs_notes >= sizeof(r->pcs_notes) / sizeof(r->pcs_notes[0])) {
         r->pcs_notes_more++;
         return;
     }
-    va_list ap;
-    va_start(ap, fmt);
-    if (vsnprintf(r->pcs_notes[r->npcs_notes], sizeof(r->pcs_notes[0]), fmt, ap) < 0)
-        r->pcs_notes[r->npcs_notes][0] = '\0';
-    va_end(ap);
-    r->npcs_notes++;
+    memcpy(r->pcs_notes[r->npcs_notes++], text, sizeof(text));
 }
 
 /* A module image saved by the recorder, read whole (argus_core has no
