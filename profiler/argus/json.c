@@ -594,14 +594,15 @@ static cJSON *pcs_hot(const argus_shim_result *res, int32_t node, int32_t fregio
         }
         cJSON *sr = cJSON_AddArrayToObject(h, "stall_reasons");
         size_t nr = ps->nreasons;
-        hot_key rk[64];
+        /* Every reason with samples, however many CUPTI names (out of
+         * memory: the list is left empty rather than cut short). */
+        hot_key *rk = calloc(nr + 1, sizeof(hot_key));
         size_t m = 0;
-        for (size_t q = 0; q <= nr; q++)
-            if (st->stall[q]) {
-                if (m < 64)
-                    rk[m++] = (hot_key){st->stall[q], q};
-            }
-        qsort(rk, m, sizeof(hot_key), cmp_hot);
+        for (size_t q = 0; rk && q <= nr; q++)
+            if (st->stall[q])
+                rk[m++] = (hot_key){st->stall[q], q};
+        if (rk)
+            qsort(rk, m, sizeof(hot_key), cmp_hot);
         for (size_t q = 0; q < m; q++) {
             cJSON *r = cJSON_CreateObject();
             cJSON_AddStringToObject(r, "name", rk[q].idx < nr ? ps->reasons[rk[q].idx].name
@@ -612,6 +613,7 @@ static cJSON *pcs_hot(const argus_shim_result *res, int32_t node, int32_t fregio
                                       "fraction of the PC's samples", "derived"));
             cJSON_AddItemToArray(sr, r);
         }
+        free(rk);
         cJSON_AddItemToArray(hot, h);
     }
     cJSON *hl = cJSON_AddArrayToObject(o, "hot_lines");

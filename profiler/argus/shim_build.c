@@ -932,16 +932,23 @@ static int text_kernel_pcs(const argus_shim_result *r, uint32_t node, const char
             src[0] = '\0';
         fprintf(f, "      %s+0x%llx  %llu (%.1f%%)  %s ", s->function, (unsigned long long)s->pc,
                 (unsigned long long)s->samples, pct(s->samples, total), src);
-        text_hot rk[64];
+        /* The three main reasons (the JSON report has them all). */
+        text_hot *rk = calloc(ps->nreasons + 1, sizeof(text_hot));
+        if (rk == NULL) {
+            free(k);
+            return ARGUS_ENOMEM;
+        }
         size_t m = 0;
         for (size_t q = 0; q <= ps->nreasons; q++)
-            if (s->stall[q] && m < 64)
+            if (s->stall[q])
                 rk[m++] = (text_hot){s->stall[q], q};
         qsort(rk, m, sizeof(text_hot), cmp_text_hot);
         for (size_t q = 0; q < m && q < 3; q++)
             fprintf(f, "%s%s %.1f%% (%llu)", q ? ", " : " ",
-                    rk[q].idx < ps->nreasons ? ps->reasons[rk[q].idx].name : "(unnamed reason)",
+                    rk[q].idx < ps->nreasons ? ps->reasons[rk[q].idx].name
+                                             : "(reason index not named by CUPTI)",
                     pct(rk[q].samples, s->samples), (unsigned long long)rk[q].samples);
+        free(rk);
         fputc('\n', f);
     }
     int any_fn = 0;
