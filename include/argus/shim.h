@@ -16,6 +16,11 @@
  * node that was innermost on its launching thread at its launch. The
  * argus writers turn it into the same report, trace and text summary as
  * the argus CLI's, with the additions the report schema documents.
+ *
+ * With --pc-sampling the recording also holds CUPTI's PC samples and the
+ * module images; the builder joins them to kernel regions, to the device
+ * functions of the cubin (argus_cubin_*, profiler/argus/elf.c) and to
+ * source lines (argus_shim_result.sites, .fregions).
  */
 #ifndef ARGUS_SHIM_H
 #define ARGUS_SHIM_H
@@ -92,7 +97,70 @@ typedef struct argus_shim_event {
 
 #define ARGUS_SHIM_MAX_UNAVAILABLE 8
 
+/* ---- PC sampling (argus-shim --pc-sampling; docs/argus.md) ---------------
+ * Added to "argus.shim.events" v1 as new event kinds, so that older
+ * recordings read unchanged:
+ *   {"e":"pcs","state":"enabled","mode":"kernel_serialized"|"continuous","period":P}
+ *   {"e":"stall","index":I,"name":"smsp__pcsamp_warps_issue_stalled_..."}
+ *   {"e":"module","crc":"DECIMAL","cubin":"FILE"}  the module image, saved beside
+ *   {"e":"pc","crc":"DECIMAL","function":"k","pc":OFF,"corr":C,"stall":[[I,N],...]}
+ *   {"e":"pcline","crc":"DECIMAL","function":"k","pc":OFF,"file":"f.cu","line":L}
+ *   {"e":"pcs_totals","samples":N,"dropped":N,"non_user":N,"buffer_full":N}
+ * CRCs (64-bit) are decimal strings; "corr" is 0 in continuous mode. */
+#define ARGUS_SHIM_PCS_NOT_ASKED 0
+#define ARGUS_SHIM_PCS_ENABLED 1
+#define ARGUS_SHIM_PCS_UNAVAILABLE 2
+
+typedef struct argus_shim_stall {
+    uint32_t reason;   /* CUPTI's stall reason index */
+    uint64_t samples;
+} argus_shim_stall;
+
+typedef struct argus_shim_pc {
+    uint64_t crc;      /* the module's cubin CRC (cuptiGetCubinCrc) */
+    const char *function; /* the function CUPTI named */
+    uint64_t pc;       /* offset from that function's start */
+    uint64_t corr;     /* the kernel launch (kernel-serialized mode), or 0 */
+    size_t stall, nstall; /* its counts: in->stalls[stall .. stall+nstall) */
+    uint64_t samples;  /* their sum */
+    long line;
+} argus_shim_pc;
+
+typedef struct argus_shim_pcline {
+    uint64_t crc;
+    const char *function;
+    uint64_t pc;
+    const char *file;
+    uint32_t line;
+} argus_shim_pcline;
+
+typedef struct argus_shim_module {
+    uint64_t crc;
+    const char *cubin; /* path, resolved against the recording's folder */
+} argus_shim_module;
+
+typedef struct argus_shim_pcs {
+    int state;         /* ARGUS_SHIM_PCS_* */
+    char mode[32];
+    uint32_t period;   /* log2 of the sampling period in SM cycles */
+    uint64_t total, dropped, non_user, buffer_full;
+    argus_shim_pc *pc;
+    size_t npc, cappc;
+    argus_shim_stall *stalls;
+    size_t nstalls, capstalls;
+    argus_shim_pcline *lines;
+    size_t nlines, caplines;
+    argus_shim_module *modules;
+    size_t nmodules, capmodules;
+    struct {
+        uint32_t index;
+        const char *name;
+    } *reasons;
+    size_t nreasons, capreasons;
+} argus_shim_pcs;
+
 typedef struct argus_shim_input {
+    argus_shim_pcs pcs;        /* PC samples, when asked for */
     argus_shim_event *ev;
     size_t nev, cap;
     int cupti;                 /* ARGUS_SHIM_CUPTI_* */
@@ -153,7 +221,51 @@ typedef struct argus_shim_result {
     uint64_t armed_decoded, armed_missing; /* instrumented launches with and
                                   without decoded regions */
     const argus_shim_input *in; /* for the report's run section */
+    /* PC sampling, per PC of a kernel region (argus_shim_build joins the
+     * samples to kernels, device functions and source lines). */
+    struct argus_shim_site *sites;
+    size_t nsites;
+    struct argus_shim_fregion *fregions; /* device functions of sampled kernels */
+    size_t nfregions;
+    uint64_t *node_samples;    /* per trace node: samples in it and below */
+    uint64_t pcs_samples;      /* all samples recorded */
+    uint64_t pcs_unattributed; /* samples given to no kernel region */
+    char pcs_notes[4][320];    /* why samples or modules could not be used */
+    size_t npcs_notes;
+    uint64_t pcs_notes_more;
 } argus_shim_result;
+
+/* Where a site's source line came from. */
+#define ARGUS_SHIM_LINE_NONE 0
+#define ARGUS_SHIM_LINE_CUPTI 1 /* cuptiGetSassToSourceCorrelation in the run */
+#define ARGUS_SHIM_LINE_CUBIN 2 /* the saved cubin's .debug_line (elf.c) */
+
+/* The PC sampling report lists this many hot PCs and lines per region. */
+#define ARGUS_SHIM_HOT_TOP 10
+
+typedef struct argus_shim_site {
+    int32_t node;      /* the kernel region (trace node); -1: none */
+    int32_t fregion;   /* its device function (fregions), -1: unknown */
+    int by_corr;       /* joined by correlation ID (kernel-serialized mode),
+                          else by the kernel's name (continuous) */
+    uint64_t crc;
+    const char *function; /* as CUPTI named it */
+    uint64_t pc;       /* offset from that function's start */
+    uint64_t offset;   /* the PC as an offset in the kernel's section (-1 unknown) */
+    char *file;        /* source file (owned), NULL when no line is known */
+    uint32_t line;
+    int line_from;     /* ARGUS_SHIM_LINE_* */
+    uint64_t samples;
+    uint64_t *stall;   /* per in->pcs.reasons entry, then one for unnamed ones */
+} argus_shim_site;
+
+typedef struct argus_shim_fregion {
+    int32_t node;      /* its kernel region */
+    char *name;        /* the cubin's symbol */
+    uint64_t lo, hi;   /* section offsets */
+    int kernel_body;   /* the kernel's own function (callees excluded) */
+    uint64_t samples;
+} argus_shim_fregion;
 
 /* Builds the regions. Deterministic in the events' content: events are
  * taken in timestamp order (ties in file order), so a recording whose
@@ -167,6 +279,60 @@ void argus_shim_result_free(argus_shim_result *r);
 int argus_shim_report_json(const argus_shim_result *r, const argus_scope *scope, FILE *f);
 int argus_shim_trace_json(const argus_shim_result *r, FILE *f);
 int argus_shim_report_text(const argus_shim_result *r, const argus_scope *scope, FILE *f);
+
+/* ---- the cubin: device functions and source lines (profiler/argus/elf.c) --
+ * Read from the module images CUPTI hands the recorder (saved beside the
+ * recording) so that PC samples can be put in the device function that ran
+ * them and on a source line. */
+typedef struct argus_cubin_func {
+    char *name;        /* the symbol ("$KERNEL$NAME" for a callee's copy) */
+    uint32_t section;  /* ELF section index of its .text.KERNEL section */
+    uint64_t lo, hi;   /* [lo, hi): byte offsets in that section */
+    int entry;         /* a kernel (STO_CUDA_ENTRY) */
+    int32_t kernel;    /* index of its section's kernel, -1 none */
+} argus_cubin_func;
+
+typedef struct argus_cubin_line {
+    uint32_t section;
+    uint64_t addr;     /* section offset where the row starts */
+    uint32_t file;     /* index into files */
+    uint32_t line;
+    uint32_t pad, order;
+} argus_cubin_line;
+
+typedef struct argus_cubin {
+    argus_cubin_func *fn;
+    size_t nfn;
+    argus_cubin_line *lines; /* sorted by section, then address */
+    size_t nlines;
+    char **files;      /* "dir/name" as .debug_line has them */
+    size_t nfiles;
+    int has_lines;     /* a .debug_line section was there (-lineinfo) */
+} argus_cubin;
+
+/* Reads a cubin (ELF64, EM_CUDA): its STT_FUNC symbols in .text.*
+ * sections and the DWARF 2-4 line table. A truncated or damaged image is
+ * ARGUS_EFORMAT with "WHERE: field: problem" in msg. */
+int argus_cubin_parse(const void *img, size_t len, const char *where, argus_cubin *out,
+                      char *msg, size_t msglen);
+void argus_cubin_free(argus_cubin *c);
+
+typedef struct argus_cubin_pc {
+    int32_t func;      /* innermost function holding the PC */
+    int32_t kernel;    /* its section's kernel */
+    uint32_t section;
+    uint64_t offset;   /* the PC as a section offset */
+    const char *file;  /* NULL when the cubin has no line for it */
+    uint32_t line;
+} argus_cubin_pc;
+
+/* A PC sample's place: `function` is the name CUPTI reported and
+ * pc_offset its offset from that function's start. ARGUS_ENOREGION when
+ * the function is not in the cubin or the PC is outside every function. */
+int argus_cubin_locate(const argus_cubin *c, const char *function, uint64_t pc_offset,
+                       argus_cubin_pc *out, char *msg, size_t msglen);
+/* The source-level name of nvcc's "$KERNEL$NAME" copies (NAME). */
+const char *argus_cubin_func_base_name(const char *name);
 
 #ifdef __cplusplus
 }

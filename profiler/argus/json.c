@@ -516,6 +516,197 @@ static const char *shim_cupti(int c)
                                          : "unavailable";
 }
 
+/* ---- argus-shim: PC sampling (docs/argus.md, "PC sampling") -------------- */
+
+typedef struct hot_key {
+    uint64_t samples;
+    size_t idx;
+} hot_key;
+
+/* Most samples first; ties in site order (the recording's), so the list
+ * is the same on every run of the same recording. */
+static int cmp_hot(const void *a, const void *b)
+{
+    const hot_key *x = a, *y = b;
+    if (x->samples != y->samples)
+        return x->samples > y->samples ? -1 : 1;
+    return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+static const char *line_from_word(int from)
+{
+    return from == ARGUS_SHIM_LINE_CUPTI ? "cupti_sass_to_source" : "cubin_debug_line";
+}
+
+/* {samples, hot_pcs[], hot_lines[]} of the sites of one kernel region
+ * (fregion < 0) or of one of its device functions. Sample counts are
+ * CUPTI's (observed); fractions are of the region's samples (derived). */
+static cJSON *pcs_hot(const argus_shim_result *res, int32_t node, int32_t fregion, const char *mark)
+{
+    const argus_shim_pcs *ps = &res->in->pcs;
+    cJSON *o = cJSON_CreateObject();
+    hot_key *keys = calloc(res->nsites ? res->nsites : 1, sizeof(hot_key));
+    hot_key *lines = calloc(res->nsites ? res->nsites : 1, sizeof(hot_key));
+    if (o == NULL || keys == NULL || lines == NULL) {
+        free(keys);
+        free(lines);
+        cJSON_Delete(o);
+        return NULL;
+    }
+    size_t n = 0, nl = 0;
+    uint64_t total = 0;
+    for (size_t i = 0; i < res->nsites; i++) {
+        const argus_shim_site *st = &res->sites[i];
+        if (st->node != node || (fregion >= 0 && st->fregion != fregion))
+            continue;
+        keys[n++] = (hot_key){st->samples, i};
+        total += st->samples;
+        if (st->file == NULL)
+            continue;
+        /* Lines: sites on the same file and line add up. */
+        size_t k = 0;
+        while (k < nl && !(res->sites[lines[k].idx].line == st->line &&
+                           strcmp(res->sites[lines[k].idx].file, st->file) == 0))
+            k++;
+        if (k == nl)
+            lines[nl++] = (hot_key){0, i};
+        lines[k].samples += st->samples;
+    }
+    qsort(keys, n, sizeof(hot_key), cmp_hot);
+    qsort(lines, nl, sizeof(hot_key), cmp_hot);
+    cJSON_AddItemToObject(o, "samples", num((double)total, "samples", mark));
+    cJSON *hot = cJSON_AddArrayToObject(o, "hot_pcs");
+    for (size_t j = 0; j < n && j < ARGUS_SHIM_HOT_TOP; j++) {
+        const argus_shim_site *st = &res->sites[keys[j].idx];
+        cJSON *h = cJSON_CreateObject();
+        cJSON_AddStringToObject(h, "function", st->function);
+        cJSON_AddNumberToObject(h, "pc_offset", (double)st->pc);
+        if (st->offset != UINT64_MAX)
+            cJSON_AddNumberToObject(h, "section_offset", (double)st->offset);
+        if (st->fregion >= 0)
+            cJSON_AddStringToObject(h, "device_function", res->fregions[st->fregion].name);
+        cJSON_AddItemToObject(h, "samples", num((double)st->samples, "samples", "observed"));
+        cJSON_AddItemToObject(h, "fraction", num(total ? (double)st->samples / (double)total : 0,
+                                                 "fraction of the region's samples", "derived"));
+        if (st->file) {
+            cJSON *src = cJSON_AddObjectToObject(h, "source");
+            cJSON_AddStringToObject(src, "file", st->file);
+            cJSON_AddNumberToObject(src, "line", st->line);
+            cJSON_AddStringToObject(src, "from", line_from_word(st->line_from));
+        }
+        cJSON *sr = cJSON_AddArrayToObject(h, "stall_reasons");
+        size_t nr = ps->nreasons;
+        /* Every reason with samples, however many CUPTI names (out of
+         * memory: the list is left empty rather than cut short). */
+        hot_key *rk = calloc(nr + 1, sizeof(hot_key));
+        size_t m = 0;
+        for (size_t q = 0; rk && q <= nr; q++)
+            if (st->stall[q])
+                rk[m++] = (hot_key){st->stall[q], q};
+        if (rk)
+            qsort(rk, m, sizeof(hot_key), cmp_hot);
+        for (size_t q = 0; q < m; q++) {
+            cJSON *r = cJSON_CreateObject();
+            cJSON_AddStringToObject(r, "name", rk[q].idx < nr ? ps->reasons[rk[q].idx].name
+                                                              : "(reason index not named by CUPTI)");
+            cJSON_AddItemToObject(r, "samples", num((double)rk[q].samples, "samples", "observed"));
+            cJSON_AddItemToObject(r, "fraction",
+                                  num(st->samples ? (double)rk[q].samples / (double)st->samples : 0,
+                                      "fraction of the PC's samples", "derived"));
+            cJSON_AddItemToArray(sr, r);
+        }
+        free(rk);
+        cJSON_AddItemToArray(hot, h);
+    }
+    cJSON *hl = cJSON_AddArrayToObject(o, "hot_lines");
+    for (size_t j = 0; j < nl && j < ARGUS_SHIM_HOT_TOP; j++) {
+        const argus_shim_site *st = &res->sites[lines[j].idx];
+        cJSON *h = cJSON_CreateObject();
+        cJSON_AddStringToObject(h, "file", st->file);
+        cJSON_AddNumberToObject(h, "line", st->line);
+        cJSON_AddItemToObject(h, "samples", num((double)lines[j].samples, "samples", "observed"));
+        cJSON_AddItemToObject(h, "fraction",
+                              num(total ? (double)lines[j].samples / (double)total : 0,
+                                  "fraction of the region's samples", "derived"));
+        cJSON_AddItemToArray(hl, h);
+    }
+    free(keys);
+    free(lines);
+    return o;
+}
+
+static const char *pcs_state_word(int s)
+{
+    return s == ARGUS_SHIM_PCS_ENABLED       ? "collected"
+           : s == ARGUS_SHIM_PCS_UNAVAILABLE ? "unavailable"
+                                             : "not_asked";
+}
+
+static void add_run_pcs(cJSON *run, const argus_shim_result *res)
+{
+    const argus_shim_pcs *ps = &res->in->pcs;
+    cJSON *o = cJSON_AddObjectToObject(run, "pc_sampling");
+    cJSON_AddStringToObject(o, "state", pcs_state_word(ps->state));
+    for (size_t i = 0; i < res->in->nunavailable; i++)
+        if (strcmp(res->in->unavailable[i].what, "pc_sampling") == 0)
+            cJSON_AddStringToObject(o, "why", res->in->unavailable[i].why);
+    if (ps->state != ARGUS_SHIM_PCS_ENABLED)
+        return;
+    cJSON_AddStringToObject(o, "mode", ps->mode);
+    cJSON_AddItemToObject(o, "period", num((double)(1ull << ps->period), "cycles", "observed"));
+    cJSON_AddItemToObject(o, "samples", num((double)res->pcs_samples, "samples", "observed"));
+    cJSON_AddItemToObject(o, "samples_cupti_total", num((double)ps->total, "samples", "observed"));
+    cJSON_AddItemToObject(o, "samples_dropped", num((double)ps->dropped, "samples", "observed"));
+    cJSON_AddItemToObject(o, "samples_non_user", num((double)ps->non_user, "samples", "observed"));
+    cJSON_AddItemToObject(o, "hardware_buffer_full",
+                          num((double)ps->buffer_full, "times", "observed"));
+    cJSON_AddItemToObject(o, "samples_unattributed",
+                          num((double)res->pcs_unattributed, "samples", "derived"));
+    cJSON_AddItemToObject(o, "modules", num((double)ps->nmodules, "modules", "observed"));
+    cJSON *notes = cJSON_AddArrayToObject(o, "notes");
+    for (size_t i = 0; i < res->npcs_notes; i++)
+        cJSON_AddItemToArray(notes, cJSON_CreateString(res->pcs_notes[i]));
+    cJSON_AddNumberToObject(o, "notes_dropped", (double)res->pcs_notes_more);
+}
+
+/* A region per device function of a sampled kernel, under its kernel. */
+static void add_fregions(cJSON *regions, const argus_shim_result *res)
+{
+    const argus_trace *t = &res->trace;
+    for (size_t i = 0; i < res->nfregions; i++) {
+        const argus_shim_fregion *f = &res->fregions[i];
+        cJSON *r = cJSON_CreateObject();
+        char path[8192], idb[16], kp[8000];
+        if (argus_node_path(t, res->reg, (uint32_t)f->node, kp, sizeof(kp)) != 0)
+            id_str(t->nodes[f->node].region, kp, sizeof(kp));
+        if (snprintf(path, sizeof(path), "%s/%s", kp, f->name) < 0)
+            path[0] = '\0';
+        uint32_t id = argus_region_id(f->name, t->nodes[f->node].region);
+        id_str(id, idb, sizeof(idb));
+        cJSON_AddStringToObject(r, "id", idb);
+        cJSON_AddStringToObject(r, "name", f->name);
+        cJSON_AddBoolToObject(r, "registered", 0);
+        cJSON_AddStringToObject(r, "path", path);
+        cJSON_AddNumberToObject(r, "node", (double)(t->nnodes + i));
+        cJSON_AddNumberToObject(r, "parent_node", f->node);
+        cJSON_AddStringToObject(r, "kind", "device_function");
+        cJSON_AddBoolToObject(r, "kernel_body", f->kernel_body);
+        cJSON *rg = cJSON_AddObjectToObject(r, "range");
+        cJSON_AddNumberToObject(rg, "lo", (double)f->lo);
+        cJSON_AddNumberToObject(rg, "hi", (double)f->hi);
+        cJSON_AddStringToObject(rg, "unit", "bytes from the kernel's section start");
+        cJSON_AddItemToObject(r, "count", num((double)f->samples, "pc_samples", "attributed"));
+        cJSON_AddItemToObject(r, "partial", num(0, "occurrences", "observed"));
+        cJSON *timing = cJSON_AddObjectToObject(r, "time");
+        cJSON_AddStringToObject(timing, "method", "pc_samples");
+        cJSON_AddNumberToObject(timing, "samples", 0);
+        cJSON *h = pcs_hot(res, f->node, (int32_t)i, "attributed");
+        if (h)
+            cJSON_AddItemToObject(r, "pc_sampling", h);
+        cJSON_AddItemToArray(regions, r);
+    }
+}
+
 /* The argus.report v1 document for argus-shim (docs/argus.md): "source"
  * and "run" instead of "launch"; regions carry "kind" and, for kernels,
  * how they were placed. A kernel's times are CUPTI's (observed); a range's
@@ -586,6 +777,8 @@ int argus_shim_report_json(const argus_shim_result *res, const argus_scope *s, F
         cJSON_AddStringToObject(u, "why", in->unavailable[i].why);
         cJSON_AddItemToArray(unav, u);
     }
+    if (in)
+        add_run_pcs(run, res);
     cJSON *clock = cJSON_AddObjectToObject(root, "clock");
     cJSON_AddStringToObject(clock, "method", "cupti_timestamp");
     add_scope(root, s);
@@ -625,6 +818,27 @@ int argus_shim_report_json(const argus_shim_result *res, const argus_scope *s, F
             cJSON_AddItemToObject(r, "kernels_inside",
                                   num((double)inside[st[i].node], "kernels", "attributed"));
         }
+        /* PC samples: a kernel's own (observed when CUPTI's correlation ID
+         * tied them to its launches, else attributed by the kernel's name),
+         * a range's those of its kernels (attributed). */
+        if (in && in->pcs.state == ARGUS_SHIM_PCS_ENABLED && res->node_samples) {
+            if (kind == ARGUS_SHIM_NODE_KERNEL) {
+                int by_corr = 1, any = 0;
+                for (size_t q = 0; q < res->nsites; q++)
+                    if (res->sites[q].node == (int32_t)st[i].node) {
+                        by_corr &= res->sites[q].by_corr;
+                        any = 1;
+                    }
+                cJSON *h = pcs_hot(res, (int32_t)st[i].node, -1,
+                                   any && by_corr ? "observed" : "attributed");
+                if (h)
+                    cJSON_AddItemToObject(r, "pc_sampling", h);
+            } else {
+                cJSON *h = cJSON_AddObjectToObject(r, "pc_sampling");
+                cJSON_AddItemToObject(h, "samples", num((double)res->node_samples[st[i].node],
+                                                        "samples", "attributed"));
+            }
+        }
         cJSON_AddItemToObject(r, "count", num((double)st[i].count, "occurrences", "observed"));
         cJSON_AddItemToObject(r, "partial", num((double)st[i].partial, "occurrences", "observed"));
         cJSON *timing = cJSON_AddObjectToObject(r, "time");
@@ -649,6 +863,8 @@ int argus_shim_report_json(const argus_shim_result *res, const argus_scope *s, F
     }
     free(st);
     free(inside);
+    if (in && in->pcs.state == ARGUS_SHIM_PCS_ENABLED)
+        add_fregions(regions, res);
     add_diags(root, t);
     return write_json(root, f);
 }

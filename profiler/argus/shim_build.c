@@ -39,6 +39,8 @@
  *     record, or its armed line says they were not decoded) is a
  *     diagnostic, never regions placed at a guessed time.
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,6 +101,12 @@ typedef struct builder {
     size_t ndslots, capdslots;
     size_t *dslot_hash; /* open addressing over dslots, index + 1 */
     size_t dslot_hcap;
+    size_t sites_cap, freg_cap;
+    struct kcorr { /* a kernel record's correlation ID and node */
+        uint64_t corr;
+        uint32_t node;
+    } *kcorr;
+    size_t nkcorr, capkcorr;
 } builder;
 
 static int add_diag(builder *b, int kind, uint32_t slot, long line, uint32_t value, uint64_t count)
@@ -350,6 +358,9 @@ static int kernel_event(builder *b, const argus_shim_event *e, char *msg, size_t
     if (argus__grow((void **)&b->krefs, &b->capkrefs, b->nkrefs + 1, sizeof(kernel_ref)) != 0)
         return ARGUS_ENOMEM;
     b->krefs[b->nkrefs++] = (kernel_ref){e->id, node, (uint32_t)si, e->start};
+    if (argus__grow((void **)&b->kcorr, &b->capkcorr, b->nkcorr + 1, sizeof(b->kcorr[0])) != 0)
+        return ARGUS_ENOMEM;
+    b->kcorr[b->nkcorr++] = (struct kcorr){e->id, node};
     return 0;
 }
 
@@ -688,6 +699,302 @@ static int finish(builder *b)
     return assign_tracks(t);
 }
 
+/* ---- PC sampling: samples joined to kernels, device functions, lines ---- */
+
+#define PCS_MAX_CUBIN (512L << 20)
+
+static void pcs_note(argus_shim_result *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void pcs_note(argus_shim_result *r, const char *fmt, ...)
+{
+    char text[sizeof(r->pcs_notes[0])];
+    va_list ap;
+    va_start(ap, fmt);
+    if (vsnprintf(text, sizeof(text), fmt, ap) < 0)
+        text[0] = '\0';
+    va_end(ap);
+    /* One note per problem, with the first recording line it was seen on:
+     * the same PC outside every function in each launch is one note. */
+    const char *body = strstr(text, ": ");
+    for (size_t i = 0; body && i < r->npcs_notes; i++) {
+        const char *b = strstr(r->pcs_notes[i], ": ");
+        if (b && strcmp(b, body) == 0)
+            return;
+    }
+    if (r->npcs_notes >= sizeof(r->pcs_notes) / sizeof(r->pcs_notes[0])) {
+        r->pcs_notes_more++;
+        return;
+    }
+    memcpy(r->pcs_notes[r->npcs_notes++], text, sizeof(text));
+}
+
+/* A module image saved by the recorder, read whole (argus_core has no
+ * dependency on the project's file reader). */
+static int read_image(const char *path, uint8_t **out, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return -1;
+    size_t cap = 0, n = 0;
+    uint8_t *buf = NULL;
+    for (;;) {
+        if (n == cap) {
+            if (cap >= (size_t)PCS_MAX_CUBIN)
+                break;
+            size_t nc = cap ? cap * 2 : 65536;
+            uint8_t *nb = realloc(buf, nc);
+            if (nb == NULL)
+                break;
+            buf = nb;
+            cap = nc;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0)
+            break;
+    }
+    int bad = ferror(f) || !feof(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return -1;
+    }
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+typedef struct pcs_module {
+    uint64_t crc;
+    argus_cubin cubin;
+    int ok;
+} pcs_module;
+
+/* The kernel's name for a sample: its section's kernel in the cubin, else
+ * CUPTI's function name ("$KERNEL$callee" gives KERNEL). */
+static void kernel_name_of(const char *fn, const argus_cubin *c, const argus_cubin_pc *at, int located,
+                           char *buf, size_t len)
+{
+    if (located && at->kernel >= 0) {
+        snprintf(buf, len, "%s", c->fn[at->kernel].name);
+        return;
+    }
+    const char *d = fn[0] == '$' ? strchr(fn + 1, '$') : NULL;
+    if (d && (size_t)(d - fn - 1) < len)
+        snprintf(buf, len, "%.*s", (int)(d - fn - 1), fn + 1);
+    else
+        snprintf(buf, len, "%s", fn);
+}
+
+static int32_t kernel_node(builder *b, const char *kname, uint64_t corr, int *by_corr, size_t *nmatch)
+{
+    argus_shim_result *r = b->r;
+    const argus_trace *t = b->t;
+    *by_corr = 0;
+    *nmatch = 0;
+    int32_t found = -1;
+    if (corr != 0) {
+        for (size_t i = 0; i < b->nkcorr; i++) {
+            const char *nm = argus_registry_name(r->reg, t->nodes[b->kcorr[i].node].region);
+            if (b->kcorr[i].corr == corr && nm && strcmp(nm, kname) == 0) {
+                *by_corr = 1;
+                *nmatch = 1;
+                return (int32_t)b->kcorr[i].node;
+            }
+        }
+    }
+    for (size_t k = 0; k < t->nnodes; k++) {
+        const char *nm = argus_registry_name(r->reg, t->nodes[k].region);
+        if (r->node_kind[k] == ARGUS_SHIM_NODE_KERNEL && nm && strcmp(nm, kname) == 0) {
+            (*nmatch)++;
+            found = (int32_t)k;
+        }
+    }
+    return *nmatch == 1 ? found : -1;
+}
+
+static int site_for(builder *b, int32_t node, const argus_shim_pc *pc, size_t nr, size_t *idx)
+{
+    argus_shim_result *r = b->r;
+    for (size_t i = 0; i < r->nsites; i++) {
+        argus_shim_site *s = &r->sites[i];
+        if (s->node == node && s->crc == pc->crc && s->pc == pc->pc &&
+            strcmp(s->function, pc->function) == 0) {
+            *idx = i;
+            return 0;
+        }
+    }
+    if (argus__grow((void **)&r->sites, &b->sites_cap, r->nsites + 1, sizeof(argus_shim_site)) != 0)
+        return ARGUS_ENOMEM;
+    argus_shim_site *s = &r->sites[r->nsites];
+    memset(s, 0, sizeof(*s));
+    if ((s->stall = calloc(nr + 1, sizeof(uint64_t))) == NULL)
+        return ARGUS_ENOMEM;
+    s->node = node;
+    s->fregion = -1;
+    s->crc = pc->crc;
+    s->function = pc->function;
+    s->pc = pc->pc;
+    s->offset = UINT64_MAX;
+    *idx = r->nsites++;
+    return 0;
+}
+
+/* The device-function regions of a kernel region: every function of the
+ * kernel's section, made once per (node, module). */
+static int fregions_for(builder *b, int32_t node, const argus_cubin *c, int32_t kfn, size_t *first)
+{
+    argus_shim_result *r = b->r;
+    /* A node's functions are made together, so its first one starts them. */
+    for (size_t i = 0; i < r->nfregions; i++)
+        if (r->fregions[i].node == node) {
+            *first = i;
+            return 0;
+        }
+    *first = r->nfregions;
+    for (size_t k = 0; k < c->nfn; k++) {
+        if (c->fn[k].section != c->fn[kfn].section)
+            continue;
+        if (argus__grow((void **)&r->fregions, &b->freg_cap, r->nfregions + 1,
+                        sizeof(argus_shim_fregion)) != 0)
+            return ARGUS_ENOMEM;
+        argus_shim_fregion *f = &r->fregions[r->nfregions];
+        memset(f, 0, sizeof(*f));
+        if ((f->name = strdup(c->fn[k].name)) == NULL)
+            return ARGUS_ENOMEM;
+        f->node = node;
+        f->lo = c->fn[k].lo;
+        f->hi = c->fn[k].hi;
+        f->kernel_body = (int32_t)k == kfn;
+        r->nfregions++;
+    }
+    return 0;
+}
+
+static int build_pcs(builder *b, char *msg, size_t msglen)
+{
+    (void)msg;
+    (void)msglen;
+    argus_shim_result *r = b->r;
+    const argus_shim_pcs *ps = &r->in->pcs;
+    argus_trace *t = b->t;
+    if ((r->node_samples = calloc(t->nnodes ? t->nnodes : 1, sizeof(uint64_t))) == NULL)
+        return ARGUS_ENOMEM;
+    if (ps->npc == 0)
+        return 0;
+    size_t nr = ps->nreasons;
+    pcs_module *mods = calloc(ps->nmodules ? ps->nmodules : 1, sizeof(pcs_module));
+    if (mods == NULL)
+        return ARGUS_ENOMEM;
+    int rc = 0;
+    for (size_t m = 0; m < ps->nmodules; m++) {
+        uint8_t *img = NULL;
+        size_t len = 0;
+        char emsg[256] = "";
+        mods[m].crc = ps->modules[m].crc;
+        if (read_image(ps->modules[m].cubin, &img, &len) != 0) {
+            pcs_note(r, "%s: the module image cannot be read: no device functions or cubin lines "
+                        "for module %llu", ps->modules[m].cubin, (unsigned long long)mods[m].crc);
+            continue;
+        }
+        int prc = argus_cubin_parse(img, len, ps->modules[m].cubin, &mods[m].cubin, emsg, sizeof(emsg));
+        free(img);
+        if (prc == ARGUS_ENOMEM) {
+            rc = prc;
+            goto out;
+        }
+        if (prc != 0)
+            pcs_note(r, "%s (no device functions or cubin lines for this module)", emsg);
+        mods[m].ok = prc == 0;
+    }
+    for (size_t i = 0; i < ps->npc; i++) {
+        const argus_shim_pc *pc = &ps->pc[i];
+        r->pcs_samples += pc->samples;
+        const argus_cubin *c = NULL;
+        for (size_t m = 0; m < ps->nmodules && c == NULL; m++)
+            if (mods[m].ok && mods[m].crc == pc->crc)
+                c = &mods[m].cubin;
+        argus_cubin_pc at;
+        char emsg[320] = "";
+        int located = c && argus_cubin_locate(c, pc->function, pc->pc, &at, emsg, sizeof(emsg)) == 0;
+        if (c && !located)
+            pcs_note(r, "line %ld: %s", pc->line, emsg);
+        char kname[4096];
+        kernel_name_of(pc->function, c, &at, located, kname, sizeof(kname));
+        int by_corr;
+        size_t nmatch;
+        int32_t node = kernel_node(b, kname, pc->corr, &by_corr, &nmatch);
+        if (node < 0) {
+            r->pcs_unattributed += pc->samples;
+            if (nmatch > 1)
+                pcs_note(r, "line %ld: %llu samples of %s not given to a region: the kernel ran in "
+                            "%zu regions and continuous mode does not say which launch they came "
+                            "from (use kernel-serialized mode)",
+                         pc->line, (unsigned long long)pc->samples, kname, nmatch);
+            else
+                pcs_note(r, "line %ld: %llu samples of %s not given to a region: no kernel record "
+                            "of that name%s",
+                         pc->line, (unsigned long long)pc->samples, kname,
+                         pc->corr ? " with that correlation ID" : "");
+            continue;
+        }
+        size_t si;
+        if ((rc = site_for(b, node, pc, nr, &si)) != 0)
+            goto out;
+        argus_shim_site *s = &r->sites[si];
+        s->by_corr |= by_corr;
+        s->samples += pc->samples;
+        for (size_t k = 0; k < pc->nstall; k++) {
+            const argus_shim_stall *st = &ps->stalls[pc->stall + k];
+            size_t pos = nr;
+            for (size_t q = 0; q < nr; q++)
+                if (ps->reasons[q].index == st->reason)
+                    pos = q;
+            s->stall[pos] += st->samples;
+        }
+        if (located) {
+            s->offset = at.offset;
+            size_t first;
+            if (at.kernel >= 0) {
+                if ((rc = fregions_for(b, node, c, at.kernel, &first)) != 0)
+                    goto out;
+                for (size_t f = first; f < r->nfregions && r->fregions[f].node == node; f++)
+                    if (strcmp(r->fregions[f].name, c->fn[at.func].name) == 0)
+                        s->fregion = (int32_t)f;
+                if (s->fregion >= 0)
+                    r->fregions[s->fregion].samples += pc->samples;
+            }
+            if (at.file && s->line_from == ARGUS_SHIM_LINE_NONE) {
+                if ((s->file = strdup(at.file)) == NULL) {
+                    rc = ARGUS_ENOMEM;
+                    goto out;
+                }
+                s->line = at.line;
+                s->line_from = ARGUS_SHIM_LINE_CUBIN;
+            }
+        }
+        /* CUPTI's own line for this PC, where the recorder asked for it. */
+        for (size_t l = 0; l < ps->nlines; l++)
+            if (ps->lines[l].crc == pc->crc && ps->lines[l].pc == pc->pc &&
+                strcmp(ps->lines[l].function, pc->function) == 0) {
+                free(s->file);
+                if ((s->file = strdup(ps->lines[l].file)) == NULL) {
+                    rc = ARGUS_ENOMEM;
+                    goto out;
+                }
+                s->line = ps->lines[l].line;
+                s->line_from = ARGUS_SHIM_LINE_CUPTI;
+            }
+        for (int32_t k = node; k >= 0; k = t->nodes[k].parent)
+            r->node_samples[k] += pc->samples;
+    }
+out:
+    for (size_t m = 0; m < ps->nmodules; m++)
+        argus_cubin_free(&mods[m].cubin);
+    free(mods);
+    return rc;
+}
+
 int argus_shim_build(const argus_shim_input *in, argus_shim_result *out, char *msg, size_t msglen)
 {
     if (in == NULL || out == NULL)
@@ -739,6 +1046,8 @@ int argus_shim_build(const argus_shim_input *in, argus_shim_result *out, char *m
                 rc = armed_event(&b, &in->ev[i]);
         if (rc == 0)
             rc = finish(&b);
+        if (rc == 0)
+            rc = build_pcs(&b, msg, msglen);
     }
     free(ev);
     for (size_t i = 0; i < b.nth; i++)
@@ -751,6 +1060,7 @@ int argus_shim_build(const argus_shim_input *in, argus_shim_result *out, char *m
     free(b.drefs);
     free(b.dslots);
     free(b.dslot_hash);
+    free(b.kcorr);
     if (rc != 0) {
         argus_shim_result_free(out);
         if (rc == ARGUS_ENOMEM)
@@ -771,6 +1081,15 @@ void argus_shim_result_free(argus_shim_result *r)
         free(r->trace.sm_names[i]);
     free(r->trace.sm_names);
     free(r->node_kind);
+    for (size_t i = 0; i < r->nsites; i++) {
+        free(r->sites[i].stall);
+        free(r->sites[i].file);
+    }
+    free(r->sites);
+    for (size_t i = 0; i < r->nfregions; i++)
+        free(r->fregions[i].name);
+    free(r->fregions);
+    free(r->node_samples);
     argus_registry_free(r->reg);
     argus_trace_free(&r->trace);
     memset(r, 0, sizeof(*r));
@@ -790,6 +1109,134 @@ static const char *node_kind_word(int k)
     default:
         return "unplaced";
     }
+}
+
+/* ---- the text summary's PC sampling part -------------------------------- */
+
+typedef struct text_hot {
+    uint64_t samples;
+    size_t idx;
+} text_hot;
+
+static int cmp_text_hot(const void *a, const void *b)
+{
+    const text_hot *x = a, *y = b;
+    if (x->samples != y->samples)
+        return x->samples > y->samples ? -1 : 1;
+    return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+static double pct(uint64_t a, uint64_t b)
+{
+    return b ? 100.0 * (double)a / (double)b : 0.0;
+}
+
+static int text_kernel_pcs(const argus_shim_result *r, uint32_t node, const char *path, FILE *f)
+{
+    const argus_shim_pcs *ps = &r->in->pcs;
+    text_hot *k = calloc(r->nsites ? r->nsites : 1, sizeof(text_hot));
+    if (k == NULL)
+        return ARGUS_ENOMEM;
+    size_t n = 0;
+    uint64_t total = 0;
+    int by_corr = 1;
+    for (size_t i = 0; i < r->nsites; i++)
+        if (r->sites[i].node == (int32_t)node) {
+            k[n++] = (text_hot){r->sites[i].samples, i};
+            total += r->sites[i].samples;
+            by_corr &= r->sites[i].by_corr;
+        }
+    qsort(k, n, sizeof(text_hot), cmp_text_hot);
+    fprintf(f, "  %s: %llu samples (%s)\n", path, (unsigned long long)total,
+            by_corr ? "observed: CUPTI tied them to this kernel's launches"
+                    : "attributed by the kernel's name");
+    fprintf(f, "    hot PCs: samples (share of the kernel's), source line, stall reasons as "
+               "share of the PC's samples (count)\n");
+    for (size_t j = 0; j < n && j < ARGUS_SHIM_HOT_TOP; j++) {
+        const argus_shim_site *s = &r->sites[k[j].idx];
+        char src[4200] = "(no line information)";
+        if (s->file && snprintf(src, sizeof(src), "%s:%u", s->file, s->line) < 0)
+            src[0] = '\0';
+        fprintf(f, "      %s+0x%llx  %llu (%.1f%%)  %s ", s->function, (unsigned long long)s->pc,
+                (unsigned long long)s->samples, pct(s->samples, total), src);
+        /* The three main reasons (the JSON report has them all). */
+        text_hot *rk = calloc(ps->nreasons + 1, sizeof(text_hot));
+        if (rk == NULL) {
+            free(k);
+            return ARGUS_ENOMEM;
+        }
+        size_t m = 0;
+        for (size_t q = 0; q <= ps->nreasons; q++)
+            if (s->stall[q])
+                rk[m++] = (text_hot){s->stall[q], q};
+        qsort(rk, m, sizeof(text_hot), cmp_text_hot);
+        for (size_t q = 0; q < m && q < 3; q++)
+            fprintf(f, "%s%s %.1f%% (%llu)", q ? ", " : " ",
+                    rk[q].idx < ps->nreasons ? ps->reasons[rk[q].idx].name
+                                             : "(reason index not named by CUPTI)",
+                    pct(rk[q].samples, s->samples), (unsigned long long)rk[q].samples);
+        free(rk);
+        fputc('\n', f);
+    }
+    int any_fn = 0;
+    for (size_t i = 0; i < r->nfregions; i++) {
+        const argus_shim_fregion *fr = &r->fregions[i];
+        if (fr->node != (int32_t)node)
+            continue;
+        if (!any_fn++)
+            fprintf(f, "    device functions (attributed by the cubin's symbols):\n");
+        fprintf(f, "      %s%s [0x%llx, 0x%llx)  %llu (%.1f%%)\n", fr->name,
+                fr->kernel_body ? " (kernel body)" : "", (unsigned long long)fr->lo,
+                (unsigned long long)fr->hi, (unsigned long long)fr->samples,
+                pct(fr->samples, total));
+    }
+    free(k);
+    return 0;
+}
+
+static int text_pcs(const argus_shim_result *r, FILE *f)
+{
+    const argus_shim_input *in = r->in;
+    const argus_shim_pcs *ps = &in->pcs;
+    if (ps->state == ARGUS_SHIM_PCS_NOT_ASKED)
+        return 0;
+    if (ps->state == ARGUS_SHIM_PCS_UNAVAILABLE) {
+        fprintf(f, "PC sampling: unavailable (see below); the kernels and ranges above are "
+                   "complete without it\n");
+        return 0;
+    }
+    fprintf(f, "PC sampling: %s mode, one active warp per SM sampled every 2^%u cycles; %llu "
+               "samples recorded (CUPTI: %llu total, %llu dropped, %llu outside user kernels), "
+               "%llu not given to a region\n",
+            ps->mode, ps->period, (unsigned long long)r->pcs_samples,
+            (unsigned long long)ps->total, (unsigned long long)ps->dropped,
+            (unsigned long long)ps->non_user, (unsigned long long)r->pcs_unattributed);
+    if (ps->buffer_full)
+        fprintf(f, "WARNING: CUPTI's hardware buffer filled %llu times: samples were lost; raise "
+                   "the period (--pc-period)\n",
+                (unsigned long long)ps->buffer_full);
+    const argus_trace *t = &r->trace;
+    for (uint32_t k = 0; k < t->nnodes; k++) {
+        if (r->node_samples[k] == 0)
+            continue;
+        char path[1024];
+        if (argus_node_path(t, r->reg, k, path, sizeof(path)) != 0 &&
+            snprintf(path, sizeof(path), "0x%07x", t->nodes[k].region) < 0)
+            path[0] = '\0';
+        if (r->node_kind[k] == ARGUS_SHIM_NODE_KERNEL) {
+            int rc = text_kernel_pcs(r, k, path, f);
+            if (rc != 0)
+                return rc;
+        } else {
+            fprintf(f, "  %s: %llu samples of its kernels (attributed)\n", path,
+                    (unsigned long long)r->node_samples[k]);
+        }
+    }
+    for (size_t i = 0; i < r->npcs_notes; i++)
+        fprintf(f, "PC sampling note: %s\n", r->pcs_notes[i]);
+    if (r->pcs_notes_more)
+        fprintf(f, "PC sampling note: %llu more not kept\n", (unsigned long long)r->pcs_notes_more);
+    return 0;
 }
 
 int argus_shim_report_text(const argus_shim_result *r, const argus_scope *scope, FILE *f)
@@ -840,6 +1287,8 @@ int argus_shim_report_text(const argus_shim_result *r, const argus_scope *scope,
                    "instrumented launches without regions (diagnostics)\n",
                 (unsigned long long)r->device_regions, (unsigned long long)r->armed_decoded,
                 (unsigned long long)r->armed_missing);
+    if (in && r->node_samples && (rc = text_pcs(r, f)) != 0)
+        return rc;
     if (in && in->cupti != ARGUS_SHIM_CUPTI_OK)
         fprintf(f, "WARNING: kernels unavailable: %s\n",
                 in->cupti_note[0] ? in->cupti_note : "CUPTI was not used");

@@ -1,7 +1,8 @@
 /*
  * argus-shim: kernel-level regions of an unmodified program.
  *
- *   argus-shim [--nvtx] [--kernels] [--pc-sampling] [-o DIR] -- CMD [ARG...]
+ *   argus-shim [--nvtx] [--kernels] [--pc-sampling [--pc-mode MODE] [--pc-period N]]
+ *              [-o DIR] -- CMD [ARG...]
  *   argus-shim --replay FILE [-o DIR]
  *
  * Runs CMD with libargus_inject.so as its CUDA injection library, which
@@ -35,8 +36,13 @@
 
 static void usage(FILE *f)
 {
-    fputs("usage: argus-shim [--nvtx] [--kernels] [--pc-sampling] [-o DIR] -- CMD [ARG...]\n"
+    fputs("usage: argus-shim [--nvtx] [--kernels] [--pc-sampling [--pc-mode MODE] [--pc-period N]]\n"
+          "                  [-o DIR] -- CMD [ARG...]\n"
           "       argus-shim --replay FILE [-o DIR]\n"
+          "--pc-sampling: CUPTI PC samples per kernel, device function and source line;\n"
+          "  --pc-mode kernel_serialized (default: kernels run one at a time, samples tied to\n"
+          "  each launch) or continuous (kernels overlap, samples tied to kernels by name);\n"
+          "  --pc-period N: one active warp per SM sampled every 2^N cycles (5-31, default 12)\n"
           "Runs CMD with NVTX ranges and CUPTI kernel activity recorded (both unless one is\n"
           "named) and writes DIR/report.json, DIR/trace.json (ui.perfetto.dev) and\n"
           "DIR/report.txt (DIR defaults to argus-shim.out); the recording is\n"
@@ -135,6 +141,7 @@ static int make_dir(const char *dir)
 int main(int argc, char **argv)
 {
     const char *dir = "argus-shim.out", *replay = NULL;
+    const char *pc_mode = "kernel_serialized", *pc_period = "12";
     int nvtx = 0, kernels = 0, pcs = 0, i;
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--") == 0) {
@@ -146,6 +153,23 @@ int main(int argc, char **argv)
             kernels = 1;
         } else if (strcmp(argv[i], "--pc-sampling") == 0) {
             pcs = 1;
+        } else if (strcmp(argv[i], "--pc-mode") == 0 && i + 1 < argc) {
+            pc_mode = argv[++i];
+            if (strcmp(pc_mode, "kernel_serialized") != 0 && strcmp(pc_mode, "continuous") != 0) {
+                fprintf(stderr, "argus-shim: --pc-mode %s: expected kernel_serialized or "
+                                "continuous\n", pc_mode);
+                return 2;
+            }
+        } else if (strcmp(argv[i], "--pc-period") == 0 && i + 1 < argc) {
+            pc_period = argv[++i];
+            char *end = NULL;
+            long v = strtol(pc_period, &end, 10);
+            if (end == pc_period || *end != '\0' || v < 5 || v > 31) {
+                fprintf(stderr, "argus-shim: --pc-period %s: expected log2 of the sampling "
+                                "period in SM cycles, 5 to 31 (12: every 4096 cycles)\n",
+                        pc_period);
+                return 2;
+            }
         } else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
             dir = argv[++i];
         } else if (strcmp(argv[i], "--replay") == 0 && i + 1 < argc) {
@@ -223,6 +247,8 @@ int main(int argc, char **argv)
             setenv("ARGUS_SHIM_COMMAND", cmdline, 1) != 0 ||
             setenv("ARGUS_SHIM_KERNELS", kernels ? "1" : "0", 1) != 0 ||
             setenv("ARGUS_SHIM_PC_SAMPLING", pcs ? "1" : "0", 1) != 0 ||
+            setenv("ARGUS_SHIM_PCS_MODE", pc_mode, 1) != 0 ||
+            setenv("ARGUS_SHIM_PCS_PERIOD", pc_period, 1) != 0 ||
             setenv("ARGUS_SHIM_NVTX", nvtx_ours ? "1" : "0", 1) != 0 ||
             (nvtx_ours && setenv("NVTX_INJECTION64_PATH", inject, 1) != 0)) {
             fprintf(stderr, "argus-shim: cannot set the environment: %s\n", strerror(errno));

@@ -38,12 +38,27 @@
  *                         command) writes <OUT>.<pid> beside it
  *   ARGUS_SHIM_KERNELS=0  no CUPTI subscription (NVTX only)
  *   ARGUS_SHIM_NVTX=1     record NVTX ranges
- *   ARGUS_SHIM_PC_SAMPLING=1  PC sampling was asked for: recorded as
- *                         unavailable with the reason (not implemented)
+ *   ARGUS_SHIM_PC_SAMPLING=1  PC sampling (the "PC sampling" part below)
+ *   ARGUS_SHIM_PCS_MODE   kernel_serialized (default) or continuous
+ *   ARGUS_SHIM_PCS_PERIOD log2 of the sampling period in SM cycles (5-31,
+ *                         default 12)
  *   ARGUS_SHIM_COMMAND    the command line, for the header
  *   ARGUS_SHIM_ARM=0      instrumented kernels are not armed (shim_arm.c;
  *                         ARGUS_SHIM_ARM_CAP records per warp, default
  *                         1024, ARGUS_SHIM_ARM_MAX launches, default 256)
+ *
+ *   - with --pc-sampling, CUPTI's PC Sampling API (cupti_pcsampling.h),
+ *     configured and enabled in each context's creation callback: the
+ *     stall reason names, the module images (resource callback
+ *     MODULE_LOADED: saved beside the recording as <OUT>.cubin.<CRC>, the
+ *     cuptiGetCubinCrc that the samples carry), the samples per PC (function,
+ *     offset, correlation ID in kernel-serialized mode, count per stall
+ *     reason) collected with cuptiPCSamplingGetData after every
+ *     cuCtxSynchronize/cuStreamSynchronize/cuEventSynchronize, at context
+ *     destruction and at exit, and each new PC's source line from
+ *     cuptiGetSassToSourceCorrelation. A refusal (CUPTI_ERROR_INSUFFICIENT_
+ *     PRIVILEGES, NOT_SUPPORTED on the device, another subscriber) becomes
+ *     an "unavailable" line with the reason and the fix; the rest goes on.
  *
  * Tested against tests/argus/fake_cupti.c (no GPU here) and written to the
  * CUPTI of CUDA 13.0 (CUPTI 2025.3); the activity record layout is the
@@ -51,6 +66,7 @@
  */
 #define _GNU_SOURCE 1
 #include <cupti.h>
+#include <cupti_pcsampling.h>
 
 #include <pthread.h>
 #include <stdint.h>
@@ -129,15 +145,26 @@ static void emit_launch(uint64_t corr, const char *name)
 
 static int is_launch_cbid(CUpti_CallbackId cbid);
 static void arm_callback(CUpti_CallbackId cbid, const CUpti_CallbackData *cb);
+static void pcs_on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd);
+static int pcs_on_driver(CUpti_CallbackId cbid, const CUpti_CallbackData *cb);
 
 static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid,
                                  const void *data)
 {
     (void)ud;
+    if (dom == CUPTI_CB_DOMAIN_RESOURCE) {
+        pcs_on_resource(cbid, data);
+        return;
+    }
     const CUpti_CallbackData *cb = data;
     if (dom != CUPTI_CB_DOMAIN_DRIVER_API || cb == NULL)
         return;
+    /* Arming sees every driver callback it enabled (launches and the
+     * application's synchronisations) before PC sampling takes the
+     * synchronisations it collects at. */
     arm_callback(cbid, cb);
+    if (pcs_on_driver(cbid, cb))
+        return;
     if (cb->callbackSite != CUPTI_API_ENTER || !is_launch_cbid(cbid))
         return;
     emit_launch(cb->correlationId, cb->symbolName);
@@ -175,10 +202,12 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 }
 
 static void arm_finish(void);
+static void pcs_at_exit(void);
 
 static void at_exit(void)
 {
     arm_finish();
+    pcs_at_exit();
     if (g_cupti_on)
         cuptiActivityFlushAll(1);
     pthread_mutex_lock(&g_lock);
@@ -345,6 +374,7 @@ static void arm_finish(void)
     argus__arm_shutdown();
     g_arm_on = 0;
 }
+static void pcs_init(const char *state);
 
 /* Subscribes and enables what is recorded; returns the header's state and
  * writes the reason for anything less into note. */
@@ -379,6 +409,429 @@ static const char *start_cupti(char *note, size_t len)
     return "subscribed";
 }
 
+/* ---- PC sampling (argus-shim --pc-sampling) ------------------------------
+ * Written to CUDA 13.0's cupti_pcsampling.h and run on the fake CUPTI only
+ * (tests/argus/fake_cupti.c); the H200 run is the Argus-on-H200 issue's.
+ * Each function here is called with g_lock not held unless it says so. */
+
+#define PCS_MAX_CTX 16
+#define PCS_COLLECT_PCS 4096          /* PCs per cuptiPCSamplingGetData */
+#define PCS_SCRATCH_BYTES (32u << 20) /* CUPTI's buffer between GetData calls */
+#define PCS_MAX_MODULES 1024
+#define PCS_MAX_SEEN (1u << 16)       /* PCs whose line was already asked */
+
+static pthread_mutex_t g_pcs_lock = PTHREAD_MUTEX_INITIALIZER;
+static int g_pcs_asked, g_pcs_dead; /* dead: refused once, not asked again */
+static int g_pcs_serialized = 1;
+static uint32_t g_pcs_period = 12;
+static CUcontext g_pcs_ctx[PCS_MAX_CTX];
+static size_t g_pcs_nctx;
+static size_t g_pcs_nreasons;
+static uint32_t *g_pcs_reason_idx;
+static CUpti_PCSamplingData g_pcs_data;
+static int g_pcs_told_reasons;
+static struct pcs_module {
+    uint64_t crc;
+    void *cubin;
+    size_t size;
+} g_pcs_mod[PCS_MAX_MODULES];
+static size_t g_pcs_nmod;
+static struct pcs_seen {
+    uint64_t crc, pc;
+    uint32_t fhash;
+} *g_pcs_seen;
+static size_t g_pcs_nseen;
+
+static void pcs_unavailable(const char *why)
+{
+    pthread_mutex_lock(&g_lock);
+    if (ensure_out_locked() == 0) {
+        unavailable("pc_sampling", why);
+        fflush(g_out);
+    }
+    pthread_mutex_unlock(&g_lock);
+    fprintf(stderr, "argus-shim: PC sampling unavailable: %s\n", why);
+}
+
+/* Why CUPTI refused, in words a user can act on. */
+static void pcs_refused(const char *call, CUptiResult r)
+{
+    char why[512];
+    const char *fix =
+        r == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES
+            ? "profiling needs admin rights on this system: run as root, or load the driver "
+              "with NVreg_RestrictProfilingToAdminUsers=0"
+        : r == CUPTI_ERROR_NOT_SUPPORTED || r == CUPTI_ERROR_NOT_COMPATIBLE
+            ? "this GPU or driver does not offer the PC Sampling API (it needs compute "
+              "capability 7.0 or later and a driver of CUDA 11.0 or later)"
+        : r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+            ? "another profiler holds CUPTI in this process"
+            : "see CUPTI's documentation of this error";
+    snprintf(why, sizeof(why), "%s failed (%s): %s; kernels and NVTX ranges are kept", call,
+             cupti_str(r), fix);
+    pcs_unavailable(why);
+    g_pcs_dead = 1;
+}
+
+/* Called from InitializeInjection once CUPTI's state is known. */
+static void pcs_init(const char *state)
+{
+    if (strcmp(state, "subscribed") != 0) {
+        pcs_unavailable(strcmp(state, "another_subscriber") == 0
+                            ? "another CUPTI subscriber holds CUPTI in this process (nsys, ncu?): "
+                              "no PC samples; run without the other tool"
+                            : "CUPTI is not subscribed (see the cupti note): no PC samples");
+        return;
+    }
+    const char *mode = getenv("ARGUS_SHIM_PCS_MODE");
+    g_pcs_serialized = !(mode && strcmp(mode, "continuous") == 0);
+    const char *per = getenv("ARGUS_SHIM_PCS_PERIOD");
+    if (per && per[0]) {
+        long v = strtol(per, NULL, 10);
+        g_pcs_period = v >= 5 && v <= 31 ? (uint32_t)v : g_pcs_period;
+    }
+    static const CUpti_CallbackId res[] = {CUPTI_CBID_RESOURCE_CONTEXT_CREATED,
+                                           CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
+                                           CUPTI_CBID_RESOURCE_MODULE_LOADED};
+    static const CUpti_CallbackId sync[] = {
+        CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2,
+        CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize,
+        CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz,
+        CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize};
+    CUptiResult r;
+    for (size_t i = 0; i < sizeof(res) / sizeof(res[0]); i++)
+        if ((r = cuptiEnableCallback(1, g_sub, CUPTI_CB_DOMAIN_RESOURCE, res[i])) != CUPTI_SUCCESS) {
+            pcs_refused("cuptiEnableCallback (resource callbacks)", r);
+            return;
+        }
+    for (size_t i = 0; i < sizeof(sync) / sizeof(sync[0]); i++)
+        if ((r = cuptiEnableCallback(1, g_sub, CUPTI_CB_DOMAIN_DRIVER_API, sync[i])) != CUPTI_SUCCESS) {
+            pcs_refused("cuptiEnableCallback (synchronisation calls)", r);
+            return;
+        }
+    g_pcs_asked = 1;
+}
+
+/* The stall reasons and the sample buffer, made at the first context. */
+static int pcs_reasons(CUcontext ctx)
+{
+    if (g_pcs_reason_idx)
+        return 0;
+    CUpti_PCSamplingGetNumStallReasonsParams np = {0};
+    np.size = CUpti_PCSamplingGetNumStallReasonsParamsSize;
+    np.ctx = ctx;
+    size_t n = 0;
+    np.numStallReasons = &n;
+    CUptiResult r = cuptiPCSamplingGetNumStallReasons(&np);
+    if (r != CUPTI_SUCCESS) {
+        pcs_refused("cuptiPCSamplingGetNumStallReasons", r);
+        return -1;
+    }
+    uint32_t *idx = calloc(n ? n : 1, sizeof(uint32_t));
+    char **names = calloc(n ? n : 1, sizeof(char *));
+    for (size_t i = 0; names && i < n; i++)
+        if ((names[i] = calloc(CUPTI_STALL_REASON_STRING_SIZE, 1)) == NULL)
+            n = i; /* out of memory: fewer reasons named, the others stay indices */
+    CUpti_PCSamplingGetStallReasonsParams sp = {0};
+    sp.size = CUpti_PCSamplingGetStallReasonsParamsSize;
+    sp.ctx = ctx;
+    sp.numStallReasons = n;
+    sp.stallReasonIndex = idx;
+    sp.stallReasons = names;
+    r = idx && names ? cuptiPCSamplingGetStallReasons(&sp) : CUPTI_ERROR_OUT_OF_MEMORY;
+    if (r == CUPTI_SUCCESS) {
+        pthread_mutex_lock(&g_lock);
+        for (size_t i = 0; ensure_out_locked() == 0 && i < n && !g_pcs_told_reasons; i++) {
+            fprintf(g_out, "{\"e\":\"stall\",\"index\":%u,\"name\":", idx[i]);
+            mosaic__json_fputs(g_out, names[i][0] ? names[i] : "(unnamed)");
+            fputs("}\n", g_out);
+        }
+        g_pcs_told_reasons = 1;
+        pthread_mutex_unlock(&g_lock);
+    }
+    for (size_t i = 0; names && i < n; i++)
+        free(names[i]);
+    free(names);
+    if (r != CUPTI_SUCCESS) {
+        free(idx);
+        pcs_refused("cuptiPCSamplingGetStallReasons", r);
+        return -1;
+    }
+    /* The buffer GetData fills: PCs, each with room for every reason. */
+    CUpti_PCSamplingPCData *pcs = calloc(PCS_COLLECT_PCS, sizeof(CUpti_PCSamplingPCData));
+    for (size_t i = 0; pcs && i < PCS_COLLECT_PCS; i++) {
+        pcs[i].size = sizeof(CUpti_PCSamplingPCData);
+        if ((pcs[i].stallReason = calloc(n ? n : 1, sizeof(CUpti_PCSamplingStallReason))) == NULL) {
+            for (size_t k = 0; k < i; k++)
+                free(pcs[k].stallReason);
+            free(pcs);
+            pcs = NULL;
+        }
+    }
+    if (pcs == NULL) {
+        free(idx);
+        pcs_unavailable("out of memory for the PC sample buffer");
+        g_pcs_dead = 1;
+        return -1;
+    }
+    g_pcs_data.size = sizeof(CUpti_PCSamplingData);
+    g_pcs_data.collectNumPcs = PCS_COLLECT_PCS;
+    g_pcs_data.pPcData = pcs;
+    g_pcs_nreasons = n;
+    g_pcs_reason_idx = idx;
+    return 0;
+}
+
+static void pcs_start(CUcontext ctx)
+{
+    if (g_pcs_dead || g_pcs_nctx >= PCS_MAX_CTX || pcs_reasons(ctx) != 0)
+        return;
+    CUpti_PCSamplingConfigurationInfo cfg[5];
+    memset(cfg, 0, sizeof(cfg));
+    cfg[0].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD;
+    cfg[0].attributeData.samplingPeriodData.samplingPeriod = g_pcs_period;
+    cfg[1].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON;
+    cfg[1].attributeData.stallReasonData.stallReasonCount = g_pcs_nreasons;
+    cfg[1].attributeData.stallReasonData.pStallReasonIndex = g_pcs_reason_idx;
+    cfg[2].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SCRATCH_BUFFER_SIZE;
+    cfg[2].attributeData.scratchBufferSizeData.scratchBufferSize = PCS_SCRATCH_BYTES;
+    cfg[3].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE;
+    cfg[3].attributeData.collectionModeData.collectionMode =
+        g_pcs_serialized ? CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED
+                         : CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
+    cfg[4].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER;
+    cfg[4].attributeData.samplingDataBufferData.samplingDataBuffer = &g_pcs_data;
+    CUpti_PCSamplingConfigurationInfoParams cp = {0};
+    cp.size = CUpti_PCSamplingConfigurationInfoParamsSize;
+    cp.ctx = ctx;
+    cp.numAttributes = sizeof(cfg) / sizeof(cfg[0]);
+    cp.pPCSamplingConfigurationInfo = cfg;
+    CUptiResult r = cuptiPCSamplingSetConfigurationAttribute(&cp);
+    if (r != CUPTI_SUCCESS) {
+        pcs_refused("cuptiPCSamplingSetConfigurationAttribute", r);
+        return;
+    }
+    CUpti_PCSamplingEnableParams ep = {0};
+    ep.size = CUpti_PCSamplingEnableParamsSize;
+    ep.ctx = ctx;
+    if ((r = cuptiPCSamplingEnable(&ep)) != CUPTI_SUCCESS) {
+        pcs_refused("cuptiPCSamplingEnable", r);
+        return;
+    }
+    g_pcs_ctx[g_pcs_nctx++] = ctx;
+    pthread_mutex_lock(&g_lock);
+    if (ensure_out_locked() == 0 && g_pcs_nctx == 1)
+        fprintf(g_out, "{\"e\":\"pcs\",\"state\":\"enabled\",\"mode\":\"%s\",\"period\":%u}\n",
+                g_pcs_serialized ? "kernel_serialized" : "continuous", g_pcs_period);
+    pthread_mutex_unlock(&g_lock);
+}
+
+static uint32_t fnv32(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; s && *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+/* A module image: its CRC (what the samples carry), a copy kept for the
+ * line lookups, and the file beside the recording for argus-shim. */
+static void pcs_module(const CUpti_ModuleResourceData *m)
+{
+    if (m == NULL || m->pCubin == NULL || m->cubinSize == 0 || g_pcs_nmod >= PCS_MAX_MODULES)
+        return;
+    CUpti_GetCubinCrcParams cp = {0};
+    cp.size = CUpti_GetCubinCrcParamsSize;
+    cp.cubinSize = m->cubinSize;
+    cp.cubin = m->pCubin;
+    if (cuptiGetCubinCrc(&cp) != CUPTI_SUCCESS)
+        return;
+    for (size_t i = 0; i < g_pcs_nmod; i++)
+        if (g_pcs_mod[i].crc == cp.cubinCrc)
+            return;
+    void *copy = malloc(m->cubinSize);
+    if (copy == NULL)
+        return;
+    memcpy(copy, m->pCubin, m->cubinSize);
+    g_pcs_mod[g_pcs_nmod++] = (struct pcs_module){cp.cubinCrc, copy, m->cubinSize};
+    const char *out = getenv("ARGUS_SHIM_OUT");
+    char path[4200];
+    int w = out ? snprintf(path, sizeof(path), "%s.cubin.%llu", out, (unsigned long long)cp.cubinCrc)
+                : -1;
+    if (w < 0 || (size_t)w >= sizeof(path))
+        return;
+    FILE *f = fopen(path, "wb");
+    int ok = f && fwrite(m->pCubin, 1, m->cubinSize, f) == m->cubinSize;
+    if (f && fclose(f) != 0)
+        ok = 0;
+    if (!ok)
+        return;
+    const char *base = strrchr(path, '/');
+    pthread_mutex_lock(&g_lock);
+    if (ensure_out_locked() == 0) {
+        fprintf(g_out, "{\"e\":\"module\",\"crc\":\"%llu\",\"cubin\":", (unsigned long long)cp.cubinCrc);
+        mosaic__json_fputs(g_out, base ? base + 1 : path);
+        fputs("}\n", g_out);
+    }
+    pthread_mutex_unlock(&g_lock);
+}
+
+/* The source line of a PC not seen before, from CUPTI (needs the cubin). */
+static void pcs_line(const CUpti_PCSamplingPCData *pc)
+{
+    uint32_t fh = fnv32(pc->functionName);
+    for (size_t i = 0; i < g_pcs_nseen; i++)
+        if (g_pcs_seen[i].crc == pc->cubinCrc && g_pcs_seen[i].pc == pc->pcOffset &&
+            g_pcs_seen[i].fhash == fh)
+            return;
+    if (g_pcs_seen == NULL && (g_pcs_seen = calloc(PCS_MAX_SEEN, sizeof(*g_pcs_seen))) == NULL)
+        return;
+    if (g_pcs_nseen >= PCS_MAX_SEEN)
+        return;
+    g_pcs_seen[g_pcs_nseen++] = (struct pcs_seen){pc->cubinCrc, pc->pcOffset, fh};
+    const struct pcs_module *m = NULL;
+    for (size_t i = 0; i < g_pcs_nmod && m == NULL; i++)
+        if (g_pcs_mod[i].crc == pc->cubinCrc)
+            m = &g_pcs_mod[i];
+    if (m == NULL || pc->functionName == NULL)
+        return;
+    CUpti_GetSassToSourceCorrelationParams sp = {0};
+    sp.size = CUpti_GetSassToSourceCorrelationParamsSize;
+    sp.cubin = m->cubin;
+    sp.cubinSize = m->size;
+    sp.functionName = pc->functionName;
+    sp.pcOffset = pc->pcOffset;
+    if (cuptiGetSassToSourceCorrelation(&sp) == CUPTI_SUCCESS && sp.fileName && sp.lineNumber) {
+        char file[4200];
+        int w = sp.dirName && sp.dirName[0] && sp.fileName[0] != '/'
+                    ? snprintf(file, sizeof(file), "%s/%s", sp.dirName, sp.fileName)
+                    : snprintf(file, sizeof(file), "%s", sp.fileName);
+        if (w > 0 && (size_t)w < sizeof(file)) {
+            fprintf(g_out, "{\"e\":\"pcline\",\"crc\":\"%llu\",\"function\":",
+                    (unsigned long long)pc->cubinCrc);
+            mosaic__json_fputs(g_out, pc->functionName);
+            fprintf(g_out, ",\"pc\":%llu,\"file\":", (unsigned long long)pc->pcOffset);
+            mosaic__json_fputs(g_out, file);
+            fprintf(g_out, ",\"line\":%u}\n", sp.lineNumber);
+        }
+    }
+    /* CUPTI allocates both names for the caller. */
+    free(sp.fileName);
+    free(sp.dirName);
+}
+
+/* Everything CUPTI holds for ctx, as pc lines (g_pcs_lock held). */
+static void pcs_collect_locked(CUcontext ctx)
+{
+    for (int round = 0; round < 1 << 20; round++) {
+        g_pcs_data.collectNumPcs = PCS_COLLECT_PCS;
+        g_pcs_data.totalNumPcs = 0;
+        for (size_t i = 0; i < PCS_COLLECT_PCS; i++)
+            g_pcs_data.pPcData[i].stallReasonCount = g_pcs_nreasons;
+        CUpti_PCSamplingGetDataParams gp = {0};
+        gp.size = CUpti_PCSamplingGetDataParamsSize;
+        gp.ctx = ctx;
+        gp.pcSamplingData = &g_pcs_data;
+        CUptiResult r = cuptiPCSamplingGetData(&gp);
+        if (r != CUPTI_SUCCESS) {
+            char why[400];
+            snprintf(why, sizeof(why), "cuptiPCSamplingGetData failed (%s): the samples of this "
+                     "collection are lost; those recorded before are kept", cupti_str(r));
+            pthread_mutex_lock(&g_lock);
+            if (ensure_out_locked() == 0)
+                unavailable("pc_sampling_data", why);
+            pthread_mutex_unlock(&g_lock);
+            return;
+        }
+        pthread_mutex_lock(&g_lock);
+        if (ensure_out_locked() == 0) {
+            size_t n = g_pcs_data.totalNumPcs < PCS_COLLECT_PCS ? g_pcs_data.totalNumPcs
+                                                                : PCS_COLLECT_PCS;
+            for (size_t i = 0; i < n; i++) {
+                const CUpti_PCSamplingPCData *pc = &g_pcs_data.pPcData[i];
+                fprintf(g_out, "{\"e\":\"pc\",\"crc\":\"%llu\",\"function\":",
+                        (unsigned long long)pc->cubinCrc);
+                mosaic__json_fputs(g_out, pc->functionName ? pc->functionName : "(unnamed)");
+                fprintf(g_out, ",\"pc\":%llu,\"corr\":%u,\"stall\":[", (unsigned long long)pc->pcOffset,
+                        pc->correlationId);
+                size_t ns = pc->stallReasonCount < g_pcs_nreasons ? pc->stallReasonCount
+                                                                  : g_pcs_nreasons;
+                for (size_t k = 0; k < ns; k++)
+                    fprintf(g_out, "%s[%u,%u]", k ? "," : "", pc->stallReason[k].pcSamplingStallReasonIndex,
+                            pc->stallReason[k].samples);
+                fputs("]}\n", g_out);
+                pcs_line(pc);
+            }
+            fprintf(g_out, "{\"e\":\"pcs_totals\",\"samples\":%llu,\"dropped\":%llu,\"non_user\":%llu,"
+                           "\"buffer_full\":%u}\n",
+                    (unsigned long long)g_pcs_data.totalSamples,
+                    (unsigned long long)g_pcs_data.droppedSamples,
+                    (unsigned long long)g_pcs_data.nonUsrKernelsTotalSamples,
+                    g_pcs_data.hardwareBufferFull ? 1u : 0u);
+            fflush(g_out);
+        }
+        pthread_mutex_unlock(&g_lock);
+        if (g_pcs_data.remainingNumPcs == 0)
+            return;
+    }
+}
+
+static void pcs_collect(CUcontext ctx, int disable)
+{
+    pthread_mutex_lock(&g_pcs_lock);
+    for (size_t i = 0; i < g_pcs_nctx; i++) {
+        if (ctx != NULL && g_pcs_ctx[i] != ctx)
+            continue;
+        pcs_collect_locked(g_pcs_ctx[i]);
+        if (disable) {
+            CUpti_PCSamplingDisableParams dp = {0};
+            dp.size = CUpti_PCSamplingDisableParamsSize;
+            dp.ctx = g_pcs_ctx[i];
+            cuptiPCSamplingDisable(&dp);
+            g_pcs_ctx[i--] = g_pcs_ctx[--g_pcs_nctx];
+        }
+    }
+    pthread_mutex_unlock(&g_pcs_lock);
+}
+
+static void pcs_on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
+{
+    if (!g_pcs_asked || rd == NULL)
+        return;
+    if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) {
+        pthread_mutex_lock(&g_pcs_lock);
+        pcs_start(rd->context);
+        pthread_mutex_unlock(&g_pcs_lock);
+    } else if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
+        pcs_collect(rd->context, 1);
+    } else if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED) {
+        pthread_mutex_lock(&g_pcs_lock);
+        pcs_module(rd->resourceDescriptor);
+        pthread_mutex_unlock(&g_pcs_lock);
+    }
+}
+
+/* Synchronisation calls: the samples so far, at their exit. Returns 1 for
+ * the callback IDs that are only PC sampling's. */
+static int pcs_on_driver(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
+{
+    if (cbid != CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize &&
+        cbid != CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2 &&
+        cbid != CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize &&
+        cbid != CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz &&
+        cbid != CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize)
+        return 0;
+    if (g_pcs_asked && cb->callbackSite == CUPTI_API_EXIT)
+        pcs_collect(cb->context, 0);
+    return 1;
+}
+
+static void pcs_at_exit(void)
+{
+    if (g_pcs_asked)
+        pcs_collect(NULL, 1);
+}
+
 EXPORT int InitializeInjection(void)
 {
     static int done;
@@ -403,14 +856,11 @@ EXPORT int InitializeInjection(void)
     fputs("}\n", g_out);
     if (strcmp(state, "subscribed") == 0)
         arm_start();
-    const char *pcs = getenv("ARGUS_SHIM_PC_SAMPLING");
-    if (pcs && strcmp(pcs, "1") == 0)
-        unavailable("pc_sampling",
-                    "not implemented by this argus-shim: CUDA 13.0's CUPTI PC sampling API "
-                    "(cupti_pcsampling.h) is present but not wired in yet (issue 12); no "
-                    "source-line hot spots");
     fflush(g_out);
     pthread_mutex_unlock(&g_lock);
+    const char *pcs = getenv("ARGUS_SHIM_PC_SAMPLING");
+    if (pcs && strcmp(pcs, "1") == 0)
+        pcs_init(state);
     if (strcmp(state, "subscribed") != 0)
         fprintf(stderr, "argus-shim: %s\n", note);
     return 1;

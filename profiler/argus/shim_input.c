@@ -52,6 +52,11 @@ void argus_shim_input_free(argus_shim_input *in)
         free(in->strings[i]);
     free(in->strings);
     free(in->ev);
+    free(in->pcs.pc);
+    free(in->pcs.stalls);
+    free(in->pcs.lines);
+    free(in->pcs.modules);
+    free(in->pcs.reasons);
     argus_shim_input_init(in);
 }
 
@@ -78,10 +83,20 @@ int argus_shim_input_add(argus_shim_input *in, const argus_shim_event *e)
     return 0;
 }
 
+/* A copy of s owned by the input (freed with it). */
+static const char *keep_str(argus_shim_input *in, const char *s)
+{
+    if (argus__grow((void **)&in->strings, &in->capstrings, in->nstrings + 1, sizeof(char *)) != 0 ||
+        (in->strings[in->nstrings] = strdup(s)) == NULL)
+        return NULL;
+    return in->strings[in->nstrings++];
+}
+
 typedef struct parse_ctx {
     argus_shim_input *in;
     int have_header;
     uint64_t t0; /* the header's time origin */
+    const char *dir; /* the recording's folder, for module images */
 } parse_ctx;
 
 static int fmt_err(char *err, size_t errlen, const char *where, const char *field,
@@ -277,6 +292,171 @@ static int device_event(parse_ctx *c, argus_shim_event *e, const cJSON *doc, con
     return argus_shim_input_add(c->in, e) == 0 ? 0 : ARGUS_ENOMEM;
 }
 
+/* A 64-bit CRC written as a decimal string (beyond a JSON double). */
+static int get_crc(const cJSON *doc, uint64_t *out, const char *where, char *err, size_t errlen)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, "crc");
+    const char *p = cJSON_IsString(v) ? v->valuestring : "";
+    uint64_t x = 0;
+    int ok = p[0] != '\0' && strlen(p) <= 20;
+    for (; ok && *p; p++) {
+        unsigned dig = (unsigned)(*p - '0');
+        if (*p < '0' || *p > '9' || x > (UINT64_MAX - dig) / 10)
+            ok = 0;
+        else
+            x = x * 10 + dig;
+    }
+    if (!ok)
+        return fmt_err(err, errlen, where, "crc",
+                       v == NULL ? "missing; PC sampling events name their module by its cubin CRC"
+                                 : "expected the cubin CRC as a decimal string of an unsigned "
+                                   "64-bit number, e.g. \"12345678901234567890\"");
+    *out = x;
+    return 0;
+}
+
+#define PCS_MAX_REASONS 4096
+
+/* The PC sampling kinds (include/argus/shim.h); 1 when e is none of them. */
+static int pcs_event(parse_ctx *c, const char *e, const cJSON *doc, const char *where, long line,
+                     char *err, size_t errlen)
+{
+    argus_shim_input *in = c->in;
+    argus_shim_pcs *ps = &in->pcs;
+    int rc;
+    if (strcmp(e, "pcs") == 0) {
+        const char *st, *mode = NULL;
+        uint64_t period = 0;
+        if ((rc = get_str(doc, "state", 1, &st, where, err, errlen)) != 0 ||
+            (rc = get_str(doc, "mode", 0, &mode, where, err, errlen)) != 0 ||
+            (rc = get_u64(doc, "period", 0, &period, where, err, errlen)) != 0)
+            return rc;
+        if (strcmp(st, "enabled") != 0)
+            return fmt_err(err, errlen, where, "state",
+                           "expected \"enabled\" (a refusal is an \"unavailable\" event)");
+        if (mode && strcmp(mode, "kernel_serialized") != 0 && strcmp(mode, "continuous") != 0)
+            return fmt_err(err, errlen, where, "mode",
+                           "expected \"kernel_serialized\" or \"continuous\"");
+        if (period > 31)
+            return fmt_err(err, errlen, where, "period",
+                           "expected log2 of the sampling period in cycles, 5 to 31");
+        ps->state = ARGUS_SHIM_PCS_ENABLED;
+        copy_str(ps->mode, sizeof(ps->mode), mode ? mode : "kernel_serialized");
+        ps->period = (uint32_t)period;
+        return 0;
+    }
+    if (strcmp(e, "stall") == 0) {
+        uint64_t idx;
+        const char *name;
+        if ((rc = get_u64(doc, "index", 1, &idx, where, err, errlen)) != 0 ||
+            (rc = get_str(doc, "name", 1, &name, where, err, errlen)) != 0)
+            return rc;
+        if (idx > UINT32_MAX || ps->nreasons >= PCS_MAX_REASONS)
+            return fmt_err(err, errlen, where, "index",
+                           "expected a 32-bit stall reason index, at most 4096 reasons");
+        for (size_t i = 0; i < ps->nreasons; i++)
+            if (ps->reasons[i].index == idx)
+                return fmt_err(err, errlen, where, "index", "this stall reason index was named before");
+        if (argus__grow((void **)&ps->reasons, &ps->capreasons, ps->nreasons + 1,
+                        sizeof(ps->reasons[0])) != 0 ||
+            (ps->reasons[ps->nreasons].name = keep_str(in, name)) == NULL)
+            return ARGUS_ENOMEM;
+        ps->reasons[ps->nreasons++].index = (uint32_t)idx;
+        return 0;
+    }
+    if (strcmp(e, "module") == 0) {
+        uint64_t crc;
+        const char *file;
+        if ((rc = get_crc(doc, &crc, where, err, errlen)) != 0 ||
+            (rc = get_str(doc, "cubin", 1, &file, where, err, errlen)) != 0)
+            return rc;
+        char path[8192];
+        int w = file[0] == '/' || c->dir == NULL ? snprintf(path, sizeof(path), "%s", file)
+                                                 : snprintf(path, sizeof(path), "%s/%s", c->dir, file);
+        if (w < 0 || (size_t)w >= sizeof(path))
+            return fmt_err(err, errlen, where, "cubin", "the path is too long");
+        if (argus__grow((void **)&ps->modules, &ps->capmodules, ps->nmodules + 1,
+                        sizeof(argus_shim_module)) != 0 ||
+            (ps->modules[ps->nmodules].cubin = keep_str(in, path)) == NULL)
+            return ARGUS_ENOMEM;
+        ps->modules[ps->nmodules++].crc = crc;
+        return 0;
+    }
+    if (strcmp(e, "pc") == 0) {
+        argus_shim_pc pc = {.line = line, .stall = ps->nstalls};
+        const char *fn;
+        if ((rc = get_crc(doc, &pc.crc, where, err, errlen)) != 0 ||
+            (rc = get_str(doc, "function", 1, &fn, where, err, errlen)) != 0 ||
+            (rc = get_u64(doc, "pc", 1, &pc.pc, where, err, errlen)) != 0 ||
+            (rc = get_u64(doc, "corr", 0, &pc.corr, where, err, errlen)) != 0)
+            return rc;
+        const cJSON *st = cJSON_GetObjectItemCaseSensitive(doc, "stall");
+        if (!cJSON_IsArray(st))
+            return fmt_err(err, errlen, where, "stall",
+                           "expected an array of [stall reason index, samples] pairs");
+        const cJSON *pair;
+        cJSON_ArrayForEach(pair, st)
+        {
+            const cJSON *a = cJSON_GetArrayItem(pair, 0), *b = cJSON_GetArrayItem(pair, 1);
+            if (!cJSON_IsArray(pair) || cJSON_GetArraySize(pair) != 2 || !cJSON_IsNumber(a) ||
+                !cJSON_IsNumber(b) || !(a->valuedouble >= 0) || a->valuedouble > UINT32_MAX ||
+                floor(a->valuedouble) != a->valuedouble || !(b->valuedouble >= 0) ||
+                b->valuedouble >= 9007199254740992.0 || floor(b->valuedouble) != b->valuedouble)
+                return fmt_err(err, errlen, where, "stall",
+                               "each entry must be [index, samples], whole numbers >= 0");
+            uint64_t n = (uint64_t)b->valuedouble;
+            if (pc.samples > UINT64_MAX - n)
+                return fmt_err(err, errlen, where, "stall", "the sample counts overflow");
+            if (argus__grow((void **)&ps->stalls, &ps->capstalls, ps->nstalls + 1,
+                            sizeof(argus_shim_stall)) != 0)
+                return ARGUS_ENOMEM;
+            ps->stalls[ps->nstalls++] = (argus_shim_stall){(uint32_t)a->valuedouble, n};
+            pc.samples += n;
+        }
+        pc.nstall = ps->nstalls - pc.stall;
+        if (argus__grow((void **)&ps->pc, &ps->cappc, ps->npc + 1, sizeof(argus_shim_pc)) != 0 ||
+            (pc.function = keep_str(in, fn)) == NULL)
+            return ARGUS_ENOMEM;
+        ps->pc[ps->npc++] = pc;
+        return 0;
+    }
+    if (strcmp(e, "pcline") == 0) {
+        argus_shim_pcline l = {0};
+        const char *fn, *file;
+        uint64_t ln;
+        if ((rc = get_crc(doc, &l.crc, where, err, errlen)) != 0 ||
+            (rc = get_str(doc, "function", 1, &fn, where, err, errlen)) != 0 ||
+            (rc = get_u64(doc, "pc", 1, &l.pc, where, err, errlen)) != 0 ||
+            (rc = get_str(doc, "file", 1, &file, where, err, errlen)) != 0 ||
+            (rc = get_u64(doc, "line", 1, &ln, where, err, errlen)) != 0)
+            return rc;
+        if (ln == 0 || ln > UINT32_MAX)
+            return fmt_err(err, errlen, where, "line", "expected a source line from 1 to 2^32-1");
+        l.line = (uint32_t)ln;
+        if (argus__grow((void **)&ps->lines, &ps->caplines, ps->nlines + 1,
+                        sizeof(argus_shim_pcline)) != 0 ||
+            (l.function = keep_str(in, fn)) == NULL || (l.file = keep_str(in, file)) == NULL)
+            return ARGUS_ENOMEM;
+        ps->lines[ps->nlines++] = l;
+        return 0;
+    }
+    if (strcmp(e, "pcs_totals") == 0) {
+        uint64_t v[4] = {0};
+        static const char *const keys[4] = {"samples", "dropped", "non_user", "buffer_full"};
+        for (int k = 0; k < 4; k++)
+            if ((rc = get_u64(doc, keys[k], 0, &v[k], where, err, errlen)) != 0)
+                return rc;
+        uint64_t *dst[4] = {&ps->total, &ps->dropped, &ps->non_user, &ps->buffer_full};
+        for (int k = 0; k < 4; k++) {
+            if (*dst[k] > UINT64_MAX - v[k])
+                return fmt_err(err, errlen, where, keys[k], "the totals overflow");
+            *dst[k] += v[k];
+        }
+        return 0;
+    }
+    return 1;
+}
+
 static int on_line(void *ctx, const char *where, long line, cJSON *doc, char *err, size_t errlen)
 {
     parse_ctx *c = ctx;
@@ -318,11 +498,15 @@ static int on_line(void *ctx, const char *where, long line, cJSON *doc, char *er
             copy_str(in->cupti_note, sizeof(in->cupti_note), note);
             return 0;
         }
+        if ((rc = pcs_event(c, kind->valuestring, doc, where, line, err, errlen)) != 1)
+            return rc;
         if (strcmp(kind->valuestring, "unavailable") == 0) {
             const char *what, *why;
             if ((rc = get_str(doc, "what", 1, &what, where, err, errlen)) != 0 ||
                 (rc = get_str(doc, "why", 1, &why, where, err, errlen)) != 0)
                 return rc;
+            if (strcmp(what, "pc_sampling") == 0)
+                in->pcs.state = ARGUS_SHIM_PCS_UNAVAILABLE;
             if (in->nunavailable < ARGUS_SHIM_MAX_UNAVAILABLE) {
                 copy_str(in->unavailable[in->nunavailable].what, sizeof(in->unavailable[0].what), what);
                 copy_str(in->unavailable[in->nunavailable].why, sizeof(in->unavailable[0].why), why);
@@ -332,7 +516,8 @@ static int on_line(void *ctx, const char *where, long line, cJSON *doc, char *er
         }
         return fmt_err(err, errlen, where, "e",
                        "unknown event kind; expected push, pop, start, end, launch, kernel, "
-                       "dnode, region, armed, cupti, dropped or unavailable");
+                       "dnode, region, armed, cupti, dropped, unavailable, pcs, stall, module, pc, "
+                       "pcline or pcs_totals");
     }
     uint64_t stream = 0;
     switch (e.kind) {
@@ -393,7 +578,12 @@ int argus_shim_input_parse(const char *path, const char *text, size_t len, argus
         if (truncated)
             *truncated = 1;
     }
-    parse_ctx c = {.in = in};
+    /* Module images named in the recording lie beside it. */
+    char dir[4096] = "";
+    const char *slash = path ? strrchr(path, '/') : NULL;
+    if (slash && (size_t)(slash - path) < sizeof(dir))
+        snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+    parse_ctx c = {.in = in, .dir = dir[0] ? dir : (slash ? "/" : NULL)};
     int rc = mosaic__jsonl_parse_strict(path, text, keep, on_line, &c, msg, msglen);
     if (rc == MOSAIC_ENOMEM)
         rc = ARGUS_ENOMEM;

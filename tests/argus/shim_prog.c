@@ -12,6 +12,8 @@
  *                            (stream 3, 40 ns), pop; joined before going on
  *   nocuda                   (first) run without calling InitializeInjection,
  *                            as a program that uses NVTX but never CUDA
+ *   ctx | module:PATH | sync context creation, a module load of the cubin at
+ *                            PATH, cuCtxSynchronize (the fake's PC sampling)
  * NVTX goes through the real nvtx3 headers, so the ranges reach the
  * recorder through NVTX's own loader and NVTX_INJECTION64_PATH.
  */
@@ -26,6 +28,9 @@
 
 int fake_cupti_launch(const char *name, uint32_t stream, uint64_t dur_ns);
 int fake_cupti_graph_launch(const char *name, int n, uint32_t stream, uint64_t dur_ns);
+void fake_cupti_context_create(void);
+int fake_cupti_module_load(const char *path);
+void fake_cupti_sync(void);
 
 static void *worker(void *arg)
 {
@@ -68,6 +73,13 @@ int main(int argc, char **argv)
         int k;
         if (strncmp(argv[i], "push:", 5) == 0) {
             nvtxRangePushA(argv[i] + 5);
+        } else if (strcmp(argv[i], "ctx") == 0) {
+            fake_cupti_context_create();
+        } else if (strncmp(argv[i], "module:", 7) == 0) {
+            if (fake_cupti_module_load(argv[i] + 7) != 0)
+                return 124;
+        } else if (strcmp(argv[i], "sync") == 0) {
+            fake_cupti_sync();
         } else if (strcmp(argv[i], "pop") == 0) {
             nvtxRangePop();
         } else if (strncmp(argv[i], "start:", 6) == 0 && nids < 16) {

@@ -178,7 +178,76 @@ python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["run"]["cu
 # Dropped activity records are counted and a diagnostic.
 expect_rc 0 env FAKE_CUPTI_DROPPED=5 "$shim" -o "$work/drop" -- "$prog" 0 k_a:7:10
 grep -q 'diagnostic: CUPTI dropped activity records: 5' "$work/out" || fail "dropped records: $(cat "$work/out")"
-# PC sampling asked for: unavailable with the reason, never zeros.
-expect_rc 0 "$shim" --pc-sampling -o "$work/pcs" -- "$prog" 0 k_a:7:10
-grep -q 'unavailable: pc_sampling: not implemented' "$work/out" || fail "pc sampling message"
+# ---- PC sampling on the fake CUPTI ----
+# Samples from a hand-made set (shim/pcs_samples.txt: 99 per launch), the
+# real cubin of fixtures/pcs and its nvdisasm -g listing as CUPTI's lines.
+fix=$src/fixtures/pcs
+pcsenv=(env FAKE_CUPTI_PCS_SAMPLES="$src/shim/pcs_samples.txt"
+        FAKE_CUPTI_NVDISASM="$fix/pcs_kernel.nvdisasm-g.txt")
+pcsprog=("$prog" 0 ctx "module:$fix/pcs_kernel.cubin" push:step argus_pcs_kernel:7:100 pop sync
+         push:eval argus_pcs_kernel:7:100 pop)
+expect_rc 0 "${pcsenv[@]}" "$shim" --pc-sampling -o "$work/pcs" -- "${pcsprog[@]}"
+grep -q 'PC sampling: kernel_serialized mode' "$work/out" || fail "pc sampling header: $(cat "$work/out")"
+grep -Eq '^  step/argus_pcs_kernel: 99 samples \(observed' "$work/out" || fail "kernel samples"
+grep -q 'argus_pcs_kernel+0x1b0  60 (60.6%)  .*pcs_kernel.cu:7  smsp__pcsamp_warps_issue_stalled_math_pipe_throttle 83.3% (50)' \
+    "$work/out" || fail "hot PC row: $(cat "$work/out")"
+ls "$work/pcs"/events.jsonl.cubin.* >/dev/null || fail "the module image was not saved"
+validate "$work/pcs"
+python3 - "$work/pcs" <<'PY'
+import json, sys
+d = sys.argv[1]
+r = json.load(open(f"{d}/report.json"))
+pcs = r["run"]["pc_sampling"]
+assert pcs["state"] == "collected" and pcs["mode"] == "kernel_serialized", pcs
+assert pcs["period"]["value"] == 4096 and pcs["samples"]["value"] == 198, pcs
+assert pcs["samples_cupti_total"]["value"] == 198 and pcs["samples_unattributed"]["value"] == 0
+by = {x["path"]: x for x in r["regions"]}
+for rng in ("step", "eval"):
+    k = by[f"{rng}/argus_pcs_kernel"]["pc_sampling"]
+    assert k["samples"] == {"value": 99, "unit": "samples", "mark": "observed"}, k
+    hot = [(h["pc_offset"], h["samples"]["value"], h.get("source", {}).get("line")) for h in k["hot_pcs"]]
+    assert hot == [(0x1b0, 60, 7), (0x50, 32, 13), (0x10, 4, 6), (0x600, 3, None)], hot
+    assert all(h["source"]["from"] == "cupti_sass_to_source" for h in k["hot_pcs"][:3])
+    assert [(l["line"], l["samples"]["value"]) for l in k["hot_lines"]] == [(7, 60), (13, 32), (6, 4)]
+    assert by[rng]["pc_sampling"]["samples"] == {"value": 99, "unit": "samples", "mark": "attributed"}
+    callee = by[f"{rng}/argus_pcs_kernel/$argus_pcs_kernel$_Z16argus_pcs_calleefi"]
+    body = by[f"{rng}/argus_pcs_kernel/argus_pcs_kernel"]
+    assert callee["kind"] == "device_function" and not callee["kernel_body"] and body["kernel_body"]
+    assert callee["count"] == {"value": 64, "unit": "pc_samples", "mark": "attributed"}
+    assert body["count"]["value"] == 32
+    assert callee["range"]["lo"] == 0xb0 and callee["range"]["hi"] == 0x580
+    assert callee["parent_node"] == by[f"{rng}/argus_pcs_kernel"]["node"]
+assert any("0x600" in n and "outside every function" in n for n in pcs["notes"]), pcs["notes"]
+PY
+# The recording replays to the same report.
+expect_rc 0 "$shim" --replay "$work/pcs/events.jsonl" -o "$work/pcs-replay"
+cmp -s "$work/pcs/report.json" "$work/pcs-replay/report.json" || fail "pc sampling replay differs"
+# Continuous mode: no correlation IDs, one kernel in two ranges: the
+# samples are counted and said to be unattributable, not split by guess.
+expect_rc 0 "${pcsenv[@]}" "$shim" --pc-sampling --pc-mode continuous -o "$work/pcs-cont" -- "${pcsprog[@]}"
+grep -q '198 samples recorded.*198 not given to a region' "$work/out" || fail "continuous: $(cat "$work/out")"
+grep -q 'the kernel ran in 2 regions' "$work/out" || fail "continuous note"
+validate "$work/pcs-cont"
+# Refused: the reason and the fix, the kernels kept.
+expect_rc 0 "${pcsenv[@]}" FAKE_CUPTI_PCS_ERROR=35 "$shim" --pc-sampling -o "$work/pcs-priv" -- "${pcsprog[@]}"
+grep -q 'unavailable: pc_sampling: cuptiPCSamplingEnable failed (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES): profiling needs admin rights' \
+    "$work/out" || fail "privileges: $(cat "$work/out")"
+grep -Eq '^step/argus_pcs_kernel +kernel +1 ' "$work/out" || fail "kernels kept when PC sampling is refused"
+validate "$work/pcs-priv"
+python3 - "$work/pcs-priv" <<'PY'
+import json, sys
+r = json.load(open(f"{sys.argv[1]}/report.json"))
+p = r["run"]["pc_sampling"]
+assert p["state"] == "unavailable" and "INSUFFICIENT_PRIVILEGES" in p["why"], p
+assert r["run"]["kernels"]["value"] == 2
+assert all("pc_sampling" not in x for x in r["regions"])
+PY
+expect_rc 0 "${pcsenv[@]}" FAKE_CUPTI_PCS_ERROR=27 "$shim" --pc-sampling -o "$work/pcs-nosup" -- "${pcsprog[@]}"
+grep -q 'CUPTI_ERROR_NOT_SUPPORTED): this GPU or driver does not offer the PC Sampling API' "$work/out" \
+    || fail "not supported: $(cat "$work/out")"
+expect_rc 0 env FAKE_CUPTI_OTHER_SUBSCRIBER=1 "$shim" --pc-sampling -o "$work/pcs-other" -- "$prog" 0 k_a:7:10
+grep -q 'unavailable: pc_sampling: another CUPTI subscriber' "$work/out" || fail "pc sampling, other subscriber"
+expect_rc 2 "$shim" --pc-sampling --pc-period 4 -- "$prog" 0
+grep -q 'expected log2 of the sampling period' "$work/err" || fail "bad period message"
+expect_rc 2 "$shim" --pc-sampling --pc-mode sometimes -- "$prog" 0
 echo "argus-shim: replay, runs on the fake CUPTI and bad input: all checks passed"
