@@ -234,7 +234,7 @@ typedef struct argus_plan_env {
     int sass_metrics;         /* CUPTI SASS metrics available */
     int sanitizer;            /* the Sanitizer patching API available */
     int bpf;                  /* BPF programs may be loaded */
-    char why[ARGUS_FX_COUNT + ARGUS_BE_COUNT][160]; /* indexed by
+    char why[ARGUS_FX_COUNT + ARGUS_BE_COUNT][320]; /* indexed by
                                  argus_plan_env_why_index; "" when yes */
 } argus_plan_env;
 
@@ -242,7 +242,8 @@ typedef struct argus_plan_env {
 #define ARGUS_ENV_WHY_BACKEND(be) (be)
 #define ARGUS_ENV_WHY_EFFECT(fx) (ARGUS_BE_COUNT + (fx))
 
-/* Everything available on an sm_90 GPU (for tests and `--assume-all`). */
+/* Everything available on a GPU of architecture sm (for tests and
+ * `--assume-all`). */
 void argus_plan_env_all(argus_plan_env *env, unsigned sm);
 /*
  * What this machine allows: admin counters from the driver's
@@ -279,14 +280,14 @@ typedef struct argus_async_op {
     uint64_t pc;              /* its PC in the variant's SASS */
 } argus_async_op;
 
-#define ARGUS_PLAN_MAX_DEPS 16u
-
 typedef struct argus_plan_task {
     int id;                   /* its index in plan->tasks */
     int type;                 /* enum argus_task_type */
     char name[192];           /* "collect:region_trace@P+markers_on" */
-    int deps[ARGUS_PLAN_MAX_DEPS]; /* task IDs that must finish first */
-    size_t ndeps;
+    int *deps;                /* task IDs that must finish first; after an
+                                 expansion a SYNTHESIZE task can depend on
+                                 later IDs (the graph stays acyclic) */
+    size_t ndeps, cap_deps;
     uint32_t signals;         /* signals it serves (1u << enum argus_signal) */
     int variant;              /* TRANSFORM: the variant it makes; COLLECT:
                                  the variant it runs; else -1 */
@@ -326,7 +327,7 @@ typedef struct argus_plan_unsat {
     int signal;
     char collect[64];         /* the collection, "" for the whole recipe */
     int dropped_signal;       /* 1: the signal is not answered at all */
-    char why[320];
+    char why[512];
 } argus_plan_unsat;
 
 typedef struct argus_plan {
@@ -342,6 +343,9 @@ typedef struct argus_plan {
     size_t nunsat, cap_unsat;
     int partial;              /* 1 when a recipe could not be satisfied */
     uint32_t answered;        /* signals the plan answers */
+    struct argus__plan_priv *priv; /* the planner's bookkeeping (the
+                                 per-probe collections waiting on each
+                                 CONTROL task) */
 } argus_plan;
 
 /*
@@ -362,8 +366,9 @@ void argus_plan_free(argus_plan *plan);
  * COLLECT tasks of the recipes that wait on this control, and one
  * SYNTHESIZE; the pending SYNTHESIZE tasks gain the new branches as
  * dependencies; the new collections are partitioned into runs by the same
- * rules. Ops outside the query's region are skipped. Expanding twice, or a
- * task that is not CONTROL, is ARGUS_EINVAL. More than ARGUS_PLAN_MAX_PROBES
+ * rules. The caller passes the ops discovery found in the query's region
+ * (the CONTROL task's variant); none is valid and adds no branch. Expanding
+ * twice, or a task that is not CONTROL, is ARGUS_EINVAL. More than ARGUS_PLAN_MAX_PROBES
  * branches is ARGUS_ELIMIT.
  */
 #define ARGUS_PLAN_MAX_PROBES 4096u
@@ -385,6 +390,11 @@ int argus_plan_check(const argus_plan *plan, char *msg, size_t msglen);
 /* Whether two collections may share a run; when not, why gets the rule. */
 int argus_plan_compatible(const argus_plan_task *a, const argus_plan_task *b, char *why,
                           size_t whylen);
+
+/* Sets one capability of env by name: a backend ("pc_sampling", "bpf",
+ * ...) or "admin_counters"; on is 1 or 0 (then why says it was turned off
+ * by the user). ARGUS_EINVAL with the known names for another name. */
+int argus_plan_env_set(argus_plan_env *env, const char *name, int on, char *msg, size_t msglen);
 
 #ifdef __cplusplus
 }
