@@ -664,9 +664,9 @@ int argus_plan_build(const argus_query *q, const argus_recipes *rs, const argus_
     for (int sig = 0; sig < ARGUS_SIG_COUNT; sig++)
         if ((q->signals & (1u << sig)) && argus_recipes_find(rs, sig) == NULL)
             return argus__fail(ARGUS_EINVAL, msg, msglen,
-                               "no recipe for signal %s in the recipes loaded (%s); add one "
+                               "no recipe for signal %s in the recipes loaded; add one "
                                "(docs/argus-plan.md)",
-                               argus_signal_name(sig), argus_recipes_default_path());
+                               argus_signal_name(sig));
     plan->query = *q;
     plan->env = *env;
     plan->priv = calloc(1, sizeof(*plan->priv));

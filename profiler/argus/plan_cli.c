@@ -264,7 +264,7 @@ int argus__cli_plan(int is_query, int argc, char **argv)
     rc = argus_plan_build(&q, &rs, &env, &plan, msg, sizeof msg);
     argus_recipes_free(&rs);
     if (rc != 0) {
-        fprintf(stderr, "argus: %s\n", msg);
+        fprintf(stderr, "argus: %s (recipes from %s)\n", msg, rpath);
         return 1;
     }
     if (discovered != NULL) {

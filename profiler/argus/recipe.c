@@ -113,7 +113,7 @@ static int lookup(const where *w, const char *field, const char *kind, const cJS
                   const char *const *names, size_t n, int *out)
 {
     if (!cJSON_IsString(v))
-        return bad(w, field, "expected a %s name (a string)", kind);
+        return bad(w, field, "expected a string naming the %s", kind);
     for (size_t i = 0; i < n; i++) {
         if (strcmp(v->valuestring, names[i]) == 0) {
             *out = (int)i;
