@@ -28,6 +28,7 @@
 
 #include "argus/plan.h"
 #include "argus_internal.h"
+#include "query_internal.h"
 
 /* A per-probe collection that waits on a CONTROL task's discoveries. */
 typedef struct probe_spec {
@@ -440,7 +441,8 @@ static int assign_run(argus_plan *p, int task)
     t->run = (int)p->nruns++;
     if (nwhy == 0) {
         char w[256];
-        snprintf(w, sizeof w, "first run of variant v%d (%.200s)", t->variant,
+        snprintf(w, sizeof w, "first run of variant v%d (%.160s): one run executes one variant",
+                 t->variant,
                  p->variants[t->variant].name);
         add_run_why(run, w);
     }
@@ -967,8 +969,6 @@ static cJSON *names_json(uint32_t bits, const char *(*name)(int), int count)
             cJSON_AddItemToArray(a, cJSON_CreateString(name(i)));
     return a;
 }
-
-cJSON *argus__query_json(const argus_query *q);
 
 static cJSON *plan_json(const argus_plan *p)
 {

@@ -23,6 +23,7 @@
 #include "argus_internal.h"
 #include "core.h"
 #include "json.h"
+#include "query_internal.h"
 
 #define QUERY_MAX_BYTES (4L << 20)
 
@@ -551,8 +552,6 @@ static cJSON *range_json(int64_t lo, int64_t hi)
     return a;
 }
 
-/* Builds the request document (for argus_query_write_json and the plan). */
-cJSON *argus__query_json(const argus_query *q);
 cJSON *argus__query_json(const argus_query *q)
 {
     cJSON *o = cJSON_CreateObject();
