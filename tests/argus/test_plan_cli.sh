@@ -114,4 +114,36 @@ expect_rc 2 "$argus" plan "${prog[@]}" --signal region_time --allow pc_sampler
 has err 'did you mean pc_sampling?'
 expect_rc 1 "$argus" plan --program "$work/nothing" --region outer --signal region_time "${all[@]}"
 has err "no registry for program $work/nothing"
+# The documents against their JSON Schemas (profiler/argus/schema), where
+# Python's jsonschema is installed: the plans, the canonical request, and
+# every shipped recipe file.
+if python3 -c 'import jsonschema' 2>/dev/null; then
+    python3 - "$work" "$src/../../profiler/argus" <<'PY'
+import glob, json, sys, jsonschema
+work, argus = sys.argv[1], sys.argv[2]
+load = lambda p: json.load(open(p))
+schema = lambda n: load(f"{argus}/schema/{n}")
+for doc in ("plan.json", "plan4.json"):
+    jsonschema.validate(load(f"{work}/{doc}"), schema("argus.plan.v1.json"))
+for doc in ("req.json", "canon.json"):
+    jsonschema.validate(load(f"{work}/{doc}"), schema("argus.query.v1.json"))
+files = sorted(glob.glob(f"{argus}/recipes/*.json"))
+assert len(files) == 6, files
+for f in files:
+    jsonschema.validate(load(f), schema("argus.recipes.v1.json"))
+# The schemas refuse what the readers refuse.
+bad = load(f"{work}/req.json"); bad["sigals"] = bad.pop("signals")
+try:
+    jsonschema.validate(bad, schema("argus.query.v1.json")); raise SystemExit("sigals passed")
+except jsonschema.ValidationError:
+    pass
+bad = load(f"{work}/recipes/async_latency.json")
+try:
+    jsonschema.validate(bad, schema("argus.recipes.v1.json")); raise SystemExit("effect passed")
+except jsonschema.ValidationError:
+    pass
+PY
+else
+    echo "argus_plan_cli: Python jsonschema not installed; schema checks skipped"
+fi
 echo "argus_plan_cli: ok"
