@@ -264,21 +264,28 @@ void argus_plan_env_detect(argus_plan_env *env, unsigned sm);
 typedef struct argus_plan_variant {
     int parent;               /* variant index, -1 for the base program */
     int transform;            /* enum argus_transform, -1 for the base */
-    uint32_t op;              /* ARGUS_TX_PROBE: the async op's ID */
-    int64_t iter;             /* ARGUS_TX_PROBE: the iteration, -1: all */
-    char name[512];           /* "P+markers_on+probe(op=0x12,iter=4)" */
+    uint64_t op;              /* ARGUS_TX_PROBE: the async op's ID */
+    int64_t iter;             /* ARGUS_TX_PROBE: the execution it forces */
+    char name[512];           /* "P+markers_on+probe(op=0xd3fb29b.1,iter=4)" */
     int task;                 /* the TRANSFORM task that makes it, -1 */
 } argus_plan_variant;
 
-/* An asynchronous operation found by discovery (the planner's view of
- * argus/discover.h's result: the caller copies these fields). */
-typedef struct argus_async_op {
-    uint32_t id;              /* stable ID of the op (discovery's) */
+/* An asynchronous operation found by discovery: the planner's view of an
+ * argus_async_op of argus/discover.h, whose fields the caller copies (this
+ * header does not include discover.h, so that the planner builds without
+ * it). The ID has discover.h's layout, (region ID << 16) | ordinal, and is
+ * printed as discovery prints it, "0x%07x.%u". */
+typedef struct argus_plan_op {
+    uint64_t id;              /* ARGUS_OP_ID(region, ordinal), not 0 */
+    uint32_t region;          /* the innermost region it is in */
+    int in_loop;              /* 1: it runs once per iteration, so a probe
+                                 picks one execution: one branch per
+                                 iteration of the query's window (the first
+                                 execution, 0, without a window); 0: one
+                                 branch, at execution 0 */
     char kind[32];            /* "cp.async", "tma", "wgmma" */
-    char completion[64];      /* "cp.async.wait_group", "mbarrier", ... */
-    uint32_t region;          /* the region it is in */
-    uint64_t pc;              /* its PC in the variant's SASS */
-} argus_async_op;
+    char completion[64];      /* how the program waits for it */
+} argus_plan_op;
 
 typedef struct argus_plan_task {
     int id;                   /* its index in plan->tasks */
@@ -297,8 +304,8 @@ typedef struct argus_plan_task {
     int run;                  /* COLLECT: index into plan->runs */
     int analysis;             /* CONTROL / prerequisite: enum argus_analysis, -1 */
     char rule[64];            /* SYNTHESIZE: the synthesis rule */
-    uint32_t op;              /* probe branch: the async op, 0 otherwise */
-    int64_t iter;             /* probe branch: the iteration, -1 otherwise */
+    uint64_t op;              /* probe branch: the async op, 0 otherwise */
+    int64_t iter;             /* probe branch: the execution, -1 otherwise */
     int expanded;             /* CONTROL: 1 once argus_plan_expand ran */
     int pending;              /* SYNTHESIZE waiting on a CONTROL task's
                                  branches: its CONTROL task ID, else -1 */
@@ -361,8 +368,8 @@ void argus_plan_free(argus_plan *plan);
 
 /*
  * Materialises what a CONTROL task found: for each op in ops[0..nops) and
- * each iteration of the query's window (one branch per op with iter -1 when
- * the query has none), one TRANSFORM (the probe variant), the per-probe
+ * each execution it is probed at (argus_plan_op.in_loop: every iteration of
+ * the query's window, else execution 0), one TRANSFORM (the probe variant), the per-probe
  * COLLECT tasks of the recipes that wait on this control, and one
  * SYNTHESIZE; the pending SYNTHESIZE tasks gain the new branches as
  * dependencies; the new collections are partitioned into runs by the same
@@ -372,7 +379,7 @@ void argus_plan_free(argus_plan *plan);
  * branches is ARGUS_ELIMIT.
  */
 #define ARGUS_PLAN_MAX_PROBES 4096u
-int argus_plan_expand(argus_plan *plan, int control_task, const argus_async_op *ops, size_t nops,
+int argus_plan_expand(argus_plan *plan, int control_task, const argus_plan_op *ops, size_t nops,
                       char *msg, size_t msglen);
 
 /* A readable listing: tasks with dependencies, runs with why each split

@@ -30,6 +30,10 @@
 #include "argus_internal.h"
 #include "query_internal.h"
 
+/* An operation ID's parts, in discover.h's layout (ARGUS_OP_ID). */
+#define OP_REGION(id) ((unsigned)((id) >> 16))
+#define OP_ORDINAL(id) ((unsigned)((id)&0xffffu))
+
 /* A per-probe collection that waits on a CONTROL task's discoveries. */
 typedef struct probe_spec {
     int control;              /* the CONTROL task */
@@ -236,7 +240,7 @@ static int add_dep(argus_plan *p, int task, int dep)
  * probe), created with its TRANSFORM task when new; extra_dep (>= 0) is
  * a task the TRANSFORM must wait for as well (a probe waits on its
  * CONTROL task). Returns the variant index or a negative code. */
-static int get_variant(argus_plan *p, int parent, int tx, uint32_t op, int64_t iter, int extra_dep)
+static int get_variant(argus_plan *p, int parent, int tx, uint64_t op, int64_t iter, int extra_dep)
 {
     for (size_t i = 0; i < p->nvariants; i++) {
         const argus_plan_variant *v = &p->variants[i];
@@ -260,8 +264,8 @@ static int get_variant(argus_plan *p, int parent, int tx, uint32_t op, int64_t i
         const char *base = strrchr(p->query.program, '/');
         n = snprintf(v->name, sizeof v->name, "%s", base ? base + 1 : p->query.program);
     } else if (tx == ARGUS_TX_PROBE) {
-        n = snprintf(v->name, sizeof v->name, "%s+probe(op=0x%x,iter=%lld)",
-                     p->variants[parent].name, op, (long long)iter);
+        n = snprintf(v->name, sizeof v->name, "%s+probe(op=0x%07x.%u,iter=%lld)",
+                     p->variants[parent].name, OP_REGION(op), OP_ORDINAL(op), (long long)iter);
     } else {
         n = snprintf(v->name, sizeof v->name, "%s+%s", p->variants[parent].name,
                      argus_transform_name(tx));
@@ -273,8 +277,8 @@ static int get_variant(argus_plan *p, int parent, int tx, uint32_t op, int64_t i
         return idx;
     char name[192];
     if (tx == ARGUS_TX_PROBE)
-        snprintf(name, sizeof name, "transform:probe(op=0x%x,iter=%lld)->v%d", op, (long long)iter,
-                 idx);
+        snprintf(name, sizeof name, "transform:probe(op=0x%07x.%u,iter=%lld)->v%d", OP_REGION(op),
+                 OP_ORDINAL(op), (long long)iter, idx);
     else
         snprintf(name, sizeof name, "transform:%s->v%d", argus_transform_name(tx), idx);
     int t = new_task(p, ARGUS_TASK_TRANSFORM, name);
@@ -724,7 +728,7 @@ void argus_plan_free(argus_plan *plan)
 
 /* ---- expansion ------------------------------------------------------------ */
 
-int argus_plan_expand(argus_plan *p, int control, const argus_async_op *ops, size_t nops,
+int argus_plan_expand(argus_plan *p, int control, const argus_plan_op *ops, size_t nops,
                       char *msg, size_t msglen)
 {
     if (p == NULL || p->priv == NULL || (nops > 0 && ops == NULL))
@@ -735,25 +739,34 @@ int argus_plan_expand(argus_plan *p, int control, const argus_async_op *ops, siz
     if (p->tasks[control].expanded)
         return argus__fail(ARGUS_EINVAL, msg, msglen, "%s was already expanded",
                            p->tasks[control].name);
+    /* An operation in a loop is probed at each iteration of the window
+     * (its first execution without one); any other at its one execution. */
     const argus_query_scope *sc = &p->query.scope;
-    int64_t lo = sc->iter_lo >= 0 ? sc->iter_lo : -1, hi = sc->iter_lo >= 0 ? sc->iter_hi : -1;
-    uint64_t niter = (uint64_t)(hi - lo + 1);
-    if (nops > ARGUS_PLAN_MAX_PROBES || nops * niter > ARGUS_PLAN_MAX_PROBES)
-        return argus__fail(ARGUS_ELIMIT, msg, msglen,
-                           "%s: %zu operations x %llu iterations is more than %u probe "
-                           "branches; narrow the region or the iteration window",
-                           p->tasks[control].name, nops, (unsigned long long)niter,
-                           ARGUS_PLAN_MAX_PROBES);
-    for (size_t i = 0; i < nops; i++)
+    int64_t lo = sc->iter_lo >= 0 ? sc->iter_lo : 0, hi = sc->iter_lo >= 0 ? sc->iter_hi : 0;
+    uint64_t branches = 0;
+    for (size_t i = 0; i < nops; i++) {
+        if (ops[i].id == 0)
+            return argus__fail(ARGUS_EINVAL, msg, msglen, "%s: operation [%zu] has ID 0",
+                               p->tasks[control].name, i);
         for (size_t j = 0; j < i; j++)
             if (ops[i].id == ops[j].id)
                 return argus__fail(ARGUS_EINVAL, msg, msglen,
-                                   "%s: operation 0x%x is listed twice", p->tasks[control].name,
-                                   ops[i].id);
+                                   "%s: operation 0x%07x.%u is listed twice",
+                                   p->tasks[control].name, OP_REGION(ops[i].id),
+                                   OP_ORDINAL(ops[i].id));
+        branches += ops[i].in_loop ? (uint64_t)(hi - lo + 1) : 1u;
+        if (branches > ARGUS_PLAN_MAX_PROBES)
+            return argus__fail(ARGUS_ELIMIT, msg, msglen,
+                               "%s: more than %u probe branches (%zu operations, iterations "
+                               "%lld..%lld); narrow the region or the iteration window",
+                               p->tasks[control].name, ARGUS_PLAN_MAX_PROBES, nops,
+                               (long long)lo, (long long)hi);
+    }
     struct argus__plan_priv *pv = p->priv;
     int rc = 0;
     for (size_t o = 0; o < nops && rc == 0; o++) {
-        for (int64_t it = lo; it <= hi && rc == 0; it++) {
+        int64_t first = ops[o].in_loop ? lo : 0, last = ops[o].in_loop ? hi : 0;
+        for (int64_t it = first; it <= last && rc == 0; it++) {
             for (int sig = 0; sig < ARGUS_SIG_COUNT && rc == 0; sig++) {
                 int branch_synth = -1;
                 for (size_t k = 0; k < pv->n && rc == 0; k++) {
@@ -775,8 +788,9 @@ int argus_plan_expand(argus_plan *p, int control, const argus_async_op *ops, siz
                     p->tasks[c].iter = it;
                     if (branch_synth < 0) {
                         char name[192];
-                        snprintf(name, sizeof name, "synthesize:%s(op=0x%x,iter=%lld)", s->rule,
-                                 ops[o].id, (long long)it);
+                        snprintf(name, sizeof name, "synthesize:%s(op=0x%07x.%u,iter=%lld)",
+                                 s->rule, OP_REGION(ops[o].id), OP_ORDINAL(ops[o].id),
+                                 (long long)it);
                         branch_synth = new_task(p, ARGUS_TASK_SYNTHESIZE, name);
                         if (branch_synth < 0) {
                             rc = branch_synth;
@@ -1017,8 +1031,8 @@ static cJSON *plan_json(const argus_plan *p)
         else
             cJSON_AddNullToObject(j, "transform");
         if (v->transform == ARGUS_TX_PROBE) {
-            char id[16];
-            snprintf(id, sizeof id, "0x%x", v->op);
+            char id[32];
+            snprintf(id, sizeof id, "0x%07x.%u", OP_REGION(v->op), OP_ORDINAL(v->op));
             cJSON_AddStringToObject(j, "op", id);
             cJSON_AddNumberToObject(j, "iter", (double)v->iter);
         }
@@ -1056,8 +1070,8 @@ static cJSON *plan_json(const argus_plan *p)
         if (t->pending >= 0)
             cJSON_AddNumberToObject(j, "pending_on", t->pending);
         if (t->op != 0 || t->iter >= 0) {
-            char id[16];
-            snprintf(id, sizeof id, "0x%x", t->op);
+            char id[32];
+            snprintf(id, sizeof id, "0x%07x.%u", OP_REGION(t->op), OP_ORDINAL(t->op));
             cJSON_AddStringToObject(j, "op", id);
             cJSON_AddNumberToObject(j, "iter", (double)t->iter);
         }

@@ -12,7 +12,8 @@
  * --allow CAP / --deny CAP (a capability: admin_counters, pc_sampling,
  * sass_metrics, sanitizer_patch, bpf), --assume-all (every capability), and
  * --discovered FILE (operations found by discovery, which expand every
- * CONTROL task: a JSON array of {"id","kind","completion","region","pc"}).
+ * CONTROL task: a JSON array of {"id": "0xd3fb29b.0", "kind", "completion",
+ * "in_loop"}, as discovery prints them).
  *
  * Exit status: 0; 1 bad input (the message names the file, field or name,
  * with the nearest valid names); 2 usage; 3 with --strict when the plan is
@@ -49,8 +50,29 @@ static void usage(FILE *f)
           f);
 }
 
-/* Reads discovered operations: [{"id":"0x12","kind":"cp.async",...}]. */
-static int load_ops(const char *path, argus_async_op **ops, size_t *n, char *msg, size_t msglen)
+/* An operation ID as discovery prints it, "0x%07x.%u" (region ID and
+ * ordinal), or the whole 64-bit value ("0xd3fb29b0001"). 0 when malformed. */
+static uint64_t parse_op_id(const char *s)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 16);
+    if (errno || end == s || (s[0] != '0' || (s[1] != 'x' && s[1] != 'X')))
+        return 0;
+    if (*end == '\0')
+        return v;
+    if (*end != '.' || v == 0 || v > 0x0fffffffULL)
+        return 0;
+    const char *o = end + 1;
+    unsigned long ord = strtoul(o, &end, 10);
+    if (errno || end == o || *end != '\0' || ord > 0xffffUL)
+        return 0;
+    return (v << 16) | ord;
+}
+
+/* Reads discovered operations: [{"id":"0xd3fb29b.0","kind":"cp.async",
+ * "completion":"...","in_loop":true}, ...]. */
+static int load_ops(const char *path, argus_plan_op **ops, size_t *n, char *msg, size_t msglen)
 {
     cJSON *root = NULL;
     int rc = mosaic__json_read_file(path, 16L << 20, &root, msg, msglen);
@@ -61,7 +83,8 @@ static int load_ops(const char *path, argus_async_op **ops, size_t *n, char *msg
     if (!cJSON_IsArray(root)) {
         cJSON_Delete(root);
         return argus__fail(ARGUS_EFORMAT, msg, msglen,
-                           "%s: expected an array of operations [{\"id\": \"0x12\", ...}]", path);
+                           "%s: expected an array of operations [{\"id\": \"0xd3fb29b.0\", ...}]",
+                           path);
     }
     size_t cnt = (size_t)cJSON_GetArraySize(root);
     *ops = calloc(cnt ? cnt : 1, sizeof(**ops));
@@ -71,34 +94,28 @@ static int load_ops(const char *path, argus_async_op **ops, size_t *n, char *msg
     }
     size_t i = 0;
     for (const cJSON *o = root->child; o; o = o->next, i++) {
-        argus_async_op *op = &(*ops)[i];
+        argus_plan_op *op = &(*ops)[i];
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
         const cJSON *kind = cJSON_GetObjectItemCaseSensitive(o, "kind");
         const cJSON *comp = cJSON_GetObjectItemCaseSensitive(o, "completion");
-        const cJSON *pc = cJSON_GetObjectItemCaseSensitive(o, "pc");
-        char *end = NULL;
-        unsigned long v = 0;
-        if (cJSON_IsString(id)) {
-            errno = 0;
-            v = strtoul(id->valuestring, &end, 0);
-        }
-        if (!cJSON_IsObject(o) || !cJSON_IsString(id) || errno || end == id->valuestring ||
-            *end != '\0' || v == 0 || v > UINT32_MAX) {
+        const cJSON *loop = cJSON_GetObjectItemCaseSensitive(o, "in_loop");
+        op->id = cJSON_IsObject(o) && cJSON_IsString(id) ? parse_op_id(id->valuestring) : 0;
+        if (op->id == 0 || (loop != NULL && !cJSON_IsBool(loop))) {
             cJSON_Delete(root);
             free(*ops);
             *ops = NULL;
             return argus__fail(ARGUS_EFORMAT, msg, msglen,
-                               "%s: [%zu].id: expected the operation's ID as a string "
-                               "(\"0x12\"), not 0",
+                               "%s: [%zu]: expected \"id\" as discovery prints it "
+                               "(\"0xd3fb29b.0\": region ID and ordinal) and \"in_loop\" "
+                               "true or false",
                                path, i);
         }
-        op->id = (uint32_t)v;
+        op->region = (uint32_t)(op->id >> 16);
+        op->in_loop = cJSON_IsTrue(loop);
         if (cJSON_IsString(kind))
             snprintf(op->kind, sizeof op->kind, "%s", kind->valuestring);
         if (cJSON_IsString(comp))
             snprintf(op->completion, sizeof op->completion, "%s", comp->valuestring);
-        if (cJSON_IsNumber(pc) && pc->valuedouble >= 0)
-            op->pc = (uint64_t)pc->valuedouble;
     }
     *n = cnt;
     cJSON_Delete(root);
@@ -268,7 +285,7 @@ int argus__cli_plan(int is_query, int argc, char **argv)
         return 1;
     }
     if (discovered != NULL) {
-        argus_async_op *ops = NULL;
+        argus_plan_op *ops = NULL;
         size_t nops = 0;
         rc = load_ops(discovered, &ops, &nops, msg, sizeof msg);
         for (size_t t = 0; rc == 0 && t < plan.ntasks; t++)

@@ -536,18 +536,22 @@ static void test_compatible_rules(void **state)
     assert_non_null(strstr(why, "different program variants"));
 }
 
-static argus_async_op op(uint32_t id, const char *kind)
+/* Operation `ordinal` of region outer (0x23ce102), discover.h's ID layout. */
+static argus_plan_op op(unsigned ordinal, const char *kind, int in_loop)
 {
-    argus_async_op o;
+    argus_plan_op o;
     memset(&o, 0, sizeof o);
-    o.id = id;
+    o.region = argus_region_id("outer", 0);
+    o.id = ((uint64_t)o.region << 16) | ordinal;
+    o.in_loop = in_loop;
     snprintf(o.kind, sizeof o.kind, "%s", kind);
     return o;
 }
 
 /* async_latency over iterations 4..7: the CONTROL task expands into one
- * probe branch (TRANSFORM, COLLECT, SYNTHESIZE) per op and iteration, each
- * probe in a run of its own, the final synthesis joining all of them. */
+ * probe branch (TRANSFORM, COLLECT, SYNTHESIZE) per op and iteration for
+ * the two ops in the loop and one for the op outside it, each probe in a
+ * run of its own, the final synthesis joining all of them. */
 static void test_plan_expand(void **state)
 {
     (void)state;
@@ -573,10 +577,10 @@ static void test_plan_expand(void **state)
     char msg[1024] = "";
     assert_int_equal(argus_plan_expand(&p, rt->id, NULL, 0, msg, sizeof msg), ARGUS_EINVAL);
     assert_non_null(strstr(msg, "not a CONTROL task"));
-    argus_async_op ops[2] = {op(0x11, "cp.async"), op(0x12, "tma")};
-    assert_int_equal(argus_plan_expand(&p, control, ops, 2, msg, sizeof msg), 0);
-    assert_int_equal(p.ntasks, before + 2 * 4 * 3); /* 8 branches of 3 tasks */
-    assert_int_equal(p.nruns, runs_before + 8);
+    argus_plan_op ops[3] = {op(0, "cp.async", 1), op(1, "tma", 1), op(2, "wgmma", 0)};
+    assert_int_equal(argus_plan_expand(&p, control, ops, 3, msg, sizeof msg), 0);
+    assert_int_equal(p.ntasks, before + (2 * 4 + 1) * 3); /* 9 branches of 3 tasks */
+    assert_int_equal(p.nruns, runs_before + 9);
     assert_int_equal(p.tasks[control].expanded, 1);
     assert_int_equal(p.tasks[fin_id].pending, -1);
     size_t branches = 0;
@@ -585,8 +589,11 @@ static void test_plan_expand(void **state)
         if (t->type == ARGUS_TASK_TRANSFORM) {
             assert_int_equal(t->transform, ARGUS_TX_PROBE);
             assert_true(depends_on(t, control));
-            assert_true(t->op == 0x11 || t->op == 0x12);
-            assert_true(t->iter >= 4 && t->iter <= 7);
+            assert_true(t->op == ops[0].id || t->op == ops[1].id || t->op == ops[2].id);
+            if (t->op == ops[2].id)
+                assert_int_equal(t->iter, 0); /* outside the loop: its one execution */
+            else
+                assert_true(t->iter >= 4 && t->iter <= 7);
         } else if (t->type == ARGUS_TASK_COLLECT) {
             assert_true(depends_on(t, p.variants[t->variant].task));
             assert_int_equal(p.runs[t->run].ntasks, 1); /* alone in its run */
@@ -602,25 +609,29 @@ static void test_plan_expand(void **state)
             branches++;
         }
     }
-    assert_int_equal(branches, 8);
-    assert_int_equal(p.tasks[fin_id].ndeps, 2 + 8);
-    assert_string_equal(p.variants[p.nvariants - 1].name, "known+markers_on+probe(op=0x12,iter=7)");
+    assert_int_equal(branches, 9);
+    assert_int_equal(p.tasks[fin_id].ndeps, 2 + 9);
+    assert_string_equal(p.variants[p.nvariants - 2].name,
+                        "known+markers_on+probe(op=0x23ce102.1,iter=7)");
+    assert_string_equal(p.variants[p.nvariants - 1].name,
+                        "known+markers_on+probe(op=0x23ce102.2,iter=0)");
     assert_int_equal(argus_plan_check(&p, msg, sizeof msg), 0);
-    assert_int_equal(argus_plan_expand(&p, control, ops, 2, msg, sizeof msg), ARGUS_EINVAL);
+    assert_int_equal(argus_plan_expand(&p, control, ops, 3, msg, sizeof msg), ARGUS_EINVAL);
     assert_non_null(strstr(msg, "already expanded"));
     argus_plan_free(&p);
 }
 
-/* N probes for N = 1, 2, 4, 8 without an iteration window: N branches. */
+/* N probes for N = 1, 2, 4, 8 without an iteration window: N branches,
+ * each at the operation's first execution. */
 static void test_plan_expand_counts(void **state)
 {
     (void)state;
     argus_plan_env env;
     argus_plan_env_all(&env, 90);
     const char *w[] = {"--program", "bin/known", "--signal", "async_latency"};
-    argus_async_op ops[8];
-    for (uint32_t i = 0; i < 8; i++)
-        ops[i] = op(0x100 + i, "cp.async");
+    argus_plan_op ops[8];
+    for (unsigned i = 0; i < 8; i++)
+        ops[i] = op(i, "cp.async", 1);
     for (size_t n = 1; n <= 8; n *= 2) {
         argus_plan p;
         build(&p, w, 4, &env);
@@ -630,7 +641,7 @@ static void test_plan_expand_counts(void **state)
         assert_int_equal(argus_plan_expand(&p, control, ops, n, msg, sizeof msg), 0);
         assert_int_equal(p.nruns, runs + n);
         assert_int_equal(count_type(&p, ARGUS_TASK_TRANSFORM), 1 + n);
-        assert_int_equal(p.tasks[p.ntasks - 1].iter, -1);
+        assert_int_equal(p.tasks[p.ntasks - 1].iter, 0);
         argus_plan_free(&p);
     }
     /* Zero ops: nothing to probe, the control is done. */
@@ -644,16 +655,35 @@ static void test_plan_expand_counts(void **state)
     argus_plan_free(&p);
     /* Too many branches, and an op listed twice. */
     build(&p, w, 4, &env);
-    argus_async_op *many = calloc(ARGUS_PLAN_MAX_PROBES + 1, sizeof(*many));
+    argus_plan_op *many = calloc(ARGUS_PLAN_MAX_PROBES + 1, sizeof(*many));
     assert_non_null(many);
     for (uint32_t i = 0; i <= ARGUS_PLAN_MAX_PROBES; i++)
         many[i].id = i + 1;
+    /* 2048 ops in a loop over 2 iterations fit; one more does not. */
+    argus_plan q2;
+    const char *w2[] = {"--program", "bin/known", "--signal", "async_latency", "--iter", "0:1"};
+    build(&q2, w2, 6, &env);
+    for (uint32_t i = 0; i <= ARGUS_PLAN_MAX_PROBES / 2; i++)
+        many[i].in_loop = 1;
+    assert_int_equal(argus_plan_expand(&q2, control, many, ARGUS_PLAN_MAX_PROBES / 2 + 1, msg,
+                                       sizeof msg),
+                     ARGUS_ELIMIT);
+    assert_int_equal(argus_plan_expand(&q2, control, many, ARGUS_PLAN_MAX_PROBES / 2, msg,
+                                       sizeof msg),
+                     0);
+    assert_int_equal(argus_plan_check(&q2, msg, sizeof msg), 0);
+    argus_plan_free(&q2);
+    for (uint32_t i = 0; i <= ARGUS_PLAN_MAX_PROBES; i++)
+        many[i].in_loop = 0;
     assert_int_equal(argus_plan_expand(&p, control, many, ARGUS_PLAN_MAX_PROBES + 1, msg, sizeof msg),
                      ARGUS_ELIMIT);
     assert_non_null(strstr(msg, "narrow the region"));
     many[1].id = many[0].id;
     assert_int_equal(argus_plan_expand(&p, control, many, 2, msg, sizeof msg), ARGUS_EINVAL);
-    assert_non_null(strstr(msg, "listed twice"));
+    assert_non_null(strstr(msg, "operation 0x0000000.1 is listed twice"));
+    many[0].id = 0;
+    assert_int_equal(argus_plan_expand(&p, control, many, 1, msg, sizeof msg), ARGUS_EINVAL);
+    assert_non_null(strstr(msg, "has ID 0"));
     free(many);
     argus_plan_free(&p);
 }
@@ -687,7 +717,7 @@ static void test_plan_forced_wait_rule(void **state)
     argus_plan p;
     assert_int_equal(argus_plan_build(&q, &rs, &env, &p, msg, sizeof msg), 0);
     int control = task_named(&p, "control:discover_async_ops@v1")->id;
-    argus_async_op o = op(0x42, "wgmma");
+    argus_plan_op o = op(5, "wgmma", 0);
     assert_int_equal(argus_plan_expand(&p, control, &o, 1, msg, sizeof msg), 0);
     const argus_plan_task *pr = task_named(&p, "collect:probe@v2");
     const argus_plan_task *pk = task_named(&p, "collect:probe_kernels@v2");
@@ -697,7 +727,7 @@ static void test_plan_forced_wait_rule(void **state)
     assert_non_null(strstr(p.runs[pk->run].why[0],
                            "collect:probe@v2 perturbs_timing, which collect:probe_kernels@v2 "
                            "measures (timing)"));
-    const argus_plan_task *bs = task_named(&p, "synthesize:probe_latency(op=0x42,iter=-1)");
+    const argus_plan_task *bs = task_named(&p, "synthesize:probe_latency(op=0x23ce102.5,iter=0)");
     assert_int_equal(bs->ndeps, 3);
     assert_int_equal(argus_plan_check(&p, msg, sizeof msg), 0);
     /* The checker sees a conflicting pair put into one run by hand. */

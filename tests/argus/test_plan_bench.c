@@ -61,10 +61,10 @@ static int one(size_t n, const argus_registry *reg, double *load_us, double *pla
         fprintf(stderr, "%s\n", msg);
         return 1;
     }
-    argus_async_op ops[8];
+    argus_plan_op ops[8];
     memset(ops, 0, sizeof ops);
     for (size_t i = 0; i < 8; i++)
-        ops[i].id = (uint32_t)(0x100 + i);
+        ops[i].id = ((uint64_t)argus_region_id("outer", 0) << 16) | i;
     size_t runs = p.nruns;
     int control = -1;
     for (size_t i = 0; i < p.ntasks; i++)

@@ -65,17 +65,21 @@ cmp "$work/plan.json" "$work/plan4.json" || fail "the canonical request plans di
 expect_rc 1 "$argus" query --json "$work/req.json" "${all[@]}" --run
 has err "--run: executing a plan needs the Argus runtime"
 
-# A CONTROL task expanded from discovered operations: 2 ops x 2 iterations.
+# A CONTROL task expanded from discovered operations: 2 ops in the loop x 2
+# iterations.
 cat >"$work/ops.json" <<'JSON'
-[{"id": "0x11", "kind": "cp.async", "completion": "cp.async.wait_group"},
- {"id": "0x12", "kind": "tma", "completion": "mbarrier"}]
+[{"id": "0x23ce102.0", "kind": "cp.async", "completion": "cp.async.wait_group", "in_loop": true},
+ {"id": "0x23ce102.1", "kind": "tma", "completion": "mbarrier", "in_loop": true}]
 JSON
 expect_rc 0 "$argus" plan "${prog[@]}" --region outer --signal async_latency --iter 4:5 \
     "${all[@]}" --discovered "$work/ops.json"
 has out "control:discover_async_ops@v1 (expanded)"
-has out "v5 known+markers_on+probe(op=0x12,iter=5)"
-has out "synthesize:probe_latency(op=0x11,iter=4)"
+has out "v5 known+markers_on+probe(op=0x23ce102.1,iter=5)"
+has out "synthesize:probe_latency(op=0x23ce102.0,iter=4)"
 [[ $(grep -c 'first run of variant v[2-5] ' "$work/out") == 4 ]] || fail "4 probe runs"
+echo '[{"id": "mainloop.0"}]' >"$work/badops.json"
+expect_rc 1 "$argus" plan "${prog[@]}" --signal async_latency "${all[@]}" --discovered "$work/badops.json"
+has err "expected \"id\" as discovery prints it"
 
 # Partial: hardware metrics without admin counters; --strict says so.
 expect_rc 0 "$argus" plan "${prog[@]}" --signal hw_metrics,kernel_time "${all[@]}" \

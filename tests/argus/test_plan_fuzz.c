@@ -100,10 +100,11 @@ static void fuzz_recipes(const uint8_t *data, size_t size)
     rc = argus_plan_build(&q, &rs, &env, &p, msg, sizeof msg);
     if (rc == 0) {
         CHECK(argus_plan_check(&p, msg, sizeof msg) == 0, msg);
-        argus_async_op ops[2];
+        argus_plan_op ops[2];
         memset(ops, 0, sizeof ops);
         ops[0].id = 0x11;
         ops[1].id = 0x12;
+        ops[1].in_loop = 1;
         for (size_t t = 0; t < p.ntasks; t++)
             if (p.tasks[t].type == ARGUS_TASK_CONTROL && !p.tasks[t].expanded)
                 CHECK(argus_plan_expand(&p, (int)t, ops, 2, msg, sizeof msg) == 0, msg);
