@@ -382,6 +382,17 @@ void argus_plan_free(argus_plan *plan);
 int argus_plan_expand(argus_plan *plan, int control_task, const argus_plan_op *ops, size_t nops,
                       char *msg, size_t msglen);
 
+/*
+ * A dependency order of the tasks: order[0..plan->ntasks) gets every task
+ * ID once, each after all of its dependencies, ties by ID (so the order is
+ * the same every time). A runtime that needs a task's dependencies added
+ * before it (argus/rt.h) adds the tasks in this order, leaving out those
+ * with pending >= 0; the CONTROL task's body then calls argus_plan_expand
+ * and adds, in a new order, the tasks it made and the pending ones.
+ * ARGUS_EINVAL when the dependencies hold a cycle.
+ */
+int argus_plan_order(const argus_plan *plan, int *order, char *msg, size_t msglen);
+
 /* A readable listing: tasks with dependencies, runs with why each split
  * was made, what is unsatisfied. */
 int argus_plan_write_text(const argus_plan *plan, FILE *f);

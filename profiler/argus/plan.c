@@ -890,6 +890,48 @@ int argus_plan_check(const argus_plan *p, char *msg, size_t msglen)
     return 0;
 }
 
+int argus_plan_order(const argus_plan *p, int *order, char *msg, size_t msglen)
+{
+    if (p == NULL || (order == NULL && p->ntasks > 0))
+        return ARGUS_EINVAL;
+    /* Kahn's algorithm with the lowest ready ID first: a plan has at most
+     * a few thousand tasks, so the quadratic scan for it is cheap, and it
+     * keeps the order stable for the tests and the workspace's keys. */
+    size_t n = p->ntasks;
+    size_t *left = calloc(n + 1, sizeof(*left));
+    unsigned char *done = calloc(n + 1, 1);
+    if (left == NULL || done == NULL) {
+        free(left);
+        free(done);
+        return ARGUS_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++)
+        left[i] = p->tasks[i].ndeps;
+    size_t k = 0;
+    int rc = 0;
+    while (k < n) {
+        size_t pick = n;
+        for (size_t i = 0; i < n && pick == n; i++)
+            if (!done[i] && left[i] == 0)
+                pick = i;
+        if (pick == n) {
+            rc = argus__fail(ARGUS_EINVAL, msg, msglen,
+                             "the plan's dependencies hold a cycle (%zu tasks cannot be ordered)",
+                             n - k);
+            break;
+        }
+        done[pick] = 1;
+        order[k++] = (int)pick;
+        for (size_t i = 0; i < n; i++)
+            for (size_t d = 0; d < p->tasks[i].ndeps; d++)
+                if (p->tasks[i].deps[d] == (int)pick)
+                    left[i]--;
+    }
+    free(left);
+    free(done);
+    return rc;
+}
+
 /* ---- output ------------------------------------------------------------- */
 
 static const char *signal_list(uint32_t sigs, char *buf, size_t len)

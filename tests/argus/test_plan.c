@@ -616,6 +616,34 @@ static void test_plan_expand(void **state)
     assert_string_equal(p.variants[p.nvariants - 1].name,
                         "known+markers_on+probe(op=0x23ce102.2,iter=0)");
     assert_int_equal(argus_plan_check(&p, msg, sizeof msg), 0);
+    /* A dependency order puts the final synthesis after every branch. */
+    int *order = calloc(p.ntasks, sizeof(int));
+    int *pos = calloc(p.ntasks, sizeof(int));
+    assert_non_null(order);
+    assert_non_null(pos);
+    assert_int_equal(argus_plan_order(&p, order, msg, sizeof msg), 0);
+    for (size_t i = 0; i < p.ntasks; i++)
+        pos[order[i]] = (int)i + 1;
+    for (size_t i = 0; i < p.ntasks; i++) {
+        assert_true(pos[i] > 0);
+        for (size_t d = 0; d < p.tasks[i].ndeps; d++)
+            assert_true(pos[p.tasks[i].deps[d]] < pos[i]);
+    }
+    assert_int_equal(order[p.ntasks - 1], fin_id);
+    assert_int_equal(order[0], 0);
+    /* A cycle made by hand is refused. */
+    size_t saved = p.tasks[0].ndeps;
+    int *saved_deps = p.tasks[0].deps;
+    int cyc = fin_id;
+    p.tasks[0].deps = &cyc;
+    p.tasks[0].ndeps = 1;
+    assert_int_equal(argus_plan_order(&p, order, msg, sizeof msg), ARGUS_EINVAL);
+    assert_non_null(strstr(msg, "cycle"));
+    assert_int_equal(argus_plan_check(&p, msg, sizeof msg), ARGUS_EINVAL);
+    p.tasks[0].deps = saved_deps;
+    p.tasks[0].ndeps = saved;
+    free(order);
+    free(pos);
     assert_int_equal(argus_plan_expand(&p, control, ops, 3, msg, sizeof msg), ARGUS_EINVAL);
     assert_non_null(strstr(msg, "already expanded"));
     argus_plan_free(&p);
