@@ -48,6 +48,23 @@ struct argus__plan_priv {
     size_t n, cap;
 };
 
+/* Writes a reason into a fixed buffer, cut at its end when longer: a
+ * reason is for people, and its start names the tasks and the rule. (Not
+ * snprintf, whose truncation warnings at -O3 cannot tell a cut reason,
+ * which is fine, from a cut name, which is checked where names are made.) */
+static void put(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void put(char *buf, size_t len, const char *fmt, ...)
+{
+    if (buf == NULL || len == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, len, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        buf[0] = '\0';
+}
+
 /* ---- capabilities ------------------------------------------------------- */
 
 void argus_plan_env_all(argus_plan_env *env, unsigned sm)
@@ -184,17 +201,17 @@ static int unsatisfied(const argus_plan_env *env, const argus_recipe_collect *c,
         if (c->backend != be[i].backend || be[i].ok)
             continue;
         const char *w = env->why[ARGUS_ENV_WHY_BACKEND(c->backend)];
-        snprintf(why, len, "backend %s is not available: %s", argus_backend_name(c->backend),
+        put(why, len, "backend %s is not available: %s", argus_backend_name(c->backend),
                  w[0] ? w : "(no reason given)");
         return 1;
     }
     if ((c->effects & (1u << ARGUS_FX_ADMIN_COUNTERS)) && !env->admin_counters) {
         const char *w = env->why[ARGUS_ENV_WHY_EFFECT(ARGUS_FX_ADMIN_COUNTERS)];
-        snprintf(why, len, "needs admin counters: %s", w[0] ? w : "(no reason given)");
+        put(why, len, "needs admin counters: %s", w[0] ? w : "(no reason given)");
         return 1;
     }
     if (c->min_sm > env->sm) {
-        snprintf(why, len, "backend %s needs sm_%u or newer; the target GPU is sm_%u",
+        put(why, len, "backend %s needs sm_%u or newer; the target GPU is sm_%u",
                  argus_backend_name(c->backend), c->min_sm, env->sm);
         return 1;
     }
@@ -340,17 +357,17 @@ static int mask_names(char *buf, size_t len, uint32_t bits, const char *(*name)(
 static int disturbs(const argus_plan_task *a, const argus_plan_task *b, char *why, size_t len)
 {
     if (FX(a, ARGUS_FX_PERTURBS_TIMING) && (OBS(b, ARGUS_OBS_TIMING) || OBS(b, ARGUS_OBS_SAMPLES))) {
-        snprintf(why, len, "%s perturbs_timing, which %s measures (%s)", a->name, b->name,
+        put(why, len, "%s perturbs_timing, which %s measures (%s)", a->name, b->name,
                  OBS(b, ARGUS_OBS_TIMING) ? "timing" : "samples of where warps stall");
         return 1;
     }
     if (FX(a, ARGUS_FX_SERIALISES_KERNELS) && (OBS(b, ARGUS_OBS_TIMING) || OBS(b, ARGUS_OBS_OVERLAP))) {
-        snprintf(why, len, "%s serialises_kernels, which changes the %s %s measures", a->name,
+        put(why, len, "%s serialises_kernels, which changes the %s %s measures", a->name,
                  OBS(b, ARGUS_OBS_TIMING) ? "timing" : "overlap", b->name);
         return 1;
     }
     if (FX(a, ARGUS_FX_CHANGES_OVERLAP) && (OBS(b, ARGUS_OBS_OVERLAP) || OBS(b, ARGUS_OBS_TIMING))) {
-        snprintf(why, len, "%s changes_overlap, which changes the %s %s measures", a->name,
+        put(why, len, "%s changes_overlap, which changes the %s %s measures", a->name,
                  OBS(b, ARGUS_OBS_OVERLAP) ? "overlap" : "timing", b->name);
         return 1;
     }
@@ -367,16 +384,16 @@ int argus_plan_compatible(const argus_plan_task *a, const argus_plan_task *b, ch
     }
     why[0] = '\0';
     if (a->type != ARGUS_TASK_COLLECT || b->type != ARGUS_TASK_COLLECT) {
-        snprintf(why, whylen, "only collections share runs");
+        put(why, whylen, "only collections share runs");
         return 0;
     }
     if (a->variant != b->variant) {
-        snprintf(why, whylen, "%s and %s run different program variants (v%d, v%d)", a->name,
+        put(why, whylen, "%s and %s run different program variants (v%d, v%d)", a->name,
                  b->name, a->variant, b->variant);
         return 0;
     }
     if (FX(a, ARGUS_FX_EXCLUSIVE_CUPTI) && FX(b, ARGUS_FX_EXCLUSIVE_CUPTI)) {
-        snprintf(why, whylen, "%s and %s both need_exclusive_cupti (one CUPTI session per run)",
+        put(why, whylen, "%s and %s both need_exclusive_cupti (one CUPTI session per run)",
                  a->name, b->name);
         return 0;
     }
@@ -391,7 +408,7 @@ static int add_run_why(argus_plan_run *r, const char *why)
         r->why_dropped++;
         return 0;
     }
-    snprintf(r->why[r->nwhy++], sizeof r->why[0], "%s", why);
+    put(r->why[r->nwhy++], sizeof r->why[0], "%s", why);
     return 0;
 }
 
@@ -423,7 +440,7 @@ static int assign_run(argus_plan *p, int task)
             return 0;
         }
         if (nwhy < ARGUS_PLAN_MAX_WHY) {
-            snprintf(why[nwhy], sizeof why[0], "%s", w);
+            put(why[nwhy], sizeof why[0], "%s", w);
             why_run[nwhy++] = (int)r;
         } else {
             dropped++;
@@ -445,16 +462,14 @@ static int assign_run(argus_plan *p, int task)
     t->run = (int)p->nruns++;
     if (nwhy == 0) {
         char w[256];
-        snprintf(w, sizeof w, "first run of variant v%d (%.160s): one run executes one variant",
+        put(w, sizeof w, "first run of variant v%d (%.160s): one run executes one variant",
                  t->variant,
                  p->variants[t->variant].name);
         add_run_why(run, w);
     }
     for (size_t i = 0; i < nwhy; i++) {
         char w[256];
-        int n = snprintf(w, sizeof w, "not in run %d: %s", why_run[i], why[i]);
-        if (n < 0)
-            continue;
+        put(w, sizeof w, "not in run %d: %s", why_run[i], why[i]);
         add_run_why(run, w);
     }
     run->why_dropped += dropped;
@@ -554,9 +569,9 @@ static int add_unsat(argus_plan *p, int signal, const char *collect, int dropped
     argus_plan_unsat *u = &p->unsat[p->nunsat++];
     memset(u, 0, sizeof(*u));
     u->signal = signal;
-    snprintf(u->collect, sizeof u->collect, "%s", collect);
+    put(u->collect, sizeof u->collect, "%s", collect);
     u->dropped_signal = dropped;
-    snprintf(u->why, sizeof u->why, "%s", why);
+    put(u->why, sizeof u->why, "%s", why);
     if (dropped)
         p->partial = 1;
     return 0;

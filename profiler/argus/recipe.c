@@ -150,7 +150,7 @@ static int name_bits(const where *w, const cJSON *obj, const char *key, const ch
     for (const cJSON *v = arr->child; v; v = v->next, i++) {
         char f[192];
         snprintf(f, sizeof f, "%s[%d]", field, i);
-        int idx;
+        int idx = 0;
         int rc = lookup(w, f, kind, v, names, n, &idx);
         if (rc != 0)
             return rc;
@@ -238,7 +238,7 @@ static int parse_collect(const where *w, const cJSON *c, int idx, argus_recipe_c
                 return bad(w, field, "more than %u transformations", ARGUS_RECIPE_MAX_TX);
             char f[128];
             snprintf(f, sizeof f, "%s[%d]", field, i);
-            int v;
+            int v = 0;
             if ((rc = lookup(w, f, "transformation", t, tx_names, COUNT(tx_names), &v)) != 0)
                 return rc;
             for (size_t j = 0; j < out->ntransforms; j++)
@@ -322,7 +322,7 @@ static int parse_recipe(const where *w0, const cJSON *o, int idx, argus_recipe *
     if ((rc = name_bits(&w, o, "prerequisites", "analysis", an_names, COUNT(an_names),
                         &r->prerequisites, "")) != 0)
         return rc;
-    int rule;
+    int rule = 0;
     if ((rc = lookup(&w, "synthesis", "synthesis rule",
                      cJSON_GetObjectItemCaseSensitive(o, "synthesis"), rule_names,
                      COUNT(rule_names), &rule)) != 0)
