@@ -329,10 +329,12 @@ typedef struct argus_plan_run {
     size_t why_dropped;       /* reasons beyond ARGUS_PLAN_MAX_WHY, counted */
 } argus_plan_run;
 
-/* A signal (or one optional collection) that this machine cannot give. */
+/* A signal (or one optional collection) that this machine cannot give, or
+ * a scope coordinate the signal's evidence does not keep (collect "",
+ * dropped_signal 0: the signal is answered for more than was asked). */
 typedef struct argus_plan_unsat {
     int signal;
-    char collect[64];         /* the collection, "" for the whole recipe */
+    char collect[64];         /* the collection, "" for the recipe as a whole */
     int dropped_signal;       /* 1: the signal is not answered at all */
     char why[512];
 } argus_plan_unsat;
@@ -348,7 +350,8 @@ typedef struct argus_plan {
     size_t nruns, cap_runs;
     argus_plan_unsat *unsat;
     size_t nunsat, cap_unsat;
-    int partial;              /* 1 when a recipe could not be satisfied */
+    int partial;              /* 1 when a recipe could not be satisfied or a
+                                 signal cannot keep the query's scope */
     uint32_t answered;        /* signals the plan answers */
     struct argus__plan_priv *priv; /* the planner's bookkeeping (the
                                  per-probe collections waiting on each

@@ -653,6 +653,41 @@ static int plan_signal(argus_plan *p, const argus_recipe *r, char *msg, size_t m
         if (rc != 0)
             return rc;
     }
+    /* The scope the query asks for must be kept by the evidence, or the
+     * answer covers more than was asked: said, and the plan is partial. */
+    uint32_t kept = 0;
+    for (size_t i = 0; i < r->ncollect; i++)
+        if (!(r->collect[i].optional && unsatisfied(&p->env, &r->collect[i], why, sizeof why)))
+            kept |= r->collect[i].retains;
+    const argus_query *q = &p->query;
+    struct {
+        int coord, asked;
+        const char *all;
+    } need[] = {{ARGUS_CO_REGION, q->region_id != 0, "the whole kernel"},
+                {ARGUS_CO_ITERATION, q->scope.iter_lo >= 0, "every iteration"},
+                {ARGUS_CO_ROLE, q->scope.role[0] != '\0', "every warp role"},
+                {ARGUS_CO_CTA, q->scope.cta_lo >= 0, "every CTA"},
+                {ARGUS_CO_SM, q->scope.sm_lo >= 0, "every SM"},
+                {ARGUS_CO_WARP, q->scope.warp_lo >= 0, "every warp"}};
+    char keeps[256];
+    if (mask_names(keeps, sizeof keeps, kept, argus_coord_name, ARGUS_CO_COUNT) != 0)
+        keeps[0] = '\0';
+    /* A kernel-level signal answers a region query for the kernels the
+     * region runs in, so for the region, keeping the kernel is enough. */
+    if (kept & (1u << ARGUS_CO_KERNEL))
+        kept |= 1u << ARGUS_CO_REGION;
+    for (size_t i = 0; i < sizeof need / sizeof need[0]; i++) {
+        if (!need[i].asked || (kept & (1u << need[i].coord)))
+            continue;
+        put(why, sizeof why,
+            "the query's %s scope cannot be kept: no collection of the recipe retains %s (they "
+            "keep %s), so the signal covers %s",
+            argus_coord_name(need[i].coord), argus_coord_name(need[i].coord), keeps, need[i].all);
+        int rc = add_unsat(p, sig, "", 0, why);
+        if (rc != 0)
+            return rc;
+        p->partial = 1;
+    }
     char name[192];
     snprintf(name, sizeof name, "synthesize:%s[%s]", r->synthesis, r->signal_name);
     int s = new_task(p, ARGUS_TASK_SYNTHESIZE, name);

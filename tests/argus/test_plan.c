@@ -838,6 +838,38 @@ static void test_plan_unsatisfiable(void **state)
     argus_recipes_free(&rs);
 }
 
+/* A scope the evidence cannot keep: kernel timing keeps only kernels, so a
+ * role or CTA scope is named and the plan is partial; region timing keeps
+ * both. */
+static void test_plan_scope_kept(void **state)
+{
+    (void)state;
+    argus_plan_env env;
+    argus_plan_env_all(&env, 90);
+    const char *w[] = {"--program", "bin/known", "--signal", "region_time,kernel_time",
+                       "--role", "producer", "--cta", "0:1"};
+    argus_plan p;
+    build(&p, w, 8, &env);
+    assert_int_equal(p.partial, 1);
+    assert_int_equal(p.answered, (1u << ARGUS_SIG_REGION_TIME) | (1u << ARGUS_SIG_KERNEL_TIME));
+    assert_int_equal(p.nunsat, 2);
+    for (size_t i = 0; i < 2; i++) {
+        assert_int_equal(p.unsat[i].signal, ARGUS_SIG_KERNEL_TIME);
+        assert_int_equal(p.unsat[i].dropped_signal, 0);
+    }
+    assert_non_null(strstr(p.unsat[0].why, "the query's role scope cannot be kept: no collection "
+                                           "of the recipe retains role (they keep kernel), so the "
+                                           "signal covers every warp role"));
+    assert_non_null(strstr(p.unsat[1].why, "cta scope"));
+    argus_plan_free(&p);
+    const char *w2[] = {"--program", "bin/known", "--signal", "region_time", "--role",
+                        "producer", "--cta", "0:1", "--iter", "1:2", "--region", "outer"};
+    build(&p, w2, 12, &env);
+    assert_int_equal(p.partial, 0);
+    assert_int_equal(p.nunsat, 0);
+    argus_plan_free(&p);
+}
+
 /* The JSON plan: its schema, runs with their reasons, every task typed. */
 static void test_plan_json(void **state)
 {
@@ -892,6 +924,7 @@ int main(void)
         cmocka_unit_test(test_plan_expand_counts),
         cmocka_unit_test(test_plan_forced_wait_rule),
         cmocka_unit_test(test_plan_unsatisfiable),
+        cmocka_unit_test(test_plan_scope_kept),
         cmocka_unit_test(test_plan_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
