@@ -2,13 +2,14 @@
  * argus query / argus plan: the command-line face of the planner
  * (docs/argus-plan.md).
  *
- *   argus plan  QUERY [PLAN OPTIONS] [--format text|json] [-o FILE] [--strict]
+ *   argus plan  QUERY [PLAN OPTIONS] [--format text|json | --json] [-o FILE] [--strict]
  *   argus query QUERY [PLAN OPTIONS] [--run]
  *
  * QUERY is --program P [--registry REG] [--region R] --signal S... [--metric
  * M...] [--scope SPEC...] (argus_query_from_args), or --json FILE|- (a
  * request, schema argus.query v1); options given beside --json override its
- * fields. PLAN OPTIONS: --recipes PATH, --sm N (target architecture, 90),
+ * fields. For argus plan, a --json with no request after it (the last word,
+ * or followed by another option) means --format json. PLAN OPTIONS: --recipes PATH, --sm N (target architecture, 90),
  * --allow CAP / --deny CAP (a capability: admin_counters, pc_sampling,
  * sass_metrics, sanitizer_patch, bpf), --assume-all (every capability), and
  * --discovered FILE (operations found by discovery, which expand every
@@ -45,7 +46,7 @@ static void usage(FILE *f)
           "signals: region_time kernel_time stall_reasons_pc inst_executed_pc hw_metrics\n"
           "         async_latency\n"
           "plan:  --recipes PATH  --target-sm N  --allow CAP  --deny CAP  --assume-all\n"
-          "       --discovered OPS.json  --format text|json  -o FILE  --strict\n"
+          "       --discovered OPS.json  --format text|json (or a bare --json)  -o FILE  --strict\n"
           "(docs/argus-plan.md)\n",
           f);
 }
@@ -164,6 +165,15 @@ int argus__cli_plan(int is_query, int argc, char **argv)
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             usage(stdout);
             return 0;
+        }
+        /* `argus plan ... --json` with no request after it (last, or
+         * before another option) asks for the plan as JSON; `--json FILE`
+         * and `--json -` name the request. */
+        if (strcmp(a, "--json") == 0 && !is_query &&
+            (v == NULL || (v[0] == '-' && v[1] != '\0'))) {
+            json = 1;
+            i++;
+            continue;
         }
         if (v == NULL || a[0] != '-') {
             fprintf(stderr, a[0] == '-' ? "argus: %s needs a value\n" : "argus: unexpected %s\n", a);

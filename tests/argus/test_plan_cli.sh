@@ -57,6 +57,12 @@ for t in p["tasks"]:
     assert all(d < len(p["tasks"]) for d in t["deps"])
 PY
 
+# A bare --json (last, or before another option) asks for the JSON plan.
+expect_rc 0 "$argus" plan --json "$work/req.json" "${all[@]}" --json -o "$work/plan5.json"
+cmp "$work/plan.json" "$work/plan5.json" || fail "a bare --json differs from --format json"
+expect_rc 0 "$argus" plan --json "$work/req.json" "${all[@]}" --json
+cmp "$work/plan.json" "$work/out" || fail "a last --json differs from --format json"
+
 # argus query prints the resolved request, which plans the same again.
 expect_rc 0 "$argus" query --json "$work/req.json" "${all[@]}"
 cp "$work/out" "$work/canon.json"
