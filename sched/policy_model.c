@@ -62,8 +62,10 @@
 #include "mosaic/profile.h"
 #include "policy_learn.h"
 
-#define MAX_SEQ 32        /* kernels of a request type that the model follows */
-#define MAX_TYPES 16
+#define MAX_SEQ 512       /* kernels of a request type that the model follows: a
+                           * ResNet-50 inference graph has 282 */
+#define MAX_TYPES 64      /* request types kept; the least recently seen one that
+                           * no client is in is replaced when a new one comes */
 #define MAX_HP 8
 #define MAX_RUN 128
 #define ISO_SAMPLES 64
@@ -143,6 +145,7 @@ struct rtype {
     double ratios[RATIO_WINDOW]; /* observed over predicted interference */
     int nratios, next_ratio;
     double f; /* the overlap factor once trusted; 0 while unproven */
+    uint64_t seen; /* the model's event count when a request last began in it */
 };
 
 struct bek {
@@ -180,6 +183,8 @@ struct model {
     struct pair *pairs;
     size_t pmask, pcount;
     struct rtype types[MAX_TYPES];
+    uint64_t type_clock;     /* type lookups, the recency clock of types[] */
+    uint64_t types_replaced; /* types whose slot a newer one took */
     int ntypes;
     struct hpc hp[MAX_HP];
     struct bek run[MAX_RUN];
@@ -286,15 +291,47 @@ static const struct pair *pair_get(struct model *m, const struct kinfo *h, const
 
 /* ---- request types and HP clients ----------------------------------------- */
 
+/* Whether a client's request is in type t (its slot cannot be reused). */
+static int type_in_use(const struct model *m, const struct rtype *t)
+{
+    for (int i = 0; i < MAX_HP; i++)
+        if (m->hp[i].used && m->hp[i].type == t)
+            return 1;
+    return 0;
+}
+
+/*
+ * The type a request whose first kernel is `first` belongs to, made when
+ * new. A program's start-up (weights initialised, libraries autotuning,
+ * graphs captured) ends many short "requests" at its synchronisations
+ * before the real ones begin, each a type of its own: when the table is
+ * full, the type seen least recently that no client is in gives its slot
+ * to the new one, so that those never crowd out the service's requests.
+ * (On the H200 a PyTorch service replaying a CUDA graph per request had
+ * its type never made while the table was fixed and first come.)
+ */
 static struct rtype *type_get(struct model *m, uint64_t first)
 {
+    struct rtype *victim = NULL;
+
+    m->type_clock++;
     for (int i = 0; i < m->ntypes; i++)
-        if (m->types[i].first == first)
+        if (m->types[i].first == first) {
+            m->types[i].seen = m->type_clock;
             return &m->types[i];
-    if (m->ntypes == MAX_TYPES)
-        return NULL;
-    m->types[m->ntypes] = (struct rtype){.first = first};
-    return &m->types[m->ntypes++];
+        }
+    if (m->ntypes < MAX_TYPES) {
+        victim = &m->types[m->ntypes++];
+    } else {
+        for (int i = 0; i < m->ntypes; i++)
+            if (!type_in_use(m, &m->types[i]) && (!victim || m->types[i].seen < victim->seen))
+                victim = &m->types[i];
+        if (!victim)
+            return NULL;
+        m->types_replaced++;
+    }
+    *victim = (struct rtype){.first = first, .seen = m->type_clock};
+    return victim;
 }
 
 /* Ready for admission beside it: sequence, profiles and T_iso known. */
@@ -1063,6 +1100,11 @@ static size_t model_metrics(void *state, char *buf, size_t cap)
                "mosaic_policy_unproven_types %d\n",
                fmax_trusted, TRUST_AFTER, F_MAX, unproven);
     }
+    APPEND("# HELP mosaic_policy_types_replaced_total HP request types whose slot a newer "
+           "type took (the least recently seen of %d).\n"
+           "# TYPE mosaic_policy_types_replaced_total counter\n"
+           "mosaic_policy_types_replaced_total %llu\n",
+           MAX_TYPES, (unsigned long long)m->types_replaced);
     APPEND("# HELP mosaic_policy_bound_decisions_total Admission decisions made by the "
            "pessimistic bound.\n# TYPE mosaic_policy_bound_decisions_total counter\n"
            "mosaic_policy_bound_decisions_total %llu\n"

@@ -221,7 +221,32 @@ __device__ __forceinline__ Warp cta_begin()
  * value in the high one (little-endian v2.u32 = u64). No "memory" clobber:
  * nothing in the kernel reads the ring, and a clobber would stop the
  * compiler from keeping the kernel's own values in registers across the
- * marker. */
+ * marker.
+ *
+ * One instruction stands between a preceding __syncthreads and the clock
+ * read (ARGUS__CLOCK_FENCE): on sm_90 bar.sync is BAR.SYNC.DEFER_BLOCKING,
+ * and a clock read issued right after it does not wait for the barrier.
+ * Measured on the H200 (scripts/gpu/probes/argus_marker_barrier.cu,
+ * 2026-12-02): a warp that waited 7.0 us at a barrier read 9 cycles between
+ * CS2R (or S2UR) clock reads around it, and 13,875 cycles (7,008 ns by
+ * %globaltimer) with a `bar.warp.sync` before the read (a NOP in the SASS
+ * on this path, since markers are warp-uniform). ARGUS_CLOCK_FENCE_KIND
+ * picks it: 1 `nanosleep.u32 0` (one NANOSLEEP, the default), 2
+ * `bar.warp.sync -1` (a NOP, but ptxas adds a divergence check and an
+ * out-of-line copy per marker), 0 none.
+ */
+#if !defined(ARGUS_CLOCK_FENCE_KIND)
+#define ARGUS_CLOCK_FENCE_KIND 1
+#endif
+#if ARGUS_CLOCK_FENCE_KIND == 0 /* none: a marker after a barrier dates it early */
+#define ARGUS__CLOCK_FENCE ""
+#elif ARGUS_CLOCK_FENCE_KIND == 1
+#define ARGUS__CLOCK_FENCE "nanosleep.u32 0;\n\t"
+#elif ARGUS_CLOCK_FENCE_KIND == 2
+#define ARGUS__CLOCK_FENCE "bar.warp.sync -1;\n\t"
+#else
+#error "ARGUS_CLOCK_FENCE_KIND: 0 (none), 1 (nanosleep 0) or 2 (bar.warp.sync)"
+#endif
 __device__ __forceinline__ void emit(Warp &w, uint32_t kind, uint32_t value)
 {
     /* In lanes that do not write, rec is NULL and the offset is 0, so that
@@ -236,6 +261,7 @@ __device__ __forceinline__ void emit(Warp &w, uint32_t kind, uint32_t value)
                  ".reg .b64 argus_c;\n\t"
                  ".reg .b32 argus_l;\n\t"
                  "setp.ne.u32 argus_p, %0, 0;\n\t"
+                 ARGUS__CLOCK_FENCE
                  "@argus_p mov.u64 argus_c, %%clock64;\n\t"
                  "@argus_p cvt.u32.u64 argus_l, argus_c;\n\t"
                  "@argus_p st.global.v2.u32 [%1], {argus_l, %2};\n\t"

@@ -5,6 +5,7 @@
  *   argus trace RAW [--registry REG] -o OUT [--kernel NAME]
  *   argus registry SRC.cu... -o REG [--embed OUT.cuh]
  *   argus plan|query ...   (plan_cli.c: queries and measurement plans)
+ *   argus ws [--ws DIR] ls|show ID|gc [--dry-run]|fork [--from VERSION] FILE [--label L]
  *
  * scope: --iter LO:HI  --role NAME  --cta LO:HI  --sm LO:HI  --warp LO:HI
  *        --region NAME (that region and the regions below it)
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include "argus/argus.h"
+#include "argus/workspace.h"
 #include "core.h"
 #include "plan_cli.h"
 
@@ -34,6 +36,8 @@ static void usage(FILE *f)
           "       argus registry SRC... -o REG [--embed OUT.cuh]\n"
           "       argus plan  --program P --signal S [--region R] [--scope ...] [options]\n"
           "       argus query --program P --signal S ... | --json FILE|-   (argus plan --help)\n"
+          "       argus ws [--ws DIR] ls | show ID | gc [--dry-run] |\n"
+          "                fork [--from VERSION] FILE [--label TEXT]\n"
           "RAW is a region buffer saved by argus_launch_collect; REG a registry JSON\n"
           "written by `argus registry`, or a cubin built with the header --embed writes\n"
           "(docs/argus.md).\n",
@@ -296,6 +300,290 @@ static int cmd_decode(int is_trace, int argc, char **argv)
     return status;
 }
 
+/* ---- argus ws: the workspace (docs/argus-workspace.md) --------------- */
+
+static const char *const ws_type_name[] = {"an object", "a task", "a version"};
+
+struct ws_match {
+    const char *prefix;
+    size_t plen;
+    int n;
+    argus_ws_entry_type type, cur;
+    char id[ARGUS_HASH_HEX];
+};
+
+static int ws_match_cb(const char *id, uint64_t bytes, void *user)
+{
+    (void)bytes;
+    struct ws_match *m = user;
+    if (strncmp(id, m->prefix, m->plen) == 0) {
+        if (m->n == 0) {
+            memcpy(m->id, id, ARGUS_HASH_HEX);
+            m->type = m->cur;
+        }
+        m->n++;
+    }
+    return 0;
+}
+
+/* An ID given on the command line: a task key, version or object hash, or
+ * a prefix of one (at least 4 hex digits) that names exactly one entry. */
+static int ws_resolve(argus_ws *ws, const char *arg, argus_ws_entry_type *type,
+                      char id[ARGUS_HASH_HEX])
+{
+    size_t n = strlen(arg);
+    if (n < 4 || n > 64 || strspn(arg, "0123456789abcdef") != n) {
+        fprintf(stderr, "argus ws: '%s' is not an ID: give a task key, version or object "
+                        "hash, or at least its first 4 hex digits (argus ws ls lists them)\n",
+                arg);
+        return 2;
+    }
+    struct ws_match m = {.prefix = arg, .plen = n};
+    char msg[MSG_LEN] = "";
+    for (int t = ARGUS_WS_ENTRY_OBJECT; t <= ARGUS_WS_ENTRY_VERSION; t++) {
+        m.cur = (argus_ws_entry_type)t;
+        if (argus_ws_each(ws, m.cur, ws_match_cb, &m, msg, sizeof msg) != 0) {
+            fprintf(stderr, "argus ws: %s\n", msg);
+            return 1;
+        }
+    }
+    if (m.n != 1) {
+        fprintf(stderr, "argus ws: %s: %s in %s; %s\n", arg,
+                m.n == 0 ? "no task, version or object" : "more than one entry starts so",
+                argus_ws_path(ws), m.n == 0 ? "argus ws ls lists what is there"
+                                            : "give more digits");
+        return 1;
+    }
+    *type = m.type;
+    memcpy(id, m.id, ARGUS_HASH_HEX);
+    return 0;
+}
+
+struct ws_ls {
+    argus_ws *ws;
+    size_t n, damaged;
+    uint64_t bytes;
+};
+
+static int ws_ls_task(const char *id, uint64_t bytes, void *user)
+{
+    (void)bytes;
+    struct ws_ls *l = user;
+    argus_ws_manifest *m = NULL;
+    char msg[MSG_LEN] = "";
+    l->n++;
+    if (argus_ws_lookup(l->ws, id, &m, msg, sizeof msg) != 0) {
+        l->damaged++;
+        printf("  %.16s  DAMAGED (its task runs again): %s\n", id, msg);
+        return 0;
+    }
+    printf("  %.16s  %-11s %-24.24s scope %-10s", id, m->kind, m->config,
+           m->scope[0] ? m->scope : "(all)");
+    for (size_t i = 0; i < m->noutputs; i++)
+        printf(" %s=%.8s", m->outputs[i].name, m->outputs[i].hash);
+    printf("\n");
+    argus_ws_manifest_free(m);
+    return 0;
+}
+
+static int ws_ls_version(const char *id, uint64_t bytes, void *user)
+{
+    (void)bytes;
+    struct ws_ls *l = user;
+    argus_ws_version v;
+    char msg[MSG_LEN] = "";
+    l->n++;
+    if (argus_ws_version_get(l->ws, id, &v, msg, sizeof msg) != 0) {
+        l->damaged++;
+        printf("  %.16s  DAMAGED: %s\n", id, msg);
+        return 0;
+    }
+    printf("  %.16s  parent %-16.16s artifact %.16s  \"%s\"\n", id,
+           v.parent[0] ? v.parent : "(root)", v.artifact, v.label);
+    argus_ws_version_clear(&v);
+    return 0;
+}
+
+static int ws_ls_object(const char *id, uint64_t bytes, void *user)
+{
+    (void)id;
+    struct ws_ls *l = user;
+    l->n++;
+    l->bytes += bytes;
+    return 0;
+}
+
+static int ws_ls(argus_ws *ws)
+{
+    char msg[MSG_LEN] = "";
+    struct ws_ls t = {.ws = ws}, v = {.ws = ws}, o = {.ws = ws};
+    printf("workspace %s\ntasks:\n", argus_ws_path(ws));
+    int rc = argus_ws_each(ws, ARGUS_WS_ENTRY_TASK, ws_ls_task, &t, msg, sizeof msg);
+    if (rc == 0) {
+        printf("versions:\n");
+        rc = argus_ws_each(ws, ARGUS_WS_ENTRY_VERSION, ws_ls_version, &v, msg, sizeof msg);
+    }
+    if (rc == 0)
+        rc = argus_ws_each(ws, ARGUS_WS_ENTRY_OBJECT, ws_ls_object, &o, msg, sizeof msg);
+    if (rc != 0) {
+        fprintf(stderr, "argus ws: %s\n", msg);
+        return 1;
+    }
+    printf("%zu tasks (%zu damaged), %zu versions, %zu objects of %llu bytes in all "
+           "(file sizes)\n",
+           t.n, t.damaged, v.n, o.n, (unsigned long long)o.bytes);
+    return t.damaged + v.damaged > 0 ? 3 : 0;
+}
+
+static int ws_show(argus_ws *ws, const char *arg)
+{
+    argus_ws_entry_type type;
+    char id[ARGUS_HASH_HEX], msg[MSG_LEN * 2] = "";
+    int rc = ws_resolve(ws, arg, &type, id);
+    if (rc != 0)
+        return rc;
+    if (type == ARGUS_WS_ENTRY_TASK) {
+        argus_ws_manifest *m = NULL;
+        if (argus_ws_lookup(ws, id, &m, msg, sizeof msg) != 0) {
+            fprintf(stderr, "argus ws: %s\n", msg);
+            return 1;
+        }
+        argus_ws_manifest_print(m, stdout);
+        argus_ws_manifest_free(m);
+        return 0;
+    }
+    if (type == ARGUS_WS_ENTRY_OBJECT) {
+        size_t len = 0;
+        if (argus_ws_verify(ws, id, &len, msg, sizeof msg) != 0) {
+            fprintf(stderr, "argus ws: %s\n", msg);
+            return 1;
+        }
+        char path[4096];
+        if (argus_ws_object_path(ws, id, path, sizeof path) != 0)
+            return 1;
+        printf("object  %s\nbytes   %zu (hash checked)\npath    %s\n", id, len, path);
+        return 0;
+    }
+    /* A version and its ancestry, to the root. */
+    char cur[ARGUS_HASH_HEX];
+    memcpy(cur, id, sizeof cur);
+    for (int depth = 0; cur[0] != '\0'; depth++) {
+        argus_ws_version v;
+        if (argus_ws_version_get(ws, cur, &v, msg, sizeof msg) != 0) {
+            fprintf(stderr, "argus ws: %s\n", msg);
+            return 1;
+        }
+        printf("%*sversion %s \"%s\"\n%*s  artifact %s\n", 2 * depth, "", v.id, v.label,
+               2 * depth, "", v.artifact);
+        memcpy(cur, v.parent, sizeof cur);
+        argus_ws_version_clear(&v);
+        if (depth > 10000) {
+            fprintf(stderr, "argus ws: %s: the version tree is damaged (a cycle)\n", id);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int ws_gc(argus_ws *ws, int dry_run)
+{
+    argus_ws_gc_stats st;
+    char msg[MSG_LEN] = "";
+    if (argus_ws_gc(ws, dry_run, &st, msg, sizeof msg) != 0) {
+        fprintf(stderr, "argus ws: gc: %s\n", msg);
+        return 1;
+    }
+    printf("argus ws: %s %zu objects (%llu bytes), %zu damaged manifests, %zu stale "
+           "temporary files; kept %zu objects (%llu bytes)\n",
+           dry_run ? "would remove" : "removed", st.objects_removed,
+           (unsigned long long)st.bytes_removed, st.tasks_removed, st.tmp_removed,
+           st.objects_kept, (unsigned long long)st.bytes_kept);
+    return 0;
+}
+
+static int ws_fork(argus_ws *ws, const char *from, const char *file, const char *label)
+{
+    char art[ARGUS_HASH_HEX], id[ARGUS_HASH_HEX], parent[ARGUS_HASH_HEX] = "";
+    char msg[MSG_LEN * 2] = "";
+    if (from != NULL) {
+        argus_ws_entry_type type;
+        int rc = ws_resolve(ws, from, &type, parent);
+        if (rc != 0)
+            return rc;
+        if (type != ARGUS_WS_ENTRY_VERSION) {
+            fprintf(stderr, "argus ws: --from %s is %s, not a program version\n", from,
+                    ws_type_name[type]);
+            return 1;
+        }
+    }
+    if (argus_ws_put_file(ws, file, art, msg, sizeof msg) != 0 ||
+        argus_ws_fork(ws, parent, art, label, id, msg, sizeof msg) != 0) {
+        fprintf(stderr, "argus ws: fork: %s\n", msg);
+        return 1;
+    }
+    printf("%s\n", id);
+    return 0;
+}
+
+static int cmd_ws(int argc, char **argv)
+{
+    const char *dir = NULL, *from = NULL, *label = NULL, *sub = NULL, *arg = NULL;
+    int dry_run = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--ws") == 0 || strcmp(a, "--from") == 0 || strcmp(a, "--label") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "argus ws: %s needs a value\n", a);
+                return 2;
+            }
+            const char **dst = a[2] == 'w' ? &dir : a[2] == 'f' ? &from : &label;
+            *dst = argv[++i];
+        } else if (strcmp(a, "--dry-run") == 0) {
+            dry_run = 1;
+        } else if (a[0] == '-') {
+            fprintf(stderr, "argus ws: unknown option %s\n", a);
+            usage(stderr);
+            return 2;
+        } else if (sub == NULL) {
+            sub = a;
+        } else if (arg == NULL) {
+            arg = a;
+        } else {
+            usage(stderr);
+            return 2;
+        }
+    }
+    int needs_arg = sub && (strcmp(sub, "show") == 0 || strcmp(sub, "fork") == 0);
+    if (sub == NULL || (needs_arg && arg == NULL) || (!needs_arg && arg != NULL)) {
+        usage(stderr);
+        return 2;
+    }
+    if (strcmp(sub, "ls") != 0 && strcmp(sub, "show") != 0 && strcmp(sub, "gc") != 0 &&
+        strcmp(sub, "fork") != 0) {
+        fprintf(stderr, "argus ws: unknown subcommand %s (ls, show, gc, fork)\n", sub);
+        return 2;
+    }
+    argus_ws *ws = NULL;
+    char msg[MSG_LEN * 2] = "";
+    /* Only fork writes a program into the workspace, so only fork creates
+     * one; the others report a missing workspace. */
+    if (argus_ws_open(dir, strcmp(sub, "fork") == 0, &ws, msg, sizeof msg) != 0) {
+        fprintf(stderr, "argus ws: %s\n", msg);
+        return 1;
+    }
+    int rc;
+    if (strcmp(sub, "ls") == 0)
+        rc = ws_ls(ws);
+    else if (strcmp(sub, "show") == 0)
+        rc = ws_show(ws, arg);
+    else if (strcmp(sub, "gc") == 0)
+        rc = ws_gc(ws, dry_run);
+    else
+        rc = ws_fork(ws, from, arg, label);
+    argus_ws_close(ws);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
@@ -310,6 +598,8 @@ int main(int argc, char **argv)
         return cmd_registry(argc - 2, argv + 2);
     if (strcmp(argv[1], "plan") == 0 || strcmp(argv[1], "query") == 0)
         return argus__cli_plan(argv[1][0] == 'q', argc - 2, argv + 2);
+    if (strcmp(argv[1], "ws") == 0)
+        return cmd_ws(argc - 2, argv + 2);
     fprintf(stderr, "argus: unknown command %s\n", argv[1]);
     usage(stderr);
     return 2;

@@ -179,7 +179,9 @@ kobjs=()
 for k in truth overhead; do
     for v in on off; do
         flags=()
-        [[ $v == on ]] && flags=(-DARGUS_ENABLE)
+        # ARGUS_FENCE=0|1|2: the markers' clock fence (region.cuh,
+        # ARGUS_CLOCK_FENCE_KIND), so that one call can time each.
+        [[ $v == on ]] && flags=(-DARGUS_ENABLE ${ARGUS_FENCE:+-DARGUS_CLOCK_FENCE_KIND=$ARGUS_FENCE})
         o=$work/${k}_$v.o
         # -Xptxas -v: registers, spills and stack per kernel, kept in
         # ptxas.txt (markers must not add spills).

@@ -46,7 +46,7 @@ res=$OUT/results.jsonl
 run() { # NAME ARGS...: one probe, its JSON lines into $res tagged with NAME
     local name=$1; shift
     log "$name: $bin $*"
-    if "$bin" "$@" >"$OUT/$name.out" 2>"$OUT/$name.err"; then
+    if timeout -k 5 "${PROBE_TIMEOUT:-60}" "$bin" "$@" >"$OUT/$name.out" 2>"$OUT/$name.err"; then
         sed "s/^{/{\"run\":\"$name\",/" "$OUT/$name.out" >>"$res"
     else
         log "$name failed (rc $?): $(tail -3 "$OUT/$name.err" | tr '\n' ' ')"
@@ -57,6 +57,8 @@ run() { # NAME ARGS...: one probe, its JSON lines into $res tagged with NAME
 run wake wake "$wake_n"
 run write64 write64 "$w64_n"
 run twoproc twoproc
+run lazyload lazyload
+CUDA_MODULE_LOADING=EAGER run lazyload_eager lazyload
 
 # MPS: started here only if no control daemon is running already; stopped
 # again at the end (only the one started here).
@@ -97,6 +99,9 @@ print(f"  wake, gtimer - host realtime (one way, uncalibrated) p50 us: {w.get('o
 if off and on:
     print(f"  launch host ns without / with cuStreamWriteValue64 : {off['host_ns_per_launch']} / {on['host_ns_per_launch']} (+{on['host_ns_per_launch'] - off['host_ns_per_launch']:.1f})")
     print(f"  launch GPU us  without / with cuStreamWriteValue64 : {off['gpu_us_per_launch']} / {on['gpu_us_per_launch']} (+{on['gpu_us_per_launch'] - off['gpu_us_per_launch']:.3f})")
+for run in ("lazyload", "lazyload_eager"):
+    t = get(run, "lazyload")
+    print(f"  {run:14s}: first launch behind a wait {t.get('first_launch_ms', 'FAILED')} ms, waited for the grant: {t.get('waited_for_grant', '?')}")
 for run in ("twoproc", "twoproc_mps"):
     t = get(run, "twoproc")
     if t:

@@ -111,9 +111,11 @@ trap 'exit 130' INT TERM
 # Profiles first, without MPS (CUPTI's range profiler replays kernels).
 # PROFILES=DIR: profiles captured before (DIR/<model>.profile.json) are
 # used as they are and only the missing ones captured.
+# Profiles given are copied even when the capture phase is left out, so
+# that the daemons of a policies-only run find them.
+mkdir -p "$OUT/prof"
+[[ -n ${PROFILES:-} ]] && cp "$PROFILES"/*.profile.json "$OUT/prof/" 2>/dev/null
 if has capture; then
-  mkdir -p "$OUT/prof"
-  [[ -n ${PROFILES:-} ]] && cp "$PROFILES"/*.profile.json "$OUT/prof/" 2>/dev/null
   for pair in $PAIRS; do
     for m in ${pair%%:*} ${pair##*:}; do
       [[ -s $OUT/prof/$m.profile.json ]] && continue

@@ -116,7 +116,7 @@ if [[ -n $cuobjdump && -x $cuobjdump ]]; then
     sass "$work/cta.cubin" >"$work/cta.sass"
     diff "$work/off.sass" "$work/stripped.sass" >/dev/null || fail "disabled SASS differs from the marker-free kernel"
     n_off=$(grep -vc 'NOP' "$work/off.sass"); n_on=$(grep -vc 'NOP' "$work/on.sass"); n_cta=$(grep -vc 'NOP' "$work/cta.sass")
-    [[ $(grep -cE '\b(ATOM|RED)' "$work/on.sass" || true) == 0 ]] || fail "atomics in the enabled SASS"
+    [[ $(grep -cE '\b(ATOM[GS]?|RED)\.' "$work/on.sass" || true) == 0 ]] || fail "atomics in the enabled SASS"
     # ptxas may unroll loops: count the marker instances by their stores.
     inst=$(( $(grep -c 'STG' "$work/on.sass") - $(grep -c 'STG' "$work/cta.sass") ))
     [[ $inst -ge $markers ]] || fail "$inst record stores in the SASS for $markers marker sites"
@@ -126,7 +126,11 @@ if [[ -n $cuobjdump && -x $cuobjdump ]]; then
     # a scoreboard: about 70 cycles per marker in the first H200 run).
     [[ $(grep -cE '(^|[^C])S2U?R .*SR_CLOCK' "$work/on.sass" || true) == 0 ]] || fail "a clock read in the SASS is S2R/S2UR"
     cs2r=$(( $(grep -cE 'CS2R(\.32)? .*SR_CLOCKLO' "$work/on.sass" || true) - $(grep -cE 'CS2R(\.32)? .*SR_CLOCKLO' "$work/cta.sass" || true) ))
-    [[ $cs2r == "$inst" ]] || fail "$cs2r CS2R clock reads for $inst marker instances"
+    # At least one per marker site: ptxas also copies some markers into the
+    # out-of-line paths it makes for the warp sync (WARPSYNC.COLLECTIVE,
+    # entered only when the warp is not converged), so the counts of clock
+    # reads and of stores need not be equal.
+    [[ $cs2r -ge $markers ]] || fail "$cs2r CS2R clock reads for $markers marker sites"
     # Markers read nothing from the descriptor (__constant__ bank 3): it is
     # read once, in ARGUS_CTA_BEGIN.
     [[ $(grep -c 'c\[0x3\]' "$work/on.sass" || true) == $(grep -c 'c\[0x3\]' "$work/cta.sass" || true) ]] ||

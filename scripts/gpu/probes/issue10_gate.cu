@@ -16,6 +16,8 @@
 //   issue10_gate write64 N  cost per launch of a cuStreamWriteValue64 after
 //                           each launch: host ns per call, and GPU ms for
 //                           N back-to-back launches (events), with and without
+//   issue10_gate lazyload   whether a kernel's first launch (lazy module
+//                           loading) waits for a gated stream's grant
 //   issue10_gate twoproc    the gate across two processes: the parent writes
 //                           the grant 50 ms after the child enqueued its
 //                           gated kernel; the child's kernel must start
@@ -24,6 +26,7 @@
 // Prints one JSON object per line. Tested: built with nvcc 13.0 -arch=sm_90.
 #include <cuda.h>
 #include <cuda_runtime.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,6 +159,14 @@ static int wake(int n)
     CR(cudaMalloc(&d_t, sizeof(uint64_t)));
     cudaStream_t s;
     CR(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    // Load k_stamp before any launch sits behind a wait. With lazy module
+    // loading (CUDA 12.2+ default) the first launch of a kernel loads its
+    // module, and that load waits for work the context has queued: a first
+    // launch behind an unreleased wait then never returns, and the host
+    // never writes the grant that would release it. (The first H200 run of
+    // this probe hung here, with no output.)
+    k_stamp<<<1, 32, 0, s>>>((volatile uint32_t *)(uintptr_t)ack_k, 0, d_t);
+    CR(cudaStreamSynchronize(s));
     std::vector<double> rt_w, rt_k, one_way;
     for (int i = 1; i <= n; i++) {
         CK(cuStreamWaitValue32((CUstream)s, grant, (uint32_t)i, CU_STREAM_WAIT_VALUE_GEQ));
@@ -177,13 +188,14 @@ static int wake(int n)
             if ((tw && tk) || t - t0 > 1000000000ull)
                 break;
         }
+        if (!tw || !tk) {
+            fprintf(stderr, "wake %d: no ack within 1 s\n", i);
+            fflush(NULL);
+            _exit(1); // a stuck stream must not hang the exit
+        }
         CR(cudaStreamSynchronize(s));
         uint64_t gt;
         CR(cudaMemcpy(&gt, d_t, sizeof(gt), cudaMemcpyDeviceToHost));
-        if (!tw || !tk) {
-            fprintf(stderr, "wake %d: no ack within 1 s\n", i);
-            return 1;
-        }
         if (i > 5) { // warm-up
             rt_w.push_back((double)(tw - t0) / 1e3);
             rt_k.push_back((double)(tk - t0) / 1e3);
@@ -258,6 +270,9 @@ static int twoproc(void)
         CR(cudaMalloc(&d_t, sizeof(uint64_t)));
         cudaStream_t s;
         CR(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+        // Loaded before it is queued behind the wait (see wake()).
+        k_stamp<<<1, 32, 0, s>>>((volatile uint32_t *)(uintptr_t)(p.dev + 192), 0, d_t);
+        CR(cudaStreamSynchronize(s));
         CK(cuStreamWaitValue32((CUstream)s, p.dev, 1, CU_STREAM_WAIT_VALUE_GEQ));
         k_stamp<<<1, 32, 0, s>>>((volatile uint32_t *)(uintptr_t)(p.dev + 128), 1, d_t);
         CR(cudaGetLastError());
@@ -297,14 +312,61 @@ static int twoproc(void)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 }
 
+// Does a kernel's first launch (lazy module loading) wait for a stream
+// that sits behind an unreleased cuStreamWaitValue32? A second thread
+// writes the grant 200 ms after the wait is queued; the launch call's own
+// duration says whether it waited for it. This is the gated BE shim's
+// case: its grant comes from the daemon, so such a launch stalls until
+// the grant rather than deadlocking, but it would hold the BE thread.
+__global__ void k_lazy(volatile uint32_t *ack)
+{
+    if (threadIdx.x == 0 && blockIdx.x == 0)
+        *ack = 1;
+}
+
+static void *grant_later(void *arg)
+{
+    usleep(200000);
+    *(volatile uint32_t *)arg = 1;
+    __sync_synchronize();
+    return NULL;
+}
+
+static int lazyload(void)
+{
+    init_ctx();
+    page p = map_page(shared_page());
+    cudaStream_t s;
+    CR(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CK(cuStreamWaitValue32((CUstream)s, p.dev, 1, CU_STREAM_WAIT_VALUE_GEQ));
+    pthread_t th;
+    uint64_t t0 = mono_ns();
+    pthread_create(&th, NULL, grant_later, (void *)p.host);
+    k_lazy<<<1, 32, 0, s>>>((volatile uint32_t *)(uintptr_t)(p.dev + 64));
+    uint64_t t1 = mono_ns();
+    CR(cudaGetLastError());
+    pthread_join(th, NULL);
+    CR(cudaStreamSynchronize(s));
+    const char *ml = getenv("CUDA_MODULE_LOADING");
+    printf("{\"probe\":\"lazyload\",\"module_loading\":\"%s\",\"method\":\"host "
+           "CLOCK_MONOTONIC around the first launch of a kernel queued behind a wait that another "
+           "thread releases 200 ms later\",\"first_launch_ms\":%.3f,\"waited_for_grant\":%s}\n",
+           ml ? ml : "default", (double)(t1 - t0) / 1e6,
+           (t1 - t0) > 150000000ull ? "true" : "false");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    setvbuf(stdout, NULL, _IOLBF, 0); // each JSON line survives a timeout
     if (argc >= 2 && !strcmp(argv[1], "wake"))
         return wake(argc > 2 ? atoi(argv[2]) : 200);
     if (argc >= 2 && !strcmp(argv[1], "write64"))
         return write64(argc > 2 ? atoi(argv[2]) : 2000);
     if (argc >= 2 && !strcmp(argv[1], "twoproc"))
         return twoproc();
-    fprintf(stderr, "usage: issue10_gate wake [N] | write64 [N] | twoproc\n");
+    if (argc >= 2 && !strcmp(argv[1], "lazyload"))
+        return lazyload();
+    fprintf(stderr, "usage: issue10_gate wake [N] | write64 [N] | twoproc | lazyload\n");
     return 2;
 }
