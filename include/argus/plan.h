@@ -396,6 +396,32 @@ int argus_plan_expand(argus_plan *plan, int control_task, const argus_plan_op *o
  */
 int argus_plan_order(const argus_plan *plan, int *order, char *msg, size_t msglen);
 
+/*
+ * Runs a plan through the runtime (argus/rt.h) on a workspace
+ * (argus/workspace.h), docs/argus-plan.md "Running a plan": each TRANSFORM
+ * and each run is a worker process of `executor` (run by /bin/sh -c with
+ * the arguments
+ *   transform TX VARIANT PARENT_ARTIFACT OP ITER OUT
+ *   run VARIANT BACKENDS ARTIFACT OUT...   (one OUT per collection, in the
+ *                                           order of BACKENDS)
+ * as $1...), holding the class "gpu"; SYNTHESIZE tasks join and index
+ * their inputs; CONTROL tasks expand the plan with ops (what discovery
+ * found) and add the new branches. Tasks whose key the workspace holds are
+ * reused; a failed task fails only what depends on it. report gets one
+ * line per task. Returns 0, ARGUS_RT_EFAILED (some tasks failed: msg says
+ * so, report names them) or another code with msg.
+ */
+typedef struct argus_plan_exec {
+    const char *ws_dir;       /* the workspace folder (created when missing) */
+    const char *executor;     /* the shell command described above */
+    const argus_plan_op *ops; /* what the CONTROL tasks discover */
+    size_t nops;
+    unsigned cpu_threads;     /* 0: the runtime's default */
+    FILE *progress;           /* one line per state change, NULL: quiet */
+} argus_plan_exec;
+int argus_plan_execute(argus_plan *plan, const argus_plan_exec *x, FILE *report, char *msg,
+                       size_t msglen);
+
 /* A readable listing: tasks with dependencies, runs with why each split
  * was made, what is unsatisfied. */
 int argus_plan_write_text(const argus_plan *plan, FILE *f);

@@ -3,7 +3,7 @@
  * (docs/argus-plan.md).
  *
  *   argus plan  QUERY [PLAN OPTIONS] [--format text|json | --json] [-o FILE] [--strict]
- *   argus query QUERY [PLAN OPTIONS] [--run]
+ *   argus query QUERY [PLAN OPTIONS] [--run --executor CMD [--ws DIR]]
  *
  * QUERY is --program P [--registry REG] [--region R] --signal S... [--metric
  * M...] [--scope SPEC...] (argus_query_from_args), or --json FILE|- (a
@@ -16,7 +16,10 @@
  * CONTROL task: a JSON array of {"id": "0xd3fb29b.0", "kind", "completion",
  * "in_loop"}, as discovery prints them).
  *
- * Exit status: 0; 1 bad input (the message names the file, field or name,
+ * --run executes the plan through the runtime on the workspace DIR (default
+ * .argus-ws), each TRANSFORM and run by CMD (argus_plan_execute).
+ *
+ * Exit status: 0; 1 bad input or a failed run (the message names the file, field or name,
  * with the nearest valid names); 2 usage; 3 with --strict when the plan is
  * partial.
  */
@@ -29,6 +32,7 @@
 
 #include "argus/plan.h"
 #include "argus/query.h"
+#include "argus/workspace.h"
 #include "argus_internal.h"
 #include "core.h"
 #include "json.h"
@@ -39,7 +43,8 @@
 static void usage(FILE *f)
 {
     fputs("usage: argus plan  (--program P --signal S [...] | --json FILE|-) [options]\n"
-          "       argus query (--program P --signal S [...] | --json FILE|-) [options] [--run]\n"
+          "       argus query (--program P --signal S [...] | --json FILE|-) [options]\n"
+          "                   [--run --executor CMD [--ws DIR] [--discovered OPS.json]]\n"
           "query: --program P  --registry REG  --region NAME|PATH|0xID  --signal S[,S]\n"
           "       --metric NAME  --scope role=R,iter=LO:HI,cta=LO:HI,sm=LO:HI,warp=LO:HI\n"
           "       (--role --iter --cta --sm --warp as shorthands)\n"
@@ -130,6 +135,7 @@ int argus__cli_plan(int is_query, int argc, char **argv)
     argus_query_init(&over);
     char msg[MSG_LEN] = "";
     const char *request = NULL, *recipes = NULL, *out = NULL, *discovered = NULL;
+    const char *ws_dir = ARGUS_WS_DEFAULT_DIR, *executor = NULL;
     int json = 0, strict = 0, run = 0, assume_all = 0;
     unsigned sm = 90;
     /* Capabilities named on the command line, applied after detection. */
@@ -189,6 +195,10 @@ int argus__cli_plan(int is_query, int argc, char **argv)
             out = v;
         } else if (strcmp(a, "--discovered") == 0) {
             discovered = v;
+        } else if (strcmp(a, "--ws") == 0 && is_query) {
+            ws_dir = v;
+        } else if (strcmp(a, "--executor") == 0 && is_query) {
+            executor = v;
         } else if (strcmp(a, "--format") == 0 && !is_query) {
             if (strcmp(v, "json") != 0 && strcmp(v, "text") != 0) {
                 fprintf(stderr, "argus: --format %s: text or json\n", v);
@@ -294,20 +304,23 @@ int argus__cli_plan(int is_query, int argc, char **argv)
         fprintf(stderr, "argus: %s (recipes from %s)\n", msg, rpath);
         return 1;
     }
-    if (discovered != NULL) {
-        argus_plan_op *ops = NULL;
-        size_t nops = 0;
-        rc = load_ops(discovered, &ops, &nops, msg, sizeof msg);
-        for (size_t t = 0; rc == 0 && t < plan.ntasks; t++)
-            if (plan.tasks[t].type == ARGUS_TASK_CONTROL && !plan.tasks[t].expanded)
-                rc = argus_plan_expand(&plan, (int)t, ops, nops, msg, sizeof msg);
-        free(ops);
-        if (rc != 0) {
+    argus_plan_op *ops = NULL;
+    size_t nops = 0;
+    if (discovered != NULL && load_ops(discovered, &ops, &nops, msg, sizeof msg) != 0) {
+        fprintf(stderr, "argus: --discovered %s: %s\n", discovered, msg);
+        argus_plan_free(&plan);
+        return 1;
+    }
+    /* Planning alone expands the CONTROL tasks with the given operations;
+     * a run leaves that to the CONTROL tasks themselves. */
+    for (size_t t = 0; discovered != NULL && !run && t < plan.ntasks; t++)
+        if (plan.tasks[t].type == ARGUS_TASK_CONTROL && !plan.tasks[t].expanded &&
+            argus_plan_expand(&plan, (int)t, ops, nops, msg, sizeof msg) != 0) {
             fprintf(stderr, "argus: --discovered %s: %s\n", discovered, msg);
+            free(ops);
             argus_plan_free(&plan);
             return 1;
         }
-    }
     if (argus_plan_check(&plan, msg, sizeof msg) != 0) {
         fprintf(stderr, "argus: internal error, the plan is not valid: %s\n", msg);
         argus_plan_free(&plan);
@@ -317,16 +330,31 @@ int argus__cli_plan(int is_query, int argc, char **argv)
     if (is_query) {
         /* The query as the planner understood it, as a request an agent
          * can keep and send again, then what the plan would answer. */
-        if (argus_query_write_json(&plan.query, stdout) != 0)
+        if (!run && argus_query_write_json(&plan.query, stdout) != 0)
             status = 1;
         fprintf(stderr, "argus: query resolved (region %s); its plan has %zu tasks in %zu runs%s\n",
                 plan.query.region_id ? plan.query.region_path : "(whole kernel)", plan.ntasks,
                 plan.nruns, plan.partial ? ", PARTIAL (see argus plan)" : "");
         if (run) {
-            fprintf(stderr, "argus: --run: executing a plan needs the Argus runtime and "
-                            "workspace (issue 13 item 4, include/argus/rt.h), which this build "
-                            "does not have yet; `argus plan` prints what would run\n");
-            status = 1;
+            argus_plan_exec x;
+            memset(&x, 0, sizeof x);
+            x.ws_dir = ws_dir;
+            x.executor = executor;
+            x.ops = ops;
+            x.nops = nops;
+            x.progress = stderr;
+            int has_control = 0;
+            for (size_t t = 0; t < plan.ntasks; t++)
+                has_control |= plan.tasks[t].type == ARGUS_TASK_CONTROL;
+            if (has_control && discovered == NULL) {
+                fprintf(stderr, "argus: --run: the plan has a CONTROL task (discovery of the "
+                                "region's asynchronous operations); give what it finds with "
+                                "--discovered OPS.json\n");
+                status = 1;
+            } else if (argus_plan_execute(&plan, &x, stdout, msg, sizeof msg) != 0) {
+                fprintf(stderr, "argus: --run: %s\n", msg);
+                status = 1;
+            }
         }
     } else {
         FILE *f = out ? fopen(out, "w") : stdout;
@@ -343,6 +371,7 @@ int argus__cli_plan(int is_query, int argc, char **argv)
         if (status == 0 && strict && plan.partial)
             status = 3;
     }
+    free(ops);
     argus_plan_free(&plan);
     return status;
 }

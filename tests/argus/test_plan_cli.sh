@@ -69,7 +69,7 @@ cp "$work/out" "$work/canon.json"
 expect_rc 0 "$argus" plan --json "$work/canon.json" "${all[@]}" --format json -o "$work/plan4.json"
 cmp "$work/plan.json" "$work/plan4.json" || fail "the canonical request plans differently"
 expect_rc 1 "$argus" query --json "$work/req.json" "${all[@]}" --run
-has err "--run: executing a plan needs the Argus runtime"
+has err "--run: running a plan needs an executor"
 
 # A CONTROL task expanded from discovered operations: 2 ops in the loop x 2
 # iterations.
