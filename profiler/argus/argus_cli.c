@@ -4,6 +4,7 @@
  *   argus report RAW [--registry REG] [--json OUT] [--kernel NAME] [scope]
  *   argus trace RAW [--registry REG] -o OUT [--kernel NAME]
  *   argus registry SRC.cu... -o REG [--embed OUT.cuh]
+ *   argus plan|query ...   (plan_cli.c: queries and measurement plans)
  *   argus ws [--ws DIR] ls|show ID|gc [--dry-run]|fork [--from VERSION] FILE [--label L]
  *
  * scope: --iter LO:HI  --role NAME  --cta LO:HI  --sm LO:HI  --warp LO:HI
@@ -22,6 +23,7 @@
 #include "argus/argus.h"
 #include "argus/workspace.h"
 #include "core.h"
+#include "plan_cli.h"
 
 #define MSG_LEN 512
 
@@ -32,6 +34,8 @@ static void usage(FILE *f)
           "                        [--sm LO:HI] [--warp LO:HI] [--region NAME]\n"
           "       argus trace RAW [--registry REG] [--kernel NAME] [--clock GHZ] -o OUT\n"
           "       argus registry SRC... -o REG [--embed OUT.cuh]\n"
+          "       argus plan  --program P --signal S [--region R] [--scope ...] [options]\n"
+          "       argus query --program P --signal S ... | --json FILE|-   (argus plan --help)\n"
           "       argus ws [--ws DIR] ls | show ID | gc [--dry-run] |\n"
           "                fork [--from VERSION] FILE [--label TEXT]\n"
           "RAW is a region buffer saved by argus_launch_collect; REG a registry JSON\n"
@@ -592,6 +596,8 @@ int main(int argc, char **argv)
         return cmd_decode(1, argc - 2, argv + 2);
     if (strcmp(argv[1], "registry") == 0)
         return cmd_registry(argc - 2, argv + 2);
+    if (strcmp(argv[1], "plan") == 0 || strcmp(argv[1], "query") == 0)
+        return argus__cli_plan(argv[1][0] == 'q', argc - 2, argv + 2);
     if (strcmp(argv[1], "ws") == 0)
         return cmd_ws(argc - 2, argv + 2);
     fprintf(stderr, "argus: unknown command %s\n", argv[1]);
