@@ -44,9 +44,9 @@ extern "C" {
 #endif
 
 /* How a number was obtained (the report's "mark"). */
-#define ARGUS_MARKS(X)                                                       \
-    X(ARGUS_MARK_OBSERVED, "observed")                                       \
-    X(ARGUS_MARK_ATTRIBUTED, "attributed")                                   \
+#define ARGUS_MARKS(X)                                                                             \
+    X(ARGUS_MARK_OBSERVED, "observed")                                                             \
+    X(ARGUS_MARK_ATTRIBUTED, "attributed")                                                         \
     X(ARGUS_MARK_DERIVED, "derived")
 
 enum argus_mark {
@@ -95,8 +95,8 @@ typedef struct argus_attrib_value {
 } argus_attrib_value;
 
 typedef struct argus_attrib_region {
-    char *path;          /* "" for code outside every region */
-    int mapped;          /* 1: PCs executed directly under it; 0: an ancestor only */
+    char *path;                    /* "" for code outside every region */
+    int mapped;                    /* 1: PCs executed directly under it; 0: an ancestor only */
     argus_attrib_value *self;      /* [n_metrics] directly under it (attributed) */
     argus_attrib_value *inclusive; /* [n_metrics] it and the regions below (attributed) */
     /* [n_ratios]: numerator and denominator (attributed, inclusive) and
@@ -116,13 +116,13 @@ typedef struct argus_attrib_pc {
 typedef struct argus_attrib_result {
     char program[128];
     size_t n_metrics, n_ratios, n_regions, n_pcs;
-    char **metrics;                /* names */
+    char **metrics; /* names */
     char **ratios, **ratio_num, **ratio_den;
-    argus_attrib_region *regions;  /* sorted by path; parents before children */
-    argus_attrib_pc *pcs;          /* sorted by PC: every PC of the map */
-    argus_attrib_value *total;     /* [n_metrics] over all PCs (observed) */
-    argus_attrib_value *unmapped;  /* [n_metrics] at PCs the map lacks (observed) */
-    size_t *unmapped_pcs;          /* [n_metrics] how many such PCs */
+    argus_attrib_region *regions; /* sorted by path; parents before children */
+    argus_attrib_pc *pcs;         /* sorted by PC: every PC of the map */
+    argus_attrib_value *total;    /* [n_metrics] over all PCs (observed) */
+    argus_attrib_value *unmapped; /* [n_metrics] at PCs the map lacks (observed) */
+    size_t *unmapped_pcs;         /* [n_metrics] how many such PCs */
 } argus_attrib_result;
 
 /* Attributes what was added. ARGUS_EINVAL when no program was named, or a

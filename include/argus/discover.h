@@ -44,12 +44,11 @@ extern "C" {
 
 /* Kinds of asynchronous operation: name, how the program learns it has
  * completed, and what a probe inserts to force that completion. */
-#define ARGUS_ASYNC_KINDS(X)                                                   \
-    X(ARGUS_ASYNC_CP_ASYNC, "cp.async", "cp.async.commit_group/wait_group",     \
-      "cp.async.wait_all")                                                      \
-    X(ARGUS_ASYNC_TMA, "tma", "mbarrier complete_tx (arrive.expect_tx, try_wait)", \
-      "mbarrier.try_wait on the state of the phase's arrive")                   \
-    X(ARGUS_ASYNC_WGMMA, "wgmma", "wgmma.commit_group/wait_group",              \
+#define ARGUS_ASYNC_KINDS(X)                                                                       \
+    X(ARGUS_ASYNC_CP_ASYNC, "cp.async", "cp.async.commit_group/wait_group", "cp.async.wait_all")   \
+    X(ARGUS_ASYNC_TMA, "tma", "mbarrier complete_tx (arrive.expect_tx, try_wait)",                 \
+      "mbarrier.try_wait on the state of the phase's arrive")                                      \
+    X(ARGUS_ASYNC_WGMMA, "wgmma", "wgmma.commit_group/wait_group",                                 \
       "wgmma.wait_group 0 after the commit_group that issues it")
 
 enum argus_async_kind {
@@ -65,16 +64,16 @@ const char *argus_async_forced(int kind);
 
 /* An operation's ID: its region's 28-bit ID and its ordinal (16 bits). */
 #define ARGUS_OP_ID(region, ordinal) (((uint64_t)(region) << 16) | ((uint64_t)(ordinal)&0xffffu))
-#define ARGUS_OP_REGION(id) ((uint32_t)((id) >> 16))
-#define ARGUS_OP_ORDINAL(id) ((uint32_t)((id)&0xffffu))
+#define ARGUS_OP_REGION(id)          ((uint32_t)((id) >> 16))
+#define ARGUS_OP_ORDINAL(id)         ((uint32_t)((id)&0xffffu))
 
 typedef struct argus_async_op {
-    uint64_t id;       /* ARGUS_OP_ID(region, ordinal) */
-    uint32_t region;   /* innermost open region (0: outside every region) */
-    uint32_t ordinal;  /* among the region's async operations, from 0 */
-    int kind;          /* enum argus_async_kind */
-    char function[128];/* the .entry or .func holding it */
-    uint32_t line;     /* 1-based PTX line of the instruction */
+    uint64_t id;           /* ARGUS_OP_ID(region, ordinal) */
+    uint32_t region;       /* innermost open region (0: outside every region) */
+    uint32_t ordinal;      /* among the region's async operations, from 0 */
+    int kind;              /* enum argus_async_kind */
+    char function[128];    /* the .entry or .func holding it */
+    uint32_t line;         /* 1-based PTX line of the instruction */
     uint32_t fn_open_line; /* the line of its function body's opening brace */
     /* In a loop: inside the line range of a backward branch (its label's
      * line to the branch's line, the innermost such range). Such an
@@ -101,7 +100,7 @@ typedef struct argus_async_op {
 typedef struct argus_discovery {
     argus_async_op *ops;
     size_t n_ops;
-    size_t n_markers;    /* region begin/end marker stores found */
+    size_t n_markers; /* region begin/end marker stores found */
     size_t n_functions;
     /* Marker structure the text order could not nest (an END with no open
      * BEGIN, a BEGIN never ended in its function): counted, first kept. */
@@ -123,8 +122,7 @@ void argus_discovery_free(argus_discovery *d);
 
 /* Counts the operations of each kind in a SASS listing (cuobjdump -sass
  * or nvdisasm text) and records them beside the PTX counts. */
-int argus_discover_sass(argus_discovery *d, const char *sass, size_t len, char *msg,
-                        size_t msglen);
+int argus_discover_sass(argus_discovery *d, const char *sass, size_t len, char *msg, size_t msglen);
 
 /* The index of the operation with that ID, or -1. */
 long argus_discovery_find(const argus_discovery *d, uint64_t id);

@@ -28,7 +28,7 @@ static const char *const mark_names[] = {
 const char *argus_mark_name(int mark)
 {
     return mark >= 0 && mark < (int)(sizeof mark_names / sizeof mark_names[0]) ? mark_names[mark]
-                                                                                : "unknown";
+                                                                               : "unknown";
 }
 
 /* Names longer than this are refused: region paths and metric names are
@@ -266,8 +266,8 @@ int argus_attrib_load(argus_attrib *a, const char *path, char *msg, size_t msgle
         ln++;
         size_t n = strlen(line);
         if (n == sizeof line - 1 && line[n - 1] != '\n') {
-            rc = argus__fail(ARGUS_EINVAL, msg, msglen, "%s:%lu: line longer than %zu bytes",
-                             path, ln, sizeof line - 2);
+            rc = argus__fail(ARGUS_EINVAL, msg, msglen, "%s:%lu: line longer than %zu bytes", path,
+                             ln, sizeof line - 2);
             break;
         }
         while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
@@ -516,8 +516,7 @@ static char **copy_names(char *const *v, size_t n)
     return c;
 }
 
-int argus_attrib_compute(const argus_attrib *a, argus_attrib_result **out, char *msg,
-                         size_t msglen)
+int argus_attrib_compute(const argus_attrib *a, argus_attrib_result **out, char *msg, size_t msglen)
 {
     *out = NULL;
     if (!a->has_program)
@@ -671,8 +670,7 @@ int argus_attrib_compute(const argus_attrib *a, argus_attrib_result **out, char 
         const argus_attrib_pc *p = &r->pcs[k];
         for (size_t j = pc_first[k]; j < pc_first[k + 1]; j++) {
             argus_attrib_region *g = &r->regions[reg_of[ex[j].region]];
-            g->self[e->metric].value +=
-                e->value * ((double)ex[j].count / (double)p->executions);
+            g->self[e->metric].value += e->value * ((double)ex[j].count / (double)p->executions);
         }
     }
     free(pc_first);
@@ -746,10 +744,11 @@ int argus_attrib_write(const argus_attrib_result *r, FILE *f)
         }
     }
     for (size_t m = 0; m < r->n_metrics; m++)
-        if (fprintf(f, "(unmapped PCs: %zu)\t%s\t%.6g\t%.6g\tobserved\n(kernel total)\t%s\t%.6g\t%.6g\tobserved\n",
-                    r->unmapped_pcs[m], r->metrics[m], r->unmapped[m].value,
-                    r->unmapped[m].value, r->metrics[m], r->total[m].value,
-                    r->total[m].value) < 0)
+        if (fprintf(f,
+                    "(unmapped PCs: %zu)\t%s\t%.6g\t%.6g\tobserved\n(kernel "
+                    "total)\t%s\t%.6g\t%.6g\tobserved\n",
+                    r->unmapped_pcs[m], r->metrics[m], r->unmapped[m].value, r->unmapped[m].value,
+                    r->metrics[m], r->total[m].value, r->total[m].value) < 0)
             return ARGUS_EIO;
     if (fprintf(f, "# ambiguous PCs (entropy of the region split, bits, derived)\n") < 0)
         return ARGUS_EIO;

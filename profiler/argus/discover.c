@@ -265,9 +265,10 @@ static int scan_ins(scan *s, const char *ins, uint32_t line)
     if (starts(op, "wgmma.commit_group"))
         return push_ev(s, EV_COMMIT, ARGUS_ASYNC_WGMMA, 0, line, NULL, 0);
     if (starts(op, "wgmma.wait_group"))
-        return push_ev(s, EV_WAIT, ARGUS_ASYNC_WGMMA, (uint32_t)strtoul(args, NULL, 0), line,
-                       NULL, 0);
-    if (starts(op, "mbarrier.") && (starts(op, "mbarrier.arrive") || starts(op, "mbarrier.expect_tx")) &&
+        return push_ev(s, EV_WAIT, ARGUS_ASYNC_WGMMA, (uint32_t)strtoul(args, NULL, 0), line, NULL,
+                       0);
+    if (starts(op, "mbarrier.") &&
+        (starts(op, "mbarrier.arrive") || starts(op, "mbarrier.expect_tx")) &&
         strstr(op, "expect_tx") != NULL && strstr(op, "expect_tx") < op + op_len) {
         const char *b = strchr(args, '[');
         const char *e = b ? strchr(b, ']') : NULL;
@@ -354,11 +355,57 @@ static void add_diag(argus_discovery *d, const char *fn, uint32_t line, const ch
     }
 }
 
-/* Turns one function's events into operations. */
-static int finish_function(argus_discovery *d, scan *s, const char *fn, uint32_t open_line,
-                           ordinal **ords, size_t *n_ords, size_t *cap_ords, size_t *cap_ops)
+static int cmp_label(const void *x, const void *y)
 {
-    uint32_t stack[ARGUS_MAX_DEPTH];
+    const ev *a = *(const ev *const *)x, *b = *(const ev *const *)y;
+    return strcmp(a->text, b->text);
+}
+
+/* A loop: a backward branch's target label line and the branch's line. */
+typedef struct loop_range {
+    uint32_t head, end;
+} loop_range;
+
+/* The function's loops, from its labels sorted by name (a kernel can have
+ * thousands of labels and branches). */
+static int find_loops(const scan *s, loop_range **out, size_t *n_out)
+{
+    size_t n_labels = 0, n_loops = 0, cap = 0;
+    loop_range *loops = NULL;
+    const ev **labels = malloc((s->n_evs ? s->n_evs : 1) * sizeof *labels);
+    if (labels == NULL)
+        return ARGUS_ENOMEM;
+    for (size_t i = 0; i < s->n_evs; i++)
+        if (s->evs[i].type == EV_LABEL)
+            labels[n_labels++] = &s->evs[i];
+    qsort(labels, n_labels, sizeof *labels, cmp_label);
+    for (size_t i = 0; i < s->n_evs; i++) {
+        const ev *b = &s->evs[i];
+        if (b->type != EV_BRANCH)
+            continue;
+        const ev key_ev = *b, *key = &key_ev;
+        const ev **hit = bsearch(&key, labels, n_labels, sizeof *labels, cmp_label);
+        if (hit == NULL || (*hit)->line >= b->line)
+            continue;
+        if (argus__grow((void **)&loops, &cap, n_loops + 1, sizeof *loops) != 0) {
+            free(labels);
+            free(loops);
+            return ARGUS_ENOMEM;
+        }
+        loops[n_loops++] = (loop_range){(*hit)->line, b->line};
+    }
+    free(labels);
+    *out = loops;
+    *n_out = n_loops;
+    return 0;
+}
+
+/* Turns one function's events into operations; `stack` and *depth_out
+ * hold the regions still open at its end. */
+static int finish_ops(argus_discovery *d, scan *s, const char *fn, uint32_t open_line,
+                      ordinal **ords, size_t *n_ords, size_t *cap_ords, size_t *cap_ops,
+                      uint32_t *stack, size_t *depth_out, const loop_range *loops, size_t n_loops)
+{
     size_t depth = 0;
     for (size_t i = 0; i < s->n_evs; i++) {
         ev *e = &s->evs[i];
@@ -412,19 +459,12 @@ static int finish_function(argus_discovery *d, scan *s, const char *fn, uint32_t
         d->ptx_ops[o->kind]++;
 
         /* The innermost backward branch around it is its loop. */
-        for (size_t j = i + 1; j < s->n_evs; j++) {
-            const ev *b = &s->evs[j];
-            if (b->type != EV_BRANCH)
-                continue;
-            for (size_t l = 0; l < i; l++) {
-                const ev *lab = &s->evs[l];
-                if (lab->type == EV_LABEL && strcmp(lab->text, b->text) == 0) {
-                    if (!o->in_loop || lab->line > o->loop_head) {
-                        o->in_loop = 1;
-                        o->loop_head = lab->line;
-                        o->loop_end = b->line;
-                    }
-                }
+        for (size_t j = 0; j < n_loops; j++) {
+            if (loops[j].head < o->line && o->line < loops[j].end &&
+                (!o->in_loop || loops[j].head > o->loop_head)) {
+                o->in_loop = 1;
+                o->loop_head = loops[j].head;
+                o->loop_end = loops[j].end;
             }
         }
         if (o->in_loop) {
@@ -457,7 +497,8 @@ static int finish_function(argus_discovery *d, scan *s, const char *fn, uint32_t
                 if (a->type == EV_LABEL || a->type == EV_BRANCH || a->type == EV_ARRIVE ||
                     a->type == EV_MBAR_WAIT)
                     break;
-                if (a->type == EV_OP && a->sub == ARGUS_ASYNC_TMA && strcmp(a->text, o->barrier) == 0)
+                if (a->type == EV_OP && a->sub == ARGUS_ASYNC_TMA &&
+                    strcmp(a->text, o->barrier) == 0)
                     o->phase_last_line = a->line;
             }
             for (size_t j = i + 1; j < s->n_evs; j++) {
@@ -479,9 +520,25 @@ static int finish_function(argus_discovery *d, scan *s, const char *fn, uint32_t
             }
         }
     }
-    if (depth > 0)
-        add_diag(d, fn, open_line, "a region BEGIN with no END in its function (text order)");
+    *depth_out = depth;
     return 0;
+}
+
+static int finish_function(argus_discovery *d, scan *s, const char *fn, uint32_t open_line,
+                           ordinal **ords, size_t *n_ords, size_t *cap_ords, size_t *cap_ops)
+{
+    uint32_t stack[ARGUS_MAX_DEPTH];
+    size_t depth = 0;
+    loop_range *loops;
+    size_t n_loops;
+    if (find_loops(s, &loops, &n_loops) != 0)
+        return ARGUS_ENOMEM;
+    int rc = finish_ops(d, s, fn, open_line, ords, n_ords, cap_ords, cap_ops, stack, &depth, loops,
+                        n_loops);
+    free(loops);
+    if (rc == 0 && depth > 0)
+        add_diag(d, fn, open_line, "a region BEGIN with no END in its function (text order)");
+    return rc;
 }
 
 /* The name of the function a .entry/.func line declares. */
@@ -507,11 +564,11 @@ static void function_name(const char *s, char *out, size_t len)
 static int is_decl_word(const char *s, const char *word)
 {
     size_t n = strlen(word);
-    return strncmp(s, word, n) == 0 && (s[n] == '\0' || isspace((unsigned char)s[n]) || s[n] == '(');
+    return strncmp(s, word, n) == 0 &&
+           (s[n] == '\0' || isspace((unsigned char)s[n]) || s[n] == '(');
 }
 
-int argus_discover_ptx(const char *ptx, size_t len, argus_discovery **out, char *msg,
-                       size_t msglen)
+int argus_discover_ptx(const char *ptx, size_t len, argus_discovery **out, char *msg, size_t msglen)
 {
     *out = NULL;
     if (ptx == NULL)
@@ -535,8 +592,8 @@ int argus_discover_ptx(const char *ptx, size_t len, argus_discovery **out, char 
         char *t = strip(L.line[i]);
         if (*t == '\0')
             continue;
-        if (depth == 0 && (strstr(t, ".entry") || is_decl_word(t, ".func") ||
-                           strstr(t, " .func"))) {
+        if (depth == 0 &&
+            (strstr(t, ".entry") || is_decl_word(t, ".func") || strstr(t, " .func"))) {
             function_name(t, pending_fn, sizeof pending_fn);
             pending = 1;
         }
@@ -576,8 +633,7 @@ int argus_discover_ptx(const char *ptx, size_t len, argus_discovery **out, char 
                 depth--;
                 if (depth == 0 && in_fn) {
                     in_fn = 0;
-                    rc = finish_function(d, &s, fn, open_line, &ords, &n_ords, &cap_ords,
-                                         &cap_ops);
+                    rc = finish_function(d, &s, fn, open_line, &ords, &n_ords, &cap_ords, &cap_ops);
                     if (rc != 0)
                         rc = argus__fail(rc, msg, msglen, "discover: out of memory");
                 }
@@ -623,8 +679,7 @@ static int sass_kind(const char *ins)
     return -1;
 }
 
-int argus_discover_sass(argus_discovery *d, const char *sass, size_t len, char *msg,
-                        size_t msglen)
+int argus_discover_sass(argus_discovery *d, const char *sass, size_t len, char *msg, size_t msglen)
 {
     if (d == NULL || sass == NULL)
         return argus__fail(ARGUS_EINVAL, msg, msglen, "discover: no discovery or no SASS text");
@@ -674,7 +729,8 @@ long argus_discovery_find(const argus_discovery *d, uint64_t id)
 
 int argus_op_id_format(uint64_t id, char *buf, size_t len)
 {
-    int n = snprintf(buf, len, "0x%07" PRIx32 ".%" PRIu32, ARGUS_OP_REGION(id), ARGUS_OP_ORDINAL(id));
+    int n =
+        snprintf(buf, len, "0x%07" PRIx32 ".%" PRIu32, ARGUS_OP_REGION(id), ARGUS_OP_ORDINAL(id));
     return n < 0 || (size_t)n >= len ? ARGUS_ERANGE : 0;
 }
 
@@ -697,8 +753,9 @@ int argus_op_id_parse(const char *s, uint64_t *id)
 
 int argus_discovery_write(const argus_discovery *d, const argus_registry *reg, FILE *f)
 {
-    if (fprintf(f, "# argus discovery: %zu asynchronous operations, %zu region markers, "
-                   "%zu functions\n",
+    if (fprintf(f,
+                "# argus discovery: %zu asynchronous operations, %zu region markers, "
+                "%zu functions\n",
                 d->n_ops, d->n_markers, d->n_functions) < 0)
         return ARGUS_EIO;
     if (fprintf(f, "id\tregion\tkind\tfunction\tptx_line\tloop\titer_marker\tcompletion\t"
@@ -732,7 +789,9 @@ int argus_discovery_write(const argus_discovery *d, const argus_registry *reg, F
         for (int k = 0; k < ARGUS_ASYNC_NKINDS; k++) {
             if (fprintf(f, "# sass %s: %zu in SASS, %zu in PTX%s\n", argus_async_kind_name(k),
                         d->sass_ops[k], d->ptx_ops[k],
-                        d->sass_ops[k] == d->ptx_ops[k] ? "" : " (ptxas unrolled or duplicated code)") < 0)
+                        d->sass_ops[k] == d->ptx_ops[k]
+                            ? ""
+                            : " (ptxas unrolled or duplicated code)") < 0)
                 return ARGUS_EIO;
         }
     }
@@ -912,22 +971,24 @@ int argus_probe_ptx(const char *ptx, size_t len, const argus_discovery *d, uint6
         sb_add(&b, "\tadd.u32 %%argus_probe_n, %%argus_probe_n, 1; // argus-probe\n");
         switch (o->kind) {
         case ARGUS_ASYNC_CP_ASYNC:
-            sb_add(&b, "\tsetp.eq.u32 %%argus_probe_q, %%argus_probe_n, %" PRIu32 "; // argus-probe\n",
+            sb_add(&b,
+                   "\tsetp.eq.u32 %%argus_probe_q, %%argus_probe_n, %" PRIu32 "; // argus-probe\n",
                    iter + 1);
             sb_add(&b, "\t@%%argus_probe_q cp.async.wait_all; // argus-probe\n");
             break;
         case ARGUS_ASYNC_WGMMA:
-            sb_add(&b, "\tsetp.eq.u32 %%argus_probe_q, %%argus_probe_n, %" PRIu32 "; // argus-probe\n",
+            sb_add(&b,
+                   "\tsetp.eq.u32 %%argus_probe_q, %%argus_probe_n, %" PRIu32 "; // argus-probe\n",
                    iter + 1);
             sb_add(&b, "\t@%%argus_probe_q wgmma.wait_group.sync.aligned 0; // argus-probe\n");
             break;
         case ARGUS_ASYNC_TMA:
-            sb_add(&b, "\tsetp.ne.u32 %%argus_probe_q, %%argus_probe_n, %" PRIu32 "; // argus-probe\n",
+            sb_add(&b,
+                   "\tsetp.ne.u32 %%argus_probe_q, %%argus_probe_n, %" PRIu32 "; // argus-probe\n",
                    iter + 1);
             sb_add(&b, "\t@%%argus_probe_q bra $argus_probe_done; // argus-probe\n");
             sb_add(&b, "$argus_probe_wait: // argus-probe\n");
-            sb_add(&b,
-                   "\tmbarrier.try_wait%s.b64 %%argus_probe_q, [%s], %s; // argus-probe\n",
+            sb_add(&b, "\tmbarrier.try_wait%s.b64 %%argus_probe_q, [%s], %s; // argus-probe\n",
                    mbar_space(L.line[o->arrive_line - 1]), o->barrier, state);
             sb_add(&b, "\t@!%%argus_probe_q bra $argus_probe_wait; // argus-probe\n");
             sb_add(&b, "$argus_probe_done: // argus-probe\n");

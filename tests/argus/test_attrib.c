@@ -22,11 +22,11 @@
 #define FIX ARGUS_SRC_DIR "/fixtures/discover/"
 
 /* cmocka before 1.1.6 has no assert_double_equal. */
-#define assert_near(got, want, eps)                                                  \
-    do {                                                                              \
-        double got_ = (got), want_ = (want);                                          \
-        if (!(fabs(got_ - want_) <= (eps)))                                           \
-            fail_msg("%s = %.17g, want %.17g (within %g)", #got, got_, want_, (double)(eps)); \
+#define assert_near(got, want, eps)                                                                \
+    do {                                                                                           \
+        double got_ = (got), want_ = (want);                                                       \
+        if (!(fabs(got_ - want_) <= (eps)))                                                        \
+            fail_msg("%s = %.17g, want %.17g (within %g)", #got, got_, want_, (double)(eps));      \
     } while (0)
 
 /* -(3/4 log2 3/4 + 1/4 log2 1/4), computed by hand: 0.75 * 0.415037 +
@@ -116,7 +116,8 @@ static void test_ratio_lifted(void **state)
     argus_attrib_result *r = load_calls();
     long q = argus_attrib_find_ratio(r, "samples_per_inst");
     assert_true(q >= 0);
-    long a = argus_attrib_find_region(r, "callA/work"), b = argus_attrib_find_region(r, "callB/work");
+    long a = argus_attrib_find_region(r, "callA/work"),
+         b = argus_attrib_find_region(r, "callB/work");
     assert_true(r->regions[a].ratio_num[q].value == 1500.0);
     assert_true(r->regions[a].ratio_den[q].value == 13824.0);
     assert_true(r->regions[a].ratio_defined[q]);
@@ -162,7 +163,9 @@ static void test_entropy(void **state)
     assert_int_equal(argus_attrib_write(r, f), 0);
     fclose(f);
     assert_non_null(strstr(text, "callA/work\tsamples\t1500\t1500\tattributed\n"));
-    assert_non_null(strstr(text, "callB/work\tsamples_per_inst = samples / inst_executed\t500 / 4608\t0.108507\tderived\n"));
+    assert_non_null(strstr(
+        text,
+        "callB/work\tsamples_per_inst = samples / inst_executed\t500 / 4608\t0.108507\tderived\n"));
     assert_non_null(strstr(text, "(unmapped PCs: 1)\tsamples\t16\t16\tobserved\n"));
     assert_non_null(strstr(text, "pc 0x410\t2 regions\t4096 executions\tH 0.8113 bits\n"));
     assert_null(strstr(text, "pc 0x100\t"));
@@ -329,9 +332,9 @@ static void test_bad_evidence(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_split_exact),     cmocka_unit_test(test_ratio_lifted),
-        cmocka_unit_test(test_entropy),         cmocka_unit_test(test_other_program_refused),
-        cmocka_unit_test(test_rules),           cmocka_unit_test(test_bad_evidence),
+        cmocka_unit_test(test_split_exact), cmocka_unit_test(test_ratio_lifted),
+        cmocka_unit_test(test_entropy),     cmocka_unit_test(test_other_program_refused),
+        cmocka_unit_test(test_rules),       cmocka_unit_test(test_bad_evidence),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -104,8 +104,8 @@ static const argus_async_op *op(const argus_discovery *d, uint32_t region, uint3
 
 #define R_PROLOGUE argus_region_id("prologue", 0)
 #define R_MAINLOOP argus_region_id("mainloop", 0)
-#define R_LOAD argus_region_id("load", R_MAINLOOP)
-#define R_MMA argus_region_id("mma", R_MAINLOOP)
+#define R_LOAD     argus_region_id("load", R_MAINLOOP)
+#define R_MMA      argus_region_id("mma", R_MAINLOOP)
 
 /* The cp.async GEMM: four 16-byte copies in "prologue" (once) and four in
  * "mainloop/load" (once per K step, in the loop with ARGUS_ITER), each
@@ -126,9 +126,12 @@ static void test_cpasync_kernel(void **state)
         assert_int_equal(o->kind, ARGUS_ASYNC_CP_ASYNC);
         assert_string_equal(o->function, "async_gemm_cpasync");
         assert_false(o->in_loop);
-        assert_non_null(strstr(line_of(ptx, o->line, line, sizeof line), "cp.async.cg.shared.global"));
-        assert_non_null(strstr(line_of(ptx, o->commit_line, line, sizeof line), "cp.async.commit_group"));
-        assert_non_null(strstr(line_of(ptx, o->wait_line, line, sizeof line), "cp.async.wait_group 1"));
+        assert_non_null(
+            strstr(line_of(ptx, o->line, line, sizeof line), "cp.async.cg.shared.global"));
+        assert_non_null(
+            strstr(line_of(ptx, o->commit_line, line, sizeof line), "cp.async.commit_group"));
+        assert_non_null(
+            strstr(line_of(ptx, o->wait_line, line, sizeof line), "cp.async.wait_group 1"));
         assert_int_equal(o->wait_n, 1);
         assert_true(o->line < o->commit_line && o->commit_line < o->wait_line);
 
@@ -211,7 +214,8 @@ static void test_tma_kernel(void **state)
     assert_true(w->in_loop);
     assert_non_null(strstr(line_of(ptx, w->line, line, sizeof line), "wgmma.mma_async"));
     assert_non_null(strstr(line_of(ptx, w->commit_line, line, sizeof line), "wgmma.commit_group"));
-    assert_non_null(strstr(line_of(ptx, w->wait_line, line, sizeof line), "wgmma.wait_group.sync.aligned 1"));
+    assert_non_null(
+        strstr(line_of(ptx, w->wait_line, line, sizeof line), "wgmma.wait_group.sync.aligned 1"));
     assert_int_equal(w->wait_n, 1);
 
     size_t sl;
@@ -253,7 +257,8 @@ static void check_variant(const char *fixture, uint32_t region, uint32_t ordinal
     /* Lines before `at` in the variant: the base's plus the counter's
      * declarations and initialisation (2, or 3 with the TMA state). */
     uint32_t extra = o->kind == ARGUS_ASYNC_TMA ? 3 : 2;
-    assert_non_null(strstr(line_of(v, at + extra + 1, line, sizeof line), "{ // argus-probe: force"));
+    assert_non_null(
+        strstr(line_of(v, at + extra + 1, line, sizeof line), "{ // argus-probe: force"));
     assert_non_null(strstr(line_of(v, o->fn_open_line + extra, line, sizeof line),
                            "mov.u32 %argus_probe_n, 0;"));
     /* Without the probe's lines, the variant is the base (less the TMA
@@ -262,13 +267,15 @@ static void check_variant(const char *fixture, uint32_t region, uint32_t ordinal
     char *base = want_changed ? without(ptx, "mbarrier.arrive.expect_tx") : strdup(ptx);
     if (want_changed) {
         /* Only the arrive of the probed phase is rewritten. */
-        assert_int_equal(occurrences(ptx, "mbarrier.arrive.expect_tx") - occurrences(stripped, "mbarrier.arrive.expect_tx"), 1);
+        assert_int_equal(occurrences(ptx, "mbarrier.arrive.expect_tx") -
+                             occurrences(stripped, "mbarrier.arrive.expect_tx"),
+                         1);
         free(base);
         char arrive[512];
         line_of(ptx, o->arrive_line, arrive, sizeof arrive);
         base = without(ptx, arrive);
-        assert_non_null(strstr(line_of(v, o->arrive_line + extra, line, sizeof line),
-                               "%argus_probe_st, ["));
+        assert_non_null(
+            strstr(line_of(v, o->arrive_line + extra, line, sizeof line), "%argus_probe_st, ["));
     }
     assert_string_equal(stripped, base);
 
@@ -337,12 +344,13 @@ static void test_synthetic(void **state)
                           "$L_inner:\n\tcp.async.cg.shared.global [%%r1], [%%rd1], 16;\n"
                           "\t@%%p1 bra $L_inner;\n");
     n += marker(ptx + n, sizeof ptx - n, ARGUS_REC_END, inner);
-    n += (size_t)snprintf(ptx + n, sizeof ptx - n,
-                          "\tcp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes"
-                          " [%%r2], [%%rd2, {%%r3}], [%%r4];\n"
-                          "\twgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%%f1, %%f2, %%f3, %%f4},"
-                          " %%rd5, %%rd6, 1, 1, 1, 0, 0;\n"
-                          "\t@%%p2 bra.uni $L_outer;\n");
+    n += (size_t)snprintf(
+        ptx + n, sizeof ptx - n,
+        "\tcp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes"
+        " [%%r2], [%%rd2, {%%r3}], [%%r4];\n"
+        "\twgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%%f1, %%f2, %%f3, %%f4},"
+        " %%rd5, %%rd6, 1, 1, 1, 0, 0;\n"
+        "\t@%%p2 bra.uni $L_outer;\n");
     n += marker(ptx + n, sizeof ptx - n, ARGUS_REC_END, outer);
     /* An END with no BEGIN in text order. */
     n += marker(ptx + n, sizeof ptx - n, ARGUS_REC_END, inner);
@@ -379,8 +387,9 @@ static void test_synthetic(void **state)
     assert_non_null(strstr(msg, "no mbarrier.arrive.expect_tx on [%r4]"));
     assert_int_equal(argus_probe_ptx(ptx, n, d, w->id, 0, &v, NULL, msg, sizeof msg), ARGUS_EINVAL);
     assert_non_null(strstr(msg, "no wgmma.commit_group after it"));
-    assert_int_equal(argus_probe_ptx(ptx, n, d, ARGUS_OP_ID(outer, 7), 0, &v, NULL, msg, sizeof msg),
-                     ARGUS_ENOREGION);
+    assert_int_equal(
+        argus_probe_ptx(ptx, n, d, ARGUS_OP_ID(outer, 7), 0, &v, NULL, msg, sizeof msg),
+        ARGUS_ENOREGION);
     assert_non_null(strstr(msg, ".7 in the discovery"));
     assert_int_equal(argus_probe_ptx(ptx, n, d, c->id, UINT32_MAX, &v, NULL, msg, sizeof msg),
                      ARGUS_EINVAL);

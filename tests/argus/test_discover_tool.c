@@ -93,8 +93,9 @@ int main(int argc, char **argv)
         unsigned long iter = strtoul(argv[4], &end, 10);
         if (argus_op_id_parse(argv[3], &id) != 0 || *end != '\0' || end == argv[4] ||
             iter >= UINT32_MAX) {
-            fprintf(stderr, "argus_discover_tool: bad operation ID '%s' (0xRRRRRRR.N) or "
-                            "iteration '%s'\n",
+            fprintf(stderr,
+                    "argus_discover_tool: bad operation ID '%s' (0xRRRRRRR.N) or "
+                    "iteration '%s'\n",
                     argv[3], argv[4]);
             status = 2;
         } else {
