@@ -47,6 +47,7 @@ pack() {
     tar -czf "$OUT/argus16_probes.tar.gz" -C "$stage" --exclude='argus16_probes/build' \
         argus16_probes && echo "== packed $OUT/argus16_probes.tar.gz" >&2
     [[ -f $RES/summary.txt ]] && cat "$RES/summary.txt"
+    rm -rf "$stage"
     exit "$rc"
 }
 trap pack EXIT
