@@ -160,6 +160,13 @@ int argus_attrib_add_exec(argus_attrib *a, uint64_t pc, const char *region, uint
     int rc = check_name(region, 1, "the region path", msg, msglen);
     if (rc != 0)
         return rc;
+    size_t rl = strlen(region);
+    if (rl > 0 && (region[0] == '/' || region[rl - 1] == '/' || strstr(region, "//") != NULL))
+        return argus__fail(ARGUS_EINVAL, msg, msglen,
+                           "attrib: region path '%s' has an empty component: write it as "
+                           "names joined by '/' (\"outer/load\"), or \"\" for code outside "
+                           "every region",
+                           region);
     if (count > (UINT64_C(1) << 53))
         return argus__fail(ARGUS_EINVAL, msg, msglen,
                            "attrib: execution count %" PRIu64 " of PC 0x%" PRIx64

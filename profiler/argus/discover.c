@@ -893,9 +893,9 @@ int argus_probe_ptx(const char *ptx, size_t len, const argus_discovery *d, uint6
     /* The PTX must be the one discovered: the operation's line holds an
      * instruction of its kind. */
     static const char *const issue_op[] = {"cp.async.c", "cp.async.bulk.tensor", "wgmma.mma_async"};
-    if (o->line == 0 || o->line > L.n || strstr(L.line[o->line - 1], issue_op[o->kind]) == NULL ||
-        o->fn_open_line == 0 || o->fn_open_line > L.n ||
-        strchr(L.line[o->fn_open_line - 1], '{') == NULL) {
+    if (o->kind < 0 || o->kind >= ARGUS_ASYNC_NKINDS || o->line == 0 || o->line > L.n ||
+        strstr(L.line[o->line - 1], issue_op[o->kind]) == NULL || o->fn_open_line == 0 ||
+        o->fn_open_line > L.n || strchr(L.line[o->fn_open_line - 1], '{') == NULL) {
         rc = argus__fail(ARGUS_EINVAL, msg, msglen,
                          "probe: PTX line %" PRIu32 " is not the %s operation %s was discovered "
                          "at: discover this same PTX again",
@@ -1001,6 +1001,17 @@ int argus_probe_ptx(const char *ptx, size_t len, const argus_discovery *d, uint6
     if (b.err) {
         free(b.p);
         rc = argus__fail(b.err, msg, msglen, "probe: out of memory writing the variant");
+        goto done;
+    }
+    /* A completion point past the text (a discovery of longer PTX whose
+     * operation line happens to match) would leave a variant without its
+     * wait: never hand that back. */
+    if (at == 0 || at > L.n) {
+        free(b.p);
+        rc = argus__fail(ARGUS_EINVAL, msg, msglen,
+                         "probe: the completion point of %s (PTX line %" PRIu32 ") is past the "
+                         "end of this PTX (%zu lines): discover this same PTX again",
+                         idb, at, L.n);
         goto done;
     }
     *out = b.p;

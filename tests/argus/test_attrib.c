@@ -269,6 +269,10 @@ static void test_bad_evidence(void **state)
     assert_int_equal(argus_attrib_add_metric(a, 1, "", 1, msg, sizeof msg), ARGUS_EINVAL);
     assert_int_equal(argus_attrib_add_exec(a, 1, "a\tb", 1, msg, sizeof msg), ARGUS_EINVAL);
     assert_non_null(strstr(msg, "control character"));
+    assert_int_equal(argus_attrib_add_exec(a, 1, "a//b", 1, msg, sizeof msg), ARGUS_EINVAL);
+    assert_non_null(strstr(msg, "empty component"));
+    assert_int_equal(argus_attrib_add_exec(a, 1, "/a", 1, msg, sizeof msg), ARGUS_EINVAL);
+    assert_int_equal(argus_attrib_add_exec(a, 1, "a/", 1, msg, sizeof msg), ARGUS_EINVAL);
     assert_int_equal(argus_attrib_add_exec(a, 1, "a", (UINT64_C(1) << 53) + 1, msg, sizeof msg),
                      ARGUS_EINVAL);
     assert_int_equal(argus_attrib_add_ratio(a, "r", "s", "t", msg, sizeof msg), 0);

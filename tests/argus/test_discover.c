@@ -398,6 +398,28 @@ static void test_synthetic(void **state)
                      ARGUS_EINVAL);
     assert_non_null(strstr(msg, "discover this same PTX again"));
     assert_null(v);
+    /* PTX that matches the operation's line but ends before its TMA
+     * phase's last issue: refused, never a variant without its wait. */
+    {
+        char *tma;
+        size_t tl;
+        argus_discovery *dt = discover_file(FIX "async_tma.ptx", &tma, &tl);
+        const argus_async_op *a0 = op(dt, R_PROLOGUE, 0);
+        /* Cut the text right after the first load's line. */
+        const char *p = tma;
+        for (uint32_t i = 0; i < a0->line && p; i++) {
+            p = strchr(p, '\n');
+            p = p ? p + 1 : NULL;
+        }
+        assert_non_null(p);
+        size_t cut = (size_t)(p - tma);
+        assert_int_equal(argus_probe_ptx(tma, cut, dt, a0->id, 0, &v, NULL, msg, sizeof msg),
+                         ARGUS_EINVAL);
+        assert_non_null(strstr(msg, "past the end of this PTX"));
+        assert_null(v);
+        argus_discovery_free(dt);
+        free(tma);
+    }
     /* The helper's cp.async can be forced, outside every region. */
     size_t vl;
     assert_int_equal(argus_probe_ptx(ptx, n, d, h->id, 0, &v, &vl, msg, sizeof msg), 0);
