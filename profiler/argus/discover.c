@@ -325,6 +325,29 @@ static void free_lines(lines *l)
     free(l->line);
 }
 
+/* Blanks the parts of a line inside a block comment in place; *in_comment
+ * carries an open comment to the next line. */
+static void blank_block_comments(char *s, int *in_comment)
+{
+    for (char *p = s; *p; p++) {
+        if (*in_comment) {
+            if (p[0] == '*' && p[1] == '/') {
+                p[0] = p[1] = ' ';
+                p++;
+                *in_comment = 0;
+            } else {
+                *p = ' ';
+            }
+        } else if (p[0] == '/' && p[1] == '/') {
+            return; /* the rest is a line comment (strip removes it) */
+        } else if (p[0] == '/' && p[1] == '*') {
+            p[0] = p[1] = ' ';
+            p++;
+            *in_comment = 1;
+        }
+    }
+}
+
 /* Strips a // comment in place and returns the line without leading
  * space. */
 static char *strip(char *s)
@@ -584,11 +607,12 @@ int argus_discover_ptx(const char *ptx, size_t len, argus_discovery **out, char 
     scan s = {0};
     ordinal *ords = NULL;
     size_t n_ords = 0, cap_ords = 0, cap_ops = 0;
-    int depth = 0, rc = 0, pending = 0, in_fn = 0;
+    int depth = 0, rc = 0, pending = 0, in_fn = 0, in_comment = 0;
     uint32_t open_line = 0;
     char fn[128] = "", pending_fn[128] = "";
     for (size_t i = 0; i < L.n && rc == 0; i++) {
         uint32_t line = (uint32_t)(i + 1);
+        blank_block_comments(L.line[i], &in_comment);
         char *t = strip(L.line[i]);
         if (*t == '\0')
             continue;
@@ -890,6 +914,17 @@ int argus_probe_ptx(const char *ptx, size_t len, const argus_discovery *d, uint6
     if (split_lines(ptx, len, &L) != 0)
         return argus__fail(ARGUS_ENOMEM, msg, msglen, "probe: out of memory");
     int rc = 0;
+    /* One forced wait per variant: a variant's counter register would be
+     * declared twice, so a variant is not probed again. */
+    for (size_t i = 0; i < L.n; i++) {
+        if (strstr(L.line[i], "%argus_probe_n") != NULL) {
+            rc = argus__fail(ARGUS_EINVAL, msg, msglen,
+                             "probe: PTX line %zu is a probe's (%%argus_probe_n): this is already "
+                             "a probe variant; make each probe from the base PTX",
+                             i + 1);
+            goto done;
+        }
+    }
     /* The PTX must be the one discovered: the operation's line holds an
      * instruction of its kind. */
     static const char *const issue_op[] = {"cp.async.c", "cp.async.bulk.tensor", "wgmma.mma_async"};

@@ -281,6 +281,12 @@ static void check_variant(const char *fixture, uint32_t region, uint32_t ordinal
 
     argus_discovery *dv;
     assert_int_equal(argus_discover_ptx(v, vl, &dv, msg, sizeof msg), 0);
+    /* A variant is not probed again (one forced wait per variant). */
+    char *vv = NULL;
+    assert_int_equal(argus_probe_ptx(v, vl, dv, o->id, iter, &vv, NULL, msg, sizeof msg),
+                     ARGUS_EINVAL);
+    assert_non_null(strstr(msg, "already a probe variant"));
+    assert_null(vv);
     assert_int_equal(dv->n_ops, d->n_ops);
     for (size_t i = 0; i < d->n_ops; i++) {
         assert_true(dv->ops[i].id == d->ops[i].id);
@@ -334,6 +340,8 @@ static void test_synthetic(void **state)
     size_t n = 0;
     n += (size_t)snprintf(ptx + n, sizeof ptx - n,
                           ".version 9.0\n.target sm_90\n.address_size 64\n"
+                          "/* cp.async.cg.shared.global [%%r1], [%%rd1], 16;\n"
+                          "   a block comment is not code */\n"
                           ".func helper()\n{\n\tcp.async.ca.shared.global [%%r1], [%%rd1], 4;\n"
                           "\tcp.async.commit_group;\n\tcp.async.wait_all;\n\tret;\n}\n"
                           ".visible .entry k()\n{\n\t.reg .b32 %%r<10>;\n");
