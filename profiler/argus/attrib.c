@@ -289,7 +289,7 @@ int argus_attrib_load(argus_attrib *a, const char *path, char *msg, size_t msgle
         }
         if (n == 0 || line[0] == '#')
             continue;
-        char *fl[6];
+        char *fl[6] = {NULL};
         size_t nf = fields(line, fl, 5);
         char sub[512];
         if (strcmp(fl[0], "program") == 0 && nf == 2) {
