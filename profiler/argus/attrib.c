@@ -559,8 +559,11 @@ int argus_attrib_compute(const argus_attrib *a, argus_attrib_result **out, char 
     reg_of = malloc((a->n_regions ? a->n_regions : 1) * sizeof *reg_of);
     if (!ex || !mv || !reg_of)
         goto fail;
-    memcpy(ex, a->execs, a->n_execs * sizeof *ex);
-    memcpy(mv, a->mevs, a->n_mevs * sizeof *mv);
+    /* memcpy from a NULL array is undefined even for 0 bytes. */
+    if (a->n_execs)
+        memcpy(ex, a->execs, a->n_execs * sizeof *ex);
+    if (a->n_mevs)
+        memcpy(mv, a->mevs, a->n_mevs * sizeof *mv);
     if (a->n_execs)
         qsort(ex, a->n_execs, sizeof *ex, cmp_exec);
     if (a->n_mevs)
