@@ -193,6 +193,33 @@ static void log_tail(const char *path, char *buf, size_t len)
         buf[--n] = '\0';
 }
 
+/*
+ * Whether the shim in a trial's process said it could not make its
+ * partition (preload/green.c: "... kernels run on the full GPU": a
+ * driver without green contexts, a size the driver refuses, MPS limits).
+ * Then the trial measured the full GPU, not the candidate; the line goes
+ * to buf.
+ */
+static int shim_refused(const char *path, char *buf, size_t len)
+{
+    FILE *f = fopen(path, "r");
+    char line[1024];
+    int found = 0;
+
+    if (!f)
+        return 0;
+    while (!found && fgets(line, sizeof(line), f))
+        if (strncmp(line, "mosaic: ", 8) == 0 && strstr(line, "run on the full GPU")) {
+            size_t n = strlen(line);
+            while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+                line[--n] = '\0';
+            snprintf(buf, len, "%.*s", (int)(len - 1), line);
+            found = 1;
+        }
+    fclose(f);
+    return found;
+}
+
 static void status_text(int status, char *buf, size_t len)
 {
     if (WIFEXITED(status))
@@ -439,6 +466,12 @@ static int run_trial(struct tune *t, struct cand *c, int iso, int idx, char *err
         return tfail(err, errlen, MOSAIC_EINVAL, "tune: the BE command failed (%s) in trial "
                      "%s: `%s`; its last output: %s; the config is untouched", st, label,
                      cfg->tune_be_command, tail[0] ? tail : "(none)");
+    }
+    if (c->mode == MOSAIC__SM_PARTITION &&
+        (shim_refused(blog, tail, sizeof(tail)) || shim_refused(hlog, tail, sizeof(tail)))) {
+        snprintf(c->failed, sizeof(c->failed), "the shim could not make the partition, so "
+                 "the trial ran on the full GPU: %.400s", tail);
+        return 0;
     }
     rc = read_trace(t, trace, c, err, errlen);
     if (rc != 0)
