@@ -55,12 +55,12 @@ rmsnorm_hp=("$rms" "$rms" "$rms" "$rms" "$rms")
 rmsnorm_be=('_Z9k_conv3x3PKfS0_Pfiiii|grid=16,8,16|block=8,8,1|dsmem=7808')
 conv_gap=12
 rmsnorm_gap=4
-# About 200 requests a trial (a conv request takes 7 ms and 12 ms of gap,
+# About 150 requests a trial (a conv request takes 7 ms and 12 ms of gap,
 # an rmsnorm one 18 ms and 4), so that one request over p, which host
 # stalls on a loaded 2-core machine cause under any mode (seen: 1 of 84
 # with no BE at all), stays within 1%.
-conv_trial=${TEST_TUNE_TRIAL_MS:-4000}
-rmsnorm_trial=$(( ${TEST_TUNE_TRIAL_MS:-4000} * 11 / 10 ))
+conv_trial=${TEST_TUNE_TRIAL_MS:-3000}
+rmsnorm_trial=$(( ${TEST_TUNE_TRIAL_MS:-3000} * 11 / 10 ))
 # The split sizes tried, two a pair to keep the test short: for conv the
 # two largest predicted under 1.6 (88: 1.35x, 120: 1.10x); for rmsnorm a
 # small and a middle one (56: 1.005x, 88: 1.000x).
@@ -181,18 +181,22 @@ for pair in conv rmsnorm; do
   conf=$work/$pair.conf
   printf '# %s pair\nlog-level warn\n' "$pair" > "$conf"
   for p in 1.1 1.25 1.6; do
-    if ! tune "$conf" "$p" "${!trialv}" "${!splitsv}" --hp-command "$hp" --be-command "$be" \
-         --json > "$work/$pair-$p.json" 2> "$work/$pair-$p.err"; then
-      fail "$pair at p=$p: tune failed: $(tail -3 "$work/$pair-$p.err")"
-      continue
-    fi
-    python3 - "$work/$pair-$p.json" "$conf" "$pair" "$p" <<'PY' || fails=$((fails + 1))
+    # One retry: on this shared 2-core machine a host stall or two puts a
+    # trial's request over p under any mode (full sharing's trials at 1.1
+    # and 1.6 had 0.7-1.5% over in runs here), and 1% of 150 is one
+    # request. A systematic wrong pick fails both attempts.
+    for attempt in 1 2; do
+      if ! tune "$conf" "$p" "${!trialv}" "${!splitsv}" --hp-command "$hp" --be-command "$be" \
+           --json > "$work/$pair-$p.json" 2> "$work/$pair-$p.err"; then
+        msg="$pair at p=$p: tune failed: $(tail -3 "$work/$pair-$p.err")"
+      elif python3 - "$work/$pair-$p.json" "$conf" "$pair" "$p" > "$work/check.out" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 text, pair, p = open(sys.argv[2]).read(), sys.argv[3], float(sys.argv[4])
 want = {"conv": "full", "rmsnorm": "partition"}[pair]
 cs = r["candidates"]
-print(f"{pair} at p={p}: HP alone p99 {r['hp_isolated_p99_ms']:.2f} ms ({r['hp_isolated_requests']} requests)")
+runs = " and ".join(f"{x:.2f}" for x in r["hp_isolated_p99_ms_runs"])
+print(f"{pair} at p={p}: HP alone p99 {runs} ms (two runs; the smaller, of {r['hp_isolated_requests']} requests, is the base)")
 print(f"  {'candidate':14} {'pred. HP':>8} {'requests':>8} {'HP p99 ms':>9} {'% over p':>8} {'BE kernels/s':>12}")
 for c in cs:
     if c["discarded"]:
@@ -230,6 +234,17 @@ for b in bad:
     print(f"FAIL: {pair} at p={p}: {b}")
 sys.exit(1 if bad else 0)
 PY
+      then
+        cat "$work/check.out"
+        msg=""
+        break
+      else
+        cat "$work/check.out"
+        msg="$pair at p=$p: $(grep FAIL "$work/check.out" | tr '\n' ' ')"
+      fi
+      [ "$attempt" = 1 ] && echo "retrying $pair at p=$p once: $msg"
+    done
+    [ -n "$msg" ] && fail "$msg (after one retry)"
   done
 done
 
