@@ -57,6 +57,17 @@
 #define STOP_GRACE_MS 3000    /* SIGTERM, then SIGKILL after this */
 #define DAEMON_START_MS 10000 /* the trial daemon's socket must appear by then */
 #define MAX_TRACE_CLIENTS 256
+#define MAX_FWD 160           /* command-line config words given to a trial daemon */
+
+/* SIGINT or SIGTERM to tune: the trial running is stopped (its processes
+ * are in groups of their own, so they would not get the terminal's
+ * signal), and tune returns with the config untouched. */
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+    interrupted = sig;
+}
 
 struct cand {
     int mode;          /* enum mosaic__sm_mode; the isolated run is MOSAIC__SM_FULL too */
@@ -367,7 +378,7 @@ static int run_trial(struct tune *t, struct cand *c, int iso, int idx, char *err
     const struct mosaic__sched_config *cfg = t->cfg;
     char sock[128], trace[4200], dlog[4200], hlog[4200], blog[4200], tail[600], st[64];
     char slo[32], sms[32], label[64];
-    char *argv[64 + 2 * 64];
+    char *argv[MAX_FWD + 32];
     char *sh_hp[] = {(char *)"/bin/sh", (char *)"-c", (char *)cfg->tune_hp_command, NULL};
     char *sh_be[] = {(char *)"/bin/sh", (char *)"-c", (char *)cfg->tune_be_command, NULL};
     pid_t d, hp, be = -1;
@@ -388,7 +399,11 @@ static int run_trial(struct tune *t, struct cand *c, int iso, int idx, char *err
     argv[n++] = t->exe;
     argv[n++] = (char *)"--config";
     argv[n++] = (char *)(t->a->config_exists ? t->a->config_path : "/dev/null");
-    for (int i = 0; i < t->a->nfwd && n < 64; i++)
+    if (t->a->nfwd > MAX_FWD)
+        return tfail(err, errlen, MOSAIC_EINVAL, "tune: %d command-line words of config "
+                     "flags, at most %d are passed on: move some keys into the config file",
+                     t->a->nfwd, MAX_FWD);
+    for (int i = 0; i < t->a->nfwd; i++)
         argv[n++] = t->a->fwd[i];
     argv[n++] = (char *)"--socket";
     argv[n++] = sock;
@@ -420,7 +435,7 @@ static int run_trial(struct tune *t, struct cand *c, int iso, int idx, char *err
                      tail);
             return 0;
         }
-        if (now_ms() - t0 > DAEMON_START_MS) {
+        if (now_ms() - t0 > DAEMON_START_MS || interrupted) {
             stop(d, &status);
             snprintf(c->failed, sizeof(c->failed), "the daemon's socket did not appear in "
                      "%d ms", DAEMON_START_MS);
@@ -434,7 +449,7 @@ static int run_trial(struct tune *t, struct cand *c, int iso, int idx, char *err
     }
     hp = spawn(sh_hp, "hp", sock, hlog);
     t0 = now_ms();
-    while (now_ms() - t0 < cfg->tune_trial_ms && !hp_ended) {
+    while (now_ms() - t0 < cfg->tune_trial_ms && !hp_ended && !interrupted) {
         sleep_ms(20);
         if (!hp_ended && hp > 0 && reap(hp, 0, &hp_status))
             hp_ended = 1;
@@ -455,6 +470,9 @@ static int run_trial(struct tune *t, struct cand *c, int iso, int idx, char *err
     }
     if (hp < 0 || (be < 0 && !iso))
         return tfail(err, errlen, MOSAIC_ESYS, "tune: fork: %s", strerror(errno));
+    if (interrupted)
+        return tfail(err, errlen, MOSAIC_EINVAL, "tune: interrupted by signal %d; the trial's "
+                     "processes were stopped and the config is untouched", (int)interrupted);
     if (hp_ended && !(WIFEXITED(hp_status) && WEXITSTATUS(hp_status) == 0)) {
         status_text(hp_status, st, sizeof(st));
         log_tail(hlog, tail, sizeof(tail));
@@ -896,10 +914,12 @@ int mosaic__tune_run(const struct mosaic__sched_config *cfg, const struct mosaic
     if ((rc = candidates(&t, c, &nc, err, errlen)) != 0)
         return rc;
     if (a->keep_dir) {
+        /* A new directory: the trial daemons refuse to write over a trace. */
         if (snprintf(t.work, sizeof(t.work), "%s", a->keep_dir) >= (int)sizeof(t.work) ||
-            (mkdir(t.work, 0700) != 0 && errno != EEXIST))
-            return tfail(err, errlen, MOSAIC_EIO, "tune --keep %s: cannot create it (%s)",
-                         a->keep_dir, strerror(errno));
+            mkdir(t.work, 0700) != 0)
+            return tfail(err, errlen, MOSAIC_EIO, "tune --keep %s: cannot create it (%s): "
+                         "name a directory that does not exist yet", a->keep_dir,
+                         strerror(errno));
     } else {
         snprintf(t.work, sizeof(t.work), "%s/mosaic-tune.XXXXXX",
                  tmpdir && tmpdir[0] && strlen(tmpdir) < 60 ? tmpdir : "/tmp");
@@ -917,6 +937,12 @@ int mosaic__tune_run(const struct mosaic__sched_config *cfg, const struct mosaic
     }
     for (int i = 0; i < nc; i++)
         c[i].over_pct = NAN;
+    {
+        struct sigaction sa = {.sa_handler = on_signal};
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+    }
     /* HP alone before the candidates and again after them: a host stall
      * in one isolated run inflates its p99, and with it the bound every
      * candidate is judged by, so the smaller of the two is the baseline. */

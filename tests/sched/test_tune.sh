@@ -140,7 +140,9 @@ tune_refuses "no HP command" "$conf" --be-command "$be"
 commands rmsnorm
 conf=$work/old-driver.conf
 printf '# a user config\nlog-level warn\nhp-sms 64\nsm-mode partition\n' > "$conf"
-if ! FAKECUDA_DRIVER_VERSION=12030 tune "$conf" 1.25 1500 56 --hp-command "$hp" \
+# (p = 1.6 and 2.5 s: the full trial must pass the criterion, which a
+# short trial's few requests make a matter of one host stall.)
+if ! FAKECUDA_DRIVER_VERSION=12030 tune "$conf" 1.6 2500 56 --hp-command "$hp" \
      --be-command "$be" --json > "$work/old.json" 2> "$work/old.err"; then
   fail "tune on a driver without green contexts failed: $(cat "$work/old.err")"
 else
