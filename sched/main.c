@@ -194,6 +194,12 @@ static int replay_main(const struct mosaic__sched_config *cfg, char **files, int
                 "workloads on the whole GPU); SM partitions are not modelled yet\n", mode);
         return 2;
     }
+    if (cfg->sm_mode == MOSAIC__SM_PARTITION) {
+        fprintf(stderr, "mosaic-sched replay: sm-mode partition (from the config or a flag; "
+                "`mosaic-sched tune` writes it) cannot be replayed: replay models only the "
+                "full GPU; pass --sm-mode full\n");
+        return 2;
+    }
     /* The policies log through the daemon's logger, at --log-level. */
     mosaic__dlog_level = cfg->log_level;
     tr = calloc((size_t)nfiles, sizeof(*tr));
