@@ -119,9 +119,10 @@
 /* The bisection's upper end: a ratio above it is recorded as RATIO_CAP. */
 #define RATIO_CAP 64.0
 #define MAX_OV 64 /* BE kernels recorded beside one request */
-/* Partitioned, an unproven type's overlap factor: twice the predicted
- * excess, about the predictor's partitioned p95 error (21.8%) over its
- * median predicted excess on >= 1.1x rows, with the floor. */
+/* Partitioned, an unproven type's overlap factor on the predicted excess
+ * (with the floor). Not fitted: a judgement, the same 2 that the mosaic
+ * policy's overlap factor started from before trust was earned per type;
+ * the simulated-GPU trials of docs/tune.md are its only evidence. */
 #define PART_F0 2.0
 /* Orion's duration cap: in-flight BE work beside a request at most this
  * share of the request's isolated latency (Orion's DUR_THRESHOLD idea). */
@@ -1208,12 +1209,6 @@ static int partition_open(struct model *m, const struct mosaic__sched_config *cf
     int rc;
 
     mosaic_gpu_desc_h200(&g);
-    if (m->orion) {
-        snprintf(err, errlen, "sm-mode partition is a mode of policy mosaic (policy static is "
-                 "the partition without admission control): set policy mosaic, or sm-mode "
-                 "full");
-        return MOSAIC_ECONFIG;
-    }
     if (!cfg->hp_sms) {
         snprintf(err, errlen, "sm-mode partition needs the split: set hp-sms (the HP "
                  "partition's SMs, a multiple of %d from %d to %d on this GPU; `mosaic-sched "
