@@ -25,7 +25,10 @@
 #               quiet runs, 1.4-2.9% in a loaded Release run), so there
 #               the mode is not asserted, only the rule below.
 #    Each pick must be the candidate with the most BE kernels/s among those
-#    with at most 1% of HP requests over p, and written to the config.
+#    with at most 1% of HP requests over p, and written to the config. At
+#    1.1, tune's refusal when no candidate is within p (seen for the conv
+#    pair in loaded Release runs: full sharing's trial at 1.5-4% over, and
+#    no split survives the prediction) passes if the config is untouched.
 # TEST_TUNE_PRELOAD: the clients' LD_PRELOAD (the ASan build puts the ASan
 # runtime ahead of the shim). TEST_TUNE_TRIAL_MS scales the trials.
 set -euo pipefail
@@ -194,9 +197,20 @@ for pair in conv rmsnorm; do
     # and 1.6 had 0.7-1.5% over in runs here), and 1% of 150 is one
     # request. A systematic wrong pick fails both attempts.
     for attempt in 1 2; do
+      before=$(sha256sum < "$conf")
       if ! tune "$conf" "$p" "${!trialv}" "${!splitsv}" --hp-command "$hp" --be-command "$be" \
            --json > "$work/$pair-$p.json" 2> "$work/$pair-$p.err"; then
         msg="$pair at p=$p: tune failed: $(tail -3 "$work/$pair-$p.err")"
+        # At 1.1 no candidate within p is an outcome tune must handle, not
+        # a failure of it: full sharing under policy mosaic misses 1.1 on
+        # these short requests in loaded runs (docs/tune.md). It must say
+        # so and leave the config as it was.
+        if [ "$p" = 1.1 ] && grep -q "no candidate kept at most 1%" "$work/$pair-$p.err" &&
+           [ "$(sha256sum < "$conf")" = "$before" ]; then
+          echo "$pair at p=$p: no candidate within p (config untouched): $(grep -h 'mosaic-sched tune: [fp][ua]' "$work/$pair-$p.err" | tr '\n' ';')"
+          msg=""
+          break
+        fi
       elif python3 - "$work/$pair-$p.json" "$conf" "$pair" "$p" > "$work/check.out" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
