@@ -356,7 +356,8 @@ static int read_trace(struct tune *t, const char *path, struct cand *c, char *er
                 c->be_kernels++;
         c->window_s = last > first ? (last - first) / 1e3 : 0;
         c->be_kps = c->window_s > 0 ? c->be_kernels / c->window_s : 0;
-        qsort(t->spans, t->nspans, sizeof(double), cmp_double);
+        if (t->nspans) /* spans is NULL before the first one */
+            qsort(t->spans, t->nspans, sizeof(double), cmp_double);
         c->p50_ms = quantile(t->spans, t->nspans, 0.50);
         c->p99_ms = quantile(t->spans, t->nspans, 0.99);
     }
