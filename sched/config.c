@@ -62,15 +62,26 @@ enum ktype { K_STR, K_UINT, K_MODE, K_SLO, K_ENUM };
     X("model-dir", K_STR, model_dir, 0, 0, NULL, "",                                   \
       "the predictor's model directory, or empty for none")                            \
     X("hp-sms", K_UINT, hp_sms, 0, 4096, NULL, "0",                                    \
-      "policy static: the HP partition's SMs, or 0 to size it from hp-kernels")        \
+      "the HP partition's SMs (policy static, or sm-mode partition), or 0")            \
     X("hp-kernels", K_STR, hp_kernels, 0, 0, NULL, "",                                 \
-      "policy static: a file of the HP service's profile keys, one a line")
+      "a file of the HP service's profile keys, one a line")                           \
+    X("sm-mode", K_ENUM, sm_mode, 0, 0, sm_mode_names, "full",                         \
+      "full (HP and BE share every SM) or partition (HP on hp-sms SMs, BE the rest)")  \
+    X("tune-hp-command", K_STR, tune_hp_command, 0, 0, NULL, "",                       \
+      "tune: the HP service's shell command, or empty (then --hp-command)")            \
+    X("tune-be-command", K_STR, tune_be_command, 0, 0, NULL, "",                       \
+      "tune: the BE job's shell command, or empty (then --be-command)")                \
+    X("tune-trial-ms", K_UINT, tune_trial_ms, 200, 3600000, NULL, "5000",              \
+      "tune: milliseconds per trial run, 200 to 3600000")                              \
+    X("tune-splits", K_STR, tune_splits, 0, 0, NULL, "",                               \
+      "tune: HP SM counts to try (space-separated), or empty for every one")
 
 static const char *const policy_names[] = {"none", "hold-be", "mps-priority", "orion", "mosaic",
                                            "static", NULL};
 static const char *const mps_names[] = {"check", "start", "off", NULL};
 static const char *const timeout_names[] = {"run", "hold", NULL};
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
+static const char *const sm_mode_names[] = {"full", "partition", NULL};
 
 struct key {
     const char *name;

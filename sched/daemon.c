@@ -955,7 +955,7 @@ static cJSON *status_json(struct daemon *d)
     cJSON_AddNumberToObject(j, "uptime_s", (double)(mosaic__now_ns() - d->started_ns) / 1e9);
     cJSON_AddNumberToObject(j, "slo", d->cfg->slo);
     cJSON_AddStringToObject(j, "policy", d->policy.name);
-    cJSON_AddStringToObject(j, "mode", "full-gpu");
+    cJSON_AddStringToObject(j, "mode", d->part.hp_sms ? "partition" : "full-gpu");
     cJSON_AddBoolToObject(j, "concurrent", d->concurrent);
     cJSON_AddStringToObject(j, "mps", d->mps_msg);
     cJSON_AddNumberToObject(j, "hp_requests_in_flight", v.hp_requests_in_flight);
@@ -1274,7 +1274,9 @@ int mosaic__daemon_run(const struct mosaic__sched_config *cfg)
         mosaic__dlog(MOSAIC__L_ERROR, "%s", err);
         return rc;
     }
-    if (cfg->policy == MOSAIC__POLICY_STATIC) {
+    /* Policy static, and policy mosaic's sm-mode partition (its split
+     * checked by the policy's open), send each client its side. */
+    if (cfg->policy == MOSAIC__POLICY_STATIC || cfg->sm_mode == MOSAIC__SM_PARTITION) {
         rc = mosaic__static_partition(cfg, &d.part, err, sizeof(err));
         if (rc != 0) {
             mosaic__dlog(MOSAIC__L_ERROR, "%s", err);
@@ -1282,8 +1284,8 @@ int mosaic__daemon_run(const struct mosaic__sched_config *cfg)
             return rc;
         }
         if (d.part.from_config)
-            mosaic__dlog(MOSAIC__L_INFO, "policy static: HP on %u SMs, BE on %u (hp-sms)",
-                         d.part.hp_sms, d.part.be_sms);
+            mosaic__dlog(MOSAIC__L_INFO, "policy %s: HP on %u SMs, BE on %u (hp-sms)",
+                         mosaic__policy_name(cfg->policy), d.part.hp_sms, d.part.be_sms);
         else
             mosaic__dlog(d.part.under ? MOSAIC__L_INFO : MOSAIC__L_WARN,
                          "policy static: HP on %u SMs, BE on %u: HP's isolated slowdown there "

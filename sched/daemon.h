@@ -18,6 +18,8 @@ enum mosaic__policy_id { MOSAIC__POLICY_NONE, MOSAIC__POLICY_HOLD_BE, MOSAIC__PO
                          MOSAIC__POLICY_ORION, MOSAIC__POLICY_MOSAIC, MOSAIC__POLICY_STATIC,
                          MOSAIC__POLICY_COUNT };
 enum mosaic__mps_mode { MOSAIC__MPS_CHECK, MOSAIC__MPS_START, MOSAIC__MPS_OFF };
+/* sm-mode: full-GPU sharing, or HP on hp-sms SMs and BE on the rest. */
+enum mosaic__sm_mode { MOSAIC__SM_FULL, MOSAIC__SM_PARTITION };
 enum mosaic__level { MOSAIC__L_ERROR, MOSAIC__L_WARN, MOSAIC__L_INFO, MOSAIC__L_DEBUG };
 
 /* rule ROLE MATCH VALUE: the first rule that matches a peer decides. */
@@ -56,8 +58,13 @@ struct mosaic__sched_config {
     int log_level;
     char profile_dir[4096]; /* mosaic-profile/1 files of HP and BE kernels */
     char model_dir[4096];   /* the predictor's models (mosaic_predictor_open) */
-    unsigned hp_sms;        /* policy static: the HP partition's SMs, 0: chosen */
-    char hp_kernels[4096];  /* policy static: a file of the HP service's profile keys */
+    unsigned hp_sms;        /* policy static / sm-mode partition: HP's SMs, 0: chosen */
+    char hp_kernels[4096];  /* a file of the HP service's profile keys */
+    int sm_mode;            /* enum mosaic__sm_mode (policy mosaic) */
+    char tune_hp_command[1024]; /* mosaic-sched tune: the commands it runs (sh -c) */
+    char tune_be_command[1024];
+    unsigned tune_trial_ms;
+    char tune_splits[512];  /* tune: HP sizes to try, "" for every one the GPU makes */
     struct mosaic__rule rules[MOSAIC__MAX_RULES];
     int nrules;
     int rules_are_default; /* the first `rule` line replaces the default */
@@ -188,6 +195,16 @@ struct mosaic__partition {
  */
 int mosaic__static_partition(const struct mosaic__sched_config *cfg,
                              struct mosaic__partition *out, char *err, size_t errlen);
+/*
+ * HP's isolated slowdown on every size n the shim's split can give it,
+ * sd[n] (NaN where it cannot; sd has nsd entries, MOSAIC_GPU_MAX_SMS + 1
+ * covers every n), computed as policy static sizes its split (hp-kernels,
+ * profile-dir's split sweep, model-dir for kernels without). info gets the
+ * kernel counts (hp_kernels, measured, predicted). For sm-mode partition
+ * (policy_model.c) and tune. 0 or MOSAIC_ECONFIG with err.
+ */
+int mosaic__hp_slowdowns(const struct mosaic__sched_config *cfg, double *sd, size_t nsd,
+                         struct mosaic__partition *info, char *err, size_t errlen);
 /* 0 when the shim's split can give HP n SMs on the H200, else
  * MOSAIC_ECONFIG with the nearest sizes it can give in err. */
 int mosaic__static_hp_size_check(unsigned n, char *err, size_t errlen);

@@ -6,6 +6,8 @@
  *   mosaic-sched [--socket PATH] partition HP_SMS
  *   mosaic-sched [--KEY VALUE ...] record -o FILE
  *   mosaic-sched [--KEY VALUE ...] replay [--mode full] [--warmup N] [--json] TRACE...
+ *   mosaic-sched --config FILE [--KEY VALUE ...] tune [--hp-command CMD] [--be-command CMD]
+ *                [--keep DIR] [--json]
  *   mosaic-sched version
  *
  * Settings come from the config file (--config, else $MOSAIC_SCHED_CONFIG,
@@ -24,6 +26,7 @@
 
 #include "daemon.h"
 #include "replay.h"
+#include "tune.h"
 
 extern char **environ;
 
@@ -38,6 +41,8 @@ static void usage(FILE *fp)
             "       mosaic-sched [--KEY VALUE ...] record -o FILE\n"
             "       mosaic-sched [--KEY VALUE ...] replay [--mode full] [--warmup N]\n"
             "                    [--be-lead-ms MS] [--decide-us US] [--seed N] [--json] TRACE...\n"
+            "       mosaic-sched --config FILE [--KEY VALUE ...] tune [--hp-command CMD]\n"
+            "                    [--be-command CMD] [--keep DIR] [--json]\n"
             "       mosaic-sched version\n"
             "KEY is any key of the config file (sched/mosaic-sched.conf lists them with\n"
             "their defaults), e.g. --slo 1.25 --socket /run/mosaic/sched.sock.\n"
@@ -45,7 +50,10 @@ static void usage(FILE *fp)
             "mosaic-trace/1 file); replay runs traces through --policy at --slo on a\n"
             "simulated timeline (docs/replay.md). partition gives the running daemon's\n"
             "HP clients a group of HP_SMS SMs and BE the rest, or both the full GPU\n"
-            "with 0; connected clients change at their next launch (docs/partitions.md).\n");
+            "with 0; connected clients change at their next launch (docs/partitions.md).\n"
+            "tune runs the HP and BE commands under a daemon of each candidate mode\n"
+            "(full GPU, each HP partition) and writes the best to FILE with the\n"
+            "evidence (docs/tune.md).\n");
 }
 
 /* Sends one control message (no handshake) and returns the daemon's text
@@ -187,7 +195,8 @@ static int print_status(const char *json)
 
 /* The options of record and replay that are not config keys. */
 static const char *const own_opts[] = {"-o", "--mode", "--warmup", "--be-lead-ms",
-                                       "--decide-us", "--seed", NULL};
+                                       "--decide-us", "--seed", "--hp-command",
+                                       "--be-command", "--keep", NULL};
 
 static int own_opt(const char *a)
 {
@@ -227,6 +236,12 @@ static int replay_main(const struct mosaic__sched_config *cfg, char **files, int
     if (strcmp(mode, "full") != 0) {
         fprintf(stderr, "mosaic-sched replay: --mode %s: replay models only full (both "
                 "workloads on the whole GPU); SM partitions are not modelled yet\n", mode);
+        return 2;
+    }
+    if (cfg->sm_mode == MOSAIC__SM_PARTITION) {
+        fprintf(stderr, "mosaic-sched replay: sm-mode partition (from the config or a flag; "
+                "`mosaic-sched tune` writes it) cannot be replayed: replay models only the "
+                "full GPU; pass --sm-mode full\n");
         return 2;
     }
     /* The policies log through the daemon's logger, at --log-level. */
@@ -287,6 +302,9 @@ int main(int argc, char **argv)
     static struct mosaic__sched_config cfg;
     const char *cmd = NULL, *config = getenv("MOSAIC_SCHED_CONFIG");
     const char *out_path = NULL, *mode = "full";
+    const char *hp_cmd = NULL, *be_cmd = NULL, *keep = NULL;
+    static char *fwd[512];
+    int nfwd = 0;
     struct mosaic__replay_opts ro = {.be_lead_ms = -1};
     static char *files[256];
     char err[1200];
@@ -308,6 +326,12 @@ int main(int argc, char **argv)
             }
             if (strcmp(a, "-o") == 0) {
                 out_path = v;
+            } else if (strcmp(a, "--hp-command") == 0) {
+                hp_cmd = v;
+            } else if (strcmp(a, "--be-command") == 0) {
+                be_cmd = v;
+            } else if (strcmp(a, "--keep") == 0) {
+                keep = v;
             } else if (strcmp(a, "--mode") == 0) {
                 mode = v;
             } else if (strcmp(a, "--warmup") == 0) {
@@ -356,9 +380,9 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "daemon") != 0 && strcmp(cmd, "status") != 0 &&
         strcmp(cmd, "record") != 0 && strcmp(cmd, "replay") != 0 &&
-        strcmp(cmd, "partition") != 0) {
+        strcmp(cmd, "partition") != 0 && strcmp(cmd, "tune") != 0) {
         fprintf(stderr, "mosaic-sched: unknown command '%s': use daemon, status, partition, "
-                "record, replay or version\n", cmd);
+                "record, replay, tune or version\n", cmd);
         return 2;
     }
     if (strcmp(cmd, "record") == 0 && !out_path) {
@@ -366,7 +390,11 @@ int main(int argc, char **argv)
         return 2;
     }
     mosaic__config_defaults(&cfg);
-    rc = mosaic__config_load_file(&cfg, config ? config : DEFAULT_CONFIG, !explicit_config,
+    /* tune may be given a file that does not exist yet: it creates it. */
+    int is_tune = strcmp(cmd, "tune") == 0;
+    const char *cpath = config ? config : DEFAULT_CONFIG;
+    int config_exists = access(cpath, F_OK) == 0;
+    rc = mosaic__config_load_file(&cfg, cpath, !explicit_config || (is_tune && !config_exists),
                                   err, sizeof(err));
     if (rc == 0)
         rc = mosaic__config_load_env(&cfg, environ, err, sizeof(err));
@@ -405,7 +433,19 @@ int main(int argc, char **argv)
         }
         snprintf(src, sizeof(src), "--%s", key);
         rc = mosaic__config_set(&cfg, key, value, src, 0, err, sizeof(err));
+        /* tune gives its trial daemons the same flags. */
+        if (nfwd + 2 <= (int)(sizeof(fwd) / sizeof(fwd[0]))) {
+            fwd[nfwd++] = argv[eq ? i : i - 1];
+            if (!eq)
+                fwd[nfwd++] = argv[i];
+        }
     }
+    if (rc == 0 && hp_cmd)
+        rc = mosaic__config_set(&cfg, "tune-hp-command", hp_cmd, "--hp-command", 0, err,
+                                sizeof(err));
+    if (rc == 0 && be_cmd)
+        rc = mosaic__config_set(&cfg, "tune-be-command", be_cmd, "--be-command", 0, err,
+                                sizeof(err));
     if (rc != 0) {
         fprintf(stderr, "mosaic-sched: %s\n", err);
         return 2;
@@ -428,6 +468,23 @@ int main(int argc, char **argv)
         return set_partition(cfg.socket, nfiles ? files[0] : NULL);
     if (strcmp(cmd, "replay") == 0) {
         return replay_main(&cfg, files, nfiles, mode, &ro, json);
+    }
+    if (is_tune) {
+        struct mosaic__tune_args ta = {.config_path = cpath, .config_exists = config_exists,
+                                       .fwd = fwd, .nfwd = nfwd, .keep_dir = keep,
+                                       .json = json};
+        mosaic__dlog_level = cfg.log_level;
+        if (!explicit_config) {
+            fprintf(stderr, "mosaic-sched tune: pass --config FILE: tune writes its choice "
+                    "there (a new file is created)\n");
+            return 2;
+        }
+        rc = mosaic__tune_run(&cfg, &ta, err, sizeof(err));
+        if (rc != 0) {
+            fprintf(stderr, "mosaic-sched %s\n", err);
+            return 1;
+        }
+        return 0;
     }
     if (strcmp(cmd, "record") == 0 && mosaic__record_arm(out_path, err, sizeof(err)) != 0) {
         fprintf(stderr, "mosaic-sched record: %s\n", err);

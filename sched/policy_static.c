@@ -364,11 +364,93 @@ int mosaic__static_hp_size_check(unsigned n, char *err, size_t errlen)
     return MOSAIC_ECONFIG;
 }
 
+/*
+ * Loads what HP's slowdown on n SMs needs (the hp-kernels keys, their
+ * profiles, split curves and, for kernels without, the predictor), for
+ * policy static's choice and for sm-mode partition and tune
+ * (mosaic__hp_slowdowns). out gets the kernel counts. s is freed by the
+ * caller on every path.
+ */
+static int sstate_load(const struct mosaic__sched_config *cfg, struct sstate *s,
+                       struct mosaic__partition *out, const char *who, char *err,
+                       size_t errlen)
+{
+    unsigned loaded = 0, skipped = 0, total;
+    int rc;
+
+    mosaic_gpu_desc_h200(&s->g);
+    total = (unsigned)s->g.sm_count;
+    if (!cfg->hp_kernels[0]) {
+        snprintf(err, errlen, "%s needs the HP service's kernels to predict its slowdown "
+                 "on fewer SMs: set hp-kernels (a file of profile keys, one a line)%s", who,
+                 cfg->policy == MOSAIC__POLICY_STATIC ? " or hp-sms (the HP partition's SMs)"
+                                                      : "");
+        return MOSAIC_ECONFIG;
+    }
+    if (!cfg->profile_dir[0]) {
+        snprintf(err, errlen, "%s needs the HP kernels' profiles: set profile-dir "
+                 "(e.g. profiler/data/h200)", who);
+        return MOSAIC_ECONFIG;
+    }
+    s->k = calloc(MAX_HP_KERNELS, sizeof(*s->k));
+    if (!s->k)
+        return MOSAIC_ENOMEM;
+    if ((rc = load_keys(cfg->hp_kernels, s, err, errlen)) != 0)
+        return rc;
+    rc = mosaic__pstore_load(cfg->profile_dir, &s->store, &loaded, &skipped, err, errlen);
+    if (rc != 0)
+        return rc == MOSAIC_EIO ? MOSAIC_ECONFIG : rc;
+    for (int i = 0; i < s->nk; i++) {
+        s->k[i].k = mosaic__pstore_get(s->store, mosaic__kernel_id(s->k[i].key));
+        if (s->k[i].k)
+            s->k[i].dur_ns = s->k[i].k->metrics[MOSAIC_M_duration_ns];
+        if (!s->k[i].k || !(s->k[i].dur_ns > 0)) {
+            snprintf(err, errlen, "hp-kernels %s:%d: %.200s: %s in profile-dir %s: profile the "
+                     "HP service's kernels there, or set hp-sms", cfg->hp_kernels,
+                     s->k[i].line, s->k[i].key,
+                     s->k[i].k ? "its profile has no duration_ns" : "no profile of this key",
+                     cfg->profile_dir);
+            return MOSAIC_ECONFIG;
+        }
+    }
+    if ((rc = load_splits(cfg->profile_dir, s, total, err, errlen)) != 0)
+        return rc;
+    for (int i = 0; i < s->nk; i++) {
+        char perr[512];
+        if (s->k[i].c.n) {
+            out->measured++;
+            continue;
+        }
+        if (!cfg->model_dir[0]) {
+            snprintf(err, errlen, "hp-kernels %s:%d: %.200s has no split times in "
+                     "%s/splits/time.jsonl and model-dir is empty: set model-dir (the "
+                     "predictor's partition model estimates it), or hp-sms",
+                     cfg->hp_kernels, s->k[i].line, s->k[i].key, cfg->profile_dir);
+            return MOSAIC_ECONFIG;
+        }
+        if (!s->pred && (rc = mosaic_predictor_open(cfg->model_dir, NULL, &s->pred, perr,
+                                                    sizeof(perr))) != 0) {
+            snprintf(err, errlen, "model-dir %s: %s (set model-dir to a directory of "
+                     "inter.json, shared.json and analytic.json)", cfg->model_dir, perr);
+            return MOSAIC_ECONFIG;
+        }
+        if ((rc = mosaic_pkernel_prepare(s->pred, s->k[i].k, s->k[i].key, &s->k[i].pk, perr,
+                                         sizeof(perr))) != 0) {
+            snprintf(err, errlen, "hp-kernels %s:%d: the predictor cannot take %.200s: %s",
+                     cfg->hp_kernels, s->k[i].line, s->k[i].key, perr);
+            return MOSAIC_ECONFIG;
+        }
+        out->predicted++;
+    }
+    out->hp_kernels = (unsigned)s->nk;
+    return 0;
+}
+
 int mosaic__static_partition(const struct mosaic__sched_config *cfg,
                              struct mosaic__partition *out, char *err, size_t errlen)
 {
     struct sstate s = {0};
-    unsigned loaded = 0, skipped = 0, total, best = 0, largest = 0;
+    unsigned total, best = 0, largest = 0;
     double sd_best = 0, sd_largest = 0;
     int rc;
 
@@ -386,73 +468,8 @@ int mosaic__static_partition(const struct mosaic__sched_config *cfg,
         out->hp_slowdown = NAN;
         return 0;
     }
-    if (!cfg->hp_kernels[0]) {
-        snprintf(err, errlen, "policy static needs the HP service's kernels to size its "
-                 "partition: set hp-kernels (a file of profile keys, one a line) or hp-sms "
-                 "(the HP partition's SMs)");
-        return MOSAIC_ECONFIG;
-    }
-    if (!cfg->profile_dir[0]) {
-        snprintf(err, errlen, "policy static needs the HP kernels' profiles: set profile-dir "
-                 "(e.g. profiler/data/h200)");
-        return MOSAIC_ECONFIG;
-    }
-    s.k = calloc(MAX_HP_KERNELS, sizeof(*s.k));
-    if (!s.k)
-        return MOSAIC_ENOMEM;
-    if ((rc = load_keys(cfg->hp_kernels, &s, err, errlen)) != 0)
+    if ((rc = sstate_load(cfg, &s, out, "policy static", err, errlen)) != 0)
         goto out;
-    rc = mosaic__pstore_load(cfg->profile_dir, &s.store, &loaded, &skipped, err, errlen);
-    if (rc != 0) {
-        rc = rc == MOSAIC_EIO ? MOSAIC_ECONFIG : rc;
-        goto out;
-    }
-    for (int i = 0; i < s.nk; i++) {
-        s.k[i].k = mosaic__pstore_get(s.store, mosaic__kernel_id(s.k[i].key));
-        if (s.k[i].k)
-            s.k[i].dur_ns = s.k[i].k->metrics[MOSAIC_M_duration_ns];
-        if (!s.k[i].k || !(s.k[i].dur_ns > 0)) {
-            snprintf(err, errlen, "hp-kernels %s:%d: %.200s: %s in profile-dir %s: profile the "
-                     "HP service's kernels there, or set hp-sms", cfg->hp_kernels,
-                     s.k[i].line, s.k[i].key,
-                     s.k[i].k ? "its profile has no duration_ns" : "no profile of this key",
-                     cfg->profile_dir);
-            rc = MOSAIC_ECONFIG;
-            goto out;
-        }
-    }
-    if ((rc = load_splits(cfg->profile_dir, &s, total, err, errlen)) != 0)
-        goto out;
-    for (int i = 0; i < s.nk; i++) {
-        char perr[512];
-        if (s.k[i].c.n) {
-            out->measured++;
-            continue;
-        }
-        if (!cfg->model_dir[0]) {
-            snprintf(err, errlen, "hp-kernels %s:%d: %.200s has no split times in "
-                     "%s/splits/time.jsonl and model-dir is empty: set model-dir (the "
-                     "predictor's partition model estimates it), or hp-sms",
-                     cfg->hp_kernels, s.k[i].line, s.k[i].key, cfg->profile_dir);
-            rc = MOSAIC_ECONFIG;
-            goto out;
-        }
-        if (!s.pred && (rc = mosaic_predictor_open(cfg->model_dir, NULL, &s.pred, perr,
-                                                   sizeof(perr))) != 0) {
-            snprintf(err, errlen, "model-dir %s: %s (set model-dir to a directory of "
-                     "inter.json, shared.json and analytic.json)", cfg->model_dir, perr);
-            rc = MOSAIC_ECONFIG;
-            goto out;
-        }
-        if ((rc = mosaic_pkernel_prepare(s.pred, s.k[i].k, s.k[i].key, &s.k[i].pk, perr,
-                                         sizeof(perr))) != 0) {
-            snprintf(err, errlen, "hp-kernels %s:%d: the predictor cannot take %.200s: %s",
-                     cfg->hp_kernels, s.k[i].line, s.k[i].key, perr);
-            rc = MOSAIC_ECONFIG;
-            goto out;
-        }
-        out->predicted++;
-    }
     for (unsigned n = 1; n < total; n++) {
         double sd;
         if (!hp_size_ok(&s.g, n))
@@ -475,8 +492,26 @@ int mosaic__static_partition(const struct mosaic__sched_config *cfg,
     out->hp_sms = best ? best : largest;
     out->hp_slowdown = best ? sd_best : sd_largest;
     out->be_sms = total - out->hp_sms;
-    out->hp_kernels = (unsigned)s.nk;
 out:
+    sstate_free(&s);
+    return rc;
+}
+
+int mosaic__hp_slowdowns(const struct mosaic__sched_config *cfg, double *sd, size_t nsd,
+                         struct mosaic__partition *info, char *err, size_t errlen)
+{
+    struct sstate s = {0};
+    int rc;
+
+    memset(info, 0, sizeof(*info));
+    for (size_t n = 0; n < nsd; n++)
+        sd[n] = NAN;
+    rc = sstate_load(cfg, &s, info, cfg->sm_mode == MOSAIC__SM_PARTITION ? "sm-mode partition"
+                                                                        : "tune",
+                     err, errlen);
+    for (unsigned n = 1; rc == 0 && n < (unsigned)s.g.sm_count && n < nsd; n++)
+        if (hp_size_ok(&s.g, n))
+            rc = slowdown_at(&s, n, &sd[n], err, errlen);
     sstate_free(&s);
     return rc;
 }
