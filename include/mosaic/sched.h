@@ -108,6 +108,9 @@ const char *mosaic_sched_client_reason(struct mosaic_sched_client *c, char *buf,
 uint64_t mosaic_sched_client_generation(const struct mosaic_sched_client *c);
 /* Events dropped because the ring was full (also counted by the daemon). */
 uint64_t mosaic_sched_client_dropped(const struct mosaic_sched_client *c);
+/* Doorbell packets sent to a sleeping daemon: at most one per backlog
+ * while the ring stays past half full (for the tests and the stats). */
+uint64_t mosaic_sched_client_doorbells(const struct mosaic_sched_client *c);
 
 /*
  * A kernel's id on the rings: the 64-bit FNV-1a hash of its profile key

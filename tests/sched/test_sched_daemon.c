@@ -631,21 +631,32 @@ static void ring_full_is_reported_and_never_blocks_hp(void **state)
     struct mosaic_sched_client *hp;
     char want[64];
     int full = 0;
-    uint64_t t0, t1;
+    uint64_t t0, t1, bells;
 
     (void)state;
     /* A slow heartbeat, so that the stopped daemon is not declared gone
      * while the ring fills. */
     dmn_start(&d, "rule requested any\nheartbeat-ms 2000");
     hp = client(&d, MOSAIC_SCHED_ROLE_HP);
+    /* Long enough for the idle daemon to be asleep (NEED_WAKEUP set) when
+     * it is stopped, as a daemon starved of CPU would be. */
+    msleep(300);
     kill(d.pid, SIGSTOP); /* the daemon stops draining */
+    bells = mosaic_sched_client_doorbells(hp);
     t0 = mosaic__now_ns();
     for (int i = 0; i < RING + 100; i++)
         full += mosaic_sched_hp_launch(hp, (uint64_t)i) == MOSAIC_ERINGFULL;
     t1 = mosaic__now_ns();
+    bells = mosaic_sched_client_doorbells(hp) - bells;
     kill(d.pid, SIGCONT);
     /* At most RING fit; the rest were refused without waiting. */
     assert_true(full >= 100);
+    /* One doorbell when the ring passed half full, none for the launches
+     * after it (a system call each, for a daemon that cannot run); 0 would
+     * mean the daemon was not asleep and the test saw nothing. */
+    if (bells != 1)
+        fail_msg("%llu doorbells for %d launches into a ring the stopped daemon left full "
+                 "(want exactly 1)", (unsigned long long)bells, RING + 100);
     assert_int_equal(mosaic_sched_client_dropped(hp), (uint64_t)full);
     assert_true(t1 - t0 < 1000000000ull);
     snprintf(want, sizeof(want), "\"dropped\":%d", full);
