@@ -684,6 +684,33 @@ static struct mosaic__sched_view view(struct daemon *d)
     return v;
 }
 
+/* The books of one grant, by the ring or by the gate word: the admission
+ * metrics, the client's and this turn's view of BE in flight, and the
+ * policy's event. */
+static void count_grant(struct daemon *d, struct client *c, const struct want *w,
+                        struct mosaic__sched_view *v, uint64_t now)
+{
+    if (w->held) {
+        d->admit_after_hold++;
+        d->held_ns_total += now - w->since_ns;
+    } else {
+        d->admit_immediate++;
+    }
+    c->be_in_flight++;
+    v->be_in_flight++;
+    policy_event(d, MOSAIC__PEV_BE_GRANT, c->id, w->kernel_id, now);
+}
+
+/* A want the policy (or its stream's order) did not admit this turn: held
+ * counts once per want, however many turns it waits. */
+static void count_hold(struct daemon *d, struct want *w)
+{
+    if (!w->held) {
+        w->held = 1;
+        d->held_total++;
+    }
+}
+
 /* Runs the policy over every waiting BE kernel; returns grants made. */
 static unsigned decide(struct daemon *d)
 {
@@ -694,7 +721,6 @@ static unsigned decide(struct daemon *d)
     for (unsigned r = 0; r < n; r++) {
         struct client *c = d->clients[(d->rr + r) % n];
         unsigned kept = 0, here = 0;
-
         uint64_t blocked = 0; /* gate slots whose earlier kernel still waits */
 
         if (!c->active || c->nwants == 0)
@@ -736,45 +762,23 @@ static unsigned decide(struct daemon *d)
                     c->be_run[w->slot].running = 1;
                     c->be_gated_running++;
                     d->gated_grants++;
-                    if (w->held) {
-                        d->admit_after_hold++;
-                        d->held_ns_total += now - w->since_ns;
-                    } else {
-                        d->admit_immediate++;
-                    }
-                    c->be_in_flight++;
-                    v.be_in_flight++;
                     granted++;
-                    policy_event(d, MOSAIC__PEV_BE_GRANT, c->id, w->kernel_id, now);
+                    count_grant(d, c, w, &v, now);
                     continue;
                 }
                 blocked |= bit;
-                if (!w->held) {
-                    w->held = 1;
-                    d->held_total++;
-                }
+                count_hold(d, w);
                 c->wants[kept++] = *w;
                 continue;
             }
             if (d->policy.decide(d->policy.state, &v, &bw) == MOSAIC__ADMIT &&
                 mosaic__ring_push_private(c->shm.gr_ctl, c->shm.gr, c->shm.gr_mask,
                                           &c->gr_pos, &g) == 0) {
-                if (w->held) {
-                    d->admit_after_hold++;
-                    d->held_ns_total += now - w->since_ns;
-                } else {
-                    d->admit_immediate++;
-                }
-                c->be_in_flight++;
-                v.be_in_flight++;
                 here++;
-                policy_event(d, MOSAIC__PEV_BE_GRANT, c->id, w->kernel_id, now);
+                count_grant(d, c, w, &v, now);
                 continue;
             }
-            if (!w->held) {
-                w->held = 1;
-                d->held_total++;
-            }
+            count_hold(d, w);
             c->wants[kept++] = *w;
         }
         c->nwants = kept;
