@@ -816,6 +816,27 @@ MOSAIC__EXPORT int mosaic_sched_hp_launch_gated(struct mosaic_sched_client *c,
     return post(c, k, &e);
 }
 
+MOSAIC__EXPORT int mosaic_sched_hp_request_end_gated(struct mosaic_sched_client *c,
+                                                     uint64_t generation, unsigned slot,
+                                                     uint32_t seq, uint64_t request_id,
+                                                     uint64_t ts_ns)
+{
+    struct conn *k = live_gen(c, MOSAIC_SCHED_ROLE_HP, generation);
+    struct mosaic__entry e = {.type = MOSAIC__EV_HP_REQ_END,
+                              .flags = (uint16_t)(MOSAIC__EF_GATED | slot), .aux = seq,
+                              .id = request_id, .value = ts_ns ? ts_ns : mosaic__now_ns()};
+    int rc;
+
+    if (slot >= MOSAIC__GATE_SLOTS)
+        return MOSAIC_EINVAL;
+    if (!k)
+        return atomic_load(&c->cur) ? MOSAIC_EINVAL : MOSAIC_EDISCONNECTED;
+    rc = post(c, k, &e);
+    if (rc == 0)
+        ring_doorbell(c, k); /* as mosaic_sched_hp_request_end */
+    return rc;
+}
+
 MOSAIC__EXPORT uint64_t mosaic_sched_client_released(const struct mosaic_sched_client *c)
 {
     return atomic_load(&((struct mosaic_sched_client *)c)->released);

@@ -150,7 +150,8 @@ int mosaic_sched_be_done(struct mosaic_sched_client *c, uint64_t kernel_id);
  *       cuStreamWriteValue32(done, n). The daemon writes grant = n once it
  *       admits kernel n and kernel n - 1 has finished.
  *   HP: after launch n, cuStreamWriteValue64(hp_done, n), then
- *       mosaic_sched_hp_launch_gated().
+ *       mosaic_sched_hp_launch_gated() (or, for a write at a request's
+ *       end, mosaic_sched_hp_request_end_gated()).
  * The words belong to one connection (`generation`): after a reconnect
  * the gate must be fetched and mapped again. The monitor thread releases
  * the waits of a connection that ended (a new daemon came, or be-timeout-ms
@@ -177,6 +178,12 @@ int mosaic_sched_be_want_gated(struct mosaic_sched_client *c, uint64_t generatio
  * the slot's hp_done word. Never waits, no system call. */
 int mosaic_sched_hp_launch_gated(struct mosaic_sched_client *c, uint64_t generation,
                                  unsigned slot, uint32_t seq, uint64_t kernel_id);
+/* HP: the end of request_id (ts_ns 0: now), with the device writing seq to
+ * slot's hp_done word behind the request's work: the daemon ends the
+ * request when the word reaches seq, or at ts_ns if it already had. */
+int mosaic_sched_hp_request_end_gated(struct mosaic_sched_client *c, uint64_t generation,
+                                      unsigned slot, uint32_t seq, uint64_t request_id,
+                                      uint64_t ts_ns);
 /* Gate slots the monitor released because their daemon went away. */
 uint64_t mosaic_sched_client_released(const struct mosaic_sched_client *c);
 

@@ -15,11 +15,15 @@
  * program calls the shim's exported mosaic_request_begin() before the first
  * launch and mosaic_request_end() right after the last one, before any
  * synchronisation: the daemon has to find the request's real end from the
- * device's completion words. With --watch-hp it also watches its own HP
+ * device's completion words. With --late-end MS it instead ends the request
+ * MS milliseconds after the synchronisation returned (a service that
+ * post-processes on the CPU before it ends the request): the device's
+ * words say the GPU work ended long before. With --watch-hp it also watches its own HP
  * completion words (the shim's segment, found in /proc/self/maps) and
  * prints {"hp_done_in_order": 0|1, "hp_done_final": [..]} at the end.
  *
- *   gate_prog --kernels N --us D [--streams S] [--hp-request] [--watch-hp]
+ *   gate_prog --kernels N --us D [--streams S] [--hp-request] [--late-end MS]
+ *             [--watch-hp]
  */
 #define _GNU_SOURCE 1
 #include <dlfcn.h>
@@ -94,7 +98,7 @@ static void *watch_hp(void *arg)
 
 int main(int argc, char **argv)
 {
-    int n = 8, us = 20000, ns = 1, hp_request = 0, watch = 0;
+    int n = 8, us = 20000, ns = 1, hp_request = 0, watch = 0, late_ms = -1;
     static struct demo_seq seq;
     char key[256];
 
@@ -109,9 +113,11 @@ int main(int argc, char **argv)
             hp_request = 1;
         else if (!strcmp(argv[i], "--watch-hp"))
             watch = 1;
+        else if (!strcmp(argv[i], "--late-end") && i + 1 < argc)
+            hp_request = 1, late_ms = atoi(argv[++i]);
         else {
             fprintf(stderr, "usage: gate_prog --kernels N --us D [--streams S] "
-                            "[--hp-request] [--watch-hp]\n");
+                            "[--hp-request] [--late-end MS] [--watch-hp]\n");
             return 2;
         }
     }
@@ -154,14 +160,17 @@ int main(int argc, char **argv)
     int (*req_begin)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "mosaic_request_begin");
     int (*req_end)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "mosaic_request_end");
     /* The shim connects in the background from its first call on and an
-     * HP call never waits: start the connection, give it a moment. */
-    if (hp_request && req_end) {
-        struct timespec settle = {.tv_nsec = 300000000};
+     * HP call never waits: start the connection, then begin the request
+     * once a begin reaches the daemon (it fails while there is no
+     * connection; on a loaded machine that can take a while). */
+    if (hp_request && req_end && req_begin) {
+        struct timespec settle = {.tv_nsec = 50000000};
         req_end();
-        nanosleep(&settle, NULL);
+        for (int i = 0; i < 200 && req_begin() != 0; i++) {
+            req_end();
+            nanosleep(&settle, NULL);
+        }
     }
-    if (hp_request && req_begin)
-        req_begin();
     for (int k = 0; k < n; k++) {
         const struct demo_kernel *d = &seq.k[0];
         r = cuLaunchKernel(d->fn, d->grid[0], d->grid[1], d->grid[2], d->block[0], d->block[1],
@@ -174,11 +183,16 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    if (hp_request && req_end)
+    if (hp_request && req_end && late_ms < 0)
         req_end();
     for (int s = 0; s < ns; s++)
         if (cuStreamSynchronize(st[s]) != CUDA_SUCCESS)
             return 1;
+    if (hp_request && req_end && late_ms >= 0) {
+        struct timespec late = {.tv_sec = late_ms / 1000, .tv_nsec = (late_ms % 1000) * 1000000L};
+        nanosleep(&late, NULL);
+        req_end();
+    }
     for (int k = 0; k < n; k++) {
         float ms = 0;
         if (cuEventElapsedTime(&ms, ref, end[k]) != CUDA_SUCCESS)

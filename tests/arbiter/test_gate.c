@@ -474,7 +474,7 @@ static void hp_completion_words_advance_in_order(void **state)
     char tail[256];
     const char *m;
 
-    static const char *const on[] = {"MOSAIC_HP_COMPLETION", "device", NULL};
+    static const char *const on[] = {"MOSAIC_HP_COMPLETION", "kernel", NULL};
 
     (void)state;
     dmn_start(&d, NULL);
@@ -487,6 +487,79 @@ static void hp_completion_words_advance_in_order(void **state)
     assert_int_equal((int)metric(&d, "mosaic_hp_request_ends_deferred_total"), 1);
     m = scrape(&d);
     assert_non_null(strstr(m, "mosaic_hp_request_duration_seconds_bucket{le=\"0.05\"} 0\n"));
+    dmn_stop(&d);
+}
+
+/* A bucket of the daemon's HP request latency histogram (le in seconds). */
+static int bucket(const struct dmn *d, const char *le)
+{
+    const char *m = scrape(d), *p;
+    char key[128];
+
+    snprintf(key, sizeof(key), "mosaic_hp_request_duration_seconds_bucket{le=\"%s\"} ", le);
+    p = strstr(m, key);
+    return p ? atoi(p + strlen(key)) : -1;
+}
+
+/*
+ * HP, the default (MOSAIC_HP_COMPLETION unset: a write at each request's
+ * end): an explicit request ended before its kernels ran is ended by the
+ * daemon when the device's word shows them done, with one completion write
+ * for the whole request instead of one per launch.
+ */
+static void hp_request_end_write_defers_an_early_end(void **state)
+{
+    struct dmn d;
+    struct prog p;
+    struct kern k[MAXK];
+
+    (void)state;
+    dmn_start(&d, NULL);
+    prog_start(&p, &d, "hp", NULL, "--kernels 4 --us 20000 --hp-request");
+    assert_int_equal(prog_finish(&p, k, NULL, 0), 4);
+    assert_int_equal(stat_of(&p, "hp_completion_writes"), 1);
+    WAIT_UNTIL(metric(&d, "mosaic_hp_request_duration_seconds_count") == 1, 5000);
+    assert_int_equal((int)metric(&d, "mosaic_hp_request_ends_deferred_total"), 1);
+    assert_int_equal((int)metric(&d, "mosaic_hp_request_ends_device_total"), 1);
+    /* Four 20 ms kernels on one stream: at least 80 ms, not the host's
+     * microseconds between begin and end. */
+    assert_int_equal(bucket(&d, "0.05"), 0);
+    dmn_stop(&d);
+}
+
+/*
+ * HP: a request whose host end comes 400 ms after its GPU work finished (a
+ * synchronisation, then CPU work) is accounted to the daemon and its
+ * policy at the device's time when every launch had a completion write
+ * (MOSAIC_HP_COMPLETION=kernel): two 20 ms kernels, so under 0.2 s. With
+ * the writes off the same program's request lasts past the host's end.
+ */
+static void hp_late_host_end_is_timed_by_the_device(void **state)
+{
+    static const char *const kernel[] = {"MOSAIC_HP_COMPLETION", "kernel", NULL};
+    static const char *const off[] = {"MOSAIC_HP_COMPLETION", "off", NULL};
+    struct dmn d;
+    struct prog p;
+    struct kern k[MAXK];
+
+    (void)state;
+    dmn_start(&d, NULL);
+    prog_start(&p, &d, "hp", kernel, "--kernels 2 --us 20000 --late-end 400");
+    assert_int_equal(prog_finish(&p, k, NULL, 0), 2);
+    assert_int_equal(stat_of(&p, "hp_completion_writes"), 2);
+    WAIT_UNTIL(metric(&d, "mosaic_hp_request_duration_seconds_count") == 1, 5000);
+    assert_int_equal((int)metric(&d, "mosaic_hp_request_ends_device_total"), 1);
+    assert_int_equal(bucket(&d, "0.02"), 0);
+    assert_int_equal(bucket(&d, "0.2"), 1);
+    dmn_stop(&d);
+
+    dmn_start(&d, NULL);
+    prog_start(&p, &d, "hp", off, "--kernels 2 --us 20000 --late-end 400");
+    assert_int_equal(prog_finish(&p, k, NULL, 0), 2);
+    assert_int_equal(stat_of(&p, "hp_completion_writes"), 0);
+    WAIT_UNTIL(metric(&d, "mosaic_hp_request_duration_seconds_count") == 1, 5000);
+    assert_int_equal((int)metric(&d, "mosaic_hp_request_ends_device_total"), 0);
+    assert_int_equal(bucket(&d, "0.2"), 0);
     dmn_stop(&d);
 }
 
@@ -520,6 +593,8 @@ int main(void)
         cmocka_unit_test(host_hold_when_memops_refused_or_asked),
         cmocka_unit_test(daemon_killed_while_kernels_wait_on_the_device),
         cmocka_unit_test(hp_completion_words_advance_in_order),
+        cmocka_unit_test(hp_request_end_write_defers_an_early_end),
+        cmocka_unit_test(hp_late_host_end_is_timed_by_the_device),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
