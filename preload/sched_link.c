@@ -89,6 +89,7 @@ static struct {
 static int be_nout;
 
 static void gate_after_fork(void);
+static void hp_after_fork(void);
 
 static void child_after_fork(void)
 {
@@ -97,6 +98,7 @@ static void child_after_fork(void)
     pthread_mutex_init(&be_lock, NULL);
     be_nout = 0;
     gate_after_fork();
+    hp_after_fork();
     atomic_store(&learned_id, 0);
     atomic_store(&api_id, 0);
     if (client)
@@ -139,11 +141,23 @@ static void partition_follow(struct mosaic_sched_client *c)
         mosaic__green_offer(mosaic_sched_client_sms(c));
 }
 
+/* 1 once link_init has run: the launch path then reads one word instead
+ * of calling pthread_once (a call into libc and its own checks, measured
+ * at about 15 instructions a launch). */
+static _Atomic int linked;
+
+static void link_once(void)
+{
+    pthread_once(&once, link_init);
+    atomic_store_explicit(&linked, 1, memory_order_release);
+}
+
 static inline struct mosaic_sched_client *get_client(int role)
 {
     if (mosaic__cfg.role != role || !mosaic__observing())
         return NULL;
-    pthread_once(&once, link_init);
+    if (MOSAIC__UNLIKELY(!atomic_load_explicit(&linked, memory_order_acquire)))
+        link_once();
     return client;
 }
 
@@ -157,7 +171,7 @@ struct id_slot {
     unsigned grid[3], block[3], smem;
     uint64_t id;
 };
-static __thread struct id_slot id_cache[ID_CACHE];
+static __thread __attribute__((tls_model("initial-exec"))) struct id_slot id_cache[ID_CACHE];
 
 uint64_t mosaic__sched_key_id(const char *name, const unsigned *g, const unsigned *bl,
                               unsigned smem)
@@ -174,20 +188,32 @@ uint64_t mosaic__sched_key_id(const char *name, const unsigned *g, const unsigne
     return mosaic_sched_kernel_id(key);
 }
 
-static uint64_t kernel_id(const void *fn, const unsigned *g, const unsigned *bl, unsigned smem)
+/* A miss: the id formed and hashed (about 100 ns), then cached. Out of
+ * line, so that a hit does not pay for this path's registers. */
+static __attribute__((noinline)) uint64_t kernel_id_miss(struct id_slot *e, const void *fn,
+                                                       const unsigned *g, const unsigned *bl,
+                                                       unsigned smem)
 {
-    uintptr_t h = ((uintptr_t)fn >> 4) ^ g[0] * 31u ^ g[1] * 131u ^ bl[0] * 7u ^ smem;
-    struct id_slot *e = &id_cache[h % ID_CACHE];
-    uint64_t id;
+    uint64_t id = mosaic__sched_key_id(mosaic__kernel_get(fn, -1)->name, g, bl, smem);
 
-    if (e->fn == fn && e->id && !memcmp(e->grid, g, sizeof(e->grid)) &&
-        !memcmp(e->block, bl, sizeof(e->block)) && e->smem == smem)
-        return e->id;
-    id = mosaic__sched_key_id(mosaic__kernel_get(fn, -1)->name, g, bl, smem);
     if (id)
         *e = (struct id_slot){.fn = fn, .grid = {g[0], g[1], g[2]},
                               .block = {bl[0], bl[1], bl[2]}, .smem = smem, .id = id};
     return id;
+}
+
+static inline uint64_t kernel_id(const void *fn, const unsigned *g, const unsigned *bl,
+                                 unsigned smem)
+{
+    uintptr_t h = ((uintptr_t)fn >> 4) ^ g[0] * 31u ^ g[1] * 131u ^ bl[0] * 7u ^ smem;
+    struct id_slot *e = &id_cache[h % ID_CACHE];
+
+    /* Field by field: two memcmp calls cost more than the whole test. */
+    if (__builtin_expect(e->fn == fn && e->id && e->grid[0] == g[0] && e->grid[1] == g[1] &&
+                       e->grid[2] == g[2] && e->block[0] == bl[0] && e->block[1] == bl[1] &&
+                       e->block[2] == bl[2] && e->smem == smem, 1))
+        return e->id;
+    return kernel_id_miss(e, fn, g, bl, smem);
 }
 
 /* ---- the device-side gate and HP completion words ---------------------- */
@@ -523,6 +549,14 @@ void mosaic__sched_be_launched(const struct mosaic__binding *b, int hook)
 static _Atomic uint64_t hp_gen;     /* the connection followed; 0: none yet */
 static _Atomic int hp_graph_writes; /* a completion write after each graph launch */
 static _Atomic int hp_kernel_writes; /* and after each kernel launch */
+
+/* In a child: its connections start from generation 1 again. */
+static void hp_after_fork(void)
+{
+    atomic_store(&hp_gen, 0);
+    atomic_store(&hp_graph_writes, 0);
+    atomic_store(&hp_kernel_writes, 0);
+}
 
 /* HP: this thread's last launch, for the write at a request's end. */
 static __thread __attribute__((tls_model("initial-exec"))) struct {
