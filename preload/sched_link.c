@@ -130,7 +130,8 @@ static void link_init(void)
 /* The daemon's SM partition for this role (policy static), handed to the
  * green context once per new connection: the handshake stores the size
  * before it moves the generation, so reading them in the other order sees
- * the new size. Otherwise two loads per launch. */
+ * the new size. HP calls it from hp_follow (once per connection), BE
+ * after each admission (two loads when nothing changed). */
 static void partition_follow(struct mosaic_sched_client *c)
 {
     static _Atomic uint64_t seen;
