@@ -562,7 +562,8 @@ static void hp_after_fork(void)
 /* HP: this thread's last launch, for the write at a request's end. */
 static __thread __attribute__((tls_model("initial-exec"))) struct {
     CUstream s;
-    int hook1; /* its hook + 1; 0: none yet */
+    int hook1;   /* its hook + 1; 0: none yet */
+    int covered; /* a completion write follows it already (a graph's, or kernel mode's) */
 } hp_last;
 
 /*
@@ -606,6 +607,7 @@ static int hp_complete_device(struct mosaic_sched_client *c, int hook, CUstream 
         return 0;
     for (size_t i = 0; i < n; i++)
         mosaic_sched_hp_launch_gated(c, gen, (unsigned)(gs - gstreams), (uint32_t)seq, ids[i]);
+    hp_last.covered = 1;
     return 1;
 }
 
@@ -655,7 +657,11 @@ static int hp_end_device(struct mosaic_sched_client *c, uint32_t id)
     struct gstream *gs;
     uint64_t gen, seq;
 
-    if (!hp_last.hook1 || !atomic_load_explicit(&hp_graph_writes, memory_order_relaxed) ||
+    /* Nothing after the last launch's own write: the daemon has the
+     * device's end from it, and a second write enqueued now could only
+     * report the host's moment. */
+    if (!hp_last.hook1 || hp_last.covered ||
+        !atomic_load_explicit(&hp_graph_writes, memory_order_relaxed) ||
         gdrv.hp_mode != HP_WRITES_REQUEST ||
         !(gs = hp_write(c, hp_last.hook1 - 1, hp_last.s, &gen, &seq)))
         return 0;
@@ -729,6 +735,7 @@ void mosaic__sched_hp_launched(const struct mosaic__binding *b, int hook, CUstre
     id = kernel_id(fn, grid, block, dyn_smem);
     hp_last.s = s;
     hp_last.hook1 = hook + 1;
+    hp_last.covered = 0;
     if (MOSAIC__UNLIKELY(atomic_load_explicit(&hp_kernel_writes, memory_order_relaxed)) &&
         hp_complete_device(c, hook, s, &id, 1))
         return;
@@ -749,6 +756,7 @@ void mosaic__sched_hp_graph_launched(const struct mosaic__binding *b, int hook, 
     learned_begin(c);
     hp_last.s = s;
     hp_last.hook1 = hook + 1;
+    hp_last.covered = 0;
     /* The graph's kernels in node order, so that eq. 5 sees inside it; a
      * graph whose kernels are not all known (a conditional node) is posted
      * as kernel 0, unknown: the policies then hold BE beside its requests

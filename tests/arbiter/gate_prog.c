@@ -18,12 +18,14 @@
  * device's completion words. With --late-end MS it instead ends the request
  * MS milliseconds after the synchronisation returned (a service that
  * post-processes on the CPU before it ends the request): the device's
- * words say the GPU work ended long before. With --watch-hp it also watches its own HP
+ * words say the GPU work ended long before. With --graph the N kernels are
+ * captured on the first stream as one CUDA graph and launched once (one
+ * output line, k 0, for the graph's end). With --watch-hp it also watches its own HP
  * completion words (the shim's segment, found in /proc/self/maps) and
  * prints {"hp_done_in_order": 0|1, "hp_done_final": [..]} at the end.
  *
  *   gate_prog --kernels N --us D [--streams S] [--hp-request] [--late-end MS]
- *             [--watch-hp]
+ *             [--graph] [--watch-hp]
  */
 #define _GNU_SOURCE 1
 #include <dlfcn.h>
@@ -98,7 +100,7 @@ static void *watch_hp(void *arg)
 
 int main(int argc, char **argv)
 {
-    int n = 8, us = 20000, ns = 1, hp_request = 0, watch = 0, late_ms = -1;
+    int n = 8, us = 20000, ns = 1, hp_request = 0, watch = 0, late_ms = -1, graph = 0;
     static struct demo_seq seq;
     char key[256];
 
@@ -113,22 +115,32 @@ int main(int argc, char **argv)
             hp_request = 1;
         else if (!strcmp(argv[i], "--watch-hp"))
             watch = 1;
+        else if (!strcmp(argv[i], "--graph"))
+            graph = 1;
         else if (!strcmp(argv[i], "--late-end") && i + 1 < argc)
             hp_request = 1, late_ms = atoi(argv[++i]);
         else {
             fprintf(stderr, "usage: gate_prog --kernels N --us D [--streams S] "
-                            "[--hp-request] [--late-end MS] [--watch-hp]\n");
+                            "[--hp-request] [--late-end MS] [--graph] [--watch-hp]\n");
             return 2;
         }
     }
     if (n < 1 || n > MAX_K || ns < 1 || ns > MAX_S || us < 1)
         return 2;
+    if (graph && n > DEMO_MAX_KERNELS)
+        return 2;
     if (snprintf(key, sizeof(key), "k_gate__simus%d|grid=1,1,1|block=32,1,1|dsmem=0", us) >=
-            (int)sizeof(key) ||
-        demo_add_key(&seq, key) != 0 || demo_load(&seq) != 0)
+        (int)sizeof(key))
+        return 1;
+    /* A graph holds the kernel n times; the eager loop launches the one. */
+    for (int k = 0; k < (graph ? n : 1); k++)
+        if (demo_add_key(&seq, key) != 0)
+            return 1;
+    if (demo_load(&seq) != 0)
         return 1;
 
     CUstream st[MAX_S], idle;
+    CUgraphExec exec = NULL;
     CUevent ref, end[MAX_K];
     uint64_t launch_ns[MAX_K], t_before = 0, t_after = 0;
     pthread_t watcher;
@@ -150,10 +162,14 @@ int main(int argc, char **argv)
             ;
         t_after = host_ns();
     }
+    if (r == CUDA_SUCCESS && graph)
+        r = demo_graph(&seq, st[0], &exec);
     if (r != CUDA_SUCCESS) {
         fprintf(stderr, "gate_prog: setup failed (CUresult %d)\n", (int)r);
         return 1;
     }
+    if (graph)
+        n = ns = 1; /* one launch, of the whole graph, on the first stream */
     nstreams_watched = ns;
     if (watch)
         pthread_create(&watcher, NULL, watch_hp, NULL);
@@ -173,8 +189,9 @@ int main(int argc, char **argv)
     }
     for (int k = 0; k < n; k++) {
         const struct demo_kernel *d = &seq.k[0];
-        r = cuLaunchKernel(d->fn, d->grid[0], d->grid[1], d->grid[2], d->block[0], d->block[1],
-                           d->block[2], d->dsmem, st[k % ns], NULL, NULL);
+        r = exec ? cuGraphLaunch(exec, st[0])
+                 : cuLaunchKernel(d->fn, d->grid[0], d->grid[1], d->grid[2], d->block[0],
+                                  d->block[1], d->block[2], d->dsmem, st[k % ns], NULL, NULL);
         launch_ns[k] = host_ns();
         if (r == CUDA_SUCCESS)
             r = cuEventRecord(end[k], st[k % ns]);

@@ -483,6 +483,31 @@ static void hp_late_host_end_is_timed_by_the_device(void **state)
     dmn_stop(&d);
 }
 
+/*
+ * HP, the default mode: a request of one CUDA graph (four 20 ms kernels)
+ * whose host end comes 400 ms after the synchronisation is timed by the
+ * one completion write behind the graph: under 0.2 s, not the host's
+ * half second.
+ */
+static void hp_graph_request_is_timed_by_its_write(void **state)
+{
+    struct dmn d;
+    struct prog p;
+    struct kern k[MAXK];
+
+    (void)state;
+    dmn_start(&d, NULL);
+    prog_start(&p, &d, "hp", NULL, "--kernels 4 --us 20000 --graph --late-end 400");
+    assert_int_equal(prog_finish(&p, k, NULL, 0), 1);
+    assert_int_equal(stat_of(&p, "hp_completion_writes"), 1);
+    WAIT_UNTIL(metric(&d, "mosaic_hp_request_duration_seconds_count") == 1, 5000);
+    assert_int_equal((int)metric(&d, "mosaic_hp_device_completions_total"), 1);
+    assert_int_equal((int)metric(&d, "mosaic_hp_request_ends_device_total"), 1);
+    assert_int_equal(bucket(&d, "0.05"), 0);
+    assert_int_equal(bucket(&d, "0.2"), 1);
+    dmn_stop(&d);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -513,6 +538,7 @@ int main(void)
         cmocka_unit_test(hp_completion_words_advance_in_order),
         cmocka_unit_test(hp_request_end_write_defers_an_early_end),
         cmocka_unit_test(hp_late_host_end_is_timed_by_the_device),
+        cmocka_unit_test(hp_graph_request_is_timed_by_its_write),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
