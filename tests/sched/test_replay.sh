@@ -65,10 +65,11 @@ record "$work/be.trace" be "$bin/be_trainer" "${be_args[@]}"
 head -1 "$work/hp.trace" | grep -q '"schema":"mosaic-trace/1"' || fail "no mosaic-trace/1 header"
 tail -1 "$work/hp.trace" | grep -q '"ev":"end"' || fail "no end record"
 # The shim connects asynchronously (the program's start never waits), so
-# the first request may run before the connection is up and go unseen:
-# 22 or 23 requests (20 + 3 warm-up), each of the 3 kernels.
+# the first requests may run before the connection is up and go unseen:
+# 20 to 23 requests (20 + 3 warm-up; under ctest -j2 on the loaded 2 cores
+# the connection has come up as late as the third), each of 3 kernels.
 nreq=$(grep -c '"ev":"hp_end"' "$work/hp.trace")
-[ "$nreq" = 23 ] || [ "$nreq" = 22 ] || fail "the HP trace holds $nreq request ends, not 22-23"
+[ "$nreq" -ge 20 ] && [ "$nreq" -le 23 ] || fail "the HP trace holds $nreq request ends, not 20-23"
 # A connection that comes up inside the first request adds its last one
 # or two launches without their begin.
 n=$(grep -c '"ev":"hp_launch"' "$work/hp.trace")
