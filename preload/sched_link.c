@@ -884,13 +884,13 @@ void mosaic__sched_be_gate(const struct mosaic__binding *b, int hook, const void
                            const unsigned *block, unsigned dyn_smem)
 {
     struct mosaic_sched_client *c = get_client(MOSAIC__ROLE_BE);
-    int ptsz = strstr(mosaic__hook_names[hook], "_ptsz") != NULL;
     uint64_t id;
-    int outcome, rc;
+    int outcome, rc, ptsz;
 
     (void)exec;
     if (!c || !b)
-        return;
+        return; /* every launch of an HP or observe-only process comes here */
+    ptsz = strstr(mosaic__hook_names[hook], "_ptsz") != NULL;
     /* A launch into a capturing stream is recorded, not run: nothing to
      * admit until the graph is launched. */
     if (atomic_load_explicit(&mosaic__active_captures, memory_order_relaxed) > 0 &&
