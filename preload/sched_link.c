@@ -41,8 +41,9 @@
  * thread's last HP launch, so that an end posted before the GPU finished
  * is ended by the device) and once per graph launch (behind the whole
  * graph); kernel adds one after every launch; off posts none. One driver
- * call per write, no wait, no system call of ours; the mapping is made
- * once per connection, on the launching thread that first sees it.
+ * call per write, no wait, no system call of ours; the segment is mapped
+ * for the device once per connection, at its first write (request) or by
+ * the first launching thread that sees the connection (kernel).
  *
  * The HP launch path is a role check, one compare of the connection's
  * generation against the one followed (everything per connection is done
@@ -410,7 +411,15 @@ static uint64_t gate_map(const struct mosaic__binding *b, struct mosaic_sched_cl
     if (b->drv.cuCtxGetDevice && b->drv.cuDeviceGetAttribute) {
         CUdevice d;
         int can = 1;
-        if (b->drv.cuCtxGetDevice(&d) == CUDA_SUCCESS &&
+        CUresult cr = b->drv.cuCtxGetDevice(&d);
+        /* No context on this thread (an HP request ended from a thread
+         * that never launched): the registration would fail here and only
+         * here, so this thread leaves the mapping to one that has one. */
+        if (cr == CUDA_ERROR_INVALID_CONTEXT) {
+            pthread_mutex_unlock(&gmap.lock);
+            return 0;
+        }
+        if (cr == CUDA_SUCCESS &&
             b->drv.cuDeviceGetAttribute(&can, CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM,
                                         d) == CUDA_SUCCESS &&
             !can) {
@@ -614,9 +623,14 @@ static int hp_complete_device(struct mosaic_sched_client *c, int hook, CUstream 
 /*
  * HP, once per connection, on the first launching thread that sees it
  * (it has the driver's context current, which the mapping needs): the
- * daemon's partition, the gate mapping for the completion words, and
- * which writes the launch path makes. A thread that finds another one
- * mapping leaves the generation unfollowed, so a later launch tries again.
+ * daemon's partition and which writes the launch path makes. With a write
+ * after every launch (kernel) the gate is mapped here; a thread that finds
+ * another one mapping leaves the generation unfollowed, so a later launch
+ * tries again. With writes per request end and graph (request) it is
+ * mapped at the first write instead, so that a service that never needs
+ * one (learned requests) never pays for the registration, and one that
+ * does pays after its work is enqueued, not between two launches of a
+ * request (the first request after a daemon's restart would be late).
  */
 static void hp_follow(const struct mosaic__binding *b, struct mosaic_sched_client *c)
 {
@@ -626,14 +640,14 @@ static void hp_follow(const struct mosaic__binding *b, struct mosaic_sched_clien
     partition_follow(c);
     if (b)
         gate_setup(b);
-    if (b && gdrv.hp_mode != HP_WRITES_OFF) {
+    if (b && gdrv.hp_mode == HP_WRITES_KERNEL) {
         mapped = gate_map(b, c, 1) == gen;
         if (!mapped && !atomic_load(&gmap.refused) && mosaic_sched_client_generation(c) == gen &&
             mosaic_sched_client_state(c) == MOSAIC_SCHED_CONNECTED)
             return;
     }
-    atomic_store(&hp_graph_writes, mapped);
-    atomic_store(&hp_kernel_writes, mapped && gdrv.hp_mode == HP_WRITES_KERNEL);
+    atomic_store(&hp_graph_writes, b && gdrv.hp_mode != HP_WRITES_OFF);
+    atomic_store(&hp_kernel_writes, mapped);
     atomic_store(&hp_gen, gen);
 }
 
