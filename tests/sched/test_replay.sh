@@ -144,8 +144,14 @@ import json, sys
 w, t0, t1 = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
 none, hold, mos = (json.load(open(f"{w}/{n}.json")) for n in ("none", "hold", "mosaic"))
 # conv beside conv is slowed 1.5-2x on the H200: without control the
-# replayed p99 is well above the isolated one, and BE makes progress.
-assert none["hp_p99_ms"] > 1.3 * none["hp_isolated_p99_ms"], none
+# replayed HP median is well above hold-be's (whose HP runs alone in the
+# replay: 1.38-1.41x in the runs that failed the old test), its p99 above
+# the recorded isolated one, and BE makes progress. The isolated p99 is
+# the recording's host time over 20-23 requests, nearly their maximum,
+# which one host stall of the loaded machine moves (9.5 ms against a usual
+# 7.9): 1.3x of it failed runs whose replay was right.
+assert none["hp_p50_ms"] > 1.2 * hold["hp_p50_ms"], (none, hold)
+assert none["hp_p99_ms"] > none["hp_isolated_p99_ms"], none
 assert none["be_steps_per_s"] > 0, none
 assert hold["over_p_pct"] <= none["over_p_pct"], (hold, none)
 assert hold["hp_p99_ms"] < none["hp_p99_ms"], (hold, none)
