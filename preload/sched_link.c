@@ -34,12 +34,23 @@
  * previously granted kernels to finish (a stream synchronise of their
  * streams) and reports them done, then asks and waits for the grant.
  *
- * HP completion (MOSAIC_HP_COMPLETION=device; off by default for now, see
- * gate_init): after each HP
- * launch the hook enqueues cuStreamWriteValue64 of the launch's number to
- * the stream's completion word; the daemon reads it as that kernel's
- * completion, and a request's end as the device's, not the host's guess.
- * That is one driver call per launch (no wait, no system call of ours).
+ * HP completion from the device (MOSAIC_HP_COMPLETION): the shim enqueues
+ * cuStreamWriteValue64 of a number to the stream's completion word in the
+ * segment and posts the events it covers with that number; the daemon
+ * reads the word reaching it as their completion. By default (request)
+ * once per explicit request end (API or NVTX: the write goes behind this
+ * thread's last HP launch, so that an end posted before the GPU finished
+ * is ended by the device) and once per graph launch (behind the whole
+ * graph); kernel adds one after every launch; off posts none. One driver
+ * call per write, no wait, no system call of ours; the segment is mapped
+ * for the device once per connection, at its first write (request) or by
+ * the first launching thread that sees the connection (kernel).
+ *
+ * The HP launch path is a role check, one compare of the connection's
+ * generation against the one followed (everything per connection is done
+ * when it changes: the partition, the mapping, which writes to make), the
+ * kernel id from a per-thread cache and the ring post; no lock, no system
+ * call.
  *
  * Tested with the fake driver's simulated GPU (tests/fakecuda), not yet on
  * a real driver; it relies only on documented entry points (the CUDA 13.0
@@ -80,6 +91,7 @@ static struct {
 static int be_nout;
 
 static void gate_after_fork(void);
+static void hp_after_fork(void);
 
 static void child_after_fork(void)
 {
@@ -88,6 +100,7 @@ static void child_after_fork(void)
     pthread_mutex_init(&be_lock, NULL);
     be_nout = 0;
     gate_after_fork();
+    hp_after_fork();
     atomic_store(&learned_id, 0);
     atomic_store(&api_id, 0);
     if (client)
@@ -120,7 +133,8 @@ static void link_init(void)
  * `mosaic-sched partition`), handed to the green context at each new
  * connection and each PARTITION message: the client stores the size before
  * it moves the generation or the partition sequence, so reading them in
- * the other order sees the new size. Otherwise three loads per launch. */
+ * the other order sees the new size. HP calls it from hp_follow (once per
+ * connection and per partition change), BE after each admission. */
 static void partition_follow(struct mosaic_sched_client *c)
 {
     static _Atomic uint64_t seen;
@@ -134,11 +148,23 @@ static void partition_follow(struct mosaic_sched_client *c)
         mosaic__green_offer(mosaic_sched_client_sms(c));
 }
 
+/* 1 once link_init has run: the launch path then reads one word instead
+ * of calling pthread_once (a call into libc and its own checks, measured
+ * at about 15 instructions a launch). */
+static _Atomic int linked;
+
+static void link_once(void)
+{
+    pthread_once(&once, link_init);
+    atomic_store_explicit(&linked, 1, memory_order_release);
+}
+
 static inline struct mosaic_sched_client *get_client(int role)
 {
     if (mosaic__cfg.role != role || !mosaic__observing())
         return NULL;
-    pthread_once(&once, link_init);
+    if (MOSAIC__UNLIKELY(!atomic_load_explicit(&linked, memory_order_acquire)))
+        link_once();
     return client;
 }
 
@@ -152,7 +178,7 @@ struct id_slot {
     unsigned grid[3], block[3], smem;
     uint64_t id;
 };
-static __thread struct id_slot id_cache[ID_CACHE];
+static __thread __attribute__((tls_model("initial-exec"))) struct id_slot id_cache[ID_CACHE];
 
 uint64_t mosaic__sched_key_id(const char *name, const unsigned *g, const unsigned *bl,
                               unsigned smem)
@@ -169,25 +195,39 @@ uint64_t mosaic__sched_key_id(const char *name, const unsigned *g, const unsigne
     return mosaic_sched_kernel_id(key);
 }
 
-static uint64_t kernel_id(const void *fn, const unsigned *g, const unsigned *bl, unsigned smem)
+/* A miss: the id formed and hashed (about 100 ns), then cached. Out of
+ * line, so that a hit does not pay for this path's registers. */
+static __attribute__((noinline)) uint64_t kernel_id_miss(struct id_slot *e, const void *fn,
+                                                       const unsigned *g, const unsigned *bl,
+                                                       unsigned smem)
 {
-    uintptr_t h = ((uintptr_t)fn >> 4) ^ g[0] * 31u ^ g[1] * 131u ^ bl[0] * 7u ^ smem;
-    struct id_slot *e = &id_cache[h % ID_CACHE];
-    uint64_t id;
+    uint64_t id = mosaic__sched_key_id(mosaic__kernel_get(fn, -1)->name, g, bl, smem);
 
-    if (e->fn == fn && e->id && !memcmp(e->grid, g, sizeof(e->grid)) &&
-        !memcmp(e->block, bl, sizeof(e->block)) && e->smem == smem)
-        return e->id;
-    id = mosaic__sched_key_id(mosaic__kernel_get(fn, -1)->name, g, bl, smem);
     if (id)
         *e = (struct id_slot){.fn = fn, .grid = {g[0], g[1], g[2]},
                               .block = {bl[0], bl[1], bl[2]}, .smem = smem, .id = id};
     return id;
 }
 
+static inline uint64_t kernel_id(const void *fn, const unsigned *g, const unsigned *bl,
+                                 unsigned smem)
+{
+    uintptr_t h = ((uintptr_t)fn >> 4) ^ g[0] * 31u ^ g[1] * 131u ^ bl[0] * 7u ^ smem;
+    struct id_slot *e = &id_cache[h % ID_CACHE];
+
+    /* Field by field: two memcmp calls cost more than the whole test. */
+    if (__builtin_expect(e->fn == fn && e->id && e->grid[0] == g[0] && e->grid[1] == g[1] &&
+                       e->grid[2] == g[2] && e->block[0] == bl[0] && e->block[1] == bl[1] &&
+                       e->block[2] == bl[2] && e->smem == smem, 1))
+        return e->id;
+    return kernel_id_miss(e, fn, g, bl, smem);
+}
+
 /* ---- the device-side gate and HP completion words ---------------------- */
 
 enum { GATE_DEVICE = 0, GATE_HOST = 1 };
+/* MOSAIC_HP_COMPLETION: where the device reports HP progress (see the top). */
+enum { HP_WRITES_OFF = 0, HP_WRITES_REQUEST = 1, HP_WRITES_KERNEL = 2 };
 
 typedef CUresult(CUDAAPI *wait32_fn)(CUstream, CUdeviceptr, cuuint32_t, unsigned);
 typedef CUresult(CUDAAPI *write32_fn)(CUstream, CUdeviceptr, cuuint32_t, unsigned);
@@ -199,7 +239,7 @@ typedef CUresult(CUDAAPI *hdev_fn)(CUdeviceptr *, void *, unsigned);
  * name, so that nothing of ours or of another interposer is in between). */
 static struct {
     pthread_once_t once;
-    int be_mode, hp_on; /* MOSAIC_BE_GATE, MOSAIC_HP_COMPLETION */
+    int be_mode, hp_mode; /* MOSAIC_BE_GATE, MOSAIC_HP_COMPLETION */
     wait32_fn wait32[2];  /* [ptsz] */
     write32_fn write32[2];
     write64_fn write64[2];
@@ -274,6 +314,28 @@ static int env_choice(const char *name, const char *a, const char *bname, int df
 
 static const struct mosaic__binding *gate_binding;
 
+/*
+ * request (the default): one completion write per request end and per
+ * graph launch, where the host cannot know when the GPU finished; kernel:
+ * one after every HP launch as well (per-kernel completion, one driver
+ * call per launch); off: the daemon has only the host's ends. "device" is
+ * the name kernel had before request existed.
+ */
+static int hp_mode_from_env(void)
+{
+    const char *v = getenv("MOSAIC_HP_COMPLETION");
+
+    if (!v || !v[0] || !strcmp(v, "request"))
+        return HP_WRITES_REQUEST;
+    if (!strcmp(v, "kernel") || !strcmp(v, "device"))
+        return HP_WRITES_KERNEL;
+    if (!strcmp(v, "off"))
+        return HP_WRITES_OFF;
+    MOSAIC__LOG(MOSAIC__LOG_WARN, "MOSAIC_HP_COMPLETION=\"%s\" is not request, kernel or off: "
+                "using request (a completion write per request end and graph launch)", v);
+    return HP_WRITES_REQUEST;
+}
+
 static void gate_init(void)
 {
     const struct mosaic__binding *b = gate_binding;
@@ -281,11 +343,7 @@ static void gate_init(void)
     for (int i = 0; i < GATE_STREAMS; i++)
         pthread_mutex_init(&gstreams[i].lock, NULL);
     gdrv.be_mode = env_choice("MOSAIC_BE_GATE", "device", "host", GATE_DEVICE);
-    /* Off by default until its cost is measured on the GPU: on the
-     * simulated GPU a stream memory write waits for its own process's
-     * progress thread, so the write behind every HP kernel delayed the next
-     * one and broke the arbiter's SLO test at p = 1.1 (docs/sched.md). */
-    gdrv.hp_on = env_choice("MOSAIC_HP_COMPLETION", "device", "off", 1) == 0;
+    gdrv.hp_mode = hp_mode_from_env();
     gdrv.wait32[0] = (wait32_fn)drv_sym(b, "cuStreamWaitValue32_v2", "cuStreamWaitValue32");
     gdrv.wait32[1] = (wait32_fn)drv_sym(b, "cuStreamWaitValue32_v2_ptsz",
                                         "cuStreamWaitValue32_ptsz");
@@ -358,7 +416,15 @@ static uint64_t gate_map(const struct mosaic__binding *b, struct mosaic_sched_cl
     if (b->drv.cuCtxGetDevice && b->drv.cuDeviceGetAttribute) {
         CUdevice d;
         int can = 1;
-        if (b->drv.cuCtxGetDevice(&d) == CUDA_SUCCESS &&
+        CUresult cr = b->drv.cuCtxGetDevice(&d);
+        /* No context on this thread (an HP request ended from a thread
+         * that never launched): the registration would fail here and only
+         * here, so this thread leaves the mapping to one that has one. */
+        if (cr == CUDA_ERROR_INVALID_CONTEXT) {
+            pthread_mutex_unlock(&gmap.lock);
+            return 0;
+        }
+        if (cr == CUDA_SUCCESS &&
             b->drv.cuDeviceGetAttribute(&can, CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM,
                                         d) == CUDA_SUCCESS &&
             !can) {
@@ -522,30 +588,145 @@ void mosaic__sched_be_launched(const struct mosaic__binding *b, int hook)
     pthread_mutex_unlock(&gs->lock);
 }
 
-/*
- * HP: after launch n of stream s, the device writes n to the stream's
- * completion word, and the launch is posted with n. Never waits: the
- * mapping is tried without waiting and a launch that finds none is posted
- * plainly. Returns 1 when posted here.
- */
-static int hp_complete_device(const struct mosaic__binding *b, int hook,
-                              struct mosaic_sched_client *c, CUstream s, uint64_t id)
+/* HP: what the connection path decided for the launch path. */
+static _Atomic uint64_t hp_gen;     /* the connection followed; 0: none yet */
+static _Atomic uint64_t hp_pseq;    /* the partition change followed */
+static _Atomic int hp_graph_writes; /* a completion write after each graph launch */
+static _Atomic int hp_kernel_writes; /* and after each kernel launch */
+
+/* In a child: its connections start from generation 1 again. */
+static void hp_after_fork(void)
 {
-    int ptsz = b && strstr(mosaic__hook_names[hook], "_ptsz") != NULL;
+    atomic_store(&hp_gen, 0);
+    atomic_store(&hp_pseq, 0);
+    atomic_store(&hp_graph_writes, 0);
+    atomic_store(&hp_kernel_writes, 0);
+}
+
+/* HP: this thread's last launch, for the write at a request's end. */
+static __thread __attribute__((tls_model("initial-exec"))) struct {
+    CUstream s;
+    int hook1;   /* its hook + 1; 0: none yet */
+    int covered; /* a completion write follows it already (a graph's, or kernel mode's) */
+} hp_last;
+
+/*
+ * Enqueues the device's completion write behind everything enqueued so far
+ * on stream s (the hook's, for its _ptsz flavour) and returns the slot and
+ * number written, or NULL when there is none to use: no mapping of this
+ * connection (tried without waiting), the per-thread default stream, or
+ * all slots taken, or the driver refused. Never waits.
+ */
+static struct gstream *hp_write(struct mosaic_sched_client *c, int hook, CUstream s,
+                                uint64_t *gen, uint64_t *seq)
+{
+    int ptsz = strstr(mosaic__hook_names[hook], "_ptsz") != NULL;
+    struct gstream *gs;
+
+    if (s == CU_STREAM_LEGACY && !ptsz)
+        s = NULL; /* the same stream as NULL: one slot */
+    if (!gate_binding || per_thread_stream(s, ptsz) || !(*gen = gate_map(gate_binding, c, 1)) ||
+        !(gs = gate_stream(s)) || !gdrv.write64[ptsz])
+        return NULL;
+    *seq = atomic_fetch_add_explicit(&gs->hp_seq, 1, memory_order_relaxed) + 1;
+    if (gdrv.write64[ptsz](s, slot_word(gs, gmap.g.hp_done_off), *seq, 0) != CUDA_SUCCESS)
+        return NULL;
+    MOSAIC__INC(hp_completion_writes);
+    return gs;
+}
+
+/*
+ * HP: a launch of n kernels (one, or a graph's) into stream s, followed by
+ * the device's completion write, each posted with that write's number:
+ * the daemon reads the slot's word reaching it as their completion.
+ * Returns 1 when posted here, 0 when the caller posts them plainly.
+ */
+static int hp_complete_device(struct mosaic_sched_client *c, int hook, CUstream s,
+                              const uint64_t *ids, size_t n)
+{
     struct gstream *gs;
     uint64_t gen, seq;
 
-    if (!b || !gdrv.hp_on || per_thread_stream(s, ptsz) || !(gen = gate_map(b, c, 1)) ||
-        !(gs = gate_stream(s == CU_STREAM_LEGACY ? NULL : s)))
+    if (!(gs = hp_write(c, hook, s, &gen, &seq)))
         return 0;
-    seq = atomic_fetch_add_explicit(&gs->hp_seq, 1, memory_order_relaxed) + 1;
-    if (!gdrv.write64[ptsz] ||
-        gdrv.write64[ptsz](s == CU_STREAM_LEGACY ? NULL : s,
-                           slot_word(gs, gmap.g.hp_done_off), seq, 0) != CUDA_SUCCESS)
-        return 0;
-    MOSAIC__INC(hp_completion_writes);
-    mosaic_sched_hp_launch_gated(c, gen, (unsigned)(gs - gstreams), (uint32_t)seq, id);
+    for (size_t i = 0; i < n; i++)
+        mosaic_sched_hp_launch_gated(c, gen, (unsigned)(gs - gstreams), (uint32_t)seq, ids[i]);
+    hp_last.covered = 1;
     return 1;
+}
+
+/*
+ * HP, once per connection, on the first launching thread that sees it
+ * (it has the driver's context current, which the mapping needs): the
+ * daemon's partition and which writes the launch path makes. With a write
+ * after every launch (kernel) the gate is mapped here; a thread that finds
+ * another one mapping leaves the generation unfollowed, so a later launch
+ * tries again. With writes per request end and graph (request) it is
+ * mapped at the first write instead, so that a service that never needs
+ * one (learned requests) never pays for the registration, and one that
+ * does pays after its work is enqueued, not between two launches of a
+ * request (the first request after a daemon's restart would be late).
+ */
+static void hp_follow(const struct mosaic__binding *b, struct mosaic_sched_client *c)
+{
+    uint64_t gen = mosaic_sched_client_generation(c);
+    int mapped = 0;
+
+    partition_follow(c);
+    if (b)
+        gate_setup(b);
+    if (b && gdrv.hp_mode == HP_WRITES_KERNEL) {
+        mapped = gate_map(b, c, 1) == gen;
+        if (!mapped && !atomic_load(&gmap.refused) && mosaic_sched_client_generation(c) == gen &&
+            mosaic_sched_client_state(c) == MOSAIC_SCHED_CONNECTED)
+            return;
+    }
+    atomic_store(&hp_graph_writes, b && gdrv.hp_mode != HP_WRITES_OFF);
+    atomic_store(&hp_kernel_writes, mapped);
+    atomic_store(&hp_pseq, mosaic_sched_client_partition_seq(c));
+    atomic_store(&hp_gen, gen);
+}
+
+/* HP, the launch path's one check of the connection and its partition:
+ * four loads. */
+static inline void hp_check_connection(const struct mosaic__binding *b,
+                                       struct mosaic_sched_client *c)
+{
+    if (MOSAIC__UNLIKELY(mosaic_sched_client_generation(c) !=
+                             atomic_load_explicit(&hp_gen, memory_order_relaxed) ||
+                         mosaic_sched_client_partition_seq(c) !=
+                             atomic_load_explicit(&hp_pseq, memory_order_relaxed)))
+        hp_follow(b, c);
+}
+
+/*
+ * HP, request mode: a request's end with the device's completion write
+ * behind this thread's last launch, so that the daemon ends the request
+ * when the GPU finished it even if the host said so earlier. Returns 1
+ * when posted here (the caller posts a plain end otherwise).
+ */
+static int hp_end_device(struct mosaic_sched_client *c, uint32_t id)
+{
+    struct gstream *gs;
+    uint64_t gen, seq;
+
+    /* Nothing after the last launch's own write: the daemon has the
+     * device's end from it, and a second write enqueued now could only
+     * report the host's moment. */
+    if (!hp_last.hook1 || hp_last.covered ||
+        !atomic_load_explicit(&hp_graph_writes, memory_order_relaxed) ||
+        gdrv.hp_mode != HP_WRITES_REQUEST ||
+        !(gs = hp_write(c, hp_last.hook1 - 1, hp_last.s, &gen, &seq)))
+        return 0;
+    mosaic_sched_hp_request_end_gated(c, gen, (unsigned)(gs - gstreams), (uint32_t)seq, id, 0);
+    return 1;
+}
+
+static int hp_request_end(struct mosaic_sched_client *c, uint32_t id)
+{
+    if (hp_end_device(c, id))
+        return 0;
+    return mosaic_sched_hp_request_end(c, id, 0);
 }
 
 /* ---- HP ---------------------------------------------------------------- */
@@ -602,43 +783,48 @@ void mosaic__sched_hp_launched(const struct mosaic__binding *b, int hook, CUstre
 
     if (!c)
         return;
-    if (b)
-        gate_setup(b);
-    partition_follow(c);
+    hp_check_connection(b, c);
     learned_begin(c);
     id = kernel_id(fn, grid, block, dyn_smem);
-    if (!hp_complete_device(b, hook, c, s, id))
-        mosaic_sched_hp_launch(c, id);
+    hp_last.s = s;
+    hp_last.hook1 = hook + 1;
+    hp_last.covered = 0;
+    if (MOSAIC__UNLIKELY(atomic_load_explicit(&hp_kernel_writes, memory_order_relaxed)) &&
+        hp_complete_device(c, hook, s, &id, 1))
+        return;
+    mosaic_sched_hp_launch(c, id);
 }
 
 void mosaic__sched_hp_graph_launched(const struct mosaic__binding *b, int hook, CUstream s,
                                      CUgraphExec exec)
 {
+    static const uint64_t unknown = 0;
     struct mosaic_sched_client *c = get_client(MOSAIC__ROLE_HP);
     const uint64_t *ids;
     size_t n = 0;
 
     if (!c)
         return;
-    if (b)
-        gate_setup(b);
-    partition_follow(c);
+    hp_check_connection(b, c);
     learned_begin(c);
+    hp_last.s = s;
+    hp_last.hook1 = hook + 1;
+    hp_last.covered = 0;
     /* The graph's kernels in node order, so that eq. 5 sees inside it; a
      * graph whose kernels are not all known (a conditional node) is posted
      * as kernel 0, unknown: the policies then hold BE beside its requests
-     * rather than guess. The device's completion write (when on) follows
-     * the whole graph, so it is posted with the last kernel. */
+     * rather than guess. The device's completion write follows the whole
+     * graph, so all of them are posted with its number. */
     ids = mosaic__graph_hp_ids(exec, &n);
     if (!ids || n == 0) {
-        if (!hp_complete_device(b, hook, c, s, 0))
-            mosaic_sched_hp_launch(c, 0);
-        return;
+        ids = &unknown;
+        n = 1;
     }
-    for (size_t i = 0; i + 1 < n; i++)
+    if (atomic_load_explicit(&hp_graph_writes, memory_order_relaxed) &&
+        hp_complete_device(c, hook, s, ids, n))
+        return;
+    for (size_t i = 0; i < n; i++)
         mosaic_sched_hp_launch(c, ids[i]);
-    if (!hp_complete_device(b, hook, c, s, ids[n - 1]))
-        mosaic_sched_hp_launch(c, ids[n - 1]);
 }
 
 static void be_release(CUstream s, int all);
@@ -680,7 +866,7 @@ int mosaic__sched_hp_request_close(uint32_t id)
 
     if (!c || !id)
         return 0;
-    return mosaic_sched_hp_request_end(c, id, 0);
+    return hp_request_end(c, id);
 }
 
 /* The exported request API: a program (or the Python package `mosaic`)
@@ -702,7 +888,7 @@ int mosaic_request_begin(void)
     id = new_request_id();
     old = atomic_exchange(&api_id, id);
     if (old)
-        mosaic_sched_hp_request_end(c, old, 0);
+        hp_request_end(c, old);
     return mosaic_sched_hp_request_begin(c, id, 0);
 }
 
@@ -717,7 +903,7 @@ int mosaic_request_end(void)
     id = atomic_exchange(&api_id, 0);
     if (!id)
         return MOSAIC_EINVAL; /* no request open */
-    return mosaic_sched_hp_request_end(c, id, 0);
+    return hp_request_end(c, id);
 }
 
 /* ---- BE ---------------------------------------------------------------- */
@@ -751,12 +937,12 @@ void mosaic__sched_be_gate(const struct mosaic__binding *b, int hook, const void
                            const unsigned *block, unsigned dyn_smem)
 {
     struct mosaic_sched_client *c = get_client(MOSAIC__ROLE_BE);
-    int ptsz = strstr(mosaic__hook_names[hook], "_ptsz") != NULL;
     uint64_t id;
-    int outcome, rc;
+    int outcome, rc, ptsz;
 
     if (!c || !b)
-        return;
+        return; /* every launch of an HP or observe-only process comes here */
+    ptsz = strstr(mosaic__hook_names[hook], "_ptsz") != NULL;
     /* A launch into a capturing stream is recorded, not run: nothing to
      * admit until the graph is launched. */
     if (atomic_load_explicit(&mosaic__active_captures, memory_order_relaxed) > 0 &&

@@ -30,6 +30,9 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 #include "proto.h"
 
@@ -55,6 +58,18 @@ struct conn {
     uint64_t gen;          /* the client's generation this connection is */
     uint64_t dead_ns;      /* when it was retired (under c->lock) */
     int gates_released;    /* its gate slots were released (under c->lock) */
+    /* 1 once a post found the ring past half full and rang the doorbell;
+     * back to 0 when a post finds it below half again. A daemon that is
+     * starved of CPU leaves the ring full for a while, and a doorbell per
+     * launch in that time would be a system call per launch (measured:
+     * +199 ns each) that tells it nothing new. */
+    _Atomic int rung;
+    /* A post looks at how full the ring is only when the head it leaves is
+     * a multiple of check_mask + 1 (every 64 posts, every post of a ring
+     * of 8), since that needs the daemon's tail, a cache line the
+     * draining daemon writes: reading it on every post would be a cache
+     * miss per launch while the daemon keeps up. */
+    uint32_t check_mask;
     uint64_t last_beat;    /* monitor only: the daemon's counter last seen */
     uint64_t beat_seen_ns; /* monitor only: when it last changed */
     struct conn *next;     /* retired list */
@@ -78,6 +93,7 @@ struct mosaic_sched_client {
     _Atomic uint32_t gen_futex; /* bumped when a connection starts or ends */
     _Atomic uint32_t next_ticket;
     _Atomic uint64_t dropped;
+    _Atomic uint64_t doorbells; /* doorbell packets sent */
     _Atomic uint64_t released; /* gate slots released for a daemon that went away */
     pthread_mutex_t lock;      /* reason, retired list, retiring */
     pthread_mutex_t poll_lock; /* one monitor step (and connect) at a time */
@@ -99,6 +115,113 @@ struct mosaic_sched_client {
 
 static void set_reason(struct mosaic_sched_client *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/*
+ * HP launch time stamps from the time-stamp counter. A launch's stamp is
+ * only recorded (mosaic-sched record) and ordered by nothing (the daemon
+ * orders events by their ring position), while CLOCK_MONOTONIC through
+ * the vDSO costs 25 ns a call on the machine this was measured on against
+ * 10 ns for rdtsc, the largest part of an HP post. CLOCK_MONOTONIC_COARSE
+ * would be cheaper still but moves in whole ticks (4 ms at HZ=250), as
+ * long as a kernel: a trace would put a request's launches at one time.
+ *
+ * The counter is turned into CLOCK_MONOTONIC nanoseconds by a pair read
+ * together (ns0, tsc0) and the rate measured since the first pair, both
+ * refreshed at every monitor step (mosaic_sched_client_poll): the stamp is
+ * CLOCK_MONOTONIC within the rate's error times the time since the last
+ * step (a few us in the first second, when the rate is measured over
+ * 20 ms; nanoseconds after a minute). Used only where the kernel's own
+ * clock source is the TSC (so the counter is invariant and synchronised
+ * across cores, as the kernel checked); otherwise, before the first rate,
+ * and while a step rewrites the pair, the stamp is clock_gettime's.
+ */
+static struct {
+    _Atomic uint32_t seq; /* odd while a step rewrites the fields */
+    _Atomic uint64_t tsc0, ns0, mult; /* mult: ns per tick, 32.32 fixed point */
+    uint64_t first_tsc, first_ns;     /* under tsc_lock */
+    int usable;                       /* under tsc_lock: -1 no, 0 unknown, 1 yes */
+} tsc;
+static pthread_mutex_t tsc_lock = PTHREAD_MUTEX_INITIALIZER;
+
+#if defined(__x86_64__)
+/* The kernel's clock source is the TSC: it checked that the counter is
+ * invariant and synchronised, and CLOCK_MONOTONIC is computed from it. */
+static int tsc_is_clocksource(void)
+{
+    char buf[32] = "";
+    FILE *fp = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "re");
+
+    if (!fp)
+        return 0;
+    if (!fgets(buf, sizeof(buf), fp))
+        buf[0] = '\0';
+    fclose(fp);
+    return strcmp(buf, "tsc\n") == 0;
+}
+
+/* One step of the calibration (any thread; the monitor's in the shim). */
+static void tsc_step(void)
+{
+    uint64_t a, t, b, n;
+
+    if (pthread_mutex_trylock(&tsc_lock) != 0)
+        return;
+    if (tsc.usable == 0)
+        tsc.usable = tsc_is_clocksource() ? 1 : -1;
+    if (tsc.usable < 0)
+        goto out;
+    /* A pair read within a microsecond of each other, or none this step. */
+    a = mosaic__now_ns();
+    t = __rdtsc();
+    b = mosaic__now_ns();
+    if (b - a > 1000)
+        goto out;
+    n = a + (b - a) / 2;
+    if (!tsc.first_ns) {
+        tsc.first_ns = n;
+        tsc.first_tsc = t;
+        goto out;
+    }
+    if (n - tsc.first_ns < 20000000ull || t <= tsc.first_tsc)
+        goto out;
+    atomic_fetch_add_explicit(&tsc.seq, 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&tsc.tsc0, t, memory_order_relaxed);
+    atomic_store_explicit(&tsc.ns0, n, memory_order_relaxed);
+    atomic_store_explicit(&tsc.mult,
+                          (uint64_t)(((unsigned __int128)(n - tsc.first_ns) << 32) /
+                                     (t - tsc.first_tsc)),
+                          memory_order_relaxed);
+    atomic_fetch_add_explicit(&tsc.seq, 1, memory_order_release);
+out:
+    pthread_mutex_unlock(&tsc_lock);
+}
+
+/* An HP launch's stamp: CLOCK_MONOTONIC ns, from the counter where it can. */
+static inline uint64_t launch_stamp(void)
+{
+    uint32_t seq = atomic_load_explicit(&tsc.seq, memory_order_acquire);
+    uint64_t mult = atomic_load_explicit(&tsc.mult, memory_order_relaxed);
+    uint64_t t0 = atomic_load_explicit(&tsc.tsc0, memory_order_relaxed);
+    uint64_t n0 = atomic_load_explicit(&tsc.ns0, memory_order_relaxed);
+    uint64_t t = __rdtsc();
+
+    atomic_thread_fence(memory_order_acquire);
+    if (MOSAIC__UNLIKELY((seq & 1) || !mult || t < t0 ||
+                         atomic_load_explicit(&tsc.seq, memory_order_relaxed) != seq))
+        return mosaic__now_ns();
+    return n0 + (uint64_t)(((unsigned __int128)(t - t0) * mult) >> 32);
+}
+#else
+static void tsc_step(void)
+{
+}
+
+static inline uint64_t launch_stamp(void)
+{
+    return mosaic__now_ns();
+}
+#endif
 
 /* Under c->lock. */
 static void set_reason(struct mosaic_sched_client *c, const char *fmt, ...)
@@ -254,6 +377,7 @@ static int try_connect(struct mosaic_sched_client *c)
         return rc;
     }
     k->sock = sock;
+    k->check_mask = k->shm.ev_mask / 8 < 63 ? k->shm.ev_mask / 8 : 63;
     k->role = (int)msg.u.welcome.role;
     k->id = msg.u.welcome.client_id;
     k->heartbeat_ms = msg.u.welcome.heartbeat_ms ? msg.u.welcome.heartbeat_ms : 100;
@@ -319,6 +443,7 @@ MOSAIC__EXPORT int mosaic_sched_client_poll(struct mosaic_sched_client *c)
     /* Another thread is already doing this step. */
     if (pthread_mutex_trylock(&c->poll_lock) != 0)
         return 0;
+    tsc_step();
     k = atomic_load(&c->cur);
     if (k) {
         struct pollfd p = {.fd = k->sock, .events = POLLIN};
@@ -409,6 +534,7 @@ MOSAIC__EXPORT int mosaic_sched_client_open(const struct mosaic_sched_client_opt
     pthread_mutex_init(&c->lock, NULL);
     pthread_mutex_init(&c->poll_lock, NULL);
     pthread_mutex_init(&c->grant_lock, NULL);
+    tsc_step(); /* the first pair of the launch stamps' calibration */
     if (opts->async_connect && !opts->no_monitor_thread) {
         rc = 0;
         c->next_try_ns = 0; /* the monitor's first step connects */
@@ -468,6 +594,7 @@ MOSAIC__EXPORT int mosaic_sched_client_atfork_child(struct mosaic_sched_client *
     pthread_mutex_init(&c->lock, NULL);
     pthread_mutex_init(&c->poll_lock, NULL);
     pthread_mutex_init(&c->grant_lock, NULL);
+    pthread_mutex_init(&tsc_lock, NULL);
     k = atomic_exchange(&c->cur, NULL);
     if (k) {
         k->next = c->retired;
@@ -540,8 +667,13 @@ MOSAIC__EXPORT uint64_t mosaic_sched_client_dropped(const struct mosaic_sched_cl
     return atomic_load(&((struct mosaic_sched_client *)c)->dropped);
 }
 
+MOSAIC__EXPORT uint64_t mosaic_sched_client_doorbells(const struct mosaic_sched_client *c)
+{
+    return atomic_load(&((struct mosaic_sched_client *)c)->doorbells);
+}
+
 /* The doorbell: a packet on the socket, only while the daemon sleeps. */
-static void ring_doorbell(struct conn *k)
+static void ring_doorbell(struct mosaic_sched_client *c, struct conn *k)
 {
     struct mosaic__msg_hdr h;
 
@@ -552,30 +684,56 @@ static void ring_doorbell(struct conn *k)
           MOSAIC__SHM_NEED_WAKEUP))
         return;
     mosaic__msg_init(&h, MOSAIC__MSG_DOORBELL, sizeof(h));
-    mosaic__send_msg(k->sock, &h, sizeof(h), -1);
+    if (mosaic__send_msg(k->sock, &h, sizeof(h), -1) == 0)
+        atomic_fetch_add_explicit(&c->doorbells, 1, memory_order_relaxed);
 }
 
-static int post(struct mosaic_sched_client *c, struct conn *k, int type, uint32_t ticket,
-                uint64_t id, uint64_t value)
+/*
+ * The ring is running out of room (or out of it): one doorbell for the
+ * whole backlog, not one per post. A daemon that is merely asleep wakes
+ * on the first and drains the ring below half, which re-arms it; one that
+ * cannot run (starved of CPU, stopped) gets nothing from a second.
+ */
+static void backlog_doorbell(struct mosaic_sched_client *c, struct conn *k)
 {
-    struct mosaic__entry e = {.type = (uint16_t)type, .ticket = ticket, .id = id,
-                              .value = value};
+    if (!atomic_load_explicit(&k->rung, memory_order_relaxed) &&
+        !atomic_exchange_explicit(&k->rung, 1, memory_order_relaxed))
+        ring_doorbell(c, k);
+}
 
-    uint32_t used;
+/*
+ * A sleeping daemon drains HP rings only at its heartbeat; a ring half
+ * full wakes it (one non-blocking send, only when the ring is running out
+ * of room, never while it has plenty), and one below half again re-arms
+ * that doorbell.
+ */
+static void check_backlog(struct mosaic_sched_client *c, struct conn *k, uint32_t head)
+{
+    uint32_t used = head - atomic_load_explicit(&k->shm.ev_ctl->tail, memory_order_relaxed);
 
-    if (mosaic__ring_push_mp(k->shm.ev_ctl, k->shm.ev, k->shm.ev_mask, &e) != 0) {
+    if (used > k->shm.ev_mask / 2)
+        backlog_doorbell(c, k);
+    else if (atomic_load_explicit(&k->rung, memory_order_relaxed))
+        atomic_store_explicit(&k->rung, 0, memory_order_relaxed);
+}
+
+/* Posts e on k's event ring without waiting: 0 or MOSAIC_ERINGFULL.
+ * Inlined into every caller: it is most of an HP launch's post. */
+static inline __attribute__((always_inline)) int post(struct mosaic_sched_client *c, struct conn *k, const struct mosaic__entry *e)
+{
+    uint32_t head;
+
+    if (MOSAIC__UNLIKELY(mosaic__ring_push_mp(k->shm.ev_ctl, k->shm.ev, k->shm.ev_mask, e) !=
+                         0)) {
         atomic_fetch_add_explicit(&c->dropped, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&k->shm.hdr->ev_dropped, 1, memory_order_relaxed);
-        ring_doorbell(k);
+        backlog_doorbell(c, k);
         return MOSAIC_ERINGFULL;
     }
-    /* A sleeping daemon drains HP rings only at its heartbeat; a ring
-     * half full wakes it (one non-blocking send, only when the ring is
-     * running out of room, never while it has plenty). */
-    used = atomic_load_explicit(&k->shm.ev_ctl->head, memory_order_relaxed) -
-           atomic_load_explicit(&k->shm.ev_ctl->tail, memory_order_relaxed);
-    if (MOSAIC__UNLIKELY(used > k->shm.ev_mask / 2))
-        ring_doorbell(k);
+    /* The head line is this process's own (the daemon keeps its own index). */
+    head = atomic_load_explicit(&k->shm.ev_ctl->head, memory_order_relaxed);
+    if (MOSAIC__UNLIKELY((head & k->check_mask) == 0))
+        check_backlog(c, k, head);
     return 0;
 }
 
@@ -603,10 +761,11 @@ MOSAIC__EXPORT uint64_t mosaic_sched_kernel_id(const char *key)
 static int hp_post(struct mosaic_sched_client *c, int type, uint64_t id, uint64_t value)
 {
     struct conn *k = live(c, MOSAIC_SCHED_ROLE_HP);
+    struct mosaic__entry e = {.type = (uint16_t)type, .id = id, .value = value};
 
     if (!k)
         return atomic_load(&c->cur) ? MOSAIC_EINVAL : MOSAIC_EDISCONNECTED;
-    return post(c, k, type, 0, id, value);
+    return post(c, k, &e);
 }
 
 MOSAIC__EXPORT int mosaic_sched_hp_request_begin(struct mosaic_sched_client *c,
@@ -624,13 +783,13 @@ MOSAIC__EXPORT int mosaic_sched_hp_request_end(struct mosaic_sched_client *c,
     /* The end of a request may release held BE work: wake a sleeping
      * daemon (a non-blocking send, off the launch path). */
     if (rc == 0 && k)
-        ring_doorbell(k);
+        ring_doorbell(c, k);
     return rc;
 }
 
 MOSAIC__EXPORT int mosaic_sched_hp_launch(struct mosaic_sched_client *c, uint64_t kernel_id)
 {
-    return hp_post(c, MOSAIC__EV_HP_LAUNCH, kernel_id, mosaic__now_ns());
+    return hp_post(c, MOSAIC__EV_HP_LAUNCH, kernel_id, launch_stamp());
 }
 
 MOSAIC__EXPORT int mosaic_sched_hp_complete(struct mosaic_sched_client *c,
@@ -712,16 +871,18 @@ MOSAIC__EXPORT int mosaic_sched_be_admit(struct mosaic_sched_client *c, uint64_t
         }
         atomic_store(&c->be_away_since, 0);
         if (posted != k) {
-            if (post(c, k, MOSAIC__EV_BE_WANT, ticket, kernel_id, predicted_ns) != 0) {
+            struct mosaic__entry e = {.type = MOSAIC__EV_BE_WANT, .ticket = ticket,
+                                      .id = kernel_id, .value = predicted_ns};
+            if (post(c, k, &e) != 0) {
                 /* BE may wait: give the daemon a moment to drain. */
-                ring_doorbell(k);
+                ring_doorbell(c, k);
                 if (now - start > 1000000000ull)
                     return MOSAIC_ERINGFULL;
                 usleep(100);
                 continue;
             }
             posted = k;
-            ring_doorbell(k);
+            ring_doorbell(c, k);
         }
         uint32_t seen = atomic_load_explicit(&k->shm.hdr->grant_futex, memory_order_acquire);
         if (take_grant(c, k, ticket)) {
@@ -779,6 +940,7 @@ MOSAIC__EXPORT int mosaic_sched_be_want_gated(struct mosaic_sched_client *c,
     struct mosaic__entry e = {.type = MOSAIC__EV_BE_WANT, .ticket = ticket,
                               .flags = (uint16_t)(MOSAIC__EF_GATED | slot), .aux = seq,
                               .id = kernel_id, .value = predicted_ns};
+    int rc;
 
     if (slot >= MOSAIC__GATE_SLOTS)
         return MOSAIC_EINVAL;
@@ -787,14 +949,11 @@ MOSAIC__EXPORT int mosaic_sched_be_want_gated(struct mosaic_sched_client *c,
     /* Before the daemon can see the want, so that a monitor releasing the
      * slot covers this kernel too. */
     atomic_store_explicit(&k->shm.gate[slot].want, seq, memory_order_release);
-    if (mosaic__ring_push_mp(k->shm.ev_ctl, k->shm.ev, k->shm.ev_mask, &e) != 0) {
-        atomic_fetch_add_explicit(&c->dropped, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&k->shm.hdr->ev_dropped, 1, memory_order_relaxed);
-        ring_doorbell(k);
-        return MOSAIC_ERINGFULL;
-    }
-    ring_doorbell(k);
-    return 0;
+    rc = post(c, k, &e);
+    /* A BE kernel waits for this want: wake a sleeping daemon now. */
+    if (rc == 0)
+        ring_doorbell(c, k);
+    return rc;
 }
 
 MOSAIC__EXPORT int mosaic_sched_hp_launch_gated(struct mosaic_sched_client *c,
@@ -804,24 +963,34 @@ MOSAIC__EXPORT int mosaic_sched_hp_launch_gated(struct mosaic_sched_client *c,
     struct conn *k = live_gen(c, MOSAIC_SCHED_ROLE_HP, generation);
     struct mosaic__entry e = {.type = MOSAIC__EV_HP_LAUNCH,
                               .flags = (uint16_t)(MOSAIC__EF_GATED | slot), .aux = seq,
-                              .id = kernel_id, .value = mosaic__now_ns()};
-    uint32_t used;
+                              .id = kernel_id, .value = launch_stamp()};
 
     if (slot >= MOSAIC__GATE_SLOTS)
         return MOSAIC_EINVAL;
     if (!k)
         return atomic_load(&c->cur) ? MOSAIC_EINVAL : MOSAIC_EDISCONNECTED;
-    if (mosaic__ring_push_mp(k->shm.ev_ctl, k->shm.ev, k->shm.ev_mask, &e) != 0) {
-        atomic_fetch_add_explicit(&c->dropped, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&k->shm.hdr->ev_dropped, 1, memory_order_relaxed);
-        ring_doorbell(k);
-        return MOSAIC_ERINGFULL;
-    }
-    used = atomic_load_explicit(&k->shm.ev_ctl->head, memory_order_relaxed) -
-           atomic_load_explicit(&k->shm.ev_ctl->tail, memory_order_relaxed);
-    if (MOSAIC__UNLIKELY(used > k->shm.ev_mask / 2))
-        ring_doorbell(k);
-    return 0;
+    return post(c, k, &e);
+}
+
+MOSAIC__EXPORT int mosaic_sched_hp_request_end_gated(struct mosaic_sched_client *c,
+                                                     uint64_t generation, unsigned slot,
+                                                     uint32_t seq, uint64_t request_id,
+                                                     uint64_t ts_ns)
+{
+    struct conn *k = live_gen(c, MOSAIC_SCHED_ROLE_HP, generation);
+    struct mosaic__entry e = {.type = MOSAIC__EV_HP_REQ_END,
+                              .flags = (uint16_t)(MOSAIC__EF_GATED | slot), .aux = seq,
+                              .id = request_id, .value = ts_ns ? ts_ns : mosaic__now_ns()};
+    int rc;
+
+    if (slot >= MOSAIC__GATE_SLOTS)
+        return MOSAIC_EINVAL;
+    if (!k)
+        return atomic_load(&c->cur) ? MOSAIC_EINVAL : MOSAIC_EDISCONNECTED;
+    rc = post(c, k, &e);
+    if (rc == 0)
+        ring_doorbell(c, k); /* as mosaic_sched_hp_request_end */
+    return rc;
 }
 
 MOSAIC__EXPORT uint64_t mosaic_sched_client_released(const struct mosaic_sched_client *c)
@@ -832,10 +1001,11 @@ MOSAIC__EXPORT uint64_t mosaic_sched_client_released(const struct mosaic_sched_c
 MOSAIC__EXPORT int mosaic_sched_be_done(struct mosaic_sched_client *c, uint64_t kernel_id)
 {
     struct conn *k = live(c, MOSAIC_SCHED_ROLE_BE);
+    struct mosaic__entry e = {.type = MOSAIC__EV_BE_DONE, .id = kernel_id};
 
     if (!k)
         return MOSAIC_EDISCONNECTED;
-    return post(c, k, MOSAIC__EV_BE_DONE, 0, kernel_id, 0);
+    return post(c, k, &e);
 }
 
 /* BE: defines graph `graph_id` (its kernels' ids in launch order) on the
@@ -860,12 +1030,8 @@ MOSAIC__EXPORT int mosaic_sched_be_graph_define(struct mosaic_sched_client *c,
     for (unsigned i = 0; i < n; i++) {
         struct mosaic__entry e = {.type = MOSAIC__EV_BE_GRAPH, .ticket = i, .aux = n,
                                   .id = graph_id, .value = kernel_ids[i]};
-        if (mosaic__ring_push_mp(k->shm.ev_ctl, k->shm.ev, k->shm.ev_mask, &e) != 0) {
-            atomic_fetch_add_explicit(&c->dropped, 1, memory_order_relaxed);
-            atomic_fetch_add_explicit(&k->shm.hdr->ev_dropped, 1, memory_order_relaxed);
-            ring_doorbell(k);
+        if (post(c, k, &e) != 0)
             return MOSAIC_ERINGFULL;
-        }
     }
     return 0;
 }

@@ -194,7 +194,12 @@ struct client {
     /* HP, device completion: the last launch posted per slot, the last
      * completion seen, and request ends that wait for the device. */
     uint32_t hp_launched[MOSAIC__GATE_SLOTS], hp_done_seen[MOSAIC__GATE_SLOTS];
+    uint64_t hp_done_ns[MOSAIC__GATE_SLOTS]; /* when the daemon saw the word move */
     uint64_t hp_used; /* a bit per slot that ever had a gated launch */
+    /* An HP launch without a completion write since the first open request
+     * began: the device words do not cover the request's work, so its end
+     * is the host's. */
+    int hp_untracked;
     struct {
         uint64_t id, ts_ns, seen_ns;
         uint32_t target[MOSAIC__GATE_SLOTS];
@@ -225,7 +230,7 @@ struct daemon {
     /* Metrics. */
     uint64_t admit_immediate, admit_after_hold, held_total, held_ns_total;
     uint64_t proto_errors, refused, hp_expired;
-    uint64_t gated_grants, gated_passed, hp_device_done, hp_ends_deferred;
+    uint64_t gated_grants, gated_passed, hp_device_done, hp_ends_deferred, hp_ends_device;
     uint64_t hist[NBUCKETS + 1], hist_count;
     double hist_sum;
     uint64_t clients_total;
@@ -240,6 +245,9 @@ static void policy_event(struct daemon *d, int type, uint32_t client, uint64_t i
     if (d->policy.observe)
         d->policy.observe(d->policy.state, &e);
 }
+
+static unsigned hp_words(struct daemon *d, struct client *c, uint64_t now);
+static unsigned hp_pending(struct daemon *d, struct client *c, uint64_t now, int final);
 
 /* One kernel of a BE graph's definition, checked by mosaic__entry_check:
  * passed to the policy, which keeps the graphs (the daemon's wants,
@@ -256,6 +264,14 @@ static void graph_event(struct daemon *d, struct client *c, const struct mosaic_
 
 static void client_free(struct daemon *d, struct client *c, const char *why)
 {
+    /* Request ends the host posted that waited for the device are ended
+     * now (a service that exits right after its last request): the words
+     * are read a last time. */
+    if (c->active && c->npend) {
+        uint64_t now = mosaic__now_ns();
+        hp_words(d, c, now);
+        hp_pending(d, c, now, 1);
+    }
     if (c->active)
         mosaic__dlog(MOSAIC__L_INFO, "client %u (pid %d, %s) gone: %s; its state is freed",
                      c->id, (int)c->peer.pid, mosaic__role_str(c->role), why);
@@ -584,6 +600,90 @@ static int hp_defer_end(struct daemon *d, struct client *c, uint64_t id, uint64_
     return 1;
 }
 
+/* Reads an HP client's completion words; returns how many moved. */
+static unsigned hp_words(struct daemon *d, struct client *c, uint64_t now)
+{
+    unsigned work = 0;
+
+    for (unsigned s = 0; c->hp_used && s < MOSAIC__GATE_SLOTS; s++) {
+        uint32_t done;
+        if (!(c->hp_used & (1ull << s)))
+            continue;
+        done = (uint32_t)atomic_load_explicit(&c->shm.gate[s].hp_done, memory_order_acquire);
+        if (done != c->hp_done_seen[s]) {
+            d->hp_device_done += (uint32_t)(done - c->hp_done_seen[s]);
+            c->hp_done_seen[s] = done;
+            c->hp_done_ns[s] = now;
+            work++;
+        }
+    }
+    return work;
+}
+
+/*
+ * When the device finished the work of a request whose end the host
+ * posted at host_ts: the last moment the daemon saw a completion word move,
+ * when every launch of the request had a completion write and every word
+ * has reached its last launch; host_ts otherwise, and never later than it
+ * (the daemon's sight of a word lags the device by its polling interval).
+ * A service that synchronises, then post-processes on the CPU and only
+ * then ends the request frees its GPU time from the device's moment on.
+ */
+static uint64_t hp_end_time(struct daemon *d, struct client *c, uint64_t begin, uint64_t host_ts)
+{
+    uint64_t gpu = 0;
+
+    if (c->hp_untracked || !c->hp_used)
+        return host_ts;
+    for (unsigned s = 0; s < MOSAIC__GATE_SLOTS; s++) {
+        if (!(c->hp_used & (1ull << s)))
+            continue;
+        if (!seq_geq(c->hp_done_seen[s], c->hp_launched[s]))
+            return host_ts;
+        if (c->hp_done_ns[s] > gpu)
+            gpu = c->hp_done_ns[s];
+    }
+    if (gpu >= host_ts || gpu < begin)
+        return host_ts;
+    d->hp_ends_device++;
+    return gpu;
+}
+
+/*
+ * Ends the deferred request ends whose streams' words reached their last
+ * launch, at the time the daemon saw it; with final (the client is going
+ * away) or past hp-request-timeout-ms, also the others, at the host's
+ * time. Returns how many it ended.
+ */
+static unsigned hp_pending(struct daemon *d, struct client *c, uint64_t now, int final)
+{
+    unsigned work = 0;
+
+    for (unsigned p = 0; p < c->npend; p++) {
+        uint64_t mask = c->pend[p].mask;
+        for (unsigned s = 0; mask && s < MOSAIC__GATE_SLOTS; s++)
+            if ((mask & (1ull << s)) && seq_geq(c->hp_done_seen[s], c->pend[p].target[s]))
+                mask &= ~(1ull << s);
+        c->pend[p].mask = mask;
+        /* A word that never moves (a device that stopped, a client that
+         * lied) must not keep the request open for ever. */
+        if (mask && !final &&
+            now - c->pend[p].seen_ns < (uint64_t)d->cfg->hp_request_timeout_ms * 1000000ull)
+            continue;
+        for (unsigned r = 0; r < c->nopen; r++) {
+            if (c->open[r].id == c->pend[p].id) {
+                if (!mask)
+                    d->hp_ends_device++;
+                hp_end(d, c, r, mask ? c->pend[p].ts_ns : now);
+                break;
+            }
+        }
+        c->pend[p--] = c->pend[--c->npend];
+        work++;
+    }
+    return work;
+}
+
 /*
  * Reads the device-written words of every client: a BE kernel granted on
  * a gate slot is done once the slot's done word reached its number; an HP
@@ -615,37 +715,8 @@ static unsigned poll_gates(struct daemon *d)
             }
             continue;
         }
-        for (unsigned s = 0; c->hp_used && s < MOSAIC__GATE_SLOTS; s++) {
-            uint32_t done;
-            if (!(c->hp_used & (1ull << s)))
-                continue;
-            done = (uint32_t)atomic_load_explicit(&c->shm.gate[s].hp_done, memory_order_acquire);
-            if (done != c->hp_done_seen[s]) {
-                d->hp_device_done += (uint32_t)(done - c->hp_done_seen[s]);
-                c->hp_done_seen[s] = done;
-                work++;
-            }
-        }
-        for (unsigned p = 0; p < c->npend; p++) {
-            uint64_t mask = c->pend[p].mask;
-            for (unsigned s = 0; mask && s < MOSAIC__GATE_SLOTS; s++)
-                if ((mask & (1ull << s)) && seq_geq(c->hp_done_seen[s], c->pend[p].target[s]))
-                    mask &= ~(1ull << s);
-            c->pend[p].mask = mask;
-            /* A word that never moves (a device that stopped, a client
-             * that lied) must not keep the request open for ever. */
-            if (mask && now - c->pend[p].seen_ns <
-                            (uint64_t)d->cfg->hp_request_timeout_ms * 1000000ull)
-                continue;
-            for (unsigned r = 0; r < c->nopen; r++) {
-                if (c->open[r].id == c->pend[p].id) {
-                    hp_end(d, c, r, mask ? c->pend[p].ts_ns : now);
-                    break;
-                }
-            }
-            c->pend[p--] = c->pend[--c->npend];
-            work++;
-        }
+        work += hp_words(d, c, now);
+        work += hp_pending(d, c, now, 0);
     }
     return work;
 }
@@ -654,6 +725,8 @@ static void handle_event(struct daemon *d, struct client *c, const struct mosaic
 {
     switch (e->type) {
     case MOSAIC__EV_HP_REQ_BEGIN:
+        if (c->nopen == 0)
+            c->hp_untracked = 0;
         if (c->nopen < MAX_OPEN_REQUESTS) {
             c->open[c->nopen].id = e->id;
             c->open[c->nopen].begin_ns = e->value;
@@ -665,11 +738,18 @@ static void handle_event(struct daemon *d, struct client *c, const struct mosaic
         }
         break;
     case MOSAIC__EV_HP_REQ_END:
+        if (e->flags & MOSAIC__EF_GATED) {
+            /* The device writes aux behind the request's work: its end. */
+            unsigned slot = e->flags & MOSAIC__EF_SLOT_MASK;
+            c->hp_launched[slot] = e->aux;
+            c->hp_used |= 1ull << slot;
+        }
         for (unsigned i = 0; i < c->nopen; i++) {
             if (c->open[i].id == e->id) {
+                hp_words(d, c, mosaic__now_ns());
                 if (hp_defer_end(d, c, e->id, e->value))
                     return;
-                hp_end(d, c, i, e->value);
+                hp_end(d, c, i, hp_end_time(d, c, c->open[i].begin_ns, e->value));
                 return;
             }
         }
@@ -680,6 +760,8 @@ static void handle_event(struct daemon *d, struct client *c, const struct mosaic
             unsigned slot = e->flags & MOSAIC__EF_SLOT_MASK;
             c->hp_launched[slot] = e->aux;
             c->hp_used |= 1ull << slot;
+        } else {
+            c->hp_untracked = 1;
         }
         /* The model-driven policies learn each request type's kernel
          * sequence from these. */
@@ -773,6 +855,33 @@ static struct mosaic__sched_view view(struct daemon *d)
     return v;
 }
 
+/* The books of one grant, by the ring or by the gate word: the admission
+ * metrics, the client's and this turn's view of BE in flight, and the
+ * policy's event. */
+static void count_grant(struct daemon *d, struct client *c, const struct want *w,
+                        struct mosaic__sched_view *v, uint64_t now)
+{
+    if (w->held) {
+        d->admit_after_hold++;
+        d->held_ns_total += now - w->since_ns;
+    } else {
+        d->admit_immediate++;
+    }
+    c->be_in_flight++;
+    v->be_in_flight++;
+    policy_event(d, MOSAIC__PEV_BE_GRANT, c->id, w->kernel_id, now);
+}
+
+/* A want the policy (or its stream's order) did not admit this turn: held
+ * counts once per want, however many turns it waits. */
+static void count_hold(struct daemon *d, struct want *w)
+{
+    if (!w->held) {
+        w->held = 1;
+        d->held_total++;
+    }
+}
+
 /* Runs the policy over every waiting BE kernel; returns grants made. */
 static unsigned decide(struct daemon *d)
 {
@@ -783,7 +892,6 @@ static unsigned decide(struct daemon *d)
     for (unsigned r = 0; r < n; r++) {
         struct client *c = d->clients[(d->rr + r) % n];
         unsigned kept = 0, here = 0;
-
         uint64_t blocked = 0; /* gate slots whose earlier kernel still waits */
 
         if (!c->active || c->nwants == 0)
@@ -825,45 +933,23 @@ static unsigned decide(struct daemon *d)
                     c->be_run[w->slot].running = 1;
                     c->be_gated_running++;
                     d->gated_grants++;
-                    if (w->held) {
-                        d->admit_after_hold++;
-                        d->held_ns_total += now - w->since_ns;
-                    } else {
-                        d->admit_immediate++;
-                    }
-                    c->be_in_flight++;
-                    v.be_in_flight++;
                     granted++;
-                    policy_event(d, MOSAIC__PEV_BE_GRANT, c->id, w->kernel_id, now);
+                    count_grant(d, c, w, &v, now);
                     continue;
                 }
                 blocked |= bit;
-                if (!w->held) {
-                    w->held = 1;
-                    d->held_total++;
-                }
+                count_hold(d, w);
                 c->wants[kept++] = *w;
                 continue;
             }
             if (d->policy.decide(d->policy.state, &v, &bw) == MOSAIC__ADMIT &&
                 mosaic__ring_push_private(c->shm.gr_ctl, c->shm.gr, c->shm.gr_mask,
                                           &c->gr_pos, &g) == 0) {
-                if (w->held) {
-                    d->admit_after_hold++;
-                    d->held_ns_total += now - w->since_ns;
-                } else {
-                    d->admit_immediate++;
-                }
-                c->be_in_flight++;
-                v.be_in_flight++;
                 here++;
-                policy_event(d, MOSAIC__PEV_BE_GRANT, c->id, w->kernel_id, now);
+                count_grant(d, c, w, &v, now);
                 continue;
             }
-            if (!w->held) {
-                w->held = 1;
-                d->held_total++;
-            }
+            count_hold(d, w);
             c->wants[kept++] = *w;
         }
         c->nwants = kept;
@@ -1085,9 +1171,14 @@ static size_t metrics_text(struct daemon *d, char *buf, size_t cap)
                   "# HELP mosaic_hp_request_ends_deferred_total HP request ends that waited "
                   "for the device to finish the request's kernels.\n"
                   "# TYPE mosaic_hp_request_ends_deferred_total counter\n"
-                  "mosaic_hp_request_ends_deferred_total %llu\n",
+                  "mosaic_hp_request_ends_deferred_total %llu\n"
+                  "# HELP mosaic_hp_request_ends_device_total HP request ends timed by the "
+                  "device's completion words instead of the host's end call.\n"
+                  "# TYPE mosaic_hp_request_ends_device_total counter\n"
+                  "mosaic_hp_request_ends_device_total %llu\n",
               (unsigned long long)d->gated_grants, (unsigned long long)d->gated_passed,
-              (unsigned long long)d->hp_device_done, (unsigned long long)d->hp_ends_deferred);
+              (unsigned long long)d->hp_device_done, (unsigned long long)d->hp_ends_deferred,
+              (unsigned long long)d->hp_ends_device);
     sb_printf(&b, "# HELP mosaic_concurrent 1 when kernels of separate processes can run "
                   "concurrently (MPS).\n# TYPE mosaic_concurrent gauge\nmosaic_concurrent %d\n"
                   "# HELP mosaic_slo_ratio The configured HP p99 bound over isolated p99.\n"
@@ -1186,6 +1277,20 @@ static int handle_signals(struct daemon *d)
     return 0;
 }
 
+/* Whether an HP client's completion words are behind its launches: the
+ * daemon then looks every millisecond, so that a request's device end is
+ * seen within that, not at the host's end call. */
+static int hp_words_pending(const struct client *c)
+{
+    for (unsigned s = 0; c->hp_used && s < MOSAIC__GATE_SLOTS; s++)
+        if ((c->hp_used & (1ull << s)) &&
+            !seq_geq((uint32_t)atomic_load_explicit(&c->shm.gate[s].hp_done,
+                                                    memory_order_acquire),
+                     c->hp_launched[s]))
+            return 1;
+    return 0;
+}
+
 /* Whether anything waits on a decision or on a device-written word (which
  * rings no doorbell, so a sleeping daemon must look at it). */
 static int any_waiting(const struct daemon *d)
@@ -1193,6 +1298,8 @@ static int any_waiting(const struct daemon *d)
     for (unsigned i = 0; i < d->nclients; i++) {
         const struct client *c = d->clients[i];
         if (c->active && (c->nwants || c->be_gated_running || c->npend))
+            return 1;
+        if (c->active && c->nopen && hp_words_pending(c))
             return 1;
     }
     return 0;

@@ -394,9 +394,10 @@ int mosaic__entry_check(const struct mosaic__entry *e, int role, char *why, size
     int hp = role == MOSAIC_SCHED_ROLE_HP;
 
     if (e->flags & MOSAIC__EF_GATED) {
-        if (e->type != MOSAIC__EV_BE_WANT && e->type != MOSAIC__EV_HP_LAUNCH)
-            return whyf(why, whylen, MOSAIC_EPROTO,
-                        "event type %u cannot be gated (only BE_WANT and HP_LAUNCH)", e->type);
+        if (e->type != MOSAIC__EV_BE_WANT && e->type != MOSAIC__EV_HP_LAUNCH &&
+            e->type != MOSAIC__EV_HP_REQ_END)
+            return whyf(why, whylen, MOSAIC_EPROTO, "event type %u cannot be gated (only "
+                        "BE_WANT, HP_LAUNCH and HP_REQ_END)", e->type);
         if ((e->flags & ~(MOSAIC__EF_GATED | MOSAIC__EF_SLOT_MASK)) != 0 ||
             (e->flags & MOSAIC__EF_SLOT_MASK) >= MOSAIC__GATE_SLOTS)
             return whyf(why, whylen, MOSAIC_EPROTO, "gated event type %u names slot %u of %u "

@@ -151,8 +151,8 @@ enum mosaic__ev_type {
 };
 
 /*
- * Entry flags. MOSAIC__EF_GATED on a BE_WANT or HP_LAUNCH says the kernel
- * is tracked through gate slot (flags & MOSAIC__EF_SLOT_MASK) with stream
+ * Entry flags. MOSAIC__EF_GATED on a BE_WANT, HP_LAUNCH or HP_REQ_END says
+ * the kernel (the request's work) is tracked through gate slot (flags & MOSAIC__EF_SLOT_MASK) with stream
  * sequence number aux: for BE it waits on the device for that slot's grant
  * word to reach aux, for HP the device writes aux to the slot's completion
  * word once it finished. Any other flag, or a slot past the segment's, is
@@ -215,7 +215,8 @@ struct mosaic__ring_ctl {
  * written, and at most one granted kernel per stream has not finished.
  *
  * HP: after launch n the device writes hp_done = n; the daemon reads it as
- * that kernel's completion.
+ * that kernel's completion. A gated HP_REQ_END says the same of the
+ * request's work before it (the shim's write at a request's end).
  */
 #define MOSAIC__GATE_SLOTS 64u
 #define MOSAIC__GATE_RELEASE 0x40000000u

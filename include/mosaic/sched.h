@@ -112,6 +112,9 @@ const char *mosaic_sched_client_reason(struct mosaic_sched_client *c, char *buf,
 uint64_t mosaic_sched_client_generation(const struct mosaic_sched_client *c);
 /* Events dropped because the ring was full (also counted by the daemon). */
 uint64_t mosaic_sched_client_dropped(const struct mosaic_sched_client *c);
+/* Doorbell packets sent to a sleeping daemon: at most one per backlog
+ * while the ring stays past half full (for the tests and the stats). */
+uint64_t mosaic_sched_client_doorbells(const struct mosaic_sched_client *c);
 
 /*
  * A kernel's id on the rings: the 64-bit FNV-1a hash of its profile key
@@ -151,7 +154,8 @@ int mosaic_sched_be_done(struct mosaic_sched_client *c, uint64_t kernel_id);
  *       cuStreamWriteValue32(done, n). The daemon writes grant = n once it
  *       admits kernel n and kernel n - 1 has finished.
  *   HP: after launch n, cuStreamWriteValue64(hp_done, n), then
- *       mosaic_sched_hp_launch_gated().
+ *       mosaic_sched_hp_launch_gated() (or, for a write at a request's
+ *       end, mosaic_sched_hp_request_end_gated()).
  * The words belong to one connection (`generation`): after a reconnect
  * the gate must be fetched and mapped again. The monitor thread releases
  * the waits of a connection that ended (a new daemon came, or be-timeout-ms
@@ -190,6 +194,13 @@ int mosaic_sched_hp_launch_gated(struct mosaic_sched_client *c, uint64_t generat
 #define MOSAIC_SCHED_GRAPH_MAX_KERNELS 64u
 int mosaic_sched_be_graph_define(struct mosaic_sched_client *c, uint64_t generation,
                                  uint64_t graph_id, const uint64_t *kernel_ids, unsigned n);
+
+/* HP: the end of request_id (ts_ns 0: now), with the device writing seq to
+ * slot's hp_done word behind the request's work: the daemon ends the
+ * request when the word reaches seq, or at ts_ns if it already had. */
+int mosaic_sched_hp_request_end_gated(struct mosaic_sched_client *c, uint64_t generation,
+                                      unsigned slot, uint32_t seq, uint64_t request_id,
+                                      uint64_t ts_ns);
 /* Gate slots the monitor released because their daemon went away. */
 uint64_t mosaic_sched_client_released(const struct mosaic_sched_client *c);
 

@@ -15,7 +15,12 @@
  * program calls the shim's exported mosaic_request_begin() before the first
  * launch and mosaic_request_end() right after the last one, before any
  * synchronisation: the daemon has to find the request's real end from the
- * device's completion words. With --watch-hp it also watches its own HP
+ * device's completion words. With --late-end MS it instead ends the request
+ * MS milliseconds after the synchronisation returned (a service that
+ * post-processes on the CPU before it ends the request): the device's
+ * words say the GPU work ended long before. With --one-graph the N kernels are
+ * captured on the first stream as one CUDA graph and launched once (one
+ * output line, k 0, for the graph's end). With --watch-hp it also watches its own HP
  * completion words (the shim's segment, found in /proc/self/maps) and
  * prints {"hp_done_in_order": 0|1, "hp_done_final": [..]} at the end.
  *
@@ -23,7 +28,8 @@
  * such kernels (captured from a stream once, before the first launch), and
  * its end is the graph's.
  *
- *   gate_prog --kernels N --us D [--streams S] [--graph G] [--hp-request] [--watch-hp]
+ *   gate_prog --kernels N --us D [--streams S] [--graph G | --one-graph]
+ *             [--hp-request] [--late-end MS] [--watch-hp]
  */
 #define _GNU_SOURCE 1
 #include <dlfcn.h>
@@ -98,7 +104,8 @@ static void *watch_hp(void *arg)
 
 int main(int argc, char **argv)
 {
-    int n = 8, us = 20000, ns = 1, hp_request = 0, watch = 0, graph = 0;
+    int n = 8, us = 20000, ns = 1, hp_request = 0, watch = 0, late_ms = -1, graph = 0;
+    int one_graph = 0;
     static struct demo_seq seq;
     char key[256];
 
@@ -115,22 +122,34 @@ int main(int argc, char **argv)
             hp_request = 1;
         else if (!strcmp(argv[i], "--watch-hp"))
             watch = 1;
+        else if (!strcmp(argv[i], "--one-graph"))
+            one_graph = 1;
+        else if (!strcmp(argv[i], "--late-end") && i + 1 < argc)
+            hp_request = 1, late_ms = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: gate_prog --kernels N --us D [--streams S] [--graph G] "
-                            "[--hp-request] [--watch-hp]\n");
+            fprintf(stderr, "usage: gate_prog --kernels N --us D [--streams S] "
+                            "[--graph G | --one-graph] [--hp-request] [--late-end MS] "
+                            "[--watch-hp]\n");
             return 2;
         }
     }
     if (n < 1 || n > MAX_K || ns < 1 || ns > MAX_S || us < 1 || graph < 0 || graph > 256)
         return 2;
+    if ((graph && one_graph) || (one_graph && n > DEMO_MAX_KERNELS))
+        return 2;
     if (snprintf(key, sizeof(key), "k_gate__simus%d|grid=1,1,1|block=32,1,1|dsmem=0", us) >=
-            (int)sizeof(key) ||
-        demo_add_key(&seq, key) != 0 || demo_load(&seq) != 0)
+        (int)sizeof(key))
+        return 1;
+    /* A graph holds the kernel n times; the eager loop launches the one. */
+    for (int k = 0; k < (one_graph ? n : 1); k++)
+        if (demo_add_key(&seq, key) != 0)
+            return 1;
+    if (demo_load(&seq) != 0)
         return 1;
 
     CUstream st[MAX_S], idle;
-    CUevent ref, end[MAX_K];
     CUgraphExec exec = NULL;
+    CUevent ref, end[MAX_K];
     uint64_t launch_ns[MAX_K], t_before = 0, t_after = 0;
     pthread_t watcher;
     CUresult r = cuStreamCreate(&idle, CU_STREAM_NON_BLOCKING);
@@ -170,24 +189,32 @@ int main(int argc, char **argv)
             cuGraphDestroy(g);
         }
     }
+    /* --one-graph: the N kernels captured on the first stream, launched once. */
+    if (r == CUDA_SUCCESS && one_graph)
+        r = demo_graph(&seq, st[0], &exec);
     if (r != CUDA_SUCCESS) {
         fprintf(stderr, "gate_prog: setup failed (CUresult %d)\n", (int)r);
         return 1;
     }
+    if (one_graph)
+        n = ns = 1; /* one launch, of the whole graph, on the first stream */
     nstreams_watched = ns;
     if (watch)
         pthread_create(&watcher, NULL, watch_hp, NULL);
     int (*req_begin)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "mosaic_request_begin");
     int (*req_end)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "mosaic_request_end");
     /* The shim connects in the background from its first call on and an
-     * HP call never waits: start the connection, give it a moment. */
-    if (hp_request && req_end) {
-        struct timespec settle = {.tv_nsec = 300000000};
+     * HP call never waits: start the connection, then begin the request
+     * once a begin reaches the daemon (it fails while there is no
+     * connection; on a loaded machine that can take a while). */
+    if (hp_request && req_end && req_begin) {
+        struct timespec settle = {.tv_nsec = 50000000};
         req_end();
-        nanosleep(&settle, NULL);
+        for (int i = 0; i < 200 && req_begin() != 0; i++) {
+            req_end();
+            nanosleep(&settle, NULL);
+        }
     }
-    if (hp_request && req_begin)
-        req_begin();
     for (int k = 0; k < n; k++) {
         const struct demo_kernel *d = &seq.k[0];
         r = exec ? cuGraphLaunch(exec, st[k % ns])
@@ -201,11 +228,16 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    if (hp_request && req_end)
+    if (hp_request && req_end && late_ms < 0)
         req_end();
     for (int s = 0; s < ns; s++)
         if (cuStreamSynchronize(st[s]) != CUDA_SUCCESS)
             return 1;
+    if (hp_request && req_end && late_ms >= 0) {
+        struct timespec late = {.tv_sec = late_ms / 1000, .tv_nsec = (late_ms % 1000) * 1000000L};
+        nanosleep(&late, NULL);
+        req_end();
+    }
     for (int k = 0; k < n; k++) {
         float ms = 0;
         if (cuEventElapsedTime(&ms, ref, end[k]) != CUDA_SUCCESS)

@@ -29,6 +29,7 @@
 #include <cmocka.h>
 
 #include "mosaic/sched.h"
+#include "sched_test_util.h"
 
 #define DUR_NS 20000000ull /* each kernel: k_gate__simus20000, 20 ms */
 #define MAXK 64
@@ -40,13 +41,6 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void msleep(unsigned ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
 struct dmn {
     pid_t pid;
     char dir[64], sock[96], conf[128], log[128];
@@ -56,64 +50,15 @@ struct dmn {
 
 static char simgpu_name[64];
 
-/* Every process started, so that a failed test (cmocka leaves it by a
- * jump) leaves none running. */
-static pid_t spawned[64];
-static int nspawned;
-
-static void remember(pid_t pid)
-{
-    if (nspawned < 64)
-        spawned[nspawned++] = pid;
-}
-
-static unsigned free_port(void)
-{
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(sa);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    unsigned port;
-
-    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
-    port = ntohs(sa.sin_port);
-    close(fd);
-    return port;
-}
-
 static void dmn_spawn(struct dmn *d)
 {
-    FILE *fp = fopen(d->conf, "w");
+    char text[1024];
+    int n = snprintf(text, sizeof(text), "socket %s\nmetrics-port %u\nheartbeat-ms 100\n"
+                     "be-timeout-ms 300\npolicy hold-be\nlog-level debug\nmps off\n"
+                     "rule requested any\n%s\n", d->sock, d->port, d->extra ? d->extra : "");
 
-    assert_non_null(fp);
-    fprintf(fp, "socket %s\nmetrics-port %u\nheartbeat-ms 100\nbe-timeout-ms 300\n"
-                "policy hold-be\nlog-level debug\nmps off\nrule requested any\n%s\n",
-            d->sock, d->port, d->extra ? d->extra : "");
-    fclose(fp);
-    d->pid = fork();
-    assert_true(d->pid >= 0);
-    if (d->pid > 0)
-        remember(d->pid);
-    if (d->pid == 0) {
-        int fd = open(d->log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-        int null = open("/dev/null", O_RDWR);
-        dup2(fd, STDERR_FILENO);
-        dup2(null, STDOUT_FILENO);
-        execl(MOSAIC_SCHED_BIN, "mosaic-sched", "--config", d->conf, "daemon", (char *)NULL);
-        _exit(127);
-    }
-    for (int i = 0; i < 1000; i++) {
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
-        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", d->sock);
-        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
-            close(fd);
-            return;
-        }
-        close(fd);
-        msleep(10);
-    }
-    fail_msg("the daemon did not listen on %s", d->sock);
+    assert_true(n > 0 && (size_t)n < sizeof(text));
+    d->pid = stu_daemon_spawn(MOSAIC_SCHED_BIN, d->conf, text, d->log, d->sock);
 }
 
 static void dmn_start(struct dmn *d, const char *extra)
@@ -124,7 +69,7 @@ static void dmn_start(struct dmn *d, const char *extra)
     snprintf(d->sock, sizeof(d->sock), "%s/s.sock", d->dir);
     snprintf(d->conf, sizeof(d->conf), "%s/d.conf", d->dir);
     snprintf(d->log, sizeof(d->log), "%s/d.log", d->dir);
-    d->port = free_port();
+    d->port = stu_free_port();
     d->extra = extra;
     dmn_spawn(d);
 }
@@ -134,37 +79,21 @@ static void dmn_kill(struct dmn *d, int sig)
     if (d->pid > 0) {
         kill(d->pid, sig);
         waitpid(d->pid, NULL, 0);
+        stu_untrack(d->pid);
     }
     d->pid = 0;
 }
 
 static void dmn_stop(struct dmn *d)
 {
-    char cmd[128];
-
     dmn_kill(d, SIGTERM);
-    if (snprintf(cmd, sizeof(cmd), "rm -rf %s", d->dir) < (int)sizeof(cmd) && system(cmd) != 0)
-        print_error("could not remove %s\n", d->dir);
+    stu_rmdir(d->dir);
 }
 
 /* GET /metrics; returns a static buffer. */
 static const char *scrape(const struct dmn *d)
 {
-    static char buf[65536];
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)d->port),
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    const char req[] = "GET /metrics HTTP/1.0\r\n\r\n";
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    size_t got = 0;
-    ssize_t n;
-
-    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    assert_int_equal(send(fd, req, sizeof(req) - 1, 0), (ssize_t)sizeof(req) - 1);
-    while (got < sizeof(buf) - 1 && (n = recv(fd, buf + got, sizeof(buf) - 1 - got, 0)) > 0)
-        got += (size_t)n;
-    buf[got] = '\0';
-    close(fd);
-    return buf;
+    return stu_scrape(d->port);
 }
 
 static double metric(const struct dmn *d, const char *name)
@@ -202,7 +131,7 @@ static void prog_start(struct prog *p, const struct dmn *d, const char *role,
     p->pid = fork();
     assert_true(p->pid >= 0);
     if (p->pid > 0)
-        remember(p->pid);
+        stu_track(p->pid);
     if (p->pid == 0) {
         const char *pre = getenv("GATE_PRELOAD");
         dup2(fds[1], STDOUT_FILENO);
@@ -302,16 +231,7 @@ static struct mosaic_sched_client *hp_client(const struct dmn *d)
     return c;
 }
 
-#define WAIT_UNTIL(cond, ms)                                    \
-    do {                                                        \
-        int waited_ = 0;                                        \
-        while (!(cond) && waited_ < (ms)) {                     \
-            msleep(5);                                          \
-            waited_ += 5;                                       \
-        }                                                       \
-        if (!(cond))                                            \
-            fail_msg("not true within %d ms: %s", (ms), #cond); \
-    } while (0)
+#define WAIT_UNTIL STU_WAIT_UNTIL
 
 /* ---- tests --------------------------------------------------------------- */
 
@@ -338,14 +258,14 @@ static void be_stream_8_deep_starts_each_kernel_after_its_grant(void **state)
     prog_start(&p, &d, "be", NULL, "--kernels 8 --us 20000");
     /* Held: the first want is decided and held; all eight are on the device. */
     WAIT_UNTIL(be_waiting(&d) >= 1, 20000);
-    msleep(200);
+    stu_msleep(200);
     t1 = now_ns();
     assert_int_equal(mosaic_sched_hp_request_end(hp, 1, 0), 0);
     /* About three and a half kernels in, a second request holds the rest. */
-    msleep(70);
+    stu_msleep(70);
     t2 = now_ns();
     assert_int_equal(mosaic_sched_hp_request_begin(hp, 2, 0), 0);
-    msleep(250);
+    stu_msleep(250);
     t3 = now_ns();
     assert_int_equal(mosaic_sched_hp_request_end(hp, 2, 0), 0);
     n = prog_finish(&p, k, NULL, 0);
@@ -397,7 +317,7 @@ static void host_hold_when_memops_refused_or_asked(void **state)
         assert_int_equal(mosaic_sched_hp_request_begin(hp, 1, 0), 0);
         prog_start(&p, &d, "be", envs[run], "--kernels 3 --us 20000");
         WAIT_UNTIL(be_waiting(&d) > held0, 20000);
-        msleep(150);
+        stu_msleep(150);
         t1 = now_ns();
         assert_int_equal(mosaic_sched_hp_request_end(hp, 1, 0), 0);
         assert_int_equal(prog_finish(&p, k, NULL, 0), 3);
@@ -432,7 +352,7 @@ static void daemon_killed_while_kernels_wait_on_the_device(void **state)
     assert_int_equal(mosaic_sched_hp_request_begin(hp, 1, 0), 0);
     prog_start(&p, &d, "be", NULL, "--kernels 4 --us 20000");
     WAIT_UNTIL(be_waiting(&d) >= 1, 20000);
-    msleep(100);
+    stu_msleep(100);
     tk = now_ns();
     dmn_kill(&d, SIGKILL);
     assert_int_equal(prog_finish(&p, k, NULL, 0), 4);
@@ -447,9 +367,9 @@ static void daemon_killed_while_kernels_wait_on_the_device(void **state)
     assert_int_equal(mosaic_sched_hp_request_begin(hp, 1, 0), 0);
     prog_start(&p, &d, "be", NULL, "--kernels 2 --us 20000");
     WAIT_UNTIL(be_waiting(&d) >= 1, 20000);
-    msleep(100);
+    stu_msleep(100);
     dmn_kill(&d, SIGKILL);
-    msleep(900); /* three times the timeout: still held */
+    stu_msleep(900); /* three times the timeout: still held */
     tr = now_ns();
     dmn_spawn(&d);
     assert_int_equal(prog_finish(&p, k, NULL, 0), 2);
@@ -474,7 +394,7 @@ static void hp_completion_words_advance_in_order(void **state)
     char tail[256];
     const char *m;
 
-    static const char *const on[] = {"MOSAIC_HP_COMPLETION", "device", NULL};
+    static const char *const on[] = {"MOSAIC_HP_COMPLETION", "kernel", NULL};
 
     (void)state;
     dmn_start(&d, NULL);
@@ -487,6 +407,104 @@ static void hp_completion_words_advance_in_order(void **state)
     assert_int_equal((int)metric(&d, "mosaic_hp_request_ends_deferred_total"), 1);
     m = scrape(&d);
     assert_non_null(strstr(m, "mosaic_hp_request_duration_seconds_bucket{le=\"0.05\"} 0\n"));
+    dmn_stop(&d);
+}
+
+/* A bucket of the daemon's HP request latency histogram (le in seconds). */
+static int bucket(const struct dmn *d, const char *le)
+{
+    const char *m = scrape(d), *p;
+    char key[128];
+
+    snprintf(key, sizeof(key), "mosaic_hp_request_duration_seconds_bucket{le=\"%s\"} ", le);
+    p = strstr(m, key);
+    return p ? atoi(p + strlen(key)) : -1;
+}
+
+/*
+ * HP, the default (MOSAIC_HP_COMPLETION unset: a write at each request's
+ * end): an explicit request ended before its kernels ran is ended by the
+ * daemon when the device's word shows them done, with one completion write
+ * for the whole request instead of one per launch.
+ */
+static void hp_request_end_write_defers_an_early_end(void **state)
+{
+    struct dmn d;
+    struct prog p;
+    struct kern k[MAXK];
+
+    (void)state;
+    dmn_start(&d, NULL);
+    prog_start(&p, &d, "hp", NULL, "--kernels 4 --us 20000 --hp-request");
+    assert_int_equal(prog_finish(&p, k, NULL, 0), 4);
+    assert_int_equal(stat_of(&p, "hp_completion_writes"), 1);
+    WAIT_UNTIL(metric(&d, "mosaic_hp_request_duration_seconds_count") == 1, 5000);
+    assert_int_equal((int)metric(&d, "mosaic_hp_request_ends_deferred_total"), 1);
+    assert_int_equal((int)metric(&d, "mosaic_hp_request_ends_device_total"), 1);
+    /* Four 20 ms kernels on one stream: at least 80 ms, not the host's
+     * microseconds between begin and end. */
+    assert_int_equal(bucket(&d, "0.05"), 0);
+    dmn_stop(&d);
+}
+
+/*
+ * HP: a request whose host end comes 400 ms after its GPU work finished (a
+ * synchronisation, then CPU work) is accounted to the daemon and its
+ * policy at the device's time when every launch had a completion write
+ * (MOSAIC_HP_COMPLETION=kernel): two 20 ms kernels, so under 0.2 s. With
+ * the writes off the same program's request lasts past the host's end.
+ */
+static void hp_late_host_end_is_timed_by_the_device(void **state)
+{
+    static const char *const kernel[] = {"MOSAIC_HP_COMPLETION", "kernel", NULL};
+    static const char *const off[] = {"MOSAIC_HP_COMPLETION", "off", NULL};
+    struct dmn d;
+    struct prog p;
+    struct kern k[MAXK];
+
+    (void)state;
+    dmn_start(&d, NULL);
+    prog_start(&p, &d, "hp", kernel, "--kernels 2 --us 20000 --late-end 400");
+    assert_int_equal(prog_finish(&p, k, NULL, 0), 2);
+    assert_int_equal(stat_of(&p, "hp_completion_writes"), 2);
+    WAIT_UNTIL(metric(&d, "mosaic_hp_request_duration_seconds_count") == 1, 5000);
+    assert_int_equal((int)metric(&d, "mosaic_hp_request_ends_device_total"), 1);
+    assert_int_equal(bucket(&d, "0.02"), 0);
+    assert_int_equal(bucket(&d, "0.2"), 1);
+    dmn_stop(&d);
+
+    dmn_start(&d, NULL);
+    prog_start(&p, &d, "hp", off, "--kernels 2 --us 20000 --late-end 400");
+    assert_int_equal(prog_finish(&p, k, NULL, 0), 2);
+    assert_int_equal(stat_of(&p, "hp_completion_writes"), 0);
+    WAIT_UNTIL(metric(&d, "mosaic_hp_request_duration_seconds_count") == 1, 5000);
+    assert_int_equal((int)metric(&d, "mosaic_hp_request_ends_device_total"), 0);
+    assert_int_equal(bucket(&d, "0.2"), 0);
+    dmn_stop(&d);
+}
+
+/*
+ * HP, the default mode: a request of one CUDA graph (four 20 ms kernels)
+ * whose host end comes 400 ms after the synchronisation is timed by the
+ * one completion write behind the graph: under 0.2 s, not the host's
+ * half second.
+ */
+static void hp_graph_request_is_timed_by_its_write(void **state)
+{
+    struct dmn d;
+    struct prog p;
+    struct kern k[MAXK];
+
+    (void)state;
+    dmn_start(&d, NULL);
+    prog_start(&p, &d, "hp", NULL, "--kernels 4 --us 20000 --one-graph --late-end 400");
+    assert_int_equal(prog_finish(&p, k, NULL, 0), 1);
+    assert_int_equal(stat_of(&p, "hp_completion_writes"), 1);
+    WAIT_UNTIL(metric(&d, "mosaic_hp_request_duration_seconds_count") == 1, 5000);
+    assert_int_equal((int)metric(&d, "mosaic_hp_device_completions_total"), 1);
+    assert_int_equal((int)metric(&d, "mosaic_hp_request_ends_device_total"), 1);
+    assert_int_equal(bucket(&d, "0.05"), 0);
+    assert_int_equal(bucket(&d, "0.2"), 1);
     dmn_stop(&d);
 }
 
@@ -503,9 +521,7 @@ static int teardown(void **state)
     char cmd[256];
 
     (void)state;
-    for (int i = 0; i < nspawned; i++)
-        if (kill(spawned[i], SIGKILL) == 0)
-            waitpid(spawned[i], NULL, 0);
+    stu_kill_tracked();
     if (snprintf(cmd, sizeof(cmd), "%s rm %s >/dev/null 2>&1", SIMGPU_BIN, simgpu_name) <
             (int)sizeof(cmd) &&
         system(cmd) != 0)
@@ -558,7 +574,7 @@ static void be_graph_is_one_admission_unit(void **state)
     prog_start(&p, &d, "be", NULL, "--kernels 2 --graph 3 --us 10000");
     WAIT_UNTIL(be_waiting(&d) >= 1, 20000);
     WAIT_UNTIL(log_has(&d, ": 3 kernels, not all predicted"), 20000);
-    msleep(200);
+    stu_msleep(200);
     t1 = now_ns();
     assert_int_equal(mosaic_sched_hp_request_end(hp, 1, 0), 0);
     n = prog_finish(&p, k, NULL, 0);
@@ -581,7 +597,7 @@ static void be_graph_is_one_admission_unit(void **state)
         assert_int_equal(mosaic_sched_hp_request_begin(hp, 2, 0), 0);
         prog_start(&p, &d, "be", env, args);
         WAIT_UNTIL(be_waiting(&d) >= 2, 20000);
-        msleep(100);
+        stu_msleep(100);
         t1 = now_ns();
         assert_int_equal(mosaic_sched_hp_request_end(hp, 2, 0), 0);
         n = prog_finish(&p, k, NULL, 0);
@@ -612,6 +628,9 @@ int main(void)
         cmocka_unit_test(daemon_killed_while_kernels_wait_on_the_device),
         cmocka_unit_test(hp_completion_words_advance_in_order),
         cmocka_unit_test(be_graph_is_one_admission_unit),
+        cmocka_unit_test(hp_request_end_write_defers_an_early_end),
+        cmocka_unit_test(hp_late_host_end_is_timed_by_the_device),
+        cmocka_unit_test(hp_graph_request_is_timed_by_its_write),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -21,6 +21,11 @@
  * wall time per launch per thread of each phase. Counters that all
  * threads share would show here as a shim cost growing with threads.
  *
+ * With BENCH_LAUNCH_ROUNDS set to a file name, each round's paired
+ * difference (ns per launch, shim minus driver) is also written there, one
+ * per line, so that a script can pair the rounds of two runs (observe-only
+ * against connected, tests/arbiter/bench_arbiter.sh).
+ *
  * usage: bench_launch [rounds=400] [launches_per_block=256] [threads=1]
  */
 #define _GNU_SOURCE 1
@@ -44,6 +49,39 @@ static const char empty_ptx[] =
     ".visible .entry mosaic_bench_empty()\n{\n\tret;\n}\n";
 
 static getproc_fn getproc;
+
+/*
+ * Under MOSAIC_ROLE=hp the shim connects to the daemon in the background,
+ * and a launch before the connection posts nothing (cheaper than a
+ * connected one): wait until an explicit request reaches the daemon (the
+ * shim's exported API answers MOSAIC_EDISCONNECTED, negative, until
+ * then), then give the client's monitor a few steps, so that the timed
+ * launches are those of a process that has been connected a while.
+ */
+static void wait_connected(void)
+{
+    int (*begin)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "mosaic_request_begin");
+    int (*end)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "mosaic_request_end");
+    const char *role = getenv("MOSAIC_ROLE");
+    struct timespec step = {.tv_nsec = 10000000}, settle = {.tv_nsec = 300000000};
+    int i;
+
+    if (!begin || !end || !role || strcmp(role, "hp") != 0)
+        return;
+    /* A begin that failed leaves its request open in the shim: end it at
+     * once, while still unconnected, so that no end of a request the
+     * daemon never saw begin reaches it later. */
+    for (i = 0; i < 500 && begin() != 0; i++) {
+        end();
+        nanosleep(&step, NULL);
+    }
+    end();
+    if (i == 500) {
+        fprintf(stderr, "bench_launch: MOSAIC_ROLE=hp but no daemon answered in 5 s\n");
+        exit(2);
+    }
+    nanosleep(&settle, NULL);
+}
 
 static void *proc(const char *name)
 {
@@ -197,6 +235,7 @@ int main(int argc, char **argv)
         CHECK(((CUresult(*)(CUstream *, unsigned))proc("cuStreamCreate"))(&stream, CU_STREAM_NON_BLOCKING));
         sync = (CUresult(*)(CUstream))proc("cuStreamSynchronize");
     }
+    wait_connected();
     if (threads > 1) {
         long n = (long)rounds * per;
         double s_ns, d_ns;
@@ -239,6 +278,18 @@ int main(int argc, char **argv)
             (use_shim ? shim_ns : direct_ns)[r] = per_launch;
         }
         diff_ns[r] = shim_ns[r] - direct_ns[r];
+    }
+    if (getenv("BENCH_LAUNCH_ROUNDS") && getenv("BENCH_LAUNCH_ROUNDS")[0]) {
+        FILE *fp = fopen(getenv("BENCH_LAUNCH_ROUNDS"), "w");
+        if (!fp) {
+            fprintf(stderr, "bench_launch: cannot write BENCH_LAUNCH_ROUNDS=%s\n",
+                    getenv("BENCH_LAUNCH_ROUNDS"));
+            return 2;
+        }
+        for (int r = 0; r < rounds; r++)
+            fprintf(fp, "%.3f\n", diff_ns[r]);
+        if (fclose(fp) != 0)
+            return 2;
     }
     {
         double d = median(diff_ns, rounds);

@@ -161,6 +161,16 @@ static bool is(const void *h, uint32_t tag)
     return h != NULL && *(const uint32_t *)h == tag;
 }
 
+/* What a getter checks first, in the driver's order: an output pointer
+ * (CUDA_ERROR_INVALID_VALUE when NULL), then the handle it reads, which
+ * must be one of ours of that kind (CUDA_ERROR_INVALID_HANDLE). */
+static CUresult out_and_handle(const void *out, const void *h, uint32_t tag)
+{
+    if (out == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    return is(h, tag) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
 static bool is_fn(const void *h)
 {
     return is(h, TAG_FUNCTION) || is(h, TAG_KERNEL);
@@ -732,10 +742,9 @@ CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library,
 
 CUresult cuLibraryGetKernelCount(unsigned int *count, CUlibrary lib)
 {
-    if (count == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (!is(lib, TAG_LIBRARY))
-        return CUDA_ERROR_INVALID_HANDLE;
+    CUresult bad = out_and_handle(count, lib, TAG_LIBRARY);
+    if (bad != CUDA_SUCCESS)
+        return bad;
     *count = ((struct code *)lib)->n;
     return CUDA_SUCCESS;
 }
@@ -743,10 +752,9 @@ CUresult cuLibraryGetKernelCount(unsigned int *count, CUlibrary lib)
 CUresult cuLibraryEnumerateKernels(CUkernel *kernels, unsigned int numKernels,
                                    CUlibrary lib)
 {
-    if (kernels == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (!is(lib, TAG_LIBRARY))
-        return CUDA_ERROR_INVALID_HANDLE;
+    CUresult bad = out_and_handle(kernels, lib, TAG_LIBRARY);
+    if (bad != CUDA_SUCCESS)
+        return bad;
     const struct code *c = (struct code *)lib;
     for (unsigned i = 0; i < numKernels && i < c->n; i++)
         kernels[i] = (CUkernel)c->fns[i];
@@ -756,10 +764,9 @@ CUresult cuLibraryEnumerateKernels(CUkernel *kernels, unsigned int numKernels,
 /* The kernel's function in the (only) context: made once, then the same. */
 CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
 {
-    if (pFunc == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (!is(kernel, TAG_KERNEL))
-        return CUDA_ERROR_INVALID_HANDLE;
+    CUresult bad = out_and_handle(pFunc, kernel, TAG_KERNEL);
+    if (bad != CUDA_SUCCESS)
+        return bad;
     struct fn *k = (struct fn *)kernel;
     struct green *g = current_green();
     if (g != NULL)
@@ -1089,10 +1096,9 @@ CUresult cuGraphAddEmptyNode(CUgraphNode *phGraphNode, CUgraph hGraph,
  * written, surplus slots set to NULL, and *numNodes = the count. */
 CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
 {
-    if (numNodes == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (!is(hGraph, TAG_GRAPH))
-        return CUDA_ERROR_INVALID_HANDLE;
+    CUresult bad = out_and_handle(numNodes, hGraph, TAG_GRAPH);
+    if (bad != CUDA_SUCCESS)
+        return bad;
     const struct graph *g = (struct graph *)hGraph;
     pthread_mutex_lock(&g_lock);
     for (size_t i = 0; nodes != NULL && i < *numNodes; i++)
@@ -1104,10 +1110,9 @@ CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
 
 CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type)
 {
-    if (type == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (!is(hNode, TAG_NODE))
-        return CUDA_ERROR_INVALID_HANDLE;
+    CUresult bad = out_and_handle(type, hNode, TAG_NODE);
+    if (bad != CUDA_SUCCESS)
+        return bad;
     *type = ((struct node *)hNode)->type;
     return CUDA_SUCCESS;
 }
@@ -1179,10 +1184,9 @@ CUresult cuGraphChildGraphNodeGetGraph(CUgraphNode hNode, CUgraph *phGraph)
  */
 static CUresult instantiate(CUgraphExec *out, CUgraph hg)
 {
-    if (out == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (!is(hg, TAG_GRAPH))
-        return CUDA_ERROR_INVALID_HANDLE;
+    CUresult bad = out_and_handle(out, hg, TAG_GRAPH);
+    if (bad != CUDA_SUCCESS)
+        return bad;
     struct exec *x = calloc(1, sizeof *x);
     if (x == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -2031,10 +2035,9 @@ CUresult cuDevResourceGenerateDesc(CUdevResourceDesc *phDesc,
 CUresult cuGreenCtxCreate(CUgreenCtx *phCtx, CUdevResourceDesc desc,
                           CUdevice dev, unsigned int flags)
 {
-    if (phCtx == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (!is(desc, TAG_DESC))
-        return CUDA_ERROR_INVALID_HANDLE;
+    CUresult bad = out_and_handle(phCtx, desc, TAG_DESC);
+    if (bad != CUDA_SUCCESS)
+        return bad;
     if (dev != 0)
         return CUDA_ERROR_INVALID_DEVICE;
     /* CU_GREEN_CTX_DEFAULT_STREAM is documented as required. */
@@ -2070,10 +2073,9 @@ CUresult cuGreenCtxDestroy(CUgreenCtx hCtx)
 
 CUresult cuCtxFromGreenCtx(CUcontext *pContext, CUgreenCtx hCtx)
 {
-    if (pContext == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (!is(hCtx, TAG_GREEN))
-        return CUDA_ERROR_INVALID_HANDLE;
+    CUresult bad = out_and_handle(pContext, hCtx, TAG_GREEN);
+    if (bad != CUDA_SUCCESS)
+        return bad;
     *pContext = (CUcontext)(void *)&((struct green *)(void *)hCtx)->ctx;
     return CUDA_SUCCESS;
 }
@@ -2081,10 +2083,9 @@ CUresult cuCtxFromGreenCtx(CUcontext *pContext, CUgreenCtx hCtx)
 CUresult cuGreenCtxGetDevResource(CUgreenCtx hCtx, CUdevResource *resource,
                                   CUdevResourceType type)
 {
-    if (resource == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (!is(hCtx, TAG_GREEN))
-        return CUDA_ERROR_INVALID_HANDLE;
+    CUresult bad = out_and_handle(resource, hCtx, TAG_GREEN);
+    if (bad != CUDA_SUCCESS)
+        return bad;
     if (type != CU_DEV_RESOURCE_TYPE_SM)
         return CUDA_ERROR_INVALID_RESOURCE_TYPE;
     res_fill(resource, ((struct green *)(void *)hCtx)->mask, 0, 0);

@@ -65,17 +65,47 @@ record "$work/be.trace" be "$bin/be_trainer" "${be_args[@]}"
 head -1 "$work/hp.trace" | grep -q '"schema":"mosaic-trace/1"' || fail "no mosaic-trace/1 header"
 tail -1 "$work/hp.trace" | grep -q '"ev":"end"' || fail "no end record"
 # The shim connects asynchronously (the program's start never waits), so
-# the first requests may run before the connection is up and go unseen (on
-# a loaded machine, two were): 20 to 23 requests (20 + 3 warm-up), each of
-# the 3 kernels.
+# the first requests may run before the connection is up and go unseen:
+# 20 to 23 requests (20 + 3 warm-up; under ctest -j2 on the loaded 2 cores
+# the connection has come up as late as the third), each of 3 kernels.
 nreq=$(grep -c '"ev":"hp_end"' "$work/hp.trace")
 [ "$nreq" -ge 20 ] && [ "$nreq" -le 23 ] || fail "the HP trace holds $nreq request ends, not 20-23"
+# A connection that comes up inside the first request adds its last one
+# or two launches without their begin.
 n=$(grep -c '"ev":"hp_launch"' "$work/hp.trace")
-[ "$n" = $((3 * nreq)) ] || fail "the HP trace holds $n launches, not $((3 * nreq)) ($nreq requests x 3)"
+[ "$n" -ge $((3 * nreq)) ] && [ "$n" -le $((3 * nreq + 2)) ] ||
+  fail "the HP trace holds $n launches, not $((3 * nreq)) ($nreq requests x 3, +2 at most)"
 nbe=$(grep -c '"ev":"be_grant"' "$work/be.trace")
 [ "$nbe" -ge 58 ] && [ "$nbe" -le 60 ] || fail "the BE trace holds $nbe grants, not 58-60 (30 steps x 2)"
 grep -q '"key":"_Z9k_conv3x3PKfS0_Pfiiii|grid=16,8,16|block=8,8,1|dsmem=7808"' "$work/hp.trace" \
   || fail "the HP trace does not name its kernels' profile keys"
+# A launch's time stamp (the client's, from the TSC where it can) lies
+# inside its request as the host's CLOCK_MONOTONIC stamps of the begin and
+# the end bound it, within 20 us; the first, which began the learned
+# request just before it was stamped, is in the median within 20 us of the
+# begin's stamp (a stamp 0.2% fast or slow puts it 35-100 us off; a host
+# stall between the two stamps moves single requests, not the median).
+python3 - "$work/hp.trace" <<'PY' || fail "an HP launch's time stamp lies outside its request"
+import json, sys
+begin = end = None
+launches, checked, first = [], 0, []
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e.get("ev") == "hp_begin":
+        begin, launches = e["t"], []
+    elif e.get("ev") == "hp_launch" and begin is not None:
+        launches.append(e["t"])
+    elif e.get("ev") == "hp_end" and begin is not None:
+        for t in launches:
+            assert begin - 20000 <= t <= e["t"] + 20000, (begin, t, e["t"])
+            checked += 1
+        if launches:
+            first.append(abs(launches[0] - begin))
+        begin = None
+assert checked >= 60, checked
+first.sort()
+assert first[len(first) // 2] <= 20000, first
+PY
 # A recording never overwrites a trace.
 if timeout 10 "$bin/mosaic-sched" --config /dev/null --socket "$work/x.sock" --metrics-port 0 \
      --mps off record -o "$work/hp.trace" 2> "$work/err"; then
@@ -114,8 +144,14 @@ import json, sys
 w, t0, t1 = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
 none, hold, mos = (json.load(open(f"{w}/{n}.json")) for n in ("none", "hold", "mosaic"))
 # conv beside conv is slowed 1.5-2x on the H200: without control the
-# replayed p99 is well above the isolated one, and BE makes progress.
-assert none["hp_p99_ms"] > 1.3 * none["hp_isolated_p99_ms"], none
+# replayed HP median is well above hold-be's (whose HP runs alone in the
+# replay: 1.38-1.41x in the runs that failed the old test), its p99 above
+# the recorded isolated one, and BE makes progress. The isolated p99 is
+# the recording's host time over 20-23 requests, nearly their maximum,
+# which one host stall of the loaded machine moves (9.5 ms against a usual
+# 7.9): 1.3x of it failed runs whose replay was right.
+assert none["hp_p50_ms"] > 1.2 * hold["hp_p50_ms"], (none, hold)
+assert none["hp_p99_ms"] > none["hp_isolated_p99_ms"], none
 assert none["be_steps_per_s"] > 0, none
 assert hold["over_p_pct"] <= none["over_p_pct"], (hold, none)
 assert hold["hp_p99_ms"] < none["hp_p99_ms"], (hold, none)

@@ -33,6 +33,7 @@
 #include <cmocka.h>
 
 #include "daemon.h"
+#include "sched_test_util.h"
 
 #define RING 64
 
@@ -46,74 +47,18 @@ struct dmn {
     unsigned metrics_port;
 };
 
-/* Every daemon started, so that a failed test (cmocka leaves it by a
- * jump) does not leave one running, holding ctest's output pipe open. */
-static pid_t spawned[64];
-static int nspawned;
-
-static void kill_leftovers(void)
-{
-    for (int i = 0; i < nspawned; i++)
-        if (spawned[i] > 0 && kill(spawned[i], SIGKILL) == 0)
-            waitpid(spawned[i], NULL, 0);
-}
-
-static void msleep(unsigned ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
-static int try_connect(const char *path)
-{
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-
-    if (strlen(path) >= sizeof(sa.sun_path)) {
-        close(fd);
-        return -1;
-    }
-    memcpy(sa.sun_path, path, strlen(path));
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
 static void dmn_spawn(struct dmn *d)
 {
-    FILE *fp = fopen(d->conf, "w");
+    char text[1024];
+    int n;
 
-    assert_non_null(fp);
     /* heartbeat-ms 100: a client declares the daemon gone after 500 ms
      * without a beat, which a loaded machine does not reach by accident. */
-    fprintf(fp, "socket %s\nmetrics-port %u\nheartbeat-ms 100\nring-entries %d\n"
-                "be-timeout-ms 300\nlog-level debug\nmps off\n%s\n",
-            d->sock, d->metrics_port, RING, d->extra);
-    fclose(fp);
-    d->pid = fork();
-    assert_true(d->pid >= 0);
-    if (d->pid > 0 && nspawned < 64)
-        spawned[nspawned++] = d->pid;
-    if (d->pid == 0) {
-        int fd = open(d->log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-        int null = open("/dev/null", O_RDWR);
-        dup2(fd, STDERR_FILENO);
-        dup2(null, STDOUT_FILENO);
-        execl(MOSAIC_SCHED_BIN, "mosaic-sched", "--config", d->conf, "daemon", (char *)NULL);
-        _exit(127);
-    }
-    for (int i = 0; i < 1000; i++) {
-        int fd = try_connect(d->sock);
-        if (fd >= 0) {
-            close(fd);
-            return;
-        }
-        msleep(10);
-    }
-    fail_msg("the daemon did not listen on %s within 10 s", d->sock);
+    n = snprintf(text, sizeof(text), "socket %s\nmetrics-port %u\nheartbeat-ms 100\n"
+                 "ring-entries %d\nbe-timeout-ms 300\nlog-level debug\nmps off\n%s\n",
+                 d->sock, d->metrics_port, RING, d->extra);
+    assert_true(n > 0 && (size_t)n < sizeof(text));
+    d->pid = stu_daemon_spawn(MOSAIC_SCHED_BIN, d->conf, text, d->log, d->sock);
 }
 
 /* Starts a daemon in a fresh directory; extra is appended to its config. */
@@ -137,21 +82,15 @@ static int dmn_kill(struct dmn *d, int sig)
         return -1;
     kill(d->pid, sig);
     waitpid(d->pid, &status, 0);
-    for (int i = 0; i < nspawned; i++)
-        if (spawned[i] == d->pid)
-            spawned[i] = 0;
+    stu_untrack(d->pid);
     d->pid = 0;
     return status;
 }
 
 static void dmn_stop(struct dmn *d)
 {
-    char cmd[128];
-
     dmn_kill(d, SIGTERM);
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", d->dir);
-    if (system(cmd) != 0)
-        print_error("could not remove %s\n", d->dir);
+    stu_rmdir(d->dir);
 }
 
 static int log_has(const struct dmn *d, const char *text)
@@ -173,7 +112,7 @@ static char *status(const struct dmn *d)
 {
     static char buf[MOSAIC__SCHED_STATUS_MAX];
     struct mosaic__msg_hdr h;
-    int fd = try_connect(d->sock);
+    int fd = stu_connect(d->sock);
     long n;
 
     assert_true(fd >= 0);
@@ -207,16 +146,7 @@ static struct mosaic_sched_client *client(const struct dmn *d, int role)
     return c;
 }
 
-#define WAIT_UNTIL(cond, ms)                                  \
-    do {                                                      \
-        int waited_ = 0;                                      \
-        while (!(cond) && waited_ < (ms)) {                   \
-            msleep(10);                                       \
-            waited_ += 10;                                    \
-        }                                                     \
-        if (!(cond))                                          \
-            fail_msg("not true within %d ms: %s", (ms), #cond); \
-    } while (0)
+#define WAIT_UNTIL STU_WAIT_UNTIL
 
 /* A BE admission on its own thread, to watch it wait. */
 struct admit {
@@ -248,20 +178,6 @@ static void admit_join(struct admit *a)
     pthread_join(a->t, NULL);
 }
 
-static unsigned free_port(void)
-{
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(sa);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    unsigned port;
-
-    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
-    port = ntohs(sa.sin_port);
-    close(fd);
-    return port;
-}
-
 /* Every listed client's heartbeat moved within the last second. */
 static int client_beats_fresh(const char *s)
 {
@@ -275,39 +191,21 @@ static int client_beats_fresh(const char *s)
     return n > 0;
 }
 
-static char *scrape(unsigned port)
-{
-    static char buf[32768];
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    const char req[] = "GET /metrics HTTP/1.0\r\n\r\n";
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    size_t got = 0;
-    ssize_t n;
-
-    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    assert_int_equal(send(fd, req, sizeof(req) - 1, 0), (ssize_t)sizeof(req) - 1);
-    while (got < sizeof(buf) - 1 && (n = recv(fd, buf + got, sizeof(buf) - 1 - got, 0)) > 0)
-        got += (size_t)n;
-    buf[got] = '\0';
-    close(fd);
-    return buf;
-}
-
 /* ---- tests --------------------------------------------------------------- */
 
 static void handshake_status_and_metrics(void **state)
 {
     struct dmn d;
     struct mosaic_sched_client *hp, *be;
-    char *s, *m;
+    const char *m;
+    char *s;
     int outcome;
 
     (void)state;
     memset(&d, 0, sizeof(d));
     dmn_start(&d, NULL);
     dmn_kill(&d, SIGTERM);
-    d.metrics_port = free_port();
+    d.metrics_port = stu_free_port();
     dmn_spawn(&d);
     hp = client(&d, MOSAIC_SCHED_ROLE_HP);
     be = client(&d, MOSAIC_SCHED_ROLE_BE);
@@ -321,14 +219,14 @@ static void handshake_status_and_metrics(void **state)
 
     /* The clients' monitors bump their heartbeat (every 50 ms here): after
      * longer than the freshness bound, every beat is still recent. */
-    msleep(1200);
+    stu_msleep(1200);
     WAIT_UNTIL(client_beats_fresh(status(&d)), 5000);
     s = status(&d);
     assert_non_null(strstr(s, "\"role\":\"hp\""));
     assert_non_null(strstr(s, "\"role\":\"be\""));
     assert_non_null(strstr(s, "\"policy\":\"hold-be\""));
     assert_non_null(strstr(s, "\"concurrent\":false"));
-    m = scrape(d.metrics_port);
+    m = stu_scrape(d.metrics_port);
     assert_non_null(strstr(m, "HTTP/1.0 200 OK"));
     assert_non_null(strstr(m, "mosaic_clients{role=\"hp\"} 1\n"));
     assert_non_null(strstr(m, "mosaic_clients{role=\"be\"} 1\n"));
@@ -353,7 +251,7 @@ static int hostile(const struct dmn *d, const void *buf, size_t len)
     struct mosaic__msg m;
     struct timeval tv = {.tv_sec = 10};
     char why[200];
-    int fd = try_connect(d->sock), code = 0;
+    int fd = stu_connect(d->sock), code = 0;
     long n;
 
     assert_true(fd >= 0);
@@ -470,7 +368,7 @@ static void be_held_while_hp_request_in_flight(void **state)
     assert_int_equal(mosaic_sched_hp_request_begin(hp, 42, 0), 0);
     WAIT_UNTIL(strstr(status(&d), "\"hp_requests_in_flight\":1"), 5000);
     admit_start(&a, be);
-    msleep(150);
+    stu_msleep(150);
     assert_false(atomic_load(&a.done)); /* held */
     assert_non_null(strstr(status(&d), "\"be_waiting\":1"));
     assert_int_equal(mosaic_sched_hp_request_end(hp, 42, 0), 0);
@@ -548,7 +446,7 @@ static void client_killed_mid_request_frees_its_state(void **state)
     be = client(&d, MOSAIC_SCHED_ROLE_BE);
     WAIT_UNTIL(strstr(status(&d), "\"hp_requests_in_flight\":1"), 5000);
     admit_start(&a, be);
-    msleep(100);
+    stu_msleep(100);
     assert_false(atomic_load(&a.done));
     kill(child, SIGKILL);
     waitpid(child, NULL, 0);
@@ -583,7 +481,7 @@ static void hostile_ring_entries_are_rejected(void **state)
     dmn_start(&d, NULL);
     hp = client(&d, MOSAIC_SCHED_ROLE_HP);
     be = client(&d, MOSAIC_SCHED_ROLE_BE);
-    fd = try_connect(d.sock);
+    fd = stu_connect(d.sock);
     memset(&h, 0, sizeof(h));
     mosaic__msg_init(&h.h, MOSAIC__MSG_HELLO, sizeof(h));
     h.pid = getpid();
@@ -603,7 +501,7 @@ static void hostile_ring_entries_are_rejected(void **state)
                                                                   : MOSAIC__EV_GRANT),
                                   .flags = (uint16_t)(i & 1), .id = (uint64_t)i};
         while (mosaic__ring_push_mp(shm.ev_ctl, shm.ev, shm.ev_mask, &e) != 0)
-            msleep(1);
+            stu_msleep(1);
     }
     mosaic__msg_init(&bell, MOSAIC__MSG_DOORBELL, sizeof(bell));
     mosaic__send_msg(fd, &bell, sizeof(bell), -1);
@@ -631,21 +529,32 @@ static void ring_full_is_reported_and_never_blocks_hp(void **state)
     struct mosaic_sched_client *hp;
     char want[64];
     int full = 0;
-    uint64_t t0, t1;
+    uint64_t t0, t1, bells;
 
     (void)state;
     /* A slow heartbeat, so that the stopped daemon is not declared gone
      * while the ring fills. */
     dmn_start(&d, "rule requested any\nheartbeat-ms 2000");
     hp = client(&d, MOSAIC_SCHED_ROLE_HP);
+    /* Long enough for the idle daemon to be asleep (NEED_WAKEUP set) when
+     * it is stopped, as a daemon starved of CPU would be. */
+    stu_msleep(300);
     kill(d.pid, SIGSTOP); /* the daemon stops draining */
+    bells = mosaic_sched_client_doorbells(hp);
     t0 = mosaic__now_ns();
     for (int i = 0; i < RING + 100; i++)
         full += mosaic_sched_hp_launch(hp, (uint64_t)i) == MOSAIC_ERINGFULL;
     t1 = mosaic__now_ns();
+    bells = mosaic_sched_client_doorbells(hp) - bells;
     kill(d.pid, SIGCONT);
     /* At most RING fit; the rest were refused without waiting. */
     assert_true(full >= 100);
+    /* One doorbell when the ring passed half full, none for the launches
+     * after it (a system call each, for a daemon that cannot run); 0 would
+     * mean the daemon was not asleep and the test saw nothing. */
+    if (bells != 1)
+        fail_msg("%llu doorbells for %d launches into a ring the stopped daemon left full "
+                 "(want exactly 1)", (unsigned long long)bells, RING + 100);
     assert_int_equal(mosaic_sched_client_dropped(hp), (uint64_t)full);
     assert_true(t1 - t0 < 1000000000ull);
     snprintf(want, sizeof(want), "\"dropped\":%d", full);
@@ -737,13 +646,13 @@ static void gated_wants_follow_the_done_word_and_are_released(void **state)
     /* A stale generation is refused, not posted into the wrong segment. */
     assert_int_equal(mosaic_sched_be_want_gated(be, g.generation + 1, 0, 4, 1, 1),
                      MOSAIC_EDISCONNECTED);
-    msleep(150);
+    stu_msleep(150);
     assert_int_equal(atomic_load(grant), 0); /* held by the HP request */
     assert_int_equal(atomic_load(grant1), 0);
     assert_int_equal(mosaic_sched_hp_request_end(hp, 1, 0), 0);
     WAIT_UNTIL(atomic_load(grant) == 1 && atomic_load(grant1) == 1, 5000);
     /* Kernel 2 waits for kernel 1's done word, not for the policy. */
-    msleep(150);
+    stu_msleep(150);
     assert_int_equal(atomic_load(grant), 1);
     atomic_store(done, 1);
     WAIT_UNTIL(atomic_load(grant) == 2, 5000);
@@ -758,7 +667,7 @@ static void gated_wants_follow_the_done_word_and_are_released(void **state)
      * the timeout, 2^30 past what was asked. */
     assert_int_equal(mosaic_sched_hp_request_begin(hp, 2, 0), 0);
     assert_int_equal(mosaic_sched_be_want_gated(be, g.generation, 0, 4, 44, 1000), 0);
-    msleep(100);
+    stu_msleep(100);
     assert_int_equal(atomic_load(grant), 3);
     tk = mosaic__now_ns();
     dmn_kill(&d, SIGKILL);
@@ -808,7 +717,7 @@ static void forked_child_becomes_its_own_client(void **state)
         int ok = mosaic_sched_client_atfork_child(hp) == 0;
         close(go[1]); /* a parent that fails ends this child's wait */
         for (int i = 0; ok && i < 1000 && mosaic_sched_client_generation(hp) == 0; i++)
-            msleep(10);
+            stu_msleep(10);
         ok = ok && mosaic_sched_client_state(hp) == MOSAIC_SCHED_CONNECTED &&
              mosaic_sched_hp_request_begin(hp, 77, 0) == 0;
         /* Stay connected until the parent has seen both clients. */
@@ -997,6 +906,6 @@ int main(void)
         cmocka_unit_test(systemd_readiness),
     };
     signal(SIGPIPE, SIG_IGN);
-    atexit(kill_leftovers);
+    atexit(stu_kill_tracked);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -270,6 +270,13 @@ static void entries_checked_by_role(void **state)
     e = (struct mosaic__entry){.type = MOSAIC__EV_BE_WANT, .flags = MOSAIC__EF_GATED | 63,
                                .aux = 7};
     assert_int_equal(mosaic__entry_check(&e, MOSAIC_SCHED_ROLE_BE, why, sizeof(why)), 0);
+    e.type = MOSAIC__EV_HP_REQ_END; /* the device's write at a request's end */
+    assert_int_equal(mosaic__entry_check(&e, MOSAIC_SCHED_ROLE_HP, why, sizeof(why)), 0);
+    assert_int_equal(mosaic__entry_check(&e, MOSAIC_SCHED_ROLE_BE, why, sizeof(why)),
+                     MOSAIC_EPROTO);
+    e.type = MOSAIC__EV_HP_REQ_BEGIN;
+    assert_int_equal(mosaic__entry_check(&e, MOSAIC_SCHED_ROLE_HP, why, sizeof(why)),
+                     MOSAIC_EPROTO);
     e.type = MOSAIC__EV_HP_LAUNCH;
     assert_int_equal(mosaic__entry_check(&e, MOSAIC_SCHED_ROLE_HP, why, sizeof(why)), 0);
     e.flags = MOSAIC__EF_GATED | 64;

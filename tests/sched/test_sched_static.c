@@ -85,63 +85,108 @@ static void config(struct mosaic__sched_config *cfg, int models)
     snprintf(cfg->hp_kernels, sizeof(cfg->hp_kernels), "%s", path);
 }
 
-/* Held-out: 1.0761x on 80 SMs, the first size under 1.1 (72: 1.1305). */
-static void heldout_on_80(void **state)
+/* The splits chosen from measured split times, one case a line. */
+static const struct split_case {
+    const char *what;
+    const char *const *keys;
+    unsigned hp_sms, be_sms;
+    int under; /* the bound p = 1.1 is met */
+    unsigned kernels, measured;
+    double lo, hi; /* the request's slowdown on hp_sms */
+} splits[] = {
+    {"held-out: 1.0761x on 80 SMs, the first size under 1.1 (72: 1.1305)", heldout_hp, 80, 52,
+     1, 6, 6, 1.0756, 1.0766},
+    {"eval: convolutions need 128 SMs for 1.036x, which leaves BE fewer than the minimum 8; "
+     "the largest split HP can get, 120, is 1.1074x: over the bound, taken and flagged",
+     eval_hp, 120, 12, 0, 3, 3, 1.1069, 1.1079},
+};
+
+static void splits_from_measured_times(void **state)
 {
-    struct mosaic__sched_config cfg;
-    struct mosaic__partition p;
-    char err[1024] = "";
     (void)state;
-    write_keys(heldout_hp, NULL);
-    config(&cfg, 0);
-    assert_int_equal(mosaic__static_partition(&cfg, &p, err, sizeof(err)), 0);
-    assert_int_equal(p.hp_sms, 80);
-    assert_int_equal(p.be_sms, 52);
-    assert_true(p.under);
-    assert_int_equal(p.hp_kernels, 6);
-    assert_int_equal(p.measured, 6);
-    assert_int_equal(p.predicted, 0);
-    assert_true(p.hp_slowdown > 1.0756 && p.hp_slowdown < 1.0766);
-    unlink(path);
+    for (size_t i = 0; i < sizeof(splits) / sizeof(splits[0]); i++) {
+        const struct split_case *t = &splits[i];
+        struct mosaic__sched_config cfg;
+        struct mosaic__partition p;
+        char err[1024] = "";
+
+        write_keys(t->keys, NULL);
+        config(&cfg, 0);
+        if (mosaic__static_partition(&cfg, &p, err, sizeof(err)) != 0)
+            fail_msg("%s: refused: %s", t->what, err);
+        if (p.hp_sms != t->hp_sms || p.be_sms != t->be_sms || p.under != t->under ||
+            p.hp_kernels != t->kernels || p.measured != t->measured || p.predicted != 0 ||
+            !(p.hp_slowdown > t->lo && p.hp_slowdown < t->hi))
+            fail_msg("%s: got HP %u / BE %u SMs, under %d, %u kernels (%u measured, %u "
+                     "predicted), %.4fx", t->what, p.hp_sms, p.be_sms, p.under, p.hp_kernels,
+                     p.measured, p.predicted, p.hp_slowdown);
+        unlink(path);
+    }
 }
 
-/* Eval: convolutions need 128 SMs for 1.036x, which leaves BE fewer than
- * the minimum 8; the largest split HP can get, 120, is 1.1074x: over the
- * bound, taken and flagged. */
-static void eval_misses_bound(void **state)
+/* Bad input refused at start, each with a message that names the problem
+ * and the fix (the strings it must hold). */
+enum keys_file { NO_FILE, WRITTEN, MISSING };
+static const struct refusal {
+    const char *what;
+    enum keys_file file;
+    const char *const *keys;
+    const char *extra;
+    unsigned hp_sms;
+    const char *says[4];
+} refusals[] = {
+    {"nothing to size from", NO_FILE, NULL, NULL, 0, {"set hp-kernels"}},
+    {"a key of no profile", WRITTEN, eval_hp, "_Z7unknownv|grid=1,1,1|block=32,1,1|dsmem=0\n", 0,
+     {":6:", "_Z7unknownv", "no profile of this key"}},
+    {"a file of comments only", WRITTEN, NULL, "# only a comment\n", 0,
+     {"no profile key in the file"}},
+    {"a file that is not there", MISSING, NULL, NULL, 0, {"cannot be read"}},
+    {"a kernel of no swept variant, without model-dir", WRITTEN, unswept, NULL, 0,
+     {":3:", "no split times", "set model-dir", "hp-sms"}},
+    {"hp-sms the split cannot make", NO_FILE, NULL, NULL, 50, {"hp-sms 50", "48 or 56"}},
+    {"hp-sms leaving BE 4", NO_FILE, NULL, NULL, 128, {"the nearest it can: 120"}},
+    {"hp-sms under the minimum", NO_FILE, NULL, NULL, 4, {"the nearest it can: 8"}},
+};
+
+static void bad_input_is_refused_with_the_fix(void **state)
 {
-    struct mosaic__sched_config cfg;
-    struct mosaic__partition p;
-    char err[1024] = "";
     (void)state;
-    write_keys(eval_hp, NULL);
-    config(&cfg, 0);
-    assert_int_equal(mosaic__static_partition(&cfg, &p, err, sizeof(err)), 0);
-    assert_int_equal(p.hp_sms, 120);
-    assert_int_equal(p.be_sms, 12);
-    assert_false(p.under);
-    assert_int_equal(p.measured, 3);
-    assert_true(p.hp_slowdown > 1.1069 && p.hp_slowdown < 1.1079);
-    unlink(path);
+    for (size_t i = 0; i < sizeof(refusals) / sizeof(refusals[0]); i++) {
+        const struct refusal *t = &refusals[i];
+        struct mosaic__sched_config cfg;
+        struct mosaic__partition p;
+        char err[1024] = "";
+        int rc;
+
+        mosaic__config_defaults(&cfg);
+        cfg.policy = MOSAIC__POLICY_STATIC;
+        if (t->file != NO_FILE) {
+            write_keys(t->keys, t->extra);
+            if (t->file == MISSING)
+                unlink(path);
+            config(&cfg, 0);
+        }
+        cfg.hp_sms = t->hp_sms;
+        rc = mosaic__static_partition(&cfg, &p, err, sizeof(err));
+        if (t->file == WRITTEN)
+            unlink(path);
+        if (rc != MOSAIC_ECONFIG)
+            fail_msg("%s: returned %d, not MOSAIC_ECONFIG (%s)", t->what, rc, err);
+        for (int k = 0; k < 4 && t->says[k]; k++)
+            if (!strstr(err, t->says[k]))
+                fail_msg("%s: \"%s\" does not say \"%s\"", t->what, err, t->says[k]);
+    }
 }
 
-/* A kernel of no swept variant: refused without model-dir (naming the file
- * and line and both fixes), sized by the predictor with it. */
-static void unswept_needs_predictor(void **state)
+/* A kernel of no swept variant is sized by the predictor with model-dir. */
+static void unswept_sized_by_the_predictor(void **state)
 {
     struct mosaic__sched_config cfg;
     struct mosaic__partition p;
     char err[1024] = "";
     (void)state;
     write_keys(unswept, NULL);
-    config(&cfg, 0);
-    assert_int_equal(mosaic__static_partition(&cfg, &p, err, sizeof(err)), MOSAIC_ECONFIG);
-    assert_non_null(strstr(err, ":3:"));
-    assert_non_null(strstr(err, "no split times"));
-    assert_non_null(strstr(err, "set model-dir"));
-    assert_non_null(strstr(err, "hp-sms"));
     config(&cfg, 1);
-    err[0] = '\0';
     assert_int_equal(mosaic__static_partition(&cfg, &p, err, sizeof(err)), 0);
     assert_int_equal(p.predicted, 1);
     assert_int_equal(p.measured, 0);
@@ -151,8 +196,7 @@ static void unswept_needs_predictor(void **state)
     unlink(path);
 }
 
-/* hp-sms: a size the split makes is taken as it is; one it cannot make is
- * named with the nearest it can, at start. */
+/* hp-sms: a size the split makes is taken as it is. */
 static void hp_sms_override(void **state)
 {
     struct mosaic__sched_config cfg;
@@ -166,41 +210,6 @@ static void hp_sms_override(void **state)
     assert_int_equal(p.hp_sms, 72);
     assert_int_equal(p.be_sms, 60);
     assert_true(p.from_config);
-    cfg.hp_sms = 50;
-    assert_int_equal(mosaic__static_partition(&cfg, &p, err, sizeof(err)), MOSAIC_ECONFIG);
-    assert_non_null(strstr(err, "hp-sms 50"));
-    assert_non_null(strstr(err, "48 or 56"));
-    cfg.hp_sms = 128; /* BE would be left 4 */
-    assert_int_equal(mosaic__static_partition(&cfg, &p, err, sizeof(err)), MOSAIC_ECONFIG);
-    assert_non_null(strstr(err, "the nearest it can: 120"));
-    cfg.hp_sms = 4;
-    assert_int_equal(mosaic__static_partition(&cfg, &p, err, sizeof(err)), MOSAIC_ECONFIG);
-    assert_non_null(strstr(err, "the nearest it can: 8"));
-}
-
-/* Nothing to size from, a missing file, a key of no profile: refused. */
-static void bad_input(void **state)
-{
-    struct mosaic__sched_config cfg;
-    struct mosaic__partition p;
-    char err[1024] = "";
-    (void)state;
-    mosaic__config_defaults(&cfg);
-    cfg.policy = MOSAIC__POLICY_STATIC;
-    assert_int_equal(mosaic__static_partition(&cfg, &p, err, sizeof(err)), MOSAIC_ECONFIG);
-    assert_non_null(strstr(err, "set hp-kernels"));
-    write_keys(eval_hp, "_Z7unknownv|grid=1,1,1|block=32,1,1|dsmem=0\n");
-    config(&cfg, 0);
-    assert_int_equal(mosaic__static_partition(&cfg, &p, err, sizeof(err)), MOSAIC_ECONFIG);
-    assert_non_null(strstr(err, ":6:"));
-    assert_non_null(strstr(err, "_Z7unknownv"));
-    assert_non_null(strstr(err, "no profile of this key"));
-    write_keys(NULL, "# only a comment\n");
-    assert_int_equal(mosaic__static_partition(&cfg, &p, err, sizeof(err)), MOSAIC_ECONFIG);
-    assert_non_null(strstr(err, "no profile key in the file"));
-    unlink(path);
-    assert_int_equal(mosaic__static_partition(&cfg, &p, err, sizeof(err)), MOSAIC_ECONFIG);
-    assert_non_null(strstr(err, "cannot be read"));
 }
 
 /* The policy is registered: `policy static` parses and admits at once. */
@@ -225,11 +234,10 @@ static void registered_admits_at_once(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(heldout_on_80),
-        cmocka_unit_test(eval_misses_bound),
-        cmocka_unit_test(unswept_needs_predictor),
+        cmocka_unit_test(splits_from_measured_times),
+        cmocka_unit_test(bad_input_is_refused_with_the_fix),
+        cmocka_unit_test(unswept_sized_by_the_predictor),
         cmocka_unit_test(hp_sms_override),
-        cmocka_unit_test(bad_input),
         cmocka_unit_test(registered_admits_at_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
