@@ -116,8 +116,10 @@ namespace argus {
 
 /* One warp's writer state, kept in registers: four of them, since every
  * register the markers hold across a kernel's loops is one that ptxas's
- * budget for full occupancy takes from the kernel (on the H200 a fifth, a
- * separate write flag, took a load loop from four loads in flight to one).
+ * budget for full occupancy takes from the kernel (in ptxas 13.0's SASS of
+ * the Fig. 14a load loop a fifth, a separate write flag, left one load in
+ * flight where four registers leave four and no markers seven; the H200
+ * measured that loop 2.3x slower with five, unarmed or armed).
  * Only lane 0 of an armed warp writes, so only lane 0 holds a ring pointer
  * and a mask: elsewhere both are 0, the record's address is NULL, and that
  * address is the single test a marker makes. */
