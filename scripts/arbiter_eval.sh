@@ -189,6 +189,7 @@ done
 
 python3 - "$work" "$MOSAIC_SIMGPU_SCALE" "$json" "$check" $setups <<'PY'
 import json, os, sys, time
+slo_gated = os.environ.get("ARBITER_TIMING_GATES", "gate") != "report"
 work, scale, out, check, setups = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "1", sys.argv[5:]
 def p99(v):
     s = sorted(v)
@@ -264,7 +265,14 @@ for st in res["setups"]:
             bad.append(f"{st['setup']}: mosaic at p={r['p']}: BE made no progress")
         if r["over_p_pct"] <= 1.0:
             continue
-        if st["setup"] == "eval":
+        if st["setup"] == "eval" and not slo_gated:
+            # A sanitizer build (ARBITER_TIMING_GATES=report): the daemon and
+            # shim run unoptimised under ASan/UBSan, several times slower on
+            # the host, beside a simulated GPU in real time; the SLO then
+            # measures the instrumentation. Reported; gated in the other builds.
+            print(f"NOT GATED (sanitizer build): {st['setup']}: mosaic at p={r['p']}: "
+                  f"{r['over_p_pct']:.1f}% of HP requests over p")
+        elif st["setup"] == "eval":
             bad.append(f"{st['setup']}: mosaic at p={r['p']}: {r['over_p_pct']:.1f}% of HP requests over p (at most 1%)")
         else:
             # The held-out pair misses p under mosaic (docs/arbiter-eval.md,
@@ -275,7 +283,7 @@ for st in res["setups"]:
             print(f"KNOWN MISS: {st['setup']}: mosaic at p={r['p']}: {r['over_p_pct']:.1f}% of HP "
                   f"requests over p (docs/arbiter-eval.md, held-out)")
             n = none_at.get(r["p"])
-            if n is not None and r["over_p_pct"] >= n["over_p_pct"]:
+            if n is not None and r["over_p_pct"] >= n["over_p_pct"] and slo_gated:
                 bad.append(f"{st['setup']}: mosaic at p={r['p']}: {r['over_p_pct']:.1f}% over p, "
                            f"no better than no control ({n['over_p_pct']:.1f}%)")
     # The criterion mosaic passes must fail without control, or the setup

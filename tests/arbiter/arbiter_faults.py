@@ -84,6 +84,22 @@ class Failed(Exception):
     pass
 
 
+# In a sanitizer build (ARBITER_TIMING_GATES=report, set by CMake for
+# MOSAIC_SANITIZE) the daemon and the shim run unoptimised under ASan and
+# UBSan, several times slower on the host, while the simulated GPU keeps
+# real time: whether a request ends within p then measures the
+# instrumentation, not the mechanism. There the SLO checks are reported,
+# not failed; every other check (HP never blocked by the fault, BE held or
+# resumed, state freed, no crash or sanitizer report) still fails the test.
+SLO_GATED = os.environ.get("ARBITER_TIMING_GATES", "gate") != "report"
+
+
+def slo_fail(msg):
+    if SLO_GATED:
+        raise Failed(msg)
+    print(f"NOT GATED (sanitizer build, host timing not representative): {msg}")
+
+
 def p99(v):
     s = sorted(v)
     return s[min(len(s) - 1, max(0, int(round(0.99 * len(s) + 0.5)) - 1))]
@@ -283,7 +299,7 @@ def daemon_kill(e, iso, mode):
           f"{len([1 for s, _ in req if race_from <= s < t_back + RACE_WINDOW_S])} requests begun in it, "
           f"{len(racing)} over p")
     if racing:
-        raise Failed(f"{tag}: {len(racing)} requests over p begun in the reconnection (BE back "
+        slo_fail(f"{tag}: {len(racing)} requests over p begun in the reconnection (BE back "
                      f"{'before' if be_first else 'after'} HP; latencies "
                      f"{', '.join(f'{l * 1e3:.1f}' for _, l in racing)} ms, bound {bound * 1e3:.1f} ms)")
     # The step under way at the kill may still finish (its kernel was
@@ -304,7 +320,7 @@ def daemon_kill(e, iso, mode):
                      f"isolated p99: HP waited on the absent daemon")
     if mode == "hold":
         if over:
-            raise Failed(f"{tag}: {len(over)} requests over p during the outage with BE held "
+            slo_fail(f"{tag}: {len(over)} requests over p during the outage with BE held "
                          f"(latencies {', '.join(f'{x * 1e3:.1f}' for x in over)} ms, bound {bound * 1e3:.1f} ms)")
         during = [t for t in steps if t_kill + step_slack < t < t_restart]
         if during:
@@ -323,7 +339,7 @@ def daemon_kill(e, iso, mode):
         early = [l for s, l in req
                  if s > t_kill + kernel_slack and s + l < t_kill + BE_TIMEOUT_S and l > bound]
         if early:
-            raise Failed(f"{tag}: {len(early)} requests over p before be-timeout-ms ran out")
+            slo_fail(f"{tag}: {len(early)} requests over p before be-timeout-ms ran out")
         waiting = [t for t in steps if t_kill + step_slack < t < t_kill + BE_TIMEOUT_S - 0.05]
         if waiting:
             raise Failed(f"{tag}: BE made {len(waiting)} steps before be-timeout-ms ran out")
