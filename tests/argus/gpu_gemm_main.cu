@@ -10,7 +10,9 @@
  *    the whole output (|x - ref| <= 1e-3 (1 + |ref|)). A variant that fails
  *    is not timed.
  * 2. Regions: one armed launch of each variant's marker build at 1024^3
- *    (a ring of 1024 records per warp holds a whole launch at that size),
+ *    (a ring of 4096 records per warp holds a whole launch at that size:
+ *    reg's warps write 1,156 records each there, which a 1024-record ring
+ *    lost to wraps on the H200, docs/results/2026-12-02-s7-gpu),
  *    decoded with the registry scanned from KERNELS_CU; each region's share
  *    of the warps' time (observed cycles) goes to gemm_regions.tsv and the
  *    text report of each to gemm_report_<variant>.txt.
@@ -292,7 +294,7 @@ static bool regions_of(problem *p, int v, const argus_registry *reg, const char 
     gemm_shape_on(v, p->M, p->N, g, b);
     uint32_t grid[3] = {g[0], g[1], g[2]}, block[3] = {b[0], b[1], b[2]};
     argus_launch l;
-    if (argus_launch_arm(&drv, mod, grid, block, 1024, &l, msg, sizeof(msg)) != 0) {
+    if (argus_launch_arm(&drv, mod, grid, block, 4096, &l, msg, sizeof(msg)) != 0) {
         fprintf(stderr, "argus16_gemm: arm: %s\n", msg);
         return false;
     }
