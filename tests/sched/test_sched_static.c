@@ -196,6 +196,40 @@ static void unswept_sized_by_the_predictor(void **state)
     unlink(path);
 }
 
+/* A service of many kernels: the held-out request's six kernels 50 times
+ * each (300 lines, as many as a ResNet-50 request has) size the same split
+ * as one of each; one line past the limit is refused and says so. */
+static void many_kernels(void **state)
+{
+    struct mosaic__sched_config cfg;
+    struct mosaic__partition p;
+    char err[1024] = "";
+    FILE *f;
+    (void)state;
+    write_keys(NULL, NULL);
+    f = fopen(path, "a");
+    assert_non_null(f);
+    for (int r = 0; r < 50; r++)
+        for (int i = 0; heldout_hp[i]; i++)
+            fprintf(f, "%s\n", heldout_hp[i]);
+    fclose(f);
+    config(&cfg, 0);
+    if (mosaic__static_partition(&cfg, &p, err, sizeof(err)) != 0)
+        fail_msg("300 kernels refused: %s", err);
+    assert_int_equal(p.hp_kernels, 300);
+    assert_int_equal(p.hp_sms, 80);
+    assert_int_equal(p.be_sms, 52);
+    assert_true(p.hp_slowdown > 1.0756 && p.hp_slowdown < 1.0766);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    for (int i = 0; i < 4097; i++)
+        fprintf(f, "%s\n", heldout_hp[i % 6]);
+    fclose(f);
+    assert_int_equal(mosaic__static_partition(&cfg, &p, err, sizeof(err)), MOSAIC_ECONFIG);
+    assert_non_null(strstr(err, ":4097: too many keys (at most 4096"));
+    unlink(path);
+}
+
 /* hp-sms: a size the split makes is taken as it is. */
 static void hp_sms_override(void **state)
 {
@@ -238,6 +272,7 @@ int main(void)
         cmocka_unit_test(bad_input_is_refused_with_the_fix),
         cmocka_unit_test(unswept_sized_by_the_predictor),
         cmocka_unit_test(hp_sms_override),
+        cmocka_unit_test(many_kernels),
         cmocka_unit_test(registered_admits_at_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
