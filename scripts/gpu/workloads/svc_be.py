@@ -1,9 +1,11 @@
 """A BE job: training steps (or inference batches) of one model in a loop
-until SIGTERM or --seconds, then one JSON line with steps per second.
+until SIGTERM or --seconds, then one JSON line with steps and samples per
+second (samples = steps x the batch: images or sequences).
 
   python3 svc_be.py --model resnet18_train [--batch N] [--seconds S]
+      [--warmup N] [--ready FILE] [--steps-log FILE]
 A step ends with torch.cuda.synchronize(), so steps/s counts finished GPU
-work; the timer starts after --warmup steps."""
+work; the timer starts after --warmup steps, when FILE (--ready) is made."""
 import argparse
 import json
 import signal
@@ -46,6 +48,8 @@ dt = time.perf_counter() - t0
 if a.steps_log:
     with open(a.steps_log, "w") as f:
         f.write("".join(f"{t:.6f}\n" for t in ends))
-print(json.dumps({"program": "svc_be", "model": a.model, "steps": n, "seconds": dt,
-                  "steps_per_s": n / dt if dt > 0 else 0.0,
+batch = svc_models.batch_of(a.model, a.batch)
+print(json.dumps({"program": "svc_be", "model": a.model, "batch": batch, "steps": n,
+                  "seconds": dt, "steps_per_s": n / dt if dt > 0 else 0.0,
+                  "samples_per_s": n * batch / dt if dt > 0 else 0.0,
                   "method": "host perf_counter over the loop, synchronize() per step"}), flush=True)

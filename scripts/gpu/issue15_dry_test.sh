@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# The issue-15 harness end to end on the simulated GPU (ctest issue15_dry):
+# scripts/gpu/issue15_services.sh with DRY=sim, every phase (capture has no
+# simulated form and is left out by the script), one pair, p = 1.25, then
+# checks of what it left against answers known without the harness:
+#   - bad PHASES and PAIRS words are refused before anything runs;
+#   - the HP kernels taken from the recorded trace are the three
+#     convolutions hp_service was given, in launch order;
+#   - policy static put HP on 120 SMs and BE on 12 (docs/partitions.md: the
+#     eval HP service's split, computed by hand in test_sched_static);
+#   - tune's pick is the candidate with the most BE kernels/s among those
+#     with at most 1% of requests over p, and the tuned run's daemon ran
+#     that sm-mode; or tune refused with no candidate within p (a loaded
+#     machine's host stalls) and no tuned row exists;
+#   - every replay counted exactly the 60 requests hp_service measured (its
+#     start-up's requests skipped by the count from the trace), and ranks
+#     policy none's HP p99 above MosaicSched's, as the real runs do;
+#   - the costs phase measured the HP launch and both grant round trips;
+#   - the summary names nothing missing, and a phase time for each phase.
+#
+#   scripts/gpu/issue15_dry_test.sh BUILD_DIR
+# ISSUE15_PRELOAD (the ASan build) passes through to the harness.
+set -uo pipefail
+build=$(cd "${1:?usage: issue15_dry_test.sh BUILD_DIR}" && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
+out=$(mktemp -d /tmp/issue15-dry-XXXXXX)
+trap 'rm -rf "$out"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+cd "$root"
+
+# Bad input: refused at once, with the word and the fix.
+msg=$(BUILD=$build DRY=sim OUT=$out/bad PHASES="iso polices" scripts/gpu/issue15_services.sh 2>&1); rc=$?
+[[ $rc == 2 && $msg == *"PHASES word 'polices' is not a phase: use capture iso"* ]] ||
+  fail "a bad PHASES word: rc $rc: $msg"
+msg=$(BUILD=$build DRY=sim OUT=$out/bad PAIRS="resnet50" scripts/gpu/issue15_services.sh 2>&1); rc=$?
+[[ $rc == 2 && $msg == *"PAIRS entry 'resnet50' is not HP:BE"* ]] || fail "a bad PAIRS entry: rc $rc: $msg"
+[[ ! -d $out/bad/run ]] || fail "a refused call left a run directory"
+
+BUILD=$build DRY=sim OUT=$out/x KEEP_RUN=1 PS=1.25 PAIRS=resnet50:resnet18_train \
+  PHASES="iso overhead policies static tune replay fault costs" \
+  scripts/gpu/issue15_services.sh >"$out/console.txt" 2>&1
+rc=$?
+[[ $rc == 0 ]] || fail "issue15_services.sh exited $rc"
+cat "$out/console.txt"
+
+python3 - "$out/x" <<'PY' || fails=$((fails + 1))
+import json, os, sys
+d = sys.argv[1]
+run = os.path.join(d, "run")
+T = "resnet50+resnet18_train"
+bad = []
+res = json.load(open(os.path.join(d, "results.json")))
+pair = res["pairs"][0]
+rows = {(r["policy"], r["p"]): r for r in pair["runs"]}
+# The HP kernels from the trace: the three convolutions, in order.
+want = ["_Z9k_conv3x3PKfS0_Pfiiii|grid=16,8,16|block=8,8,1|dsmem=7808",
+        "_Z9k_conv3x3PKfS0_Pfiiii|grid=1,16,8|block=16,16,1|dsmem=14976",
+        "_Z9k_conv3x3PKfS0_Pfiiii|grid=28,4,8|block=32,16,1|dsmem=24192"]
+keys = [l.strip() for l in open(os.path.join(run, "resnet50.hp.keys")) if not l.startswith("#")]
+if keys != want:
+    bad.append(f"hp.keys {keys}")
+# The static split.
+st = rows.get(("static", 1.25))
+if not st or st.get("split") != "HP on 120 SMs, BE on 12":
+    bad.append(f"static row {st}")
+# tune's pick follows its rule, and the tuned run used it.
+tj = os.path.join(run, f"{T}.tune-1.25.json")
+if os.path.exists(tj):
+    t = json.load(open(tj))
+    ok = [c for c in t["candidates"] if c.get("ran") and c["over_p_pct"] <= 1.0]
+    chosen = [c for c in t["candidates"] if c.get("chosen")]
+    if len(chosen) != 1 or not ok or chosen[0]["be_kernels_per_s"] != max(c["be_kernels_per_s"] for c in ok):
+        bad.append(f"tune's pick breaks its rule: {t['candidates']}")
+    elif ("tuned", 1.25) not in rows:
+        bad.append("no tuned row after a tune that chose")
+    else:
+        mode = chosen[0]["sm_mode"]
+        conf = open(os.path.join(run, f"{T}.tune-1.25.conf")).read()
+        if f"\nsm-mode {mode}\n" not in conf:
+            bad.append(f"the tuned config does not say sm-mode {mode}")
+        log = open(os.path.join(run, f"{T}.tuned-1.25.daemon.log")).read()
+        if mode == "partition" and "sm-mode partition" not in log:
+            bad.append("the tuned daemon did not run the partition tune chose")
+        print(f"ok: tune chose {chosen[0]['candidate']}")
+else:
+    err = open(os.path.join(run, f"{T}.tune-1.25.err")).read()
+    if "no candidate kept at most 1%" not in err or ("tuned", 1.25) in rows:
+        bad.append(f"tune gave no report: {err[-300:]}")
+    else:
+        print("ok: tune refused (no candidate within p on this machine), no tuned row")
+# Replay: 60 requests counted in each, none's p99 above mosaic's.
+rp = {r["policy"]: r["replay"] for r in pair.get("replay") or []}
+if sorted(rp) != ["mosaic", "mps-priority", "none", "orion"]:
+    bad.append(f"replays: {sorted(rp)}")
+elif any(r["hp_requests"] != 60 for r in rp.values()):
+    bad.append(f"replay request counts {[r['hp_requests'] for r in rp.values()]}, not 60")
+elif not rp["none"]["hp_p99_ms"] > rp["mosaic"]["hp_p99_ms"]:
+    bad.append(f"replay ranks none ({rp['none']['hp_p99_ms']}) not above mosaic ({rp['mosaic']['hp_p99_ms']})")
+if not all(("real" in r) for r in pair["replay"]):
+    bad.append("a replay row without its real run")
+# Costs.
+c = res.get("costs") or {}
+for k in ("hp_launch_connected_added_ns", "be_grant_host_hold_us", "be_grant_device_gate_us", "decision_ns"):
+    if k not in c:
+        bad.append(f"costs lack {k}")
+if "fault" not in pair:
+    bad.append("no fault run")
+if res["missing"]:
+    bad.append(f"missing: {res['missing']}")
+ph = {p["phase"] for p in res["phases"]}
+if ph != {"iso", "overhead", "policies", "static", "tune", "replay", "fault", "costs"}:
+    bad.append(f"phase times for {sorted(ph)}")
+for b in bad:
+    print("FAIL: " + b)
+sys.exit(1 if bad else 0)
+PY
+[[ $fails == 0 ]] && echo "issue15_dry: all checks passed"
+exit $((fails > 0))
