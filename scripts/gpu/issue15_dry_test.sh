@@ -16,7 +16,9 @@
 #     start-up's requests skipped by the count from the trace), and ranks
 #     policy none's HP p99 above MosaicSched's, as the real runs do;
 #   - the costs phase measured the HP launch and both grant round trips;
-#   - the summary names nothing missing, and a phase time for each phase.
+#   - the summary names nothing missing, and a phase time for each phase;
+#   - a time budget too short for the co-runs skips them, names them, and
+#     still leaves the summary and the archive.
 #
 #   scripts/gpu/issue15_dry_test.sh BUILD_DIR
 # ISSUE15_PRELOAD (the ASan build) passes through to the harness.
@@ -115,5 +117,31 @@ for b in bad:
     print("FAIL: " + b)
 sys.exit(1 if bad else 0)
 PY
+# The time budget: with 6 s, the isolated runs fit and the co-runs do
+# not; they are skipped, named, and the summary and archive still made.
+BUILD=$build DRY=sim OUT=$out/budget BUDGET_S_DRY=6 PS=1.25 PAIRS=resnet50:resnet18_train \
+  PHASES="iso policies" scripts/gpu/issue15_services.sh >"$out/budget.txt" 2>&1
+rc=$?
+python3 - "$out/budget" "$rc" <<'PY' || { fails=$((fails + 1)); cat "$out/budget.txt"; }
+import json, os, sys
+d, rc = sys.argv[1], int(sys.argv[2])
+res = json.load(open(os.path.join(d, "results.json")))
+sk = res.get("skipped_for_budget", [])
+bad = []
+if rc != 0:
+    bad.append(f"exit status {rc}")
+if "resnet50+resnet18_train.none" not in sk or "resnet50+resnet18_train.mosaic-1.25" not in sk:
+    bad.append(f"skipped: {sk}")
+if res["pairs"][0]["runs"]:
+    bad.append(f"co-runs ran over the budget: {[r['policy'] for r in res['pairs'][0]['runs']]}")
+if not os.path.exists(os.path.join(d, "run.tgz")) or "skipped (the call's time budget" not in open(os.path.join(d, "summary.txt")).read():
+    bad.append("no archive, or the summary does not say what was skipped")
+for b in bad:
+    print("FAIL: budget: " + b)
+if not bad:
+    print(f"ok: budget: {len(sk)} runs skipped and named")
+sys.exit(1 if bad else 0)
+PY
+
 [[ $fails == 0 ]] && echo "issue15_dry: all checks passed"
 exit $((fails > 0))

@@ -51,6 +51,9 @@ def main():
     except (OSError, ValueError, KeyError) as ex:
         fail(f"{path}: {ex}: is it a complete trace (the recording daemon stopped with TERM)?")
     clients = {c for c, _ in reqs}
+    if not reqs:
+        fail(f"{path}: no HP request recorded: did the HP service run, under the shim as an HP "
+             "client of the recording daemon (its log beside the trace, .rec_hp.hp.err)?")
     if len(clients) != 1:
         fail(f"{path}: {len(clients)} HP clients recorded, one expected (the HP service alone)")
     if len(reqs) < measured or measured <= 0:

@@ -59,6 +59,7 @@ TUNE_PS=${TUNE_PS:-$PS}
 TUNE_REQUESTS=${TUNE_REQUESTS:-$REQUESTS}
 TUNE_TRIAL_MS=${TUNE_TRIAL_MS:-60000}
 BE_ISO_S=${BE_ISO_S:-15}
+BUDGET_S=${BUDGET_S:-560}
 REC_BE_S=${REC_BE_S:-10}
 # Replay starts HP this long after BE. The real runs' BE throughput is
 # counted over the HP service's measured requests (issue15_summary.py), where
@@ -107,7 +108,7 @@ if [[ $DRY == sim ]]; then
   export MOSAIC_SIMGPU=issue15-dry-$$ MOSAIC_SIMGPU_SCALE=${MOSAIC_SIMGPU_SCALE:-20}
   "$B/bin/simgpu" create "$MOSAIC_SIMGPU" >/dev/null || exit 2
   REQUESTS=${REQUESTS_DRY:-60}
-  BE_ISO_S=${BE_ISO_S_DRY:-4} REC_BE_S=${REC_BE_S_DRY:-3} TUNE_REQUESTS=${TUNE_REQUESTS_DRY:-$REQUESTS}
+  BE_ISO_S=${BE_ISO_S_DRY:-4} BUDGET_S=${BUDGET_S_DRY:-0} REC_BE_S=${REC_BE_S_DRY:-3} TUNE_REQUESTS=${TUNE_REQUESTS_DRY:-$REQUESTS}
   PHASES=${PHASES/capture/}
   { date -u; echo "DRY=sim: the simulated GPU, C demo programs; nothing here is a GPU measurement"; } >"$OUT/env.txt"
 else
@@ -163,6 +164,12 @@ cleanup() {
     log "mps: stopped"
   fi
   [[ $DRY == sim ]] && "$B/bin/simgpu" rm "$MOSAIC_SIMGPU" >/dev/null 2>&1
+  # Stopped early (a timeout's TERM, a budget): the summary of what ran.
+  if [[ -d $OUT/run && ! -s $OUT/summary.txt ]]; then
+    python3 "$REPO/scripts/gpu/issue15_summary.py" "$OUT/run" "$PAIRS" "$PS" "$PHASES" >"$OUT/summary.txt" 2>&1
+    cp "$OUT/run/results.json" "$OUT/results.json" 2>/dev/null
+    tail -40 "$OUT/summary.txt" >&2
+  fi
   archive
   [[ -n ${KEEP_RUN:-} || $archived == 0 ]] || rm -rf "$OUT/run" "$OUT/prof" "$OUT/mps-log"
 }
@@ -203,6 +210,50 @@ if [[ $DRY == sim ]]; then REPLAY_PROFILES=$DATA/zoo.profile.json
 else REPLAY_PROFILES=$(ls "$OUT"/prof/*.profile.json 2>/dev/null | tr '\n' ':'); REPLAY_PROFILES=${REPLAY_PROFILES%:}; fi
 REPLAY_ENV=(env MOSAIC_SIMGPU_PROFILES="$REPLAY_PROFILES" MOSAIC_SIMGPU_VARIANTS="$DATA/variant_kernels.json"
   MOSAIC_SIMGPU_CORUN="$DATA/corun.jsonl" MOSAIC_SIMGPU_SPLITS="$DATA/splits/time.jsonl")
+
+# The time budget (BUDGET_S, from the script's start; 0: none): a run that
+# would not finish within it is skipped, said in the log and in
+# run/skipped.txt (the summary lists it), so that a device call's limit
+# never cuts a run in half and the summary and archive are still made.
+# The estimates are the 2026-12-02 H200 calls' (ResNet-50 b32 + ResNet-18
+# training, 300 requests): an HP service's start-up and run about 14 s, a
+# BE job's start-up until its ready file about 11 s.
+EST_HP_RUN=${EST_HP_RUN:-14} EST_BE_START=${EST_BE_START:-11}
+[[ $DRY == sim ]] && EST_HP_RUN=3 EST_BE_START=1
+budget_left() { # seconds-needed what
+  (( BUDGET_S == 0 || SECONDS - T0 + $1 <= BUDGET_S )) && return 0
+  log "skipped $2: $((BUDGET_S - SECONDS + T0)) s left of BUDGET_S=$BUDGET_S, it needs about $1 s"
+  echo "$2" >>"$OUT/run/skipped.txt"
+  return 1
+}
+
+# What the phases asked for should take on the GPU, from the same
+# estimates (tune: an upper bound, every split surviving its prediction;
+# capture: unmeasured, 60 s a model assumed), printed before anything runs.
+estimate() {
+  local hp=$EST_HP_RUN co=$((EST_HP_RUN + EST_BE_START)) nps nts nsp total=0 pair m w e
+  nps=$(wc -w <<<"$PS") nts=$(wc -w <<<"$TUNE_PS") nsp=$(wc -w <<<"$TUNE_SPLITS")
+  local -A seen=()
+  for pair in $PAIRS; do
+    for w in $PHASES; do
+      case $w in
+        capture) e=0; for m in ${pair%%:*} ${pair##*:}; do [[ -s $OUT/prof/$m.profile.json || -n ${seen[cap$m]:-} ]] || e=$((e + 60)); seen[cap$m]=1; done ;;
+        iso) e=$((3 * hp + EST_BE_START + BE_ISO_S)) ;;
+        overhead) e=$((8 * hp)) ;;
+        policies) e=$(((3 + nps) * co)) ;;
+        static) e=$((hp + co)) ;;
+        tune) e=$((nts * (2 * (hp + 2) + (1 + nsp) * (co + 2) + co))) ;;
+        replay) e=$((hp + EST_BE_START + REC_BE_S + 3 + 8 * nps)) ;;
+        fault) e=$((co + 2)) ;;
+        costs) e=0; [[ -z ${seen[costs]:-} ]] && e=60; seen[costs]=1 ;;
+      esac
+      total=$((total + e))
+      printf '  %-34s %-8s ~%4d s\n' "$pair" "$w" "$e"
+    done
+  done
+  printf '  total ~%d s on the GPU (BUDGET_S=%s; estimates from the 2026-12-02 H200 ResNet-50 runs)\n' "$total" "$BUDGET_S"
+}
+[[ $DRY == sim ]] || { estimate | tee -a "$OUT/script.log" >&2; }
 
 # Each phase's wall time, per pair: logged, and kept for the summary.
 phase_t0=0 phase_name=""
@@ -290,6 +341,7 @@ wait_ready() { # file seconds
 # this many HP requests' worth of time and restart it 2 s later].
 corun() {
   local tag=$1 pol=$2 p=$3 hm=$4 bm=$5 gap=$6 fault=${7:-} sock=$OUT/run/$1.sock env=() prio=0
+  budget_left $((${bm:+EST_BE_START +} EST_HP_RUN)) "$tag" || return 1
   if [[ -n $pol ]]; then
     start_daemon "$tag" "$pol" "$p" || return 1
     env=(MOSAIC_SCHED_SOCKET="$sock" LD_PRELOAD="$PRELOAD")
@@ -322,7 +374,8 @@ corun() {
   if [[ -n $bm ]]; then kill -TERM "$be_pid" 2>/dev/null; wait "$be_pid" 2>/dev/null; be_pid=""; fi
   stop_daemon
   if [[ -n $fault ]]; then wait; [[ -s $OUT/run/$tag.daemon2.pid ]] && kill -TERM "$(cat "$OUT/run/$tag.daemon2.pid")" 2>/dev/null; fi
-  log "$tag rc=$rc $(cat "$OUT/run/$tag.hp.json" 2>/dev/null | tail -1 | cut -c1-160)"
+  if [[ $rc == 0 ]]; then log "$tag rc=0 $(tail -1 "$OUT/run/$tag.hp.json" 2>/dev/null | cut -c1-160)"
+  else log "$tag rc=$rc: the HP service failed: $(tail -2 "$OUT/run/$tag.hp.err" 2>/dev/null | tr '\n' ' ' | cut -c1-240)"; fi
 }
 
 mkdir -p "$OUT/run"
@@ -333,6 +386,7 @@ mkdir -p "$OUT/run"
 record_hp() { # hm gap
   local hm=$1 gap=$2
   [[ -s $OUT/run/$hm.hp.keys ]] && return 0
+  [[ -e $OUT/run/$hm.rec_hp.failed ]] && return 1 # said once already
   rm -f "$OUT/run/$hm.hp.trace"
   DCMD=(record -o "$OUT/run/$hm.hp.trace")
   corun "$hm.rec_hp" none 1.25 "$hm" "" "$gap"
@@ -341,12 +395,14 @@ record_hp() { # hm gap
     >"$OUT/run/$hm.keys.json" 2>"$OUT/run/$hm.keys.err"
   local rc=$?
   log "$hm: HP kernels from the trace rc=$rc $(cat "$OUT/run/$hm.keys.json") $(head -c 300 "$OUT/run/$hm.keys.err")"
+  [[ $rc == 0 ]] || : >"$OUT/run/$hm.rec_hp.failed"
   return $rc
 }
 # The BE job alone under the shim, recorded the same way: once per BE model.
 record_be() { # bm
   local bm=$1 tag=$1.rec_be
   [[ -s $OUT/run/$bm.be.trace ]] && return 0
+  budget_left $((EST_BE_START + REC_BE_S + 3)) "$tag" || return 1
   DCMD=(record -o "$OUT/run/$bm.be.trace")
   start_daemon "$tag" none 1.25 || { DCMD=(); return 1; }
   DCMD=()
@@ -362,7 +418,7 @@ record_be() { # bm
 # "BE started" mark, which tells the HP command of the same trial that a BE
 # job is coming (the isolated trials have none).
 tune_cmds() { # hm bm gap: sets thp and tbe
-  local hm=$1 bm=$2 gap=$3 mark=$OUT/run/$1+$2.tune.be_started ready=$OUT/run/$1+$2.tune.be_ready
+  local hm=$1 bm=$2 gap=$3 mark=$OUT/run/$1+$2.tune_be.started ready=$OUT/run/$1+$2.tune_be.ready
   if [[ $DRY == sim ]]; then
     thp="exec env LD_PRELOAD=${PRELOAD@Q} $(hp_cmd "$hm" "$TUNE_REQUESTS" "$gap" /dev/null)"
     tbe="exec env LD_PRELOAD=${PRELOAD@Q} $(be_cmd "$bm" 900 "$ready")"
@@ -389,7 +445,7 @@ for pair in $PAIRS; do
     fi
     if [[ ! -s $OUT/run/$bm.be_iso.json ]]; then
       env bash -c "exec $(be_cmd "$bm" "$BE_ISO_S" "$OUT/run/$bm.iso.ready")" >"$OUT/run/$bm.be_iso.json" 2>"$OUT/run/$bm.be_iso.err"
-      log "BE $bm alone: $(tail -1 "$OUT/run/$bm.be_iso.json" | cut -c1-120)"
+      log "BE $bm alone: $(tail -1 "$OUT/run/$bm.be_iso.json" | cut -c1-120)$([[ -s $OUT/run/$bm.be_iso.json ]] || tail -2 "$OUT/run/$bm.be_iso.err" | tr '\n' ' ' | cut -c1-240)"
     fi
   fi
   gap=$(cat "$OUT/run/$hm.gap_ms" 2>/dev/null || echo 5)
@@ -431,6 +487,9 @@ for pair in $PAIRS; do
       for p in $TUNE_PS; do
         conf=$OUT/run/$T.tune-$p.conf
         printf '# issue15_services.sh: %s + %s at p = %s; mosaic-sched tune writes its pick below\n' "$hm" "$bm" "$p" >"$conf"
+        # Two isolated trials, one a candidate (at most the full GPU and
+        # each split), then the tuned run.
+        budget_left $(( (2 + 1 + $(wc -w <<<"$TUNE_SPLITS")) * (EST_HP_RUN + 2) + EST_BE_START * (1 + $(wc -w <<<"$TUNE_SPLITS")) + EST_BE_START + EST_HP_RUN )) "$T.tune-$p" || continue
         t_tune=$SECONDS
         "$SCHED" --config "$conf" --slo "$p" --hp-kernels "$keys" --profile-dir "$PROFDIR" --model-dir "$MODELS" \
           "${MPS_ARGS[@]}" --log-level warn --tune-splits "$TUNE_SPLITS" --tune-trial-ms "$TUNE_TRIAL_MS" \
@@ -456,6 +515,7 @@ for pair in $PAIRS; do
       t_rep=$SECONDS n_rep=0
       for p in $PS; do
         for pol in none mps-priority orion mosaic; do
+          budget_left 10 "$T.replay-$pol-$p" || continue
           "${REPLAY_ENV[@]}" "$SCHED" --config /dev/null --policy "$pol" --slo "$p" --profile-dir "$PROFDIR" \
             --model-dir "$MODELS" --log-level error replay --mode full --warmup "$warm" --be-lead-ms "$REPLAY_BE_LEAD_MS" --json \
             "$OUT/run/$hm.hp.trace" "$OUT/run/$bm.be.trace" >"$OUT/run/$T.replay-$pol-$p.json" 2>"$OUT/run/$T.replay-$pol-$p.err" ||

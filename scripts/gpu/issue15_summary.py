@@ -111,6 +111,14 @@ def static_split(path):
     return None
 
 
+def lines_of(path):
+    try:
+        with open(path) as f:
+            return [l.strip() for l in f if l.strip()]
+    except OSError:
+        return []
+
+
 def numbers(path):
     try:
         with open(path) as f:
@@ -509,6 +517,10 @@ def main():
         res["costs"] = costs
     res["targets"] = targets(res, ps, lines)
     res["phases"] = phases(run, lines)
+    skipped = lines_of(f"{run}/skipped.txt")
+    if skipped:
+        res["skipped_for_budget"] = skipped
+        lines.append("skipped (the call's time budget, BUDGET_S): " + ", ".join(skipped))
     if res["missing"]:
         lines.append("missing: " + "; ".join(res["missing"]))
     with open(os.path.join(run, "results.json"), "w") as fh:  # moved up by the script
