@@ -37,6 +37,10 @@ msg=$(BUILD=$build DRY=sim OUT=$out/bad PHASES="iso polices" scripts/gpu/issue15
   fail "a bad PHASES word: rc $rc: $msg"
 msg=$(BUILD=$build DRY=sim OUT=$out/bad PAIRS="resnet50" scripts/gpu/issue15_services.sh 2>&1); rc=$?
 [[ $rc == 2 && $msg == *"PAIRS entry 'resnet50' is not HP:BE"* ]] || fail "a bad PAIRS entry: rc $rc: $msg"
+# (The model names are checked on the GPU path only: DRY=sim runs the C demos.)
+msg=$(BUILD=$build OUT=$out/bad PAIRS="resnet50:resnet50_batch" scripts/gpu/issue15_services.sh 2>&1); rc=$?
+[[ $rc == 2 && $msg == *"model 'resnet50_batch' (PAIRS) is not in"*"resnet50_infer_be"* ]] ||
+  fail "an unknown model: rc $rc: $msg"
 [[ ! -d $out/bad/run ]] || fail "a refused call left a run directory"
 
 BUILD=$build DRY=sim OUT=$out/x KEEP_RUN=1 PS=1.25 PAIRS=resnet50:resnet18_train \

@@ -23,7 +23,7 @@ COLOR = {"none": "#9e9e9e", "mps-priority": "#6a8caf", "orion": "#d9a441",
          "static": "#8c6bb1", "mosaic": "#2e7d32", "tuned": "#66bb6a"}
 
 
-def plot_pair(pair, out_dir, fmt, plt):
+def plot_pair(pair, out_dir, fmt, plt, simulated=False):
     runs = pair["runs"]
     ps = sorted({r["p"] for r in runs})
     pols = [p for p in ORDER if any(r["policy"] == p for r in runs)]
@@ -56,7 +56,8 @@ def plot_pair(pair, out_dir, fmt, plt):
     ax2.set_ylim(0, max(1.0, max(r["be_vs_isolated"] for r in runs)) * 1.05)
     ax2.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     fig.suptitle(f"{pair['hp']} (HP, isolated p99 {pair['hp_iso_p99_ms']:.3f} ms) + "
-                 f"{pair['be']} (BE, {pair['be_iso_steps_per_s']:.1f} steps/s alone)", fontsize=10)
+                 f"{pair['be']} (BE, {pair['be_iso_steps_per_s']:.1f} steps/s alone)"
+                 f"{'; SIMULATED GPU, not a measurement' if simulated else ''}", fontsize=10)
     fig.tight_layout()
     path = os.path.join(out_dir, f"issue15_{pair['hp']}+{pair['be']}.{fmt}")
     fig.savefig(path, format=fmt)
@@ -89,7 +90,7 @@ def main():
     os.makedirs(a.out_dir, exist_ok=True)
     made = 0
     for pair in res["pairs"]:
-        path = plot_pair(pair, a.out_dir, a.format, plt)
+        path = plot_pair(pair, a.out_dir, a.format, plt, bool(res.get("simulated")))
         if path:
             print(path)
             made += 1

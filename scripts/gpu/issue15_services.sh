@@ -98,7 +98,7 @@ if [[ $DRY != sim ]]; then
   for pair in $PAIRS; do
     for m in ${pair%%:*} ${pair##*:}; do
       grep -q "^    \"$m\": (" "$WL/svc_models.py" || {
-        echo "issue15_services: model '$m' (PAIRS) is not in $WL/svc_models.py: use one of $(grep -o '^    "[a-z0-9_]*": (' "$WL/svc_models.py" | tr -d '":( ' | tr '\n' ' ')" >&2; exit 2; }
+        echo "issue15_services: model '$m' (PAIRS) is not in $WL/svc_models.py: use one of $(grep -o '^    "[a-z0-9_]*": (' "$WL/svc_models.py" | tr -d '":( ' | xargs)" >&2; exit 2; }
     done
   done
 fi
@@ -281,6 +281,8 @@ if has costs; then
   # MPS, then starts and stops an MPS control daemon of its own.
   mkdir -p "$OUT/run"
   phase costs all
+  [[ -x $B/bin/bench_launch && -x $B/bin/bench_sched_grant && -x $B/bin/bench_decide ]] ||
+    log "costs: $B lacks the benchmark programs (bench_launch, bench_sched_grant, bench_decide): build it with the tests (MOSAIC_BUILD_TESTS=ON, the default)"
   if [[ $DRY == sim ]]; then
     # The fake driver alone (not on the simulated GPU, whose kernels take time).
     env -u MOSAIC_SIMGPU "$REPO/tests/arbiter/bench_arbiter.sh" "$B" "${COSTS_REPS:-2}" \

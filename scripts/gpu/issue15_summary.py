@@ -128,18 +128,21 @@ def numbers(path):
 
 
 def be_in_window(run, tag, be):
-    """BE steps/s while the HP service made its measured requests: the
-    steps that ended between the first request's start and the last one's
-    end, as (steps - 1) over the time from the first of them to the last
-    (no quantisation to whole steps), scaled to samples/s by the job's
-    batch. The BE job's own rate covers its whole run, HP's start-up
-    included (seconds of it for a PyTorch service), so it is only the
-    fallback. Clocks: svc_hp's start times and svc_be's --steps-log are Unix
-    s; hp_service's --times and be_trainer's --step-times (DRY=sim) are
-    CLOCK_MONOTONIC ms. Returns (steps/s, samples/s, method)."""
+    """BE steps/s while the HP service made its measured requests (from the
+    first request's start to the last one's end): each BE step (from the
+    previous step's end to its own) counts with the share of it that lies
+    in that window, so a step that spans the whole window counts as the
+    fraction of it the window holds (a BE job held through the window gets
+    about 0, not the rate of its whole run), over the part of the window
+    the steps cover; scaled to samples/s by the job's batch. The BE job's
+    own rate covers its whole run, HP's start-up included (seconds of it
+    for a PyTorch service), so it is only the fallback, when no steps were
+    logged or they cover under half the window. Clocks: svc_hp's start
+    times and svc_be's --steps-log are Unix s; hp_service's --times and
+    be_trainer's --step-times (DRY=sim) are CLOCK_MONOTONIC ms. Returns
+    (steps/s, samples/s, method)."""
     sps, samples = be_rate(be)
-    steps = numbers(f"{run}/{tag}.steps")
-    win = None
+    steps = sorted(numbers(f"{run}/{tag}.steps"))
     t = []
     try:
         with open(f"{run}/{tag}.times") as f:  # hp_service: start_ms latency_ms
@@ -149,14 +152,16 @@ def be_in_window(run, tag, be):
         ms, ts = lat(f"{run}/{tag}.lat")
         if ms and ts and ts[0] is not None:
             t = [(a, b / 1e3) for a, b in zip(ts, ms)]
-    if t:
-        win = (t[0][0], t[-1][0] + t[-1][1])
-    inside = [x for x in steps if win and win[0] <= x <= win[1]]
-    if len(inside) < 3 or inside[-1] <= inside[0]:
+    if not t or len(steps) < 2:
         return sps, samples, "the BE job's whole run"
-    rate = (len(inside) - 1) / (inside[-1] - inside[0])
+    w0, w1 = t[0][0], t[-1][0] + t[-1][1]
+    covered = max(0.0, min(steps[-1], w1) - max(steps[0], w0))
+    if w1 <= w0 or covered < 0.5 * (w1 - w0):
+        return sps, samples, "the BE job's whole run"
+    done = sum(max(0.0, min(b, w1) - max(a, w0)) / (b - a) for a, b in zip(steps, steps[1:]) if b > a)
+    rate = done / covered
     batch = (samples / sps) if samples and sps else None
-    return rate, (rate * batch if batch else None), "steps within the HP service's measured requests"
+    return rate, (rate * batch if batch is not None else None), "steps within the HP service's measured requests"
 
 
 def score(run, tag, p, iso99, be_iso_sps, ms, pol):
@@ -175,6 +180,13 @@ def score(run, tag, p, iso99, be_iso_sps, ms, pol):
                         if k.startswith("mosaic_policy_decisions_total{")}
     row["admissions"] = {k.split('"')[1]: v for k, v in met.items()
                          if k.startswith("mosaic_admissions_total{")}
+    if met:
+        # The daemon's own count of HP requests that ended, against the
+        # service's: far fewer means the daemon did not see the requests'
+        # ends (one request open for the whole run holds BE beside it: the
+        # 2026-12-02 H200 calls had 0, docs/services-eval.md).
+        row["daemon_hp_request_ends"] = met.get("mosaic_hp_request_duration_seconds_count")
+        row["be_held_s"] = met.get("mosaic_be_held_seconds_total")
     if pol == "static":
         row["split"] = static_split(f"{run}/{tag}.daemon.log")
     return row
@@ -302,7 +314,7 @@ def targets(res, ps, lines):
             best = max(base, key=lambda x: x["be_steps_per_s"]) if base else None
             c = {"pair": f"{r['hp']}:{r['be']}", "p": p, "mosaic_row": ms["policy"],
                  "over_p_pct": ms["over_p_pct"], "over_p_met": ms["over_p_pct"] <= TARGET_OVER_P_PCT,
-                 "be_steps_per_s": ms["be_steps_per_s"],
+                 "be_steps_per_s": ms["be_steps_per_s"], "be_vs_isolated": ms["be_vs_isolated"],
                  "best_baseline": best["policy"] if best else None,
                  "best_baseline_be_steps_per_s": best["be_steps_per_s"] if best else None,
                  # No baseline meets p: the floor is holding BE (0 steps/s).
@@ -321,7 +333,7 @@ def targets(res, ps, lines):
     for c in t["checks"]:
         lines.append(f"  {c['pair']:34} p {c['p']:4.2f} {c['mosaic_row']:6}: {c['over_p_pct']:5.1f}% over p "
                      f"({'met' if c['over_p_met'] else 'MISSED'} <= {TARGET_OVER_P_PCT}%), BE "
-                     f"{c['be_steps_per_s']:.2f} steps/s vs best baseline meeting p "
+                     f"{c['be_steps_per_s']:.2f} steps/s ({c['be_vs_isolated']:.3f} of alone) vs best baseline meeting p "
                      f"{c['best_baseline'] or 'none (floor: BE held, 0)'}"
                      f"{'' if c['best_baseline_be_steps_per_s'] is None else ' %.2f' % c['best_baseline_be_steps_per_s']}"
                      f" ({'met' if c['be_met'] else 'MISSED'})")
@@ -438,6 +450,15 @@ def main():
     want = set(sys.argv[4].split()) if len(sys.argv) > 4 else set()
     res = {"schema": "mosaic-issue15/2", "pairs": [], "missing": []}
     lines = []
+    try:  # the script's env.txt, beside the run directory
+        with open(os.path.join(run, "..", "env.txt")) as f:
+            env = f.read()
+        res["env"] = env.strip().splitlines()[:4]
+        res["simulated"] = "DRY=sim" in env
+    except OSError:
+        res["simulated"] = None
+    if res["simulated"]:
+        lines.append("DRY=sim: the simulated GPU and the C demo programs; nothing here is a GPU measurement")
     for pair in pairs:
         hm, bm = pair.split(":")
         T = f"{hm}+{bm}"
@@ -494,6 +515,10 @@ def main():
                 r["runs"].append(row)
                 real[(p, name)] = row
                 extra = f"  {row['split']}" if row.get("split") else ""
+                ends = row.get("daemon_hp_request_ends")
+                if ends is not None and ends < 0.9 * row["requests"]:
+                    extra += (f"  [the daemon saw {ends:.0f} HP request ends of {row['requests']}: "
+                              "requests not delimited]")
                 lines.append(f"  {p:5.2f} {row['policy']:13} {row['hp_p99_ms']:9.3f} "
                              f"{row['hp_p99_slowdown']:7.2f} {row['over_p_pct']:6.1f} {row['be_steps_per_s']:8.2f} "
                              f"{row['be_vs_isolated']:6.2f} {row['cost_savings']:7.2f}{extra}")

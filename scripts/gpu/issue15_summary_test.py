@@ -76,6 +76,9 @@ class Synthetic(unittest.TestCase):
         be(f"{T}.mosaic-1.25.be.json", 60.0)
         lat(f"{T}.tuned-1.25.lat", [10.0] * 99 + [12.6])    # 1% over 12.5: the target missed
         be(f"{T}.tuned-1.25.be.json", 45.0)                 # under orion's 50: missed
+        # One BE step spanning the whole window (900 to 1200 s): the window
+        # holds 99.0126 s of its 300 s, so 1/300 steps/s, not the job's 45.
+        write(f"{T}.tuned-1.25.steps", "900.0\n1200.0\n")
         lat(f"{T}.mosaic-1.6.lat", [12.0] * 100)            # 0% over 16; BE 80 > static's 70
         be(f"{T}.mosaic-1.6.be.json", 80.0)
         write(f"{T}.tune-1.25.json", json.dumps({
@@ -122,6 +125,8 @@ class Synthetic(unittest.TestCase):
         self.assertEqual((self.row("static", 1.6)["over_p_pct"], self.row("static", 1.6)["meets_p"]), (0.0, True))
         t = self.row("tuned", 1.25)
         self.assertEqual((t["over_p_pct"], t["mode"]), (1.0, "partition 96"))
+        self.assertAlmostEqual(t["be_steps_per_s"], 1 / 300)
+        self.assertEqual(t["be_run_steps_per_s"], 45.0)
         self.assertEqual(self.row("mosaic", 1.6)["hp_p99_slowdown"], 1.2)
         # mosaic-1.25 is scored only at 1.25, tuned only where tune ran.
         self.assertFalse([x for x in self.res["pairs"][0]["runs"] if x["policy"] == "tuned" and x["p"] == 1.6])
