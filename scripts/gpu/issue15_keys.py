@@ -58,7 +58,9 @@ def main():
         fail(f"{path}: {len(clients)} HP clients recorded, one expected (the HP service alone)")
     if len(reqs) < measured or measured <= 0:
         fail(f"{path}: {len(reqs)} HP requests recorded, fewer than the {measured} the service "
-             "measured: did it run under the shim as an HP client of the recording daemon?")
+             "measured: the daemon did not see the requests end (the synchronisation the shim "
+             "learns them from was not interposed: docs/services-eval.md, 'requests not "
+             "delimited'), or the service did not run as an HP client of the recording daemon")
     startup = len(reqs) - measured
     ids = reqs[-1][1][1]
     known = [keys[i] for i in ids if keys.get(i)]

@@ -234,6 +234,9 @@ estimate() {
   local hp=$EST_HP_RUN co=$((EST_HP_RUN + EST_BE_START)) nps nts nsp total=0 pair m w e
   nps=$(wc -w <<<"$PS") nts=$(wc -w <<<"$TUNE_PS") nsp=$(wc -w <<<"$TUNE_SPLITS")
   local -A seen=()
+  # The start: env.txt's torch import and MPS, ~20 s in the 2026-12-02 calls.
+  total=20
+  printf '  %-34s %-8s ~%4d s\n' "(all)" "start" 20
   for pair in $PAIRS; do
     for w in $PHASES; do
       case $w in
@@ -253,6 +256,8 @@ estimate() {
   done
   printf '  total ~%d s on the GPU (BUDGET_S=%s; estimates from the 2026-12-02 H200 ResNet-50 runs)\n' "$total" "$BUDGET_S"
 }
+# ESTIMATE_ONLY=1: print the estimate and stop (plan device calls anywhere).
+if [[ -n ${ESTIMATE_ONLY:-} ]]; then EST_HP_RUN=14 EST_BE_START=11; estimate; exit 0; fi
 [[ $DRY == sim ]] || { estimate | tee -a "$OUT/script.log" >&2; }
 
 # Each phase's wall time, per pair: logged, and kept for the summary.
