@@ -132,7 +132,7 @@ hp_cmd() { # model requests gap_ms latfile [svc_hp.py options, ignored by DRY=si
     [[ $4 == *.lat ]] && times="--times ${4%.lat}.times"
     echo "$B/bin/hp_service --requests $2 --warmup 3 --gap-ms $3 --latencies $4 $times ${SIM_HP[*]@Q}"
   else
-    echo "python3 $WL/svc_hp.py --model $1 --requests $2 --warmup 20 --gap-ms $3 --latencies $4 ${*:5}"
+    echo "python3 $WL/svc_hp.py --model $1 --requests $2 --warmup 20 --gap-ms $3 --latencies $4 ${HP_ARGS:-} ${*:5}"
   fi
 }
 be_cmd() { # model seconds readyfile
