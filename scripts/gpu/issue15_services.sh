@@ -45,7 +45,7 @@ REPO=$(pwd)
 BUILD=${BUILD:-build-gpu}
 # The build tree: BUILD relative to the repository root, or absolute.
 B=$BUILD
-[[ $B == /* ]] || B=$B
+[[ $B == /* ]] || B=$REPO/$BUILD
 PAIRS=${PAIRS:-"resnet50:resnet18_train"}
 PS=${PS:-"1.1 1.25 1.6"}
 PHASES=${PHASES:-"capture iso overhead policies static tune replay fault costs"}
