@@ -20,16 +20,92 @@
 #   - a time budget too short for the co-runs skips them, names them, and
 #     still leaves the summary and the archive.
 #
-#   scripts/gpu/issue15_dry_test.sh BUILD_DIR
+#   scripts/gpu/issue15_dry_test.sh BUILD_DIR [--gpu-path]
 # ISSUE15_PRELOAD (the ASan build) passes through to the harness.
+#
+# --gpu-path (ctest issue15_gpu_path) runs the harness's GPU path instead,
+# without DRY: issue15_fake_python/ first in PATH makes `python3 svc_hp.py`
+# and `python3 svc_be.py` run issue15_fake_svc.py, which plays them with
+# the same C demos on the simulated GPU (their options, files, JSON lines
+# and Unix-time stamps), every other python3 the real one; no MPS (none
+# here), no capture and no costs (the GPU's own). Checked: every co-run
+# scored with BE counted within the HP requests from the Unix-time logs;
+# tune's trials with a BE job waited for its ready file (svc_hp.py
+# --after) and the isolated ones did not; the recording, the keys, static,
+# the tuned row, replay beside the real runs, the fault run's BE recovery.
 set -uo pipefail
-build=$(cd "${1:?usage: issue15_dry_test.sh BUILD_DIR}" && pwd)
+build=$(cd "${1:?usage: issue15_dry_test.sh BUILD_DIR [--gpu-path]}" && pwd)
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=$(mktemp -d /tmp/issue15-dry-XXXXXX)
-trap 'rm -rf "$out"' EXIT
+sim=""
+cleanup() {
+  [[ -n $sim ]] && "$build/bin/simgpu" rm "$sim" >/dev/null 2>&1
+  rm -rf "$out"
+}
+trap cleanup EXIT
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 cd "$root"
+
+if [[ ${2:-} == --gpu-path ]]; then
+  sim=issue15-gpu-path-$$
+  export MOSAIC_SIMGPU=$sim MOSAIC_SIMGPU_SCALE=20
+  "$build/bin/simgpu" create "$sim" >/dev/null || exit 2
+  mkdir -p "$out/prof"
+  cp profiler/data/h200/zoo.profile.json "$out/prof/"
+  env PATH="$root/scripts/gpu/issue15_fake_python:$PATH" ISSUE15_REAL_PYTHON="$(command -v python3)" \
+    ISSUE15_FAKE_BIN="$build/bin" LD_LIBRARY_PATH="$build/tests/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    BUILD=$build OUT=$out/x KEEP_RUN=1 PROFILES=$out/prof PS=1.25 REQUESTS=60 BUDGET_S=0 \
+    TUNE_SPLITS=120 TUNE_KEEP=1 BE_ISO_S=4 REC_BE_S=3 PAIRS=resnet50:resnet18_train \
+    PHASES="iso policies static tune replay fault" scripts/gpu/issue15_services.sh >"$out/console.txt" 2>&1
+  rc=$?
+  cat "$out/console.txt"
+  [[ $rc == 0 ]] || fail "issue15_services.sh (GPU path) exited $rc"
+  python3 - "$out/x" <<'PY' || fails=$((fails + 1))
+import glob, json, os, sys
+d = sys.argv[1]
+run = os.path.join(d, "run")
+T = "resnet50+resnet18_train"
+bad = []
+res = json.load(open(os.path.join(d, "results.json")))
+pair = res["pairs"][0]
+rows = {r["policy"]: r for r in pair["runs"]}
+for pol in ("none", "mps-priority", "orion", "static", "mosaic"):
+    if pol not in rows:
+        bad.append(f"no {pol} row")
+    elif rows[pol]["be_rate_over"] != "steps within the HP service's measured requests":
+        bad.append(f"{pol}: BE counted over {rows[pol]['be_rate_over']}")
+if pair.get("hp_kernels", {}).get("keys_written") != 3:
+    bad.append(f"keys: {pair.get('hp_kernels')}")
+if "tuned" not in rows and not os.path.exists(os.path.join(run, f"{T}.tune-1.25.err")):
+    bad.append("neither a tuned row nor tune's reason")
+logs = sorted(glob.glob(os.path.join(run, f"{T}.tune-1.25.keep", "t*.hp.log")))
+waits = {}
+for l in logs:
+    t = os.path.basename(l).split(".")[0]
+    j = [json.loads(x) for x in open(l) if x.startswith("{")]
+    waits[t] = (j[-1].get("waited_for_after_s") if j else "no JSON",
+                os.path.exists(os.path.join(os.path.dirname(l), f"{t}.be.log")))
+if not waits:
+    bad.append("no tune trial logs kept")
+for t, (w, with_be) in waits.items():
+    if with_be and w is None:
+        bad.append(f"tune trial {t} (with BE) did not wait for the BE job")
+    if not with_be and w is not None:
+        bad.append(f"tune trial {t} (isolated) waited for a BE job: {w}")
+if not all("real" in r for r in pair.get("replay") or [{}]):
+    bad.append("replay rows without their real runs")
+if "be_first_step_after_restart_s" not in pair.get("fault", {}):
+    bad.append(f"fault: {pair.get('fault')}")
+for b in bad:
+    print("FAIL: gpu path: " + b)
+if not bad:
+    print(f"ok: gpu path: tune trial waits {waits}")
+sys.exit(1 if bad else 0)
+PY
+  [[ $fails == 0 ]] && echo "issue15_gpu_path: all checks passed"
+  exit $((fails > 0))
+fi
 
 # Bad input: refused at once, with the word and the fix.
 msg=$(BUILD=$build DRY=sim OUT=$out/bad PHASES="iso polices" scripts/gpu/issue15_services.sh 2>&1); rc=$?

@@ -58,6 +58,8 @@ TUNE_PS=${TUNE_PS:-$PS}
 # (tune stops a trial when its HP command exits), TUNE_TRIAL_MS at most.
 TUNE_REQUESTS=${TUNE_REQUESTS:-$REQUESTS}
 TUNE_TRIAL_MS=${TUNE_TRIAL_MS:-60000}
+# TUNE_KEEP=1: keep every trial's trace and logs (tune --keep; megabytes a
+# trial for a PyTorch service, so off by default).
 BE_ISO_S=${BE_ISO_S:-15}
 BUDGET_S=${BUDGET_S:-560}
 REC_BE_S=${REC_BE_S:-10}
@@ -500,7 +502,8 @@ for pair in $PAIRS; do
         t_tune=$SECONDS
         "$SCHED" --config "$conf" --slo "$p" --hp-kernels "$keys" --profile-dir "$PROFDIR" --model-dir "$MODELS" \
           "${MPS_ARGS[@]}" --log-level warn --tune-splits "$TUNE_SPLITS" --tune-trial-ms "$TUNE_TRIAL_MS" \
-          tune --hp-command "$thp" --be-command "$tbe" --json >"$OUT/run/$T.tune-$p.json" 2>"$OUT/run/$T.tune-$p.err"
+          tune --hp-command "$thp" --be-command "$tbe" --json ${TUNE_KEEP:+--keep "$OUT/run/$T.tune-$p.keep"} \
+          >"$OUT/run/$T.tune-$p.json" 2>"$OUT/run/$T.tune-$p.err"
         rc=$?
         log "$T tune p=$p rc=$rc $((SECONDS - t_tune)) s: $(grep -v '^ *$' "$OUT/run/$T.tune-$p.err" | tail -2 | tr '\n' ' ' | cut -c1-300)"
         if [[ $rc == 0 ]]; then
