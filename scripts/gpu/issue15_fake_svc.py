@@ -10,7 +10,6 @@ lines, Unix-time stamps, --after and --ready) without torch. The kernels are
 the arbiter evaluation's convolutions, as under DRY=sim; ISSUE15_FAKE_BIN
 names the directory of hp_service and be_trainer. Nothing here measures a
 GPU: it checks the harness's plumbing."""
-import argparse
 import json
 import os
 import signal
@@ -18,6 +17,9 @@ import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "workloads"))
+import svc_args  # noqa: E402
 
 HP_KERNELS = ["_Z9k_conv3x3PKfS0_Pfiiii|grid=16,8,16|block=8,8,1|dsmem=7808",
               "_Z9k_conv3x3PKfS0_Pfiiii|grid=1,16,8|block=16,16,1|dsmem=14976",
@@ -39,18 +41,7 @@ def kernels(keys):
 
 
 def hp(argv):
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--model", required=True)
-    ap.add_argument("--batch", type=int, default=0)
-    ap.add_argument("--requests", type=int, default=300)
-    ap.add_argument("--warmup", type=int, default=20)
-    ap.add_argument("--gap-ms", type=float, default=0.0)
-    ap.add_argument("--latencies")
-    ap.add_argument("--mark", action="store_true")
-    ap.add_argument("--eager", action="store_true")
-    ap.add_argument("--after")
-    ap.add_argument("--after-timeout", type=float, default=60.0)
-    a = ap.parse_args(argv)
+    a = svc_args.hp_parser().parse_args(argv)
     waited = None
     if a.after:
         t0 = time.monotonic()
@@ -77,14 +68,7 @@ def hp(argv):
 
 
 def be(argv):
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--model", required=True)
-    ap.add_argument("--batch", type=int, default=0)
-    ap.add_argument("--seconds", type=float, default=600.0)
-    ap.add_argument("--warmup", type=int, default=5)
-    ap.add_argument("--ready")
-    ap.add_argument("--steps-log")
-    a = ap.parse_args(argv)
+    a = svc_args.be_parser().parse_args(argv)
     batch = a.batch or 64
     with tempfile.TemporaryDirectory() as d:
         cmd = [os.path.join(BIN, "be_trainer"), "--seconds", str(a.seconds), "--step-times", f"{d}/s"] + \

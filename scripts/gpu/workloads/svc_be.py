@@ -6,23 +6,16 @@ second (samples = steps x the batch: images or sequences).
       [--warmup N] [--ready FILE] [--steps-log FILE]
 A step ends with torch.cuda.synchronize(), so steps/s counts finished GPU
 work; the timer starts after --warmup steps, when FILE (--ready) is made."""
-import argparse
 import json
 import signal
 import time
 
 import torch
 
+import svc_args
 import svc_models
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--model", required=True)
-ap.add_argument("--batch", type=int, default=0)
-ap.add_argument("--seconds", type=float, default=600.0)
-ap.add_argument("--warmup", type=int, default=5)
-ap.add_argument("--ready")
-ap.add_argument("--steps-log", help="write each step's end as Unix time, one a line")
-a = ap.parse_args()
+a = svc_args.be_parser().parse_args()
 
 stop = False
 def on_term(_sig, _frm):

@@ -15,7 +15,6 @@ most --after-timeout s) before the first measured request, so that a run
 started beside a BE job that is still loading meets it from its first
 request (mosaic-sched tune starts both at once). When the step cannot be
 captured as a CUDA graph the service runs eager, and says so in "launch"."""
-import argparse
 import json
 import os
 import sys
@@ -23,21 +22,10 @@ import time
 
 import torch
 
+import svc_args
 import svc_models
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--model", required=True)
-ap.add_argument("--batch", type=int, default=0)
-ap.add_argument("--requests", type=int, default=300)
-ap.add_argument("--warmup", type=int, default=20)
-ap.add_argument("--gap-ms", type=float, default=0.0)
-ap.add_argument("--latencies")
-ap.add_argument("--mark", action="store_true")
-ap.add_argument("--eager", action="store_true",
-                help="launch kernel by kernel instead of replaying a CUDA graph of the step")
-ap.add_argument("--after")
-ap.add_argument("--after-timeout", type=float, default=60.0)
-a = ap.parse_args()
+a = svc_args.hp_parser().parse_args()
 
 req = None
 if a.mark:
