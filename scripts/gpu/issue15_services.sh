@@ -62,7 +62,7 @@ TUNE_TRIAL_MS=${TUNE_TRIAL_MS:-60000}
 # trial for a PyTorch service, so off by default).
 BE_ISO_S=${BE_ISO_S:-15}
 BUDGET_S=${BUDGET_S:-560}
-REC_BE_S=${REC_BE_S:-10}
+REC_BE_S=${REC_BE_S:-4}
 # Replay starts HP this long after BE. The real runs' BE throughput is
 # counted over the HP service's measured requests (issue15_summary.py), where
 # BE is already running, so replay's (counted from BE's start) starts both
@@ -152,9 +152,25 @@ MPSCTL=$(command -v nvidia-cuda-mps-control || echo /usr/local/nvidia/bin/nvidia
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mosaic15-mps-$$ CUDA_MPS_LOG_DIRECTORY=$OUT/mps-log
 daemon_pid="" be_pid=""
 archived=0
-archive() { # few files come back from the device: everything goes into one archive
+# Few files come back from the device, 16 MiB each: every run's files go
+# into run.tgz, the recorded traces (megabytes: a training job's trace has
+# three lines a kernel) and tune's kept trials into traces.tgz, which is
+# dropped, and said, when over 15 MiB, so that run.tgz always comes back.
+archive() {
   [[ $archived == 1 || ! -d $OUT/run ]] && return
-  tar -C "$OUT" -czf "$OUT/run.tgz" run $( [[ -d $OUT/prof ]] && echo prof) 2>/dev/null && archived=1
+  local big=() mib
+  mapfile -t big < <(cd "$OUT" && find run -maxdepth 1 \( -name '*.trace' -o -name '*.keep' \) | sort)
+  tar -C "$OUT" -czf "$OUT/run.tgz" ${big[@]/#/--exclude=} run $( [[ -d $OUT/prof ]] && echo prof) 2>/dev/null && archived=1
+  if [[ ${#big[@]} -gt 0 ]]; then
+    tar -C "$OUT" -czf "$OUT/traces.tgz" "${big[@]}" 2>/dev/null
+    mib=$(( $(stat -c %s "$OUT/traces.tgz" 2>/dev/null || echo 0) / 1048576 ))
+    if (( mib >= 15 )); then
+      rm -f "$OUT/traces.tgz"
+      log "traces.tgz not kept: $mib MiB, over the 16 MiB a file the device returns (shorten REC_BE_S, or TUNE_KEEP off)"
+    fi
+  fi
+  mib=$(( $(stat -c %s "$OUT/run.tgz" 2>/dev/null || echo 0) / 1048576 ))
+  (( mib < 15 )) || log "run.tgz is $mib MiB: the device returns files of at most 16 MiB"
 }
 cleanup() {
   [[ -n $be_pid ]] && kill -TERM "$be_pid" 2>/dev/null
