@@ -308,15 +308,18 @@ if has costs; then
     log "costs: $B lacks the benchmark programs (bench_launch, bench_sched_grant, bench_decide): build it with the tests (MOSAIC_BUILD_TESTS=ON, the default)"
   if [[ $DRY == sim ]]; then
     # The fake driver alone (not on the simulated GPU, whose kernels take time).
-    env -u MOSAIC_SIMGPU "$REPO/tests/arbiter/bench_arbiter.sh" "$B" "${COSTS_REPS:-2}" \
+    env -u MOSAIC_SIMGPU BENCH_ARBITER_PRELOAD="$PRELOAD" timeout -k 5 "${COSTS_TIMEOUT:-120}" \
+      "$REPO/tests/arbiter/bench_arbiter.sh" "$B" "${COSTS_REPS:-2}" \
       >"$OUT/run/costs.bench.out" 2>"$OUT/run/costs.bench.err"
   else
-    BENCH_ARBITER_DRIVER=real "$REPO/tests/arbiter/bench_arbiter.sh" "$B" "${COSTS_REPS:-5}" \
+    BENCH_ARBITER_DRIVER=real BENCH_ARBITER_PRELOAD="$PRELOAD" timeout -k 5 "${COSTS_TIMEOUT:-120}" \
+      "$REPO/tests/arbiter/bench_arbiter.sh" "$B" "${COSTS_REPS:-5}" \
       >"$OUT/run/costs.bench.out" 2>"$OUT/run/costs.bench.err"
   fi
   log "costs: bench_arbiter rc=$? $(grep -c . "$OUT/run/costs.bench.out") lines"
   if [[ $DRY != sim ]]; then
-    OUT=$OUT/run/costs_gate "$REPO/scripts/gpu/issue10_gate.sh" "${COSTS_WAKE_N:-300}" "${COSTS_W64_N:-5000}" \
+    OUT=$OUT/run/costs_gate timeout -k 5 "${COSTS_GATE_TIMEOUT:-300}" \
+      "$REPO/scripts/gpu/issue10_gate.sh" "${COSTS_WAKE_N:-300}" "${COSTS_W64_N:-5000}" \
       >"$OUT/run/costs_gate.out" 2>&1
     log "costs: issue10_gate rc=$? $(grep 'wake, host write -> wait' "$OUT/run/costs_gate.out")"
     rm -rf "$OUT/run/costs_gate/build"

@@ -6,7 +6,8 @@
 # policy's admission decision with a warm cache (bench_decide).
 #   tests/arbiter/bench_arbiter.sh [BUILD_DIR] [REPETITIONS=5]
 # BENCH_ARBITER_DRIVER=real: the system's libcuda (on a GPU host; the launch
-# is then an empty kernel's) instead of the fake driver.
+# is then an empty kernel's) instead of the fake driver. BENCH_ARBITER_PRELOAD:
+# the preload list (below).
 #
 # HP launch cost: REPETITIONS times, an observe-only process then a
 # connected one (MOSAIC_ROLE=hp, the default completion mode: no write per
@@ -48,7 +49,9 @@ for _ in $(seq 100); do [ -S "$dir/s.sock" ] && break; sleep 0.05; done
 if [ "${BENCH_ARBITER_DRIVER:-fake}" != real ]; then
   export LD_LIBRARY_PATH=$build/tests/fakecuda
 fi
-shim=$build/lib/libmosaic.so
+# BENCH_ARBITER_PRELOAD: what the benchmarks preload (a sanitizer build
+# puts its runtime ahead of the shim; without it ASan's start spins).
+shim=${BENCH_ARBITER_PRELOAD:-$build/lib/libmosaic.so}
 echo "== HP launch: observe-only against connected as HP, $reps repetitions ${pin[*]:+(pinned: ${pin[*]})} =="
 for r in $(seq "$reps"); do
   BENCH_LAUNCH_ROUNDS=$dir/obs.$r LD_PRELOAD=$shim "${pin[@]}" "$bin/bench_launch" 400 256
