@@ -42,12 +42,7 @@ def kernels(keys):
 
 def hp(argv):
     a = svc_args.hp_parser().parse_args(argv)
-    waited = None
-    if a.after:
-        t0 = time.monotonic()
-        while not os.path.exists(a.after) and time.monotonic() - t0 < a.after_timeout:
-            time.sleep(0.01)
-        waited = round(time.monotonic() - t0, 3)
+    waited = svc_args.wait_for(a.after, a.after_timeout)[0] if a.after else None
     with tempfile.TemporaryDirectory() as d:
         cmd = [os.path.join(BIN, "hp_service"), "--requests", str(a.requests), "--warmup", "3",
                "--gap-ms", str(a.gap_ms), "--latencies", f"{d}/l", "--times", f"{d}/t"] + kernels(HP_KERNELS)

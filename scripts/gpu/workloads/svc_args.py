@@ -2,12 +2,28 @@
 without torch, so that scripts/gpu/issue15_fake_svc.py (which plays both on
 the simulated GPU for the harness's tests) accepts exactly what they do."""
 import argparse
+import os
+import time
+
+
+def _parser(prog):
+    ap = argparse.ArgumentParser(prog=prog)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--batch", type=int, default=0)
+    return ap
+
+
+def wait_for(path, timeout_s):
+    """svc_hp.py --after: waits until PATH exists, at most TIMEOUT_S;
+    returns the seconds waited and whether it appeared."""
+    t0 = time.perf_counter()
+    while not os.path.exists(path) and time.perf_counter() - t0 < timeout_s:
+        time.sleep(0.01)
+    return round(time.perf_counter() - t0, 3), os.path.exists(path)
 
 
 def hp_parser():
-    ap = argparse.ArgumentParser(prog="svc_hp.py")
-    ap.add_argument("--model", required=True)
-    ap.add_argument("--batch", type=int, default=0)
+    ap = _parser("svc_hp.py")
     ap.add_argument("--requests", type=int, default=300)
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--gap-ms", type=float, default=0.0)
@@ -21,9 +37,7 @@ def hp_parser():
 
 
 def be_parser():
-    ap = argparse.ArgumentParser(prog="svc_be.py")
-    ap.add_argument("--model", required=True)
-    ap.add_argument("--batch", type=int, default=0)
+    ap = _parser("svc_be.py")
     ap.add_argument("--seconds", type=float, default=600.0)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--ready")

@@ -16,7 +16,6 @@ started beside a BE job that is still loading meets it from its first
 request (mosaic-sched tune starts both at once). When the step cannot be
 captured as a CUDA graph the service runs eager, and says so in "launch"."""
 import json
-import os
 import sys
 import time
 
@@ -62,11 +61,8 @@ if not a.eager:
     torch.cuda.synchronize()
 waited_s = None
 if a.after:
-    t_w = time.perf_counter()
-    while not os.path.exists(a.after) and time.perf_counter() - t_w < a.after_timeout:
-        time.sleep(0.01)
-    waited_s = round(time.perf_counter() - t_w, 3)
-    if not os.path.exists(a.after):
+    waited_s, found = svc_args.wait_for(a.after, a.after_timeout)
+    if not found:
         print(f"svc_hp: {a.after} did not appear in {a.after_timeout} s: measuring without it",
               file=sys.stderr)
 
