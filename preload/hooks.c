@@ -58,6 +58,7 @@ MOSAIC__X_TYPEDEF(library_get_kernel)
 MOSAIC__X_TYPEDEF(library_enum_kernels)
 MOSAIC__X_TYPEDEF(stream_sync)
 MOSAIC__X_TYPEDEF(ctx_sync)
+MOSAIC__X_TYPEDEF(ctx_sync_v2)
 MOSAIC__X_TYPEDEF(event_sync)
 #undef MOSAIC__X_TYPEDEF
 
@@ -455,6 +456,17 @@ static CUresult h_ctx_sync(int hook, int unused)
     return r;
 }
 
+static CUresult h_ctx_sync_v2(int hook, MOSAIC__P_ctx_sync_v2)
+{
+    CUresult r;
+    MOSAIC__REAL(ctx_sync_v2);
+
+    r = real(MOSAIC__A_ctx_sync_v2);
+    if (r == CUDA_SUCCESS)
+        mosaic__sched_synced(NULL, 1);
+    return r;
+}
+
 static CUresult h_event_sync(int hook, MOSAIC__P_event_sync)
 {
     CUresult r;
@@ -518,6 +530,7 @@ static void *const foreign_wrappers[MOSAIC__HOOK_COUNT] = {
 /* cuCtxSynchronize gained a _v2 (with a context argument) in CUDA 12.x
  * headers; by name alone the ABI is not certain. */
 #define MOSAIC__STABLE_ctx_sync 0
+#define MOSAIC__STABLE_ctx_sync_v2 1
 #define MOSAIC__STABLE_getproc_v1 0
 #define MOSAIC__STABLE_getproc_v2 0
 #define MOSAIC__STABLE_capture_begin_v1 0

@@ -95,6 +95,12 @@
  * call `h_ctx_sync(hook, 0)` is valid C. */
 #define MOSAIC__P_ctx_sync void
 #define MOSAIC__A_ctx_sync 0
+/* cuCtxSynchronize_v2(ctx), its own export in the CUDA 13.0 headers; the
+ * CUDA 13 runtime's cudaDeviceSynchronize can reach the driver there
+ * (torch.cuda.synchronize() does), so a learned HP request must end at it
+ * too. */
+#define MOSAIC__P_ctx_sync_v2 CUcontext ctx
+#define MOSAIC__A_ctx_sync_v2 ctx
 #define MOSAIC__P_event_sync CUevent event
 #define MOSAIC__A_event_sync event
 
@@ -135,6 +141,7 @@
     X(cuStreamSynchronize, stream_sync, 0)                                 \
     X(cuStreamSynchronize_ptsz, stream_sync, 0)                            \
     X(cuCtxSynchronize, ctx_sync, 0)                                       \
+    X(cuCtxSynchronize_v2, ctx_sync_v2, 0)                                 \
     X(cuEventSynchronize, event_sync, 0)
 
 enum mosaic__hook {

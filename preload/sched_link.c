@@ -12,7 +12,7 @@
  * NVTX ranges named "mosaic:request" (nvtx.c), or, for an unmodified
  * program, learned from its pattern: the first launch after a
  * synchronisation begins a request, and the next cuStreamSynchronize,
- * cuCtxSynchronize or cuEventSynchronize to return ends it. The first
+ * cuCtxSynchronize(_v2) or cuEventSynchronize to return ends it. The first
  * explicit signal (API or NVTX) ends learning for good (docs/sched.md,
  * "HP requests: where they come from"). All of it is ring writes: no system
  * call, no wait; with no daemon the client returns MOSAIC_EDISCONNECTED at

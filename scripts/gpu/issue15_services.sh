@@ -2,17 +2,39 @@
 # Issue 15: MosaicSched against its baselines on real PyTorch services
 # (docs/results/<date>-issue15). One device call:
 #
-#   OUT=DIR [PAIRS="resnet50:resnet18_train ..."] [PS="1.1 1.25 1.6"]
-#   [PHASES="capture iso overhead policies fault"] scripts/gpu/issue15_services.sh
+#   OUT=DIR [PAIRS="resnet50:resnet18_train llama:resnet50_infer_be ..."]
+#   [PS="1.1 1.25 1.6"] [PHASES="capture iso overhead policies static tune
+#   replay fault costs"] [PROFILES=DIR] scripts/gpu/issue15_services.sh
 #
-# For each HP:BE pair (models in workloads/svc_models.py): the kernel
-# profiles captured with `mosaic-profile capture`; HP and BE alone; the HP
-# service under the shim and daemon with no BE work (the shim's cost); then
-# HP + BE under each policy (none, BE at low MPS client priority, Orion-like,
-# MosaicSched at each p), and a daemon SIGKILL + restart in the middle of a
-# MosaicSched run. All co-runs and the isolated runs are under MPS (started
+# For each HP:BE pair (models in workloads/svc_models.py), one PHASES word
+# each, in this order:
+#   capture   the kernel profiles, `mosaic-profile capture` (no MPS);
+#   iso       HP alone (three runs, the first sets the load) and BE alone;
+#   overhead  the HP service under the shim and daemon with no BE work;
+#   policies  HP + BE under none, BE at low MPS client priority, Orion-like
+#             and MosaicSched at each p;
+#   static    the static green-context partition (policy static: HP on the
+#             fewest SMs that keep its isolated slowdown under 1.1x, BE on
+#             the rest, no admission control), one run scored at every p;
+#   tune      `mosaic-sched tune` at each p (trials of the full GPU and of
+#             the splits TUNE_SPLITS on the GPU, short), then the mode it
+#             wrote run as the MosaicSched row `tuned`; its JSON report (the
+#             candidates table) kept;
+#   replay    HP alone and BE alone recorded under the shim (`mosaic-sched
+#             record`), replayed through each policy and p (`mosaic-sched
+#             replay`, the simulated timeline), beside the real runs;
+#   fault     a daemon SIGKILL + restart in the middle of a MosaicSched run;
+#   costs     once, not per pair: the BE grant round trip and the HP launch
+#             through the shim on this host, side by side in one run
+#             (tests/arbiter/bench_arbiter.sh on the real driver).
+# static and tune need the HP service's kernels (hp-kernels): they come from
+# a recorded trace of the HP service alone (the replay phase's, or a short
+# recording made for them: issue15_keys.py). Scores need the iso phase of
+# the same call. All co-runs and the isolated runs are under MPS (started
 # and stopped here), so isolated and shared runs differ only in the sharing.
-# Prints a short table last; everything else lands under $OUT.
+# Each phase's wall time is logged and summarised. Prints a short table
+# last; everything else lands under $OUT (summary.txt, results.json and
+# run.tgz, the archive of every run's files).
 #
 # DRY=sim runs the same harness on the simulated GPU with the C demo
 # programs (tests/simgpu) instead of PyTorch, on a machine with no GPU, so the
@@ -21,33 +43,74 @@ set -uo pipefail
 : "${OUT:?set OUT to a results directory}"
 REPO=$(pwd)
 BUILD=${BUILD:-build-gpu}
+# The build tree: BUILD relative to the repository root, or absolute.
+B=$BUILD
+[[ $B == /* ]] || B=$REPO/$BUILD
 PAIRS=${PAIRS:-"resnet50:resnet18_train"}
 PS=${PS:-"1.1 1.25 1.6"}
-PHASES=${PHASES:-"capture iso overhead policies fault"}
+PHASES=${PHASES:-"capture iso overhead policies static tune replay fault costs"}
 REQUESTS=${REQUESTS:-300}
+# tune: the splits tried beside the full GPU (each also filtered by its
+# predicted HP slowdown under p), and the p's tuned (each p is one tune).
+TUNE_SPLITS=${TUNE_SPLITS:-"64 96 120"}
+TUNE_PS=${TUNE_PS:-$PS}
+# A trial ends when the HP service has made its TUNE_REQUESTS requests
+# (tune stops a trial when its HP command exits), TUNE_TRIAL_MS at most.
+TUNE_REQUESTS=${TUNE_REQUESTS:-$REQUESTS}
+TUNE_TRIAL_MS=${TUNE_TRIAL_MS:-60000}
+# TUNE_KEEP=1: keep every trial's trace and logs (tune --keep; megabytes a
+# trial for a PyTorch service, so off by default).
+BE_ISO_S=${BE_ISO_S:-15}
+BUDGET_S=${BUDGET_S:-560}
+REC_BE_S=${REC_BE_S:-4}
+# Replay starts HP this long after BE. The real runs' BE throughput is
+# counted over the HP service's measured requests (issue15_summary.py), where
+# BE is already running, so replay's (counted from BE's start) starts both
+# together.
+REPLAY_BE_LEAD_MS=${REPLAY_BE_LEAD_MS:-0}
+for w in $PHASES; do
+  case $w in capture|iso|overhead|policies|static|tune|replay|fault|costs) ;;
+    *) echo "issue15_services: PHASES word '$w' is not a phase: use capture iso overhead policies static tune replay fault costs" >&2; exit 2 ;;
+  esac
+done
+for pair in $PAIRS; do
+  [[ $pair == ?*:?* ]] || { echo "issue15_services: PAIRS entry '$pair' is not HP:BE (e.g. resnet50:resnet18_train)" >&2; exit 2; }
+done
 DRY=${DRY:-}
 mkdir -p "$OUT"
 T0=$SECONDS
 log() { printf '[+%4ds] %s\n' $((SECONDS - T0)) "$*" | tee -a "$OUT/script.log" >&2; }
 has() { [[ " $PHASES " == *" $1 "* ]]; }
-export LD_LIBRARY_PATH=$REPO/$BUILD/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export LD_LIBRARY_PATH=$B/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 # NVLink multicast stays off on these machines (KINDS.md), in every child.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-SHIM=$REPO/$BUILD/lib/libmosaic.so
-SCHED=$REPO/$BUILD/bin/mosaic-sched
-PROFBIN=$REPO/$BUILD/bin/mosaic-profile
+SHIM=$B/lib/libmosaic.so
+# What the clients preload (ISSUE15_PRELOAD: a sanitizer build puts its
+# runtime ahead of the shim).
+PRELOAD=${ISSUE15_PRELOAD:-$SHIM}
+SCHED=$B/bin/mosaic-sched
+PROFBIN=$B/bin/mosaic-profile
 MODELS=$REPO/predictor/models/h200
 for f in "$SHIM" "$SCHED"; do
   [[ -e $f ]] || { log "missing $f: build $BUILD first (cmake -S . -B $BUILD -DMOSAIC_BUILD_CUDA=ON && cmake --build $BUILD)"; exit 2; }
 done
 WL=$REPO/scripts/gpu/workloads
 export PYTHONPATH=$WL:$REPO/python${PYTHONPATH:+:$PYTHONPATH}
+if [[ $DRY != sim ]]; then
+  for pair in $PAIRS; do
+    for m in ${pair%%:*} ${pair##*:}; do
+      grep -q "^    \"$m\": (" "$WL/svc_models.py" || {
+        echo "issue15_services: model '$m' (PAIRS) is not in $WL/svc_models.py: use one of $(grep -o '^    "[a-z0-9_]*": (' "$WL/svc_models.py" | tr -d '":( ' | xargs)" >&2; exit 2; }
+    done
+  done
+fi
 
 if [[ $DRY == sim ]]; then
-  export LD_LIBRARY_PATH=$REPO/$BUILD/tests/fakecuda:$LD_LIBRARY_PATH
+  export LD_LIBRARY_PATH=$B/tests/fakecuda:$LD_LIBRARY_PATH
   export MOSAIC_SIMGPU=issue15-dry-$$ MOSAIC_SIMGPU_SCALE=${MOSAIC_SIMGPU_SCALE:-20}
-  "$REPO/$BUILD/bin/simgpu" create "$MOSAIC_SIMGPU" >/dev/null || exit 2
+  "$B/bin/simgpu" create "$MOSAIC_SIMGPU" >/dev/null || exit 2
   REQUESTS=${REQUESTS_DRY:-60}
+  BE_ISO_S=${BE_ISO_S_DRY:-4} BUDGET_S=${BUDGET_S_DRY:-0} REC_BE_S=${REC_BE_S_DRY:-3} TUNE_REQUESTS=${TUNE_REQUESTS_DRY:-$REQUESTS}
   PHASES=${PHASES/capture/}
   { date -u; echo "DRY=sim: the simulated GPU, C demo programs; nothing here is a GPU measurement"; } >"$OUT/env.txt"
 else
@@ -65,16 +128,18 @@ SIM_HP=(--kernel '_Z9k_conv3x3PKfS0_Pfiiii|grid=16,8,16|block=8,8,1|dsmem=7808'
         --kernel '_Z9k_conv3x3PKfS0_Pfiiii|grid=28,4,8|block=32,16,1|dsmem=24192')
 SIM_BE=(--kernel '_Z9k_conv3x3PKfS0_Pfiiii|grid=16,4,32|block=16,16,1|dsmem=14976'
         --kernel '_Z9k_conv3x3PKfS0_Pfiiii|grid=1,16,8|block=16,16,1|dsmem=14976')
-hp_cmd() { # model requests gap_ms latfile
+hp_cmd() { # model requests gap_ms latfile [svc_hp.py options, ignored by DRY=sim]
   if [[ $DRY == sim ]]; then
-    echo "$REPO/$BUILD/bin/hp_service --requests $2 --warmup 3 --gap-ms $3 --latencies $4 ${SIM_HP[*]@Q}"
+    local times=""
+    [[ $4 == *.lat ]] && times="--times ${4%.lat}.times"
+    echo "$B/bin/hp_service --requests $2 --warmup 3 --gap-ms $3 --latencies $4 $times ${SIM_HP[*]@Q}"
   else
-    echo "python3 $WL/svc_hp.py --model $1 --requests $2 --warmup 20 --gap-ms $3 --latencies $4"
+    echo "python3 $WL/svc_hp.py --model $1 --requests $2 --warmup 20 --gap-ms $3 --latencies $4 ${HP_ARGS:-} ${*:5}"
   fi
 }
 be_cmd() { # model seconds readyfile
   if [[ $DRY == sim ]]; then
-    echo "$REPO/$BUILD/bin/be_trainer --seconds $2 ${SIM_BE[*]@Q}; : $3"
+    echo "$B/bin/be_trainer --seconds $2 --step-times ${3%.ready}.steps ${SIM_BE[*]@Q}; : $3"
   else
     echo "python3 $WL/svc_be.py --model $1 --seconds $2 --ready $3 --steps-log ${3%.ready}.steps"
   fi
@@ -87,9 +152,25 @@ MPSCTL=$(command -v nvidia-cuda-mps-control || echo /usr/local/nvidia/bin/nvidia
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mosaic15-mps-$$ CUDA_MPS_LOG_DIRECTORY=$OUT/mps-log
 daemon_pid="" be_pid=""
 archived=0
-archive() { # few files come back from the device: everything goes into one archive
+# Few files come back from the device, 16 MiB each: every run's files go
+# into run.tgz, the recorded traces (megabytes: a training job's trace has
+# three lines a kernel) and tune's kept trials into traces.tgz, which is
+# dropped, and said, when over 15 MiB, so that run.tgz always comes back.
+archive() {
   [[ $archived == 1 || ! -d $OUT/run ]] && return
-  tar -C "$OUT" -czf "$OUT/run.tgz" run $( [[ -d $OUT/prof ]] && echo prof) 2>/dev/null && archived=1
+  local big=() mib
+  mapfile -t big < <(cd "$OUT" && find run -maxdepth 1 \( -name '*.trace' -o -name '*.keep' \) | sort)
+  tar -C "$OUT" -czf "$OUT/run.tgz" ${big[@]/#/--exclude=} run $( [[ -d $OUT/prof ]] && echo prof) 2>/dev/null && archived=1
+  if [[ ${#big[@]} -gt 0 ]]; then
+    tar -C "$OUT" -czf "$OUT/traces.tgz" "${big[@]}" 2>/dev/null
+    mib=$(( $(stat -c %s "$OUT/traces.tgz" 2>/dev/null || echo 0) / 1048576 ))
+    if (( mib >= 15 )); then
+      rm -f "$OUT/traces.tgz"
+      log "traces.tgz not kept: $mib MiB, over the 16 MiB a file the device returns (shorten REC_BE_S, or TUNE_KEEP off)"
+    fi
+  fi
+  mib=$(( $(stat -c %s "$OUT/run.tgz" 2>/dev/null || echo 0) / 1048576 ))
+  (( mib < 15 )) || log "run.tgz is $mib MiB: the device returns files of at most 16 MiB"
 }
 cleanup() {
   [[ -n $be_pid ]] && kill -TERM "$be_pid" 2>/dev/null
@@ -100,7 +181,13 @@ cleanup() {
     for _ in $(seq 20); do pgrep -f "nvidia-cuda-mps-(control|server)" >/dev/null || break; sleep 0.5; done
     log "mps: stopped"
   fi
-  [[ $DRY == sim ]] && "$REPO/$BUILD/bin/simgpu" rm "$MOSAIC_SIMGPU" >/dev/null 2>&1
+  [[ $DRY == sim ]] && "$B/bin/simgpu" rm "$MOSAIC_SIMGPU" >/dev/null 2>&1
+  # Stopped early (a timeout's TERM, a budget): the summary of what ran.
+  if [[ -d $OUT/run && ! -s $OUT/summary.txt ]]; then
+    python3 "$REPO/scripts/gpu/issue15_summary.py" "$OUT/run" "$PAIRS" "$PS" "$PHASES" >"$OUT/summary.txt" 2>&1
+    cp "$OUT/run/results.json" "$OUT/results.json" 2>/dev/null
+    tail -40 "$OUT/summary.txt" >&2
+  fi
   archive
   [[ -n ${KEEP_RUN:-} || $archived == 0 ]] || rm -rf "$OUT/run" "$OUT/prof" "$OUT/mps-log"
 }
@@ -131,6 +218,115 @@ if has capture; then
 fi
 PROFDIR=$OUT/prof
 [[ $DRY == sim ]] && PROFDIR=$REPO/profiler/data/h200 && MODELS=$REPO/predictor/models/h200/lockbox
+# Replay's dataset (docs/replay.md), named here rather than left to the
+# source path compiled into mosaic-sched (the device's copy of the tree is
+# elsewhere): the kernel durations from the services' own profiles on the
+# GPU (the zoo's under DRY=sim), the measured co-runs, variants and split
+# times of the repo's dataset.
+DATA=$REPO/profiler/data/h200
+if [[ $DRY == sim ]]; then REPLAY_PROFILES=$DATA/zoo.profile.json
+else REPLAY_PROFILES=$(ls "$OUT"/prof/*.profile.json 2>/dev/null | tr '\n' ':'); REPLAY_PROFILES=${REPLAY_PROFILES%:}; fi
+REPLAY_ENV=(env MOSAIC_SIMGPU_PROFILES="$REPLAY_PROFILES" MOSAIC_SIMGPU_VARIANTS="$DATA/variant_kernels.json"
+  MOSAIC_SIMGPU_CORUN="$DATA/corun.jsonl" MOSAIC_SIMGPU_SPLITS="$DATA/splits/time.jsonl")
+
+# The time budget (BUDGET_S, from the script's start; 0: none): a run that
+# would not finish within it is skipped, said in the log and in
+# run/skipped.txt (the summary lists it), so that a device call's limit
+# never cuts a run in half and the summary and archive are still made.
+# The estimates are the 2026-12-02 H200 calls' (ResNet-50 b32 + ResNet-18
+# training, 300 requests): an HP service's start-up and run about 14 s, a
+# BE job's start-up until its ready file about 11 s.
+EST_HP_RUN=${EST_HP_RUN:-14} EST_BE_START=${EST_BE_START:-11}
+[[ $DRY == sim ]] && EST_HP_RUN=3 EST_BE_START=1
+budget_left() { # seconds-needed what
+  (( BUDGET_S == 0 || SECONDS - T0 + $1 <= BUDGET_S )) && return 0
+  log "skipped $2: $((BUDGET_S - SECONDS + T0)) s left of BUDGET_S=$BUDGET_S, it needs about $1 s"
+  echo "$2" >>"$OUT/run/skipped.txt"
+  return 1
+}
+
+# What the phases asked for should take on the GPU, from the same
+# estimates (tune: an upper bound, every split surviving its prediction;
+# capture: unmeasured, 60 s a model assumed), printed before anything runs.
+estimate() {
+  local hp=$EST_HP_RUN co=$((EST_HP_RUN + EST_BE_START)) nps nts nsp total=0 pair m w e
+  nps=$(wc -w <<<"$PS") nts=$(wc -w <<<"$TUNE_PS") nsp=$(wc -w <<<"$TUNE_SPLITS")
+  local -A seen=()
+  # The start: env.txt's torch import and MPS, ~20 s in the 2026-12-02 calls.
+  total=20
+  printf '  %-34s %-8s ~%4d s\n' "(all)" "start" 20
+  for pair in $PAIRS; do
+    for w in $PHASES; do
+      case $w in
+        capture) e=0; for m in ${pair%%:*} ${pair##*:}; do [[ -s $OUT/prof/$m.profile.json || -n ${seen[cap$m]:-} ]] || e=$((e + 60)); seen[cap$m]=1; done ;;
+        iso) e=$((3 * hp + EST_BE_START + BE_ISO_S)) ;;
+        overhead) e=$((8 * hp)) ;;
+        policies) e=$(((3 + nps) * co)) ;;
+        static) e=$((hp + co)) ;;
+        tune) e=$((nts * (2 * (hp + 2) + (1 + nsp) * (co + 2) + co))) ;;
+        replay) e=$((hp + EST_BE_START + REC_BE_S + 3 + 8 * nps)) ;;
+        fault) e=$((co + 2)) ;;
+        costs) e=0; [[ -z ${seen[costs]:-} ]] && e=60; seen[costs]=1 ;;
+      esac
+      total=$((total + e))
+      printf '  %-34s %-8s ~%4d s\n' "$pair" "$w" "$e"
+    done
+  done
+  printf '  total ~%d s on the GPU (BUDGET_S=%s; estimates from the 2026-12-02 H200 ResNet-50 runs)\n' "$total" "$BUDGET_S"
+}
+# ESTIMATE_ONLY=1: print the estimate and stop (plan device calls anywhere).
+if [[ -n ${ESTIMATE_ONLY:-} ]]; then EST_HP_RUN=14 EST_BE_START=11; estimate; exit 0; fi
+[[ $DRY == sim ]] || { estimate | tee -a "$OUT/script.log" >&2; }
+
+# Each phase's wall time, per pair: logged, and kept for the summary.
+phase_t0=0 phase_name=""
+phase() { # NAME TAG: a phase begins (the one before it ends)
+  phase_end
+  phase_name=$1/$2 phase_t0=$SECONDS
+}
+phase_end() {
+  [[ -z $phase_name ]] && return
+  printf '%s\t%s\t%d\n' "${phase_name#*/}" "${phase_name%%/*}" $((SECONDS - phase_t0)) >>"$OUT/run/phases.tsv"
+  log "phase ${phase_name%%/*} (${phase_name#*/}): $((SECONDS - phase_t0)) s"
+  phase_name=""
+}
+
+if has costs; then
+  # Once a call, not per pair: the HP launch through the shim (observe-only
+  # against a connected HP client, paired rounds), the BE grant round trip
+  # (host hold, and the device gate's host side with a spinning reader in
+  # the GPU's place) and the admission decision, in one run of
+  # tests/arbiter/bench_arbiter.sh, with the real driver here; then the
+  # device's own part of the grant (a host write releasing a
+  # cuStreamWaitValue32, scripts/gpu/issue10_gate.sh's wake probe) on the
+  # same host. Under DRY=sim: the fake driver, and no device probe.
+  # Before MPS is started here: issue10_gate.sh runs its probes without
+  # MPS, then starts and stops an MPS control daemon of its own.
+  mkdir -p "$OUT/run"
+  phase costs all
+  [[ -x $B/bin/bench_launch && -x $B/bin/bench_sched_grant && -x $B/bin/bench_decide ]] ||
+    log "costs: $B lacks the benchmark programs (bench_launch, bench_sched_grant, bench_decide): build it with the tests (MOSAIC_BUILD_TESTS=ON, the default)"
+  if [[ $DRY == sim ]]; then
+    # The fake driver alone (not on the simulated GPU, whose kernels take time).
+    env -u MOSAIC_SIMGPU BENCH_ARBITER_PRELOAD="$PRELOAD" timeout -k 5 "${COSTS_TIMEOUT:-120}" \
+      "$REPO/tests/arbiter/bench_arbiter.sh" "$B" "${COSTS_REPS:-2}" \
+      >"$OUT/run/costs.bench.out" 2>"$OUT/run/costs.bench.err"
+  else
+    BENCH_ARBITER_DRIVER=real BENCH_ARBITER_PRELOAD="$PRELOAD" timeout -k 5 "${COSTS_TIMEOUT:-120}" \
+      "$REPO/tests/arbiter/bench_arbiter.sh" "$B" "${COSTS_REPS:-5}" \
+      >"$OUT/run/costs.bench.out" 2>"$OUT/run/costs.bench.err"
+  fi
+  log "costs: bench_arbiter rc=$? $(grep -c . "$OUT/run/costs.bench.out") lines"
+  if [[ $DRY != sim ]]; then
+    OUT=$OUT/run/costs_gate timeout -k 5 "${COSTS_GATE_TIMEOUT:-300}" \
+      "$REPO/scripts/gpu/issue10_gate.sh" "${COSTS_WAKE_N:-300}" "${COSTS_W64_N:-5000}" \
+      >"$OUT/run/costs_gate.out" 2>&1
+    log "costs: issue10_gate rc=$? $(grep 'wake, host write -> wait' "$OUT/run/costs_gate.out")"
+    rm -rf "$OUT/run/costs_gate/build"
+  fi
+  phase_end
+fi
+
 
 if [[ $DRY != sim ]]; then
   mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
@@ -144,12 +340,18 @@ if [[ $DRY != sim ]]; then
   fi
 fi
 
+# The daemon of a run. DCONF (a config file, default none), DEXTRA (more
+# flags: --hp-kernels for static and tuned runs) and DCMD (the subcommand
+# with its arguments, default daemon; the replay phase records) are set by
+# the caller for one run.
+DCONF="" DEXTRA=() DCMD=()
 start_daemon() { # tag policy p
   local sock=$OUT/run/$1.sock
+  [[ ${#DCMD[@]} == 0 ]] && DCMD=(daemon)
   rm -f "$sock"
-  "$SCHED" --config /dev/null --socket "$sock" --policy "$2" --slo "$3" \
+  "$SCHED" --config "${DCONF:-/dev/null}" --socket "$sock" --policy "$2" --slo "$3" \
     --profile-dir "$PROFDIR" --model-dir "$MODELS" --metrics-port "${METRICS_PORT:-19464}" "${MPS_ARGS[@]}" \
-    --log-level info daemon 2>>"$OUT/run/$1.daemon.log" &
+    ${DEXTRA[@]+"${DEXTRA[@]}"} --log-level info ${DCMD[@]+"${DCMD[@]}"} 2>>"$OUT/run/$1.daemon.log" &
   daemon_pid=$!
   for _ in $(seq 200); do [[ -S $sock ]] && return 0; sleep 0.05; done
   log "daemon for $1 did not start"; tail -5 "$OUT/run/$1.daemon.log" >&2; return 1
@@ -167,9 +369,10 @@ wait_ready() { # file seconds
 # this many HP requests' worth of time and restart it 2 s later].
 corun() {
   local tag=$1 pol=$2 p=$3 hm=$4 bm=$5 gap=$6 fault=${7:-} sock=$OUT/run/$1.sock env=() prio=0
+  budget_left $((${bm:+EST_BE_START +} EST_HP_RUN)) "$tag" || return 1
   if [[ -n $pol ]]; then
     start_daemon "$tag" "$pol" "$p" || return 1
-    env=(MOSAIC_SCHED_SOCKET="$sock" LD_PRELOAD="$SHIM")
+    env=(MOSAIC_SCHED_SOCKET="$sock" LD_PRELOAD="$PRELOAD")
   fi
   if [[ -n $bm ]]; then
     [[ $pol == mps-priority ]] && prio=1
@@ -199,47 +402,169 @@ corun() {
   if [[ -n $bm ]]; then kill -TERM "$be_pid" 2>/dev/null; wait "$be_pid" 2>/dev/null; be_pid=""; fi
   stop_daemon
   if [[ -n $fault ]]; then wait; [[ -s $OUT/run/$tag.daemon2.pid ]] && kill -TERM "$(cat "$OUT/run/$tag.daemon2.pid")" 2>/dev/null; fi
-  log "$tag rc=$rc $(cat "$OUT/run/$tag.hp.json" 2>/dev/null | tail -1 | cut -c1-160)"
+  if [[ $rc == 0 ]]; then log "$tag rc=0 $(tail -1 "$OUT/run/$tag.hp.json" 2>/dev/null | cut -c1-160)"
+  else log "$tag rc=$rc: the HP service failed: $(tail -2 "$OUT/run/$tag.hp.err" 2>/dev/null | tr '\n' ' ' | cut -c1-240)"; fi
 }
 
 mkdir -p "$OUT/run"
+# The HP service alone under the shim, recorded by a daemon of policy none
+# (`mosaic-sched record`), and the kernels of one request from it (the
+# hp-kernels file of policy static and tune; issue15_keys.py). Once per HP
+# model and call.
+record_hp() { # hm gap
+  local hm=$1 gap=$2
+  [[ -s $OUT/run/$hm.hp.keys ]] && return 0
+  [[ -e $OUT/run/$hm.rec_hp.failed ]] && return 1 # said once already
+  rm -f "$OUT/run/$hm.hp.trace"
+  DCMD=(record -o "$OUT/run/$hm.hp.trace")
+  corun "$hm.rec_hp" none 1.25 "$hm" "" "$gap"
+  DCMD=()
+  python3 "$REPO/scripts/gpu/issue15_keys.py" "$OUT/run/$hm.hp.trace" "$REQUESTS" "$OUT/run/$hm.hp.keys" \
+    >"$OUT/run/$hm.keys.json" 2>"$OUT/run/$hm.keys.err"
+  local rc=$?
+  log "$hm: HP kernels from the trace rc=$rc $(cat "$OUT/run/$hm.keys.json") $(head -c 300 "$OUT/run/$hm.keys.err")"
+  [[ $rc == 0 ]] || : >"$OUT/run/$hm.rec_hp.failed"
+  return $rc
+}
+# The BE job alone under the shim, recorded the same way: once per BE model.
+record_be() { # bm
+  local bm=$1 tag=$1.rec_be
+  [[ -s $OUT/run/$bm.be.trace ]] && return 0
+  budget_left $((EST_BE_START + REC_BE_S + 3)) "$tag" || return 1
+  DCMD=(record -o "$OUT/run/$bm.be.trace")
+  start_daemon "$tag" none 1.25 || { DCMD=(); return 1; }
+  DCMD=()
+  env MOSAIC_SCHED_SOCKET="$OUT/run/$tag.sock" LD_PRELOAD="$PRELOAD" MOSAIC_ROLE=be \
+    bash -c "exec $(be_cmd "$bm" "$REC_BE_S" "$OUT/run/$tag.ready")" >"$OUT/run/$tag.be.json" 2>"$OUT/run/$tag.be.err"
+  stop_daemon
+  log "$tag: $(tail -1 "$OUT/run/$tag.be.json" | cut -c1-140)"
+}
+# The commands mosaic-sched tune runs (each under /bin/sh -c, MOSAIC_ROLE
+# and MOSAIC_SCHED_SOCKET set by tune). tune starts BE 0.3 s before HP, and
+# a PyTorch job takes seconds to load, so on the GPU the HP service waits,
+# once warm, for the BE job's --ready file; the BE command first leaves a
+# "BE started" mark, which tells the HP command of the same trial that a BE
+# job is coming (the isolated trials have none).
+tune_cmds() { # hm bm gap: sets thp and tbe
+  local hm=$1 bm=$2 gap=$3 mark=$OUT/run/$1+$2.tune_be.started ready=$OUT/run/$1+$2.tune_be.ready
+  if [[ $DRY == sim ]]; then
+    thp="exec env LD_PRELOAD=${PRELOAD@Q} $(hp_cmd "$hm" "$TUNE_REQUESTS" "$gap" /dev/null)"
+    tbe="exec env LD_PRELOAD=${PRELOAD@Q} $(be_cmd "$bm" 900 "$ready")"
+  else
+    thp="if [ -e ${mark@Q} ]; then rm -f ${mark@Q}; a='--after ${ready}'; else a=; fi; exec env LD_PRELOAD=${PRELOAD@Q} $(hp_cmd "$hm" "$TUNE_REQUESTS" "$gap" /dev/null) \$a"
+    tbe="touch ${mark@Q}; rm -f ${ready@Q}; exec env LD_PRELOAD=${PRELOAD@Q} $(be_cmd "$bm" 900 "$ready")"
+  fi
+}
+
 for pair in $PAIRS; do
-  hm=${pair%%:*} bm=${pair##*:} gap=0
+  hm=${pair%%:*} bm=${pair##*:} gap=0 T=${pair/:/+}
   # The load: requests 0.4 x the isolated median apart (HP busy ~70%),
   # from a first run back to back; the isolated baseline is then measured
-  # at that load, as every co-run is (two runs pooled).
+  # at that load, as every co-run is (two runs pooled). HP alone once per
+  # HP model, BE alone once per BE model.
   if has iso; then
-    corun "$hm.iso0" "" 1 "$hm" "" 0
-    gap=$(python3 -c "import sys; v=sorted(float(l.split()[0]) for l in open(sys.argv[1])); print(round(0.4*v[len(v)//2],3))" "$OUT/run/$hm.iso0.lat" 2>/dev/null || echo 5)
-    echo "$gap" >"$OUT/run/$hm.gap_ms"
-    log "$hm: requests $gap ms apart"
-    for i in 1 2; do corun "$hm.iso$i" "" 1 "$hm" "" "$gap"; done
-    env bash -c "exec $(be_cmd "$bm" 15 "$OUT/run/$bm.iso.ready")" >"$OUT/run/$hm.be_iso.json" 2>"$OUT/run/$hm.be_iso.err"
-    log "BE $bm alone: $(tail -1 "$OUT/run/$hm.be_iso.json" | cut -c1-120)"
+    phase iso "$T"
+    if [[ ! -s $OUT/run/$hm.iso2.lat ]]; then
+      corun "$hm.iso0" "" 1 "$hm" "" 0
+      gap=$(python3 -c "import sys; v=sorted(float(l.split()[0]) for l in open(sys.argv[1])); print(round(0.4*v[len(v)//2],3))" "$OUT/run/$hm.iso0.lat" 2>/dev/null || echo 5)
+      echo "$gap" >"$OUT/run/$hm.gap_ms"
+      log "$hm: requests $gap ms apart"
+      for i in 1 2; do corun "$hm.iso$i" "" 1 "$hm" "" "$gap"; done
+    fi
+    if [[ ! -s $OUT/run/$bm.be_iso.json ]]; then
+      env bash -c "exec $(be_cmd "$bm" "$BE_ISO_S" "$OUT/run/$bm.iso.ready")" >"$OUT/run/$bm.be_iso.json" 2>"$OUT/run/$bm.be_iso.err"
+      log "BE $bm alone: $(tail -1 "$OUT/run/$bm.be_iso.json" | cut -c1-120)$([[ -s $OUT/run/$bm.be_iso.json ]] || tail -2 "$OUT/run/$bm.be_iso.err" | tr '\n' ' ' | cut -c1-240)"
+    fi
   fi
   gap=$(cat "$OUT/run/$hm.gap_ms" 2>/dev/null || echo 5)
-  if has overhead; then
+  if has overhead && [[ ! -s $OUT/run/$hm.shim_alone2.lat ]]; then
+    phase overhead "$T"
     # The shim's cost with no BE work, in steps, interleaved over two rounds:
     # no shim; the shim observing only; as an HP client with no daemon
     # (disconnected); as an HP client of a daemon (policy none).
     for round in 1 2; do
       corun "$hm.noshim_alone$round" "" 1 "$hm" "" "$gap"
-      MOSAIC_STATS=$OUT/run/$hm.observe$round.stats.json LD_PRELOAD=$SHIM corun "$hm.observe_alone$round" "" 1 "$hm" "" "$gap"
-      MOSAIC_STATS=$OUT/run/$hm.disc$round.stats.json LD_PRELOAD=$SHIM MOSAIC_ROLE=hp MOSAIC_SCHED_SOCKET=$OUT/run/none.sock \
+      MOSAIC_STATS=$OUT/run/$hm.observe$round.stats.json LD_PRELOAD=$PRELOAD corun "$hm.observe_alone$round" "" 1 "$hm" "" "$gap"
+      MOSAIC_STATS=$OUT/run/$hm.disc$round.stats.json LD_PRELOAD=$PRELOAD MOSAIC_ROLE=hp MOSAIC_SCHED_SOCKET=$OUT/run/none.sock \
         corun "$hm.disconnected_alone$round" "" 1 "$hm" "" "$gap"
       MOSAIC_STATS=$OUT/run/$hm.shim$round.stats.json corun "$hm.shim_alone$round" none 1.25 "$hm" "" "$gap"
     done
   fi
   if has policies; then
-    for pol in none mps-priority orion; do corun "$hm.$pol" "$pol" 1.25 "$hm" "$bm" "$gap"; done
-    for p in $PS; do corun "$hm.mosaic-$p" mosaic "$p" "$hm" "$bm" "$gap"; done
+    phase policies "$T"
+    for pol in none mps-priority orion; do corun "$T.$pol" "$pol" 1.25 "$hm" "$bm" "$gap"; done
+    for p in $PS; do corun "$T.mosaic-$p" mosaic "$p" "$hm" "$bm" "$gap"; done
+  fi
+  keys=$OUT/run/$hm.hp.keys
+  if has static; then
+    phase static "$T"
+    # p-independent (no admission control): one run, scored at every p.
+    if record_hp "$hm" "$gap"; then
+      DEXTRA=(--hp-kernels "$keys")
+      corun "$T.static" static 1.25 "$hm" "$bm" "$gap"
+      DEXTRA=()
+      log "$T.static: $(grep -o 'policy static: HP on [0-9]* SMs, BE on [0-9]*[^(]*' "$OUT/run/$T.static.daemon.log" | head -1)"
+    else
+      log "$T: static not run: no HP kernels (see $hm.keys.err)"
+    fi
+  fi
+  if has tune; then
+    phase tune "$T"
+    if record_hp "$hm" "$gap"; then
+      tune_cmds "$hm" "$bm" "$gap"
+      for p in $TUNE_PS; do
+        conf=$OUT/run/$T.tune-$p.conf
+        printf '# issue15_services.sh: %s + %s at p = %s; mosaic-sched tune writes its pick below\n' "$hm" "$bm" "$p" >"$conf"
+        # Two isolated trials, one a candidate (at most the full GPU and
+        # each split), then the tuned run.
+        budget_left $(( (2 + 1 + $(wc -w <<<"$TUNE_SPLITS")) * (EST_HP_RUN + 2) + EST_BE_START * (1 + $(wc -w <<<"$TUNE_SPLITS")) + EST_BE_START + EST_HP_RUN )) "$T.tune-$p" || continue
+        t_tune=$SECONDS
+        "$SCHED" --config "$conf" --slo "$p" --hp-kernels "$keys" --profile-dir "$PROFDIR" --model-dir "$MODELS" \
+          "${MPS_ARGS[@]}" --log-level warn --tune-splits "$TUNE_SPLITS" --tune-trial-ms "$TUNE_TRIAL_MS" \
+          tune --hp-command "$thp" --be-command "$tbe" --json ${TUNE_KEEP:+--keep "$OUT/run/$T.tune-$p.keep"} \
+          >"$OUT/run/$T.tune-$p.json" 2>"$OUT/run/$T.tune-$p.err"
+        rc=$?
+        log "$T tune p=$p rc=$rc $((SECONDS - t_tune)) s: $(grep -v '^ *$' "$OUT/run/$T.tune-$p.err" | tail -2 | tr '\n' ' ' | cut -c1-300)"
+        if [[ $rc == 0 ]]; then
+          # The pick, run as the MosaicSched row: the config tune wrote
+          # (policy mosaic, slo, sm-mode, hp-sms), the same load as the rest.
+          DCONF=$conf DEXTRA=(--hp-kernels "$keys")
+          corun "$T.tuned-$p" mosaic "$p" "$hm" "$bm" "$gap"
+          DCONF="" DEXTRA=()
+        fi
+      done
+    else
+      log "$T: tune not run: no HP kernels (see $hm.keys.err)"
+    fi
+  fi
+  if has replay; then
+    phase replay "$T"
+    if record_hp "$hm" "$gap" && record_be "$bm"; then
+      warm=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['startup_requests'])" "$OUT/run/$hm.keys.json" 2>/dev/null || echo 3)
+      t_rep=$SECONDS n_rep=0
+      for p in $PS; do
+        for pol in none mps-priority orion mosaic; do
+          budget_left 10 "$T.replay-$pol-$p" || continue
+          "${REPLAY_ENV[@]}" "$SCHED" --config /dev/null --policy "$pol" --slo "$p" --profile-dir "$PROFDIR" \
+            --model-dir "$MODELS" --log-level error replay --mode full --warmup "$warm" --be-lead-ms "$REPLAY_BE_LEAD_MS" --json \
+            "$OUT/run/$hm.hp.trace" "$OUT/run/$bm.be.trace" >"$OUT/run/$T.replay-$pol-$p.json" 2>"$OUT/run/$T.replay-$pol-$p.err" ||
+            log "$T replay $pol p=$p failed: $(head -c 300 "$OUT/run/$T.replay-$pol-$p.err")"
+          n_rep=$((n_rep + 1))
+        done
+      done
+      log "$T: $n_rep replays (warm-up $warm requests) took $((SECONDS - t_rep)) s"
+    else
+      log "$T: replay not run: a recording failed"
+    fi
   fi
   if has fault; then
+    phase fault "$T"
     # Kill the daemon about a third of the way through the run.
     dur=$(python3 -c "import sys; v=sorted(float(l.split()[0]) for l in open(sys.argv[1])); print(round(($REQUESTS/3)*(v[len(v)//2]+$gap)/1e3,2))" "$OUT/run/$hm.iso0.lat" 2>/dev/null || echo 2)
-    corun "$hm.fault" mosaic 1.25 "$hm" "$bm" "$gap" "$dur"
+    corun "$T.fault" mosaic 1.25 "$hm" "$bm" "$gap" "$dur"
   fi
+  phase_end
 done
 
-python3 "$REPO/scripts/gpu/issue15_summary.py" "$OUT/run" "$PAIRS" "$PS" | tee "$OUT/summary.txt"
+python3 "$REPO/scripts/gpu/issue15_summary.py" "$OUT/run" "$PAIRS" "$PS" "$PHASES" | tee "$OUT/summary.txt"
 cp "$OUT/run/results.json" "$OUT/results.json" 2>/dev/null

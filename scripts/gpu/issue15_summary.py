@@ -1,17 +1,35 @@
 #!/usr/bin/env python3
-"""Summarise scripts/gpu/issue15_services.sh's runs: RUNDIR PAIRS PS.
+"""Summarise scripts/gpu/issue15_services.sh's runs: RUNDIR PAIRS PS [PHASES].
 
-Per HP:BE pair: the isolated HP p50/p99 (two runs pooled) and BE steps/s;
-the shim's cost with no BE work (under the daemon with policy none, against
-no shim, same load); per policy and p: HP p99 / isolated p99, % of requests
-over p x isolated p99, BE steps/s against isolated and the cost savings as
-issue 15 defines them (2 x colocated BE throughput / isolated BE
-throughput); the fault run: requests over p around the kill, BE recovery.
-The p-independent policies (none, mps-priority, orion) ran once and are
-scored against every p. Writes OUT/results.json; prints the table."""
+Per HP:BE pair: the isolated HP p50/p99 (two runs pooled) and BE steps/s
+(and samples/s); the shim's cost with no BE work (under the daemon with
+policy none, against no shim, same load); per policy and p: HP p99 /
+isolated p99, % of requests over p x isolated p99, BE throughput against
+isolated and the cost savings as issue 15 defines them (2 x colocated BE
+throughput / isolated BE throughput). The p-independent policies (none,
+mps-priority, orion, static) ran once and are scored against every p;
+mosaic-P and tuned-P (the mode `mosaic-sched tune` chose at P) only at P.
+Then: tune's candidates per p; replay against the real runs (HP p99, % over
+p, BE steps/s, with the error of the trivial answer "no interference"
+beside replay's); the fault run; the targets of issue 15 with the paper's
+numbers; the wall time of each phase. Files are named as the script names
+them: HP alone by the HP model (resnet50.iso1.lat), BE alone by the BE model
+(resnet18_train.be_iso.json), co-runs by the pair (resnet50+resnet18_train.
+none.lat). A run of PHASES whose files are missing is left out of the table
+and listed under "missing", so a call cut short still reports what it
+measured and says what it did not.
+Writes RUNDIR/results.json (schema mosaic-issue15/2); prints the tables."""
 import json
 import os
+import re
 import sys
+
+# Issue 15's targets and the paper's numbers (DESIGN.md, "Numbers to beat").
+TARGET_OVER_P_PCT = 0.5        # MosaicSched: at most this % of HP requests over p
+PAPER_OVER_P_PCT = 1.0         # MosaicSched in the paper (one case 1.2%)
+PAPER_SAVINGS = (1.12, 1.31)   # mean cost savings per BE job at p = 1.6
+MEETS_P_PCT = 1.0              # a baseline meets p when its HP p99 is within p
+BASELINES = ("none", "mps-priority", "orion", "static")
 
 
 def lat(path):
@@ -25,7 +43,7 @@ def lat(path):
                     continue
                 ms.append(float(parts[0]))
                 ts.append(float(parts[1]) if len(parts) > 1 else None)
-    except OSError:
+    except (OSError, ValueError):
         pass
     return ms, ts
 
@@ -35,6 +53,14 @@ def last_json(path):
         with open(path) as f:
             lines = [l for l in f.read().splitlines() if l.startswith("{")]
         return json.loads(lines[-1]) if lines else None
+    except (OSError, ValueError):
+        return None
+
+
+def whole_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
     except (OSError, ValueError):
         return None
 
@@ -61,22 +87,404 @@ def pct(v, q):
     return s[min(len(s) - 1, max(0, int(q * len(s) + 0.999999) - 1))] if s else float("nan")
 
 
+def diff_pct(a, b):
+    return 100.0 * (a - b) / b if b else float("nan")
+
+
+def be_rate(j):
+    """(steps/s, samples/s or None) of a svc_be / be_trainer JSON line."""
+    if not j:
+        return 0.0, None
+    return j.get("steps_per_s", 0.0), j.get("samples_per_s")
+
+
+def static_split(path):
+    """'HP on N SMs, BE on M' from a static daemon's log, or None."""
+    try:
+        with open(path) as f:
+            for line in f:
+                i = line.find("policy static: HP on ")
+                if i >= 0:
+                    return line[i + len("policy static: "):].split(":")[0].strip()
+    except OSError:
+        pass
+    return None
+
+
+def lines_of(path):
+    try:
+        with open(path) as f:
+            return [l.strip() for l in f if l.strip()]
+    except OSError:
+        return []
+
+
+def numbers(path):
+    try:
+        with open(path) as f:
+            return [float(l.split()[0]) for l in f if l.strip()]
+    except (OSError, ValueError):
+        return []
+
+
+def be_in_window(run, tag, be):
+    """BE steps/s while the HP service made its measured requests (from the
+    first request's start to the last one's end): each BE step (from the
+    previous step's end to its own) counts with the share of it that lies
+    in that window, so a step that spans the whole window counts as the
+    fraction of it the window holds (a BE job held through the window gets
+    about 0, not the rate of its whole run), over the part of the window
+    the steps cover; scaled to samples/s by the job's batch. The BE job's
+    own rate covers its whole run, HP's start-up included (seconds of it
+    for a PyTorch service), so it is only the fallback, when no steps were
+    logged or they cover under half the window. Clocks: svc_hp's start
+    times and svc_be's --steps-log are Unix s; hp_service's --times and
+    be_trainer's --step-times (DRY=sim) are CLOCK_MONOTONIC ms. Returns
+    (steps/s, samples/s, method)."""
+    sps, samples = be_rate(be)
+    steps = sorted(numbers(f"{run}/{tag}.steps"))
+    t = []
+    try:
+        with open(f"{run}/{tag}.times") as f:  # hp_service: start_ms latency_ms
+            t = [(float(a) / 1e3, float(b) / 1e3) for a, b in (l.split()[:2] for l in f if l.strip())]
+        steps = [x / 1e3 for x in steps]
+    except (OSError, ValueError):
+        ms, ts = lat(f"{run}/{tag}.lat")
+        if ms and ts and ts[0] is not None:
+            t = [(a, b / 1e3) for a, b in zip(ts, ms)]
+    if not t or len(steps) < 2:
+        return sps, samples, "the BE job's whole run"
+    w0, w1 = t[0][0], t[-1][0] + t[-1][1]
+    covered = max(0.0, min(steps[-1], w1) - max(steps[0], w0))
+    if w1 <= w0 or covered < 0.5 * (w1 - w0):
+        return sps, samples, "the BE job's whole run"
+    done = sum(max(0.0, min(b, w1) - max(a, w0)) / (b - a) for a, b in zip(steps, steps[1:]) if b > a)
+    rate = done / covered
+    batch = (samples / sps) if samples and sps else None
+    return rate, (rate * batch if batch is not None else None), "steps within the HP service's measured requests"
+
+
+def score(run, tag, p, iso99, be_iso_sps, ms, pol):
+    be = last_json(f"{run}/{tag}.be.json")
+    sps, samples, how = be_in_window(run, tag, be)
+    row = {"p": p, "policy": pol, "requests": len(ms), "hp_p99_ms": pct(ms, .99),
+           "hp_p50_ms": pct(ms, .5), "hp_p99_slowdown": pct(ms, .99) / iso99,
+           "over_p_pct": 100.0 * sum(x > p * iso99 for x in ms) / len(ms),
+           "be_steps_per_s": sps, "be_samples_per_s": samples, "be_rate_over": how,
+           "be_run_steps_per_s": be_rate(be)[0],
+           "be_vs_isolated": sps / be_iso_sps if be_iso_sps else 0.0}
+    row["cost_savings"] = 2 * row["be_vs_isolated"]
+    row["meets_p"] = row["over_p_pct"] <= MEETS_P_PCT
+    met = metrics(f"{run}/{tag}.metrics.txt")
+    row["decisions"] = {k.split('"')[1]: v for k, v in met.items()
+                        if k.startswith("mosaic_policy_decisions_total{")}
+    row["admissions"] = {k.split('"')[1]: v for k, v in met.items()
+                         if k.startswith("mosaic_admissions_total{")}
+    if met:
+        # The daemon's own count of HP requests that ended, against the
+        # service's: far fewer means the daemon did not see the requests'
+        # ends (one request open for the whole run holds BE beside it: the
+        # 2026-12-02 H200 calls had 0, docs/services-eval.md).
+        row["daemon_hp_request_ends"] = met.get("mosaic_hp_request_duration_seconds_count")
+        row["be_held_s"] = met.get("mosaic_be_held_seconds_total")
+    if pol == "static":
+        row["split"] = static_split(f"{run}/{tag}.daemon.log")
+    return row
+
+
+def tune_report(run, T, p, lines):
+    t = whole_json(f"{run}/{T}.tune-{p:g}.json")
+    if not t:
+        err = ""
+        try:
+            with open(f"{run}/{T}.tune-{p:g}.err") as f:
+                err = " ".join(l.strip() for l in f if l.strip())[-300:]
+        except OSError:
+            pass
+        if err:
+            lines.append(f"  tune p={p:g}: FAILED: {err}")
+            return {"p": p, "failed": err}
+        return None
+    chosen = [c for c in t["candidates"] if c.get("chosen")]
+    pick = chosen[0]["candidate"] if chosen else None
+    lines.append(f"  tune p={p:g}: HP alone span p99 {t['hp_isolated_p99_ms']:.3f} ms "
+                 f"(runs {', '.join(f'{x:.3f}' for x in t['hp_isolated_p99_ms_runs'])}); chosen: {pick}")
+    for c in t["candidates"]:
+        if c.get("ran"):
+            lines.append(f"    {c['candidate']:14} pred {c['predicted_hp_slowdown']:.3f} "
+                         f"{c['hp_requests']:4d} req p99 {c['hp_p99_ms']:8.3f} ms "
+                         f"{c['over_p_pct']:5.1f}% over  BE {c['be_kernels_per_s']:9.1f} kernels/s"
+                         f"{'  <- chosen' if c.get('chosen') else ''}")
+        else:
+            why = "discarded by prediction" if c.get("discarded") else c.get("failed", "not run")
+            lines.append(f"    {c['candidate']:14} pred {c['predicted_hp_slowdown']:.3f} {why[:120]}")
+    return {"p": p, "chosen": pick, "chosen_mode": chosen[0]["sm_mode"] if chosen else None,
+            "chosen_hp_sms": chosen[0]["hp_sms"] if chosen else None, "report": t}
+
+
+def replay_rows(run, T, hm, bm, ps, real, iso99, be_iso_sps, lines):
+    """Replay beside the real runs of the same call; None when not replayed."""
+    out = []
+    for p in ps:
+        for pol in ("none", "mps-priority", "orion", "mosaic"):
+            rp = whole_json(f"{run}/{T}.replay-{pol}-{p:g}.json")
+            if not rp:
+                continue
+            r = real.get((p, pol))
+            row = {"p": p, "policy": pol, "replay": rp}
+            if r:
+                row["real"] = {k: r[k] for k in ("hp_p99_ms", "over_p_pct", "be_steps_per_s")}
+                row["hp_p99_diff_pct"] = diff_pct(rp["hp_p99_ms"], r["hp_p99_ms"])
+                row["be_diff_pct"] = diff_pct(rp["be_steps_per_s"], r["be_steps_per_s"])
+                row["over_p_diff_points"] = rp["over_p_pct"] - r["over_p_pct"]
+                # The floor: "no interference", i.e. HP at its isolated p99 and
+                # BE at its isolated speed, as the real run of the same call had.
+                row["floor_hp_p99_diff_pct"] = diff_pct(iso99, r["hp_p99_ms"])
+                row["floor_be_diff_pct"] = diff_pct(be_iso_sps, r["be_steps_per_s"])
+            out.append(row)
+    if not out:
+        return None
+    lines.append(f"  replay (mosaic-sched replay of {hm} alone and {bm} alone, recorded under the "
+                 "shim) against the real runs; floor = no interference (isolated numbers)")
+    lines.append(f"  {'p':>5} {'policy':13} {'p99 real':>8} {'replay':>8} {'diff':>7} {'floor':>7} "
+                 f"{'%>p real':>8} {'replay':>6} {'BE real':>8} {'replay':>8} {'diff':>7} {'floor':>7}")
+    for row in out:
+        rp = row["replay"]
+        if "real" not in row:
+            lines.append(f"  {row['p']:5.2f} {row['policy']:13} {'-':>8} {rp['hp_p99_ms']:8.3f} {'':>7} {'':>7} "
+                         f"{'-':>8} {rp['over_p_pct']:6.1f} {'-':>8} {rp['be_steps_per_s']:8.2f}")
+            continue
+        r = row["real"]
+        lines.append(f"  {row['p']:5.2f} {row['policy']:13} {r['hp_p99_ms']:8.3f} {rp['hp_p99_ms']:8.3f} "
+                     f"{row['hp_p99_diff_pct']:+6.1f}% {row['floor_hp_p99_diff_pct']:+6.1f}% "
+                     f"{r['over_p_pct']:8.1f} {rp['over_p_pct']:6.1f} {r['be_steps_per_s']:8.2f} "
+                     f"{rp['be_steps_per_s']:8.2f} {row['be_diff_pct']:+6.1f}% {row['floor_be_diff_pct']:+6.1f}%")
+    cmp_rows = [r for r in out if "real" in r]
+    if cmp_rows:
+        def within(k):
+            return sum(abs(r[k]) <= 10.0 for r in cmp_rows)
+        lines.append(f"  replay within 10%: HP p99 {within('hp_p99_diff_pct')}/{len(cmp_rows)} (floor "
+                     f"{within('floor_hp_p99_diff_pct')}), BE {within('be_diff_pct')}/{len(cmp_rows)} "
+                     f"(floor {within('floor_be_diff_pct')})")
+    return out
+
+
+def fault_report(run, T, iso99, lines):
+    ms, ts = lat(f"{run}/{T}.fault.lat")
+    if not ms:
+        return None
+    f = {"requests": len(ms), "over_1.25_pct": 100.0 * sum(x > 1.25 * iso99 for x in ms) / len(ms)}
+    try:
+        kill = float(open(f"{run}/{T}.fault.kill").read())
+        restart = float(open(f"{run}/{T}.fault.restart").read())
+        f["kill_to_restart_s"] = restart - kill
+        if ts[0] is not None:
+            near = [x for x, t in zip(ms, ts) if kill - 0.5 <= t <= restart + 2.0]
+            f["requests_near_fault"] = len(near)
+            f["near_fault_over_1.25"] = sum(x > 1.25 * iso99 for x in near)
+            f["near_fault_max_ms"] = max(near) if near else None
+        # svc_be's steps are Unix s, as the kill and restart stamps; under
+        # DRY=sim be_trainer's are CLOCK_MONOTONIC ms (hp_service wrote
+        # .times): not comparable, so not used.
+        steps = numbers(f"{run}/{T}.fault.steps") if not os.path.exists(f"{run}/{T}.fault.times") else []
+        after = [t for t in steps if t > restart]
+        if after:
+            f["be_first_step_after_restart_s"] = after[0] - restart
+    except (OSError, ValueError):
+        pass
+    lines.append("  fault (daemon SIGKILL, restart 2 s later, mosaic p=1.25): " +
+                 ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in f.items()))
+    return f
+
+
+def targets(res, ps, lines):
+    """Issue 15's targets over every pair and p, MosaicSched = the tuned row
+    where tune ran, else mosaic at p (both are checked separately too)."""
+    t = {"over_p_target_pct": TARGET_OVER_P_PCT, "paper_over_p_pct": PAPER_OVER_P_PCT,
+         "paper_savings_p1.6": list(PAPER_SAVINGS), "meets_p_rule": f"<= {MEETS_P_PCT}% over p",
+         "checks": []}
+    savings16 = []
+    for r in res["pairs"]:
+        for p in ps:
+            rows = {x["policy"]: x for x in r["runs"] if x["p"] == p}
+            ms = rows.get("tuned") or rows.get("mosaic")
+            if not ms:
+                continue
+            base = [x for k, x in rows.items() if k in BASELINES and x["meets_p"]]
+            best = max(base, key=lambda x: x["be_steps_per_s"]) if base else None
+            c = {"pair": f"{r['hp']}:{r['be']}", "p": p, "mosaic_row": ms["policy"],
+                 "over_p_pct": ms["over_p_pct"], "over_p_met": ms["over_p_pct"] <= TARGET_OVER_P_PCT,
+                 "be_steps_per_s": ms["be_steps_per_s"], "be_vs_isolated": ms["be_vs_isolated"],
+                 "best_baseline": best["policy"] if best else None,
+                 "best_baseline_be_steps_per_s": best["be_steps_per_s"] if best else None,
+                 # No baseline meets p: the floor is holding BE (0 steps/s).
+                 "be_met": ms["be_steps_per_s"] >= (best["be_steps_per_s"] if best else 0.0),
+                 "cost_savings": ms["cost_savings"]}
+            t["checks"].append(c)
+            if abs(p - 1.6) < 1e-9:
+                savings16.append(ms["cost_savings"])
+    ok1 = [c for c in t["checks"] if c["over_p_met"]]
+    ok2 = [c for c in t["checks"] if c["be_met"]]
+    t["over_p_met"] = f"{len(ok1)}/{len(t['checks'])}"
+    t["be_met"] = f"{len(ok2)}/{len(t['checks'])}"
+    t["mean_savings_p1.6"] = sum(savings16) / len(savings16) if savings16 else None
+    lines.append("targets (MosaicSched = the tuned row where tune ran, else mosaic at p; a baseline "
+                 f"meets p with <= {MEETS_P_PCT:g}% of requests over p):")
+    for c in t["checks"]:
+        lines.append(f"  {c['pair']:34} p {c['p']:4.2f} {c['mosaic_row']:6}: {c['over_p_pct']:5.1f}% over p "
+                     f"({'met' if c['over_p_met'] else 'MISSED'} <= {TARGET_OVER_P_PCT}%), BE "
+                     f"{c['be_steps_per_s']:.2f} steps/s ({c['be_vs_isolated']:.3f} of alone) vs best baseline meeting p "
+                     f"{c['best_baseline'] or 'none (floor: BE held, 0)'}"
+                     f"{'' if c['best_baseline_be_steps_per_s'] is None else ' %.2f' % c['best_baseline_be_steps_per_s']}"
+                     f" ({'met' if c['be_met'] else 'MISSED'})")
+    lines.append(f"  <= {TARGET_OVER_P_PCT}% over p: {t['over_p_met']}; BE >= best baseline meeting p: "
+                 f"{t['be_met']}; mean cost savings at p = 1.6: "
+                 f"{'not run' if t['mean_savings_p1.6'] is None else '%.2f' % t['mean_savings_p1.6']} "
+                 f"(paper {PAPER_SAVINGS[0]}-{PAPER_SAVINGS[1]}; floor: BE held = 0, uncontrolled "
+                 "sharing's own row above)")
+    return t
+
+
+def costs_report(run, lines):
+    """The costs phase: tests/arbiter/bench_arbiter.sh's output (HP launch,
+    BE grant round trip, admission decision, one run) and issue10_gate.sh's
+    device wake on the same host; None when the phase did not run."""
+    try:
+        with open(f"{run}/costs.bench.out") as f:
+            text = f.read().splitlines()
+    except OSError:
+        return None
+    c = {"source": "tests/arbiter/bench_arbiter.sh"}
+    for line in text:
+        if line.startswith("{"):
+            try:
+                j = json.loads(line)
+            except ValueError:
+                continue
+            if j.get("bench") == "hp_launch_connected_vs_observe":
+                c["hp_launch_connected_added_ns"] = {"median": j["median_ns"], "p99": j["p99_ns"],
+                                                     "pairs": j["pairs"]}
+            elif j.get("bench") == "launch_ab" and "driver" not in c:
+                c["driver"] = j.get("target")
+                c["hp_launch_observe_added_ns"] = {"median": j["median_paired_diff_ns"],
+                                                   "direct_ns": j["direct_ns"]}
+            continue
+        m = re.search(r"BE grant round trip, (host hold|device gate).*: p50 ([0-9.]+) us, p99 ([0-9.]+) us", line)
+        if m:
+            c["be_grant_" + m.group(1).replace(" ", "_") + "_us"] = {"p50": float(m.group(2)),
+                                                                     "p99": float(m.group(3))}
+        m = re.search(r"mosaic admission decision.*: p50 ([0-9.]+) ns, p99 ([0-9.]+) ns", line)
+        if m:
+            c["decision_ns"] = {"p50": float(m.group(1)), "p99": float(m.group(2))}
+    try:
+        with open(f"{run}/costs_gate/results.jsonl") as f:
+            for line in f:
+                j = json.loads(line)
+                if j.get("run") in ("wake", "wake_mps") and j.get("probe") == "wake":
+                    c["device_wake_" + j["run"] + "_us"] = {"p50": j.get("rt_write_us_p50"),
+                                                            "p99": j.get("rt_write_us_p99")}
+    except (OSError, ValueError):
+        pass
+    hp = c.get("hp_launch_connected_added_ns")
+    lines.append(f"costs on this host, one run ({c.get('driver', '?')}):")
+    if hp:
+        lines.append(f"  HP launch, connected HP client over observe-only: median {hp['median']:+.1f} ns, "
+                     f"p99 {hp['p99']:+.1f} ns ({hp['pairs']} paired rounds of 256 launches)")
+    for k, what in (("be_grant_host_hold_us", "BE grant round trip, host hold"),
+                    ("be_grant_device_gate_us", "BE grant round trip, device gate (host side)"),
+                    ("device_wake_wake_us", "device: host write -> cuStreamWaitValue32 passes"),
+                    ("device_wake_wake_mps_us", "device, under MPS: the same")):
+        v = c.get(k)
+        if v and v.get("p50") is not None:
+            ratio = f", p50 {1e3 * v['p50'] / hp['median']:.0f}x the HP launch's added median" \
+                if hp and hp["median"] > 0 else ""
+            lines.append(f"  {what}: p50 {v['p50']:.2f} us, p99 {v['p99']:.2f} us{ratio}")
+    d = c.get("decision_ns")
+    if d:
+        lines.append(f"  admission decision (policy mosaic, warm cache): p50 {d['p50']:.0f} ns, p99 {d['p99']:.0f} ns")
+    return c
+
+
+def missing(T, ps, want, r):
+    """The runs PHASES asked for that left no scored row or report."""
+    have = {(x["policy"], x["p"]) for x in r["runs"]}
+    out = []
+    def need(pol, p, phase):
+        if (pol, p) not in have:
+            out.append(f"{T} {pol} p={p:g} ({phase})")
+    for p in ps:
+        if "policies" in want:
+            for pol in ("none", "mps-priority", "orion", "mosaic"):
+                need(pol, p, "policies")
+        if "static" in want:
+            need("static", p, "static")
+        if "tune" in want:
+            need("tuned", p, "tune")
+        if "replay" in want and not any(x["p"] == p for x in r.get("replay") or []):
+            out.append(f"{T} replay p={p:g} (replay)")
+    if "fault" in want and "fault" not in r:
+        out.append(f"{T} fault run (fault)")
+    return out
+
+
+def phases(run, lines):
+    out = []
+    try:
+        with open(f"{run}/phases.tsv") as f:
+            for line in f:
+                pair, ph, s = line.rstrip("\n").split("\t")
+                out.append({"pair": pair, "phase": ph, "seconds": int(s)})
+    except (OSError, ValueError):
+        pass
+    if out:
+        lines.append("phase wall times (s): " + ", ".join(f"{o['pair']} {o['phase']} {o['seconds']}"
+                                                          for o in out) +
+                     f"; total {sum(o['seconds'] for o in out)}")
+    return out
+
+
 def main():
-    out, pairs, ps = sys.argv[1], sys.argv[2].split(), [float(x) for x in sys.argv[3].split()]
-    run = out  # the run directory itself
-    res = {"schema": "mosaic-issue15/1", "pairs": []}
+    if len(sys.argv) < 4:
+        sys.exit("usage: issue15_summary.py RUNDIR PAIRS PS [PHASES]")
+    run, pairs, ps = sys.argv[1], sys.argv[2].split(), [float(x) for x in sys.argv[3].split()]
+    want = set(sys.argv[4].split()) if len(sys.argv) > 4 else set()
+    res = {"schema": "mosaic-issue15/2", "pairs": [], "missing": []}
     lines = []
+    try:  # the script's env.txt, beside the run directory
+        with open(os.path.join(run, "..", "env.txt")) as f:
+            env = f.read()
+        res["env"] = env.strip().splitlines()[:4]
+        res["simulated"] = "DRY=sim" in env
+    except OSError:
+        res["simulated"] = None
+    if res["simulated"]:
+        lines.append("DRY=sim: the simulated GPU and the C demo programs; nothing here is a GPU measurement")
     for pair in pairs:
         hm, bm = pair.split(":")
+        T = f"{hm}+{bm}"
         iso = lat(f"{run}/{hm}.iso1.lat")[0] + lat(f"{run}/{hm}.iso2.lat")[0]
-        be_iso = last_json(f"{run}/{hm}.be_iso.json")
-        be_iso_sps = be_iso["steps_per_s"] if be_iso else float("nan")
+        be_iso = last_json(f"{run}/{bm}.be_iso.json")
+        be_iso_sps, be_iso_samples = be_rate(be_iso)
+        if not be_iso:
+            be_iso_sps = float("nan")
         r = {"hp": hm, "be": bm, "hp_iso_requests": len(iso), "hp_iso_p50_ms": pct(iso, .5),
-             "hp_iso_p99_ms": pct(iso, .99), "be_iso_steps_per_s": be_iso_sps, "runs": []}
+             "hp_iso_p99_ms": pct(iso, .99), "be_iso_steps_per_s": be_iso_sps,
+             "be_iso_samples_per_s": be_iso_samples, "runs": []}
+        if not iso:
+            res["missing"].append(f"{hm}: HP alone (phase iso): no score of this pair can be made")
+            lines.append(f"{hm} + {bm}: no isolated HP runs (phase iso) in this call: nothing scored")
+            res["pairs"].append(r)
+            continue
         lines.append(f"{hm} + {bm}: HP alone p50 {r['hp_iso_p50_ms']:.3f} ms p99 {r['hp_iso_p99_ms']:.3f} ms "
-                     f"({len(iso)} requests), BE alone {be_iso_sps:.2f} steps/s")
-        # The shim's cost, no BE work: each step against no shim, two
-        # interleaved rounds pooled.
+                     f"({len(iso)} requests), BE alone {be_iso_sps:.2f} steps/s"
+                     f"{'' if be_iso_samples is None else ' (%.1f samples/s)' % be_iso_samples}")
+        keys = whole_json(f"{run}/{hm}.keys.json")
+        if keys:
+            r["hp_kernels"] = keys
+            lines.append(f"  HP request: {keys['request_kernels']} kernels ({keys['unprofiled_kernels']} "
+                         f"without a profile), {keys['startup_requests']} start-up requests before the "
+                         "measured ones (from the recorded trace)")
+
         def pooled(name):
             return lat(f"{run}/{hm}.{name}1.lat")[0] + lat(f"{run}/{hm}.{name}2.lat")[0]
         base = pooled("noshim_alone")
@@ -96,52 +504,51 @@ def main():
         iso99 = r["hp_iso_p99_ms"]
         lines.append(f"  {'p':>5} {'policy':13} {'HP p99 ms':>9} {'p99/iso':>7} {'%>p':>6} "
                      f"{'BE st/s':>8} {'BE/iso':>6} {'savings':>7}")
+        real = {}
         for p in ps:
-            for pol in ("none", "mps-priority", "orion", f"mosaic-{p:g}"):
-                ms, _ = lat(f"{run}/{hm}.{pol}.lat")
-                be = last_json(f"{run}/{hm}.{pol}.be.json")
+            for pol in ("none", "mps-priority", "orion", "static", f"mosaic-{p:g}", f"tuned-{p:g}"):
+                name = pol.rsplit("-", 1)[0] if pol.startswith(("mosaic-", "tuned-")) else pol
+                ms, _ = lat(f"{run}/{T}.{pol}.lat")
                 if not ms:
                     continue
-                sps = be["steps_per_s"] if be else 0.0
-                row = {"p": p, "policy": pol.split("-1")[0] if pol.startswith("mosaic") else pol,
-                       "requests": len(ms), "hp_p99_ms": pct(ms, .99), "hp_p50_ms": pct(ms, .5),
-                       "hp_p99_slowdown": pct(ms, .99) / iso99,
-                       "over_p_pct": 100.0 * sum(x > p * iso99 for x in ms) / len(ms),
-                       "be_steps_per_s": sps, "be_vs_isolated": sps / be_iso_sps if be_iso_sps else 0.0}
-                row["cost_savings"] = 2 * row["be_vs_isolated"]
-                met = metrics(f"{run}/{hm}.{pol}.metrics.txt")
-                row["decisions"] = {k.split('"')[1]: v for k, v in met.items()
-                                    if k.startswith("mosaic_policy_decisions_total{")}
-                row["admissions"] = {k.split('"')[1]: v for k, v in met.items()
-                                     if k.startswith("mosaic_admissions_total{")}
+                row = score(run, f"{T}.{pol}", p, iso99, be_iso_sps, ms, name)
                 r["runs"].append(row)
+                real[(p, name)] = row
+                extra = f"  {row['split']}" if row.get("split") else ""
+                ends = row.get("daemon_hp_request_ends")
+                if ends is not None and ends < 0.9 * row["requests"]:
+                    extra += (f"  [the daemon saw {ends:.0f} HP request ends of {row['requests']}: "
+                              "requests not delimited]")
                 lines.append(f"  {p:5.2f} {row['policy']:13} {row['hp_p99_ms']:9.3f} "
-                             f"{row['hp_p99_slowdown']:7.2f} {row['over_p_pct']:6.1f} {sps:8.2f} "
-                             f"{row['be_vs_isolated']:6.2f} {row['cost_savings']:7.2f}")
-        ms, ts = lat(f"{run}/{hm}.fault.lat")
-        if ms:
-            f = {"requests": len(ms), "over_1.25_pct": 100.0 * sum(x > 1.25 * iso99 for x in ms) / len(ms)}
-            try:
-                kill = float(open(f"{run}/{hm}.fault.kill").read())
-                restart = float(open(f"{run}/{hm}.fault.restart").read())
-                f["kill_to_restart_s"] = restart - kill
-                if ts[0] is not None:
-                    near = [x for x, t in zip(ms, ts) if kill - 0.5 <= t <= restart + 2.0]
-                    f["requests_near_fault"] = len(near)
-                    f["near_fault_over_1.25"] = sum(x > 1.25 * iso99 for x in near)
-                    f["near_fault_max_ms"] = max(near) if near else None
-                steps = [float(x) for x in open(f"{run}/{hm}.fault.steps")] if os.path.exists(
-                    f"{run}/{hm}.fault.steps") else []
-                after = [t for t in steps if t > restart]
-                if after:
-                    f["be_first_step_after_restart_s"] = after[0] - restart
-            except (OSError, ValueError):
-                pass
+                             f"{row['hp_p99_slowdown']:7.2f} {row['over_p_pct']:6.1f} {row['be_steps_per_s']:8.2f} "
+                             f"{row['be_vs_isolated']:6.2f} {row['cost_savings']:7.2f}{extra}")
+        tunes = [t for t in (tune_report(run, T, p, lines) for p in ps) if t]
+        if tunes:
+            r["tune"] = tunes
+            for row in r["runs"]:
+                if row["policy"] == "tuned":
+                    t = [x for x in tunes if x["p"] == row["p"] and x.get("chosen")]
+                    row["mode"] = t[0]["chosen"] if t else None
+        rp = replay_rows(run, T, hm, bm, ps, real, iso99, be_iso_sps, lines)
+        if rp:
+            r["replay"] = rp
+        f = fault_report(run, T, iso99, lines)
+        if f:
             r["fault"] = f
-            lines.append("  fault (daemon SIGKILL, restart 2 s later, mosaic p=1.25): " +
-                         ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in f.items()))
+        res["missing"] += missing(T, ps, want, r)
         res["pairs"].append(r)
-    with open(os.path.join(out, "results.json"), "w") as fh:  # moved up by the script
+    costs = costs_report(run, lines)
+    if costs:
+        res["costs"] = costs
+    res["targets"] = targets(res, ps, lines)
+    res["phases"] = phases(run, lines)
+    skipped = lines_of(f"{run}/skipped.txt")
+    if skipped:
+        res["skipped_for_budget"] = skipped
+        lines.append("skipped (the call's time budget, BUDGET_S): " + ", ".join(skipped))
+    if res["missing"]:
+        lines.append("missing: " + "; ".join(res["missing"]))
+    with open(os.path.join(run, "results.json"), "w") as fh:  # moved up by the script
         json.dump(res, fh, indent=1)
         fh.write("\n")
     print("\n".join(lines))

@@ -5,6 +5,9 @@
 # same process), the BE grant round trip (bench_sched_grant), and the mosaic
 # policy's admission decision with a warm cache (bench_decide).
 #   tests/arbiter/bench_arbiter.sh [BUILD_DIR] [REPETITIONS=5]
+# BENCH_ARBITER_DRIVER=real: the system's libcuda (on a GPU host; the launch
+# is then an empty kernel's) instead of the fake driver. BENCH_ARBITER_PRELOAD:
+# the preload list (below).
 #
 # HP launch cost: REPETITIONS times, an observe-only process then a
 # connected one (MOSAIC_ROLE=hp, the default completion mode: no write per
@@ -43,8 +46,12 @@ printf 'ring-entries 65536\n' > "$dir/d.conf"
   --metrics-port 0 --mps off --log-level warn daemon &
 pid=$!
 for _ in $(seq 100); do [ -S "$dir/s.sock" ] && break; sleep 0.05; done
-export LD_LIBRARY_PATH=$build/tests/fakecuda
-shim=$build/lib/libmosaic.so
+if [ "${BENCH_ARBITER_DRIVER:-fake}" != real ]; then
+  export LD_LIBRARY_PATH=$build/tests/fakecuda
+fi
+# BENCH_ARBITER_PRELOAD: what the benchmarks preload (a sanitizer build
+# puts its runtime ahead of the shim; without it ASan's start spins).
+shim=${BENCH_ARBITER_PRELOAD:-$build/lib/libmosaic.so}
 echo "== HP launch: observe-only against connected as HP, $reps repetitions ${pin[*]:+(pinned: ${pin[*]})} =="
 for r in $(seq "$reps"); do
   BENCH_LAUNCH_ROUNDS=$dir/obs.$r LD_PRELOAD=$shim "${pin[@]}" "$bin/bench_launch" 400 256

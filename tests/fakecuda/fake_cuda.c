@@ -1412,6 +1412,14 @@ CUresult cuCtxSynchronize(void)
     return sim > 0 ? sim_result(sim_ctx_sync()) : CUDA_SUCCESS;
 }
 
+/* The CUDA 13.0 headers' context-argument form; NULL is the current
+ * context, the only one the fake driver has. */
+CUresult cuCtxSynchronize_v2(CUcontext ctx)
+{
+    (void)ctx;
+    return cuCtxSynchronize();
+}
+
 static CUresult stream_sync(CUstream hs)
 {
     int slot;
@@ -2357,6 +2365,7 @@ static const struct proc procs[] = {
     P1(cuGraphExecUpdate, 2000),
     P1(cuGraphExecDestroy, 2000),
     P1(cuCtxSynchronize, 2000),
+    P1(cuCtxSynchronize_v2, 13000),
     P2(cuStreamSynchronize, 2000),
     P2(cuStreamQuery, 2000),
     P2(cuStreamWaitEvent, 2000),

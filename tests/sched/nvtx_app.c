@@ -13,7 +13,9 @@
  * daemon's view while this client is still connected.
  *
  * Phases (each but A ends with a cuCtxSynchronize, so that a
- * learned-pattern client sees each as one request):
+ * learned-pattern client sees each as one request; W's is
+ * cuCtxSynchronize_v2 found through cuGetProcAddress at CUDA 13.0, as the
+ * CUDA 13 runtime's cudaDeviceSynchronize reaches the driver):
  *   A   kL, with no range and no synchronisation after it: a learned
  *       request (no explicit signal yet) that B's first range ends
  *   B   3 x mosaic:request { kA, mosaic:request (nested) { kB, kB } }
@@ -56,6 +58,20 @@ static void launch(const char *name, unsigned grid)
 static void sync_all(void)
 {
     CHECK(cuCtxSynchronize());
+}
+
+static void sync_all_v2(void)
+{
+    CUresult (*f)(CUcontext) = NULL;
+    CUdriverProcAddressQueryResult st;
+
+    CHECK(cuGetProcAddress("cuCtxSynchronize_v2", (void **)&f, 13000, CU_GET_PROC_ADDRESS_DEFAULT,
+                           &st));
+    if (!f || st != CU_GET_PROC_ADDRESS_SUCCESS) {
+        fprintf(stderr, "nvtx_app: no cuCtxSynchronize_v2 from cuGetProcAddress\n");
+        exit(3);
+    }
+    CHECK(f(NULL));
 }
 
 static void *ender(void *arg)
@@ -158,7 +174,7 @@ int main(void)
     nvtxRangePushW(L"mosaic:request"); /* W */
     launch("kW", 1);
     nvtxRangePop();
-    sync_all();
+    sync_all_v2();
 
     nvtx_early_request(launch_x); /* X */
     sync_all();

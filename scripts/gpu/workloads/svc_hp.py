@@ -7,28 +7,24 @@ slot or at once if late). Prints one JSON line; --latencies writes each
 measured request's host latency in ms, one a line.
 
   python3 svc_hp.py --model resnet50 [--batch N] [--requests N] [--warmup N]
-                    [--gap-ms MS] [--latencies FILE] [--mark]
---mark delimits requests with the `mosaic` package (python/mosaic) instead."""
-import argparse
+                    [--gap-ms MS] [--latencies FILE] [--mark] [--eager]
+                    [--after FILE [--after-timeout S]]
+--mark delimits requests with the `mosaic` package (python/mosaic) instead.
+--after waits, once warm, until FILE exists (a BE job's --ready file, at
+most --after-timeout s) before the first measured request, so that a run
+started beside a BE job that is still loading meets it from its first
+request (mosaic-sched tune starts both at once). When the step cannot be
+captured as a CUDA graph the service runs eager, and says so in "launch"."""
 import json
 import sys
 import time
 
 import torch
 
+import svc_args
 import svc_models
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--model", required=True)
-ap.add_argument("--batch", type=int, default=0)
-ap.add_argument("--requests", type=int, default=300)
-ap.add_argument("--warmup", type=int, default=20)
-ap.add_argument("--gap-ms", type=float, default=0.0)
-ap.add_argument("--latencies")
-ap.add_argument("--mark", action="store_true")
-ap.add_argument("--eager", action="store_true",
-                help="launch kernel by kernel instead of replaying a CUDA graph of the step")
-a = ap.parse_args()
+a = svc_args.hp_parser().parse_args()
 
 req = None
 if a.mark:
@@ -38,6 +34,7 @@ step = svc_models.build(a.model, a.batch)
 for _ in range(a.warmup):
     step()
 torch.cuda.synchronize()
+launch = "eager" if a.eager else "cuda_graph"
 if not a.eager:
     # One graph replay per request: the GPU, not Python's launches, bounds
     # a request. Eager launches of ResNet-50 under gVisor gave p50s of 3.7
@@ -45,16 +42,29 @@ if not a.eager:
     g = torch.cuda.CUDAGraph()
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        step()
-        torch.cuda.synchronize()
-        with torch.cuda.graph(g):
+    try:
+        with torch.cuda.stream(side):
             step()
-    torch.cuda.current_stream().wait_stream(side)
-    step = g.replay
+            torch.cuda.synchronize()
+            with torch.cuda.graph(g):
+                step()
+        torch.cuda.current_stream().wait_stream(side)
+        step = g.replay
+    except RuntimeError as e:
+        # A model whose step syncs or allocates in a way capture refuses
+        # runs eager; the method goes with the numbers.
+        torch.cuda.synchronize()
+        launch = f"eager (CUDA graph capture failed: {str(e).splitlines()[0][:160]})"
+        print(f"svc_hp: {a.model}: {launch}", file=sys.stderr)
     for _ in range(a.warmup):
         step()
     torch.cuda.synchronize()
+waited_s = None
+if a.after:
+    waited_s, found = svc_args.wait_for(a.after, a.after_timeout)
+    if not found:
+        print(f"svc_hp: {a.after} did not appear in {a.after_timeout} s: measuring without it",
+              file=sys.stderr)
 
 lat, starts = [], []
 t_next = time.perf_counter()
@@ -86,7 +96,7 @@ if a.latencies:
         # latency ms, then the request's start as Unix time (for the fault run)
         f.write("".join(f"{x:.4f} {t:.6f}\n" for x, t in zip(lat, starts)))
 print(json.dumps({"program": "svc_hp", "model": a.model, "requests": len(lat),
-                  "launch": "eager" if a.eager else "cuda_graph",
+                  "launch": launch, "waited_for_after_s": waited_s,
                   "p50_ms": pct(0.5), "p99_ms": pct(0.99), "mean_ms": sum(lat) / len(lat),
                   "max_ms": s[-1], "gap_ms": a.gap_ms,
                   "method": "host perf_counter from the first launch to synchronize() returning"}))

@@ -1,0 +1,249 @@
+#!/usr/bin/env python3
+"""Tests of issue15_summary.py, issue15_keys.py and issue15_plot.py on
+synthetic run files in the shape scripts/gpu/issue15_services.sh leaves
+(no GPU needed). Every expected number below is worked out by hand from the
+synthetic latencies, not by the code under test.
+
+  python3 scripts/gpu/issue15_summary_test.py
+"""
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+from contextlib import redirect_stdout
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import issue15_summary as S  # noqa: E402
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def lat(path, values):
+    write(path, "".join(f"{v:.4f} {1000.0 + i:.6f}\n" for i, v in enumerate(values)))
+
+
+def be(path, sps):
+    write(path, json.dumps({"program": "svc_be", "steps_per_s": sps, "samples_per_s": 64 * sps}) + "\n")
+
+
+def run_summary(d, pairs, ps, phases):
+    old = sys.argv
+    sys.argv = ["issue15_summary.py", d, pairs, ps, phases]
+    out = io.StringIO()
+    try:
+        with redirect_stdout(out):
+            S.main()
+    finally:
+        sys.argv = old
+    with open(os.path.join(d, "results.json")) as f:
+        return json.load(f), out.getvalue()
+
+
+class Synthetic(unittest.TestCase):
+    """One pair h:b at p = 1.25 and 1.6. HP alone: 100 requests, 99 at 10 ms
+    and one at 11 ms, so the p99 (the 99th of 100 sorted) is 10.0 ms and a
+    request is over p when above 12.5 ms (1.25) or 16 ms (1.6). BE alone
+    100 steps/s."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        d = self.d = self.tmp.name
+        lat(f"{d}/h.iso1.lat", [10.0] * 50)
+        lat(f"{d}/h.iso2.lat", [10.0] * 49 + [11.0])
+        be(f"{d}/b.be_iso.json", 100.0)
+        T = f"{d}/h+b"
+        lat(f"{T}.none.lat", [20.0] * 100)                  # 2.0x, all over
+        be(f"{T}.none.be.json", 90.0)
+        # BE steps every 0.25 s from 990 to 1110 (Unix s); HP requests start
+        # at 1000 + i, the last ends at 1099.02: 397 steps end inside, from
+        # 1000.0 to 1099.0, so 396 steps in 99 s, 4.0 steps/s (not the 90 of
+        # the job's whole run), 256 samples/s at the job's batch of 64.
+        write(f"{T}.none.steps", "".join(f"{990 + 0.25 * i:.6f}\n" for i in range(481)))
+        lat(f"{T}.orion.lat", [10.0] * 100)                 # meets p, BE 50
+        be(f"{T}.orion.be.json", 50.0)
+        lat(f"{T}.static.lat", [10.0] * 98 + [13.0] * 2)     # 2% over 12.5, 0% over 16
+        be(f"{T}.static.be.json", 70.0)
+        write(f"{T}.static.daemon.log", "mosaic-sched info: policy static: HP on 120 SMs, BE on 12: "
+              "HP's isolated slowdown there 1.107x\n")
+        lat(f"{T}.mosaic-1.25.lat", [10.0] * 100)
+        be(f"{T}.mosaic-1.25.be.json", 60.0)
+        lat(f"{T}.tuned-1.25.lat", [10.0] * 99 + [12.6])    # 1% over 12.5: the target missed
+        be(f"{T}.tuned-1.25.be.json", 45.0)                 # under orion's 50: missed
+        # One BE step spanning the whole window (900 to 1200 s): the window
+        # holds 99.0126 s of its 300 s, so 1/300 steps/s, not the job's 45.
+        write(f"{T}.tuned-1.25.steps", "900.0\n1200.0\n")
+        lat(f"{T}.mosaic-1.6.lat", [12.0] * 100)            # 0% over 16; BE 80 > static's 70
+        be(f"{T}.mosaic-1.6.be.json", 80.0)
+        write(f"{T}.tune-1.25.json", json.dumps({
+            "schema": "mosaic-tune/1", "slo": 1.25, "hp_isolated_p99_ms": 10.0,
+            "hp_isolated_p99_ms_runs": [10.5, 10.0],
+            "candidates": [
+                {"candidate": "full", "sm_mode": "full", "hp_sms": 0, "predicted_hp_slowdown": 1.0,
+                 "discarded": False, "ran": True, "hp_requests": 100, "hp_p99_ms": 11.0,
+                 "over_p_pct": 2.0, "be_kernels_per_s": 900.0, "chosen": False},
+                {"candidate": "partition 96", "sm_mode": "partition", "hp_sms": 96,
+                 "predicted_hp_slowdown": 1.05, "discarded": False, "ran": True, "hp_requests": 100,
+                 "hp_p99_ms": 10.4, "over_p_pct": 0.0, "be_kernels_per_s": 700.0, "chosen": True},
+                {"candidate": "partition 64", "sm_mode": "partition", "hp_sms": 64,
+                 "predicted_hp_slowdown": 1.4, "discarded": True, "ran": False, "chosen": False}]}))
+        write(f"{d}/phases.tsv", "h+b\tiso\t90\nh+b\tpolicies\t150\n")
+        self.res, self.text = run_summary(d, "h:b", "1.25 1.6", "iso policies static tune")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def row(self, pol, p):
+        r = [x for x in self.res["pairs"][0]["runs"] if x["policy"] == pol and x["p"] == p]
+        self.assertEqual(len(r), 1, f"{pol} at {p}: {r}")
+        return r[0]
+
+    def test_isolated(self):
+        pr = self.res["pairs"][0]
+        self.assertEqual(pr["hp_iso_requests"], 100)
+        self.assertEqual(pr["hp_iso_p99_ms"], 10.0)
+        self.assertEqual(pr["be_iso_steps_per_s"], 100.0)
+        self.assertEqual(pr["be_iso_samples_per_s"], 6400.0)
+
+    def test_rows(self):
+        n = self.row("none", 1.25)
+        self.assertEqual((n["hp_p99_slowdown"], n["over_p_pct"], n["meets_p"]), (2.0, 100.0, False))
+        self.assertAlmostEqual(n["be_steps_per_s"], 4.0)
+        self.assertAlmostEqual(n["be_samples_per_s"], 256.0)
+        self.assertEqual((n["be_run_steps_per_s"], n["be_rate_over"]),
+                         (90.0, "steps within the HP service's measured requests"))
+        self.assertAlmostEqual(n["cost_savings"], 0.08)
+        self.assertEqual(self.row("orion", 1.25)["be_rate_over"], "the BE job's whole run")
+        s = self.row("static", 1.25)
+        self.assertEqual((s["over_p_pct"], s["meets_p"], s["split"]), (2.0, False, "HP on 120 SMs, BE on 12"))
+        self.assertEqual((self.row("static", 1.6)["over_p_pct"], self.row("static", 1.6)["meets_p"]), (0.0, True))
+        t = self.row("tuned", 1.25)
+        self.assertEqual((t["over_p_pct"], t["mode"]), (1.0, "partition 96"))
+        self.assertAlmostEqual(t["be_steps_per_s"], 1 / 300)
+        self.assertEqual(t["be_run_steps_per_s"], 45.0)
+        self.assertEqual(self.row("mosaic", 1.6)["hp_p99_slowdown"], 1.2)
+        # mosaic-1.25 is scored only at 1.25, tuned only where tune ran.
+        self.assertFalse([x for x in self.res["pairs"][0]["runs"] if x["policy"] == "tuned" and x["p"] == 1.6])
+
+    def test_targets(self):
+        t = self.res["targets"]
+        c = {x["p"]: x for x in t["checks"]}
+        # At 1.25 the tuned row stands for MosaicSched: 1% over (> 0.5%) and
+        # 45 steps/s under orion's 50 (static does not meet 1.25): both missed.
+        self.assertEqual((c[1.25]["mosaic_row"], c[1.25]["over_p_met"], c[1.25]["be_met"]), ("tuned", False, False))
+        self.assertEqual(c[1.25]["best_baseline"], "orion")
+        # At 1.6 mosaic (no tune there): 0% over; 80 against static's 70.
+        self.assertEqual((c[1.6]["mosaic_row"], c[1.6]["over_p_met"], c[1.6]["be_met"]), ("mosaic", True, True))
+        self.assertEqual(c[1.6]["best_baseline"], "static")
+        self.assertEqual((t["over_p_met"], t["be_met"]), ("1/2", "1/2"))
+        self.assertAlmostEqual(t["mean_savings_p1.6"], 1.6)
+        self.assertIn("MISSED", self.text)
+
+    def test_missing_and_phases(self):
+        m = self.res["missing"]
+        self.assertIn("h+b mps-priority p=1.25 (policies)", m)
+        self.assertIn("h+b tuned p=1.6 (tune)", m)
+        self.assertNotIn("h+b static p=1.6 (static)", m)
+        self.assertEqual([p["seconds"] for p in self.res["phases"]], [90, 150])
+
+    def test_plot(self):
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            self.skipTest("matplotlib not installed: the plot is not checked")
+        out = os.path.join(self.d, "plots")
+        r = subprocess.run([sys.executable, os.path.join(HERE, "issue15_plot.py"),
+                            os.path.join(self.d, "results.json"), out], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(out, "issue15_h+b.svg")) as f:
+            svg = f.read()
+        self.assertIn("<svg", svg)
+
+    def test_plot_refuses_old_schema(self):
+        p = os.path.join(self.d, "old.json")
+        write(p, json.dumps({"schema": "mosaic-issue15/1", "pairs": []}))
+        r = subprocess.run([sys.executable, os.path.join(HERE, "issue15_plot.py"), p, self.d],
+                           capture_output=True, text=True)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("not mosaic-issue15/2", r.stderr)
+
+
+class NoIsolated(unittest.TestCase):
+    def test_nothing_scored_and_said(self):
+        with tempfile.TemporaryDirectory() as d:
+            lat(f"{d}/h+b.none.lat", [20.0] * 10)
+            res, text = run_summary(d, "h:b", "1.25", "policies")
+            self.assertEqual(res["pairs"][0]["runs"], [])
+            self.assertIn("no isolated HP runs", text)
+            self.assertTrue(any("HP alone" in m for m in res["missing"]))
+
+
+def trace(path, reqs, keys):
+    """A mosaic-trace/1 file: reqs is a list of kernel-id lists, one per request."""
+    lines = [json.dumps({"schema": "mosaic-trace/1", "tool": "test", "t0_ns": "0"})]
+    for i, k in keys.items():
+        lines.append(json.dumps({"ev": "kernel", "id": i, "key": k}))
+    t = 0
+    for n, ids in enumerate(reqs):
+        lines.append(json.dumps({"ev": "hp_begin", "t": t, "client": 1, "req": n + 1}))
+        for i in ids:
+            t += 10
+            lines.append(json.dumps({"ev": "hp_launch", "t": t, "client": 1, "id": i}))
+        t += 10
+        lines.append(json.dumps({"ev": "hp_end", "t": t, "client": 1, "req": n + 1}))
+    lines.append(json.dumps({"ev": "end", "t": t, "events": len(lines) - 1 - len(keys)}))
+    write(path, "\n".join(lines) + "\n")
+
+
+class Keys(unittest.TestCase):
+    def keys(self, *args):
+        return subprocess.run([sys.executable, os.path.join(HERE, "issue15_keys.py"), *args],
+                              capture_output=True, text=True)
+
+    def test_last_request_and_startup(self):
+        with tempfile.TemporaryDirectory() as d:
+            ids = {"00000000000000a1": "k_a|grid=1,1,1|block=32,1,1|dsmem=0",
+                   "00000000000000b2": "k_b|grid=2,1,1|block=64,1,1|dsmem=0",
+                   "00000000000000c3": ""}
+            # Two start-up requests (other kernels), then 3 measured ones of
+            # a, b, unprofiled c, a.
+            step = ["00000000000000a1", "00000000000000b2", "00000000000000c3", "00000000000000a1"]
+            trace(f"{d}/t", [["00000000000000b2"], ["00000000000000a1"] * 5] + [step] * 3, ids)
+            r = self.keys(f"{d}/t", "3", f"{d}/k")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            j = json.loads(r.stdout)
+            self.assertEqual((j["trace_requests"], j["startup_requests"], j["request_kernels"],
+                              j["keys_written"], j["unprofiled_kernels"]), (5, 2, 4, 3, 1))
+            with open(f"{d}/k") as f:
+                body = [l.strip() for l in f if not l.startswith("#")]
+            self.assertEqual(body, [ids[step[0]], ids[step[1]], ids[step[0]]])
+            self.assertIn("00000000000000c3", r.stderr)
+
+    def test_refuses_short_trace(self):
+        with tempfile.TemporaryDirectory() as d:
+            trace(f"{d}/t", [["00000000000000a1"]] * 2, {"00000000000000a1": "k|grid=1,1,1|block=1,1,1|dsmem=0"})
+            r = self.keys(f"{d}/t", "3", f"{d}/k")
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("2 HP requests recorded, fewer than the 3", r.stderr)
+            self.assertFalse(os.path.exists(f"{d}/k"))
+
+    def test_refuses_no_profile_and_not_a_trace(self):
+        with tempfile.TemporaryDirectory() as d:
+            trace(f"{d}/t", [["00000000000000c3"]] * 2, {"00000000000000c3": ""})
+            r = self.keys(f"{d}/t", "2", f"{d}/k")
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("capture the HP service's profile first", r.stderr)
+            write(f"{d}/x", '{"schema": "mosaic-tune/1"}\n')
+            r = self.keys(f"{d}/x", "2", f"{d}/k")
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("not a mosaic-trace/1 file", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
