@@ -2,8 +2,8 @@
  * argus-shim: kernel-level regions of an unmodified program.
  *
  *   argus-shim [--nvtx] [--kernels] [--pc-sampling [--pc-mode MODE] [--pc-period N]]
- *              [-o DIR] -- CMD [ARG...]
- *   argus-shim --replay FILE [-o DIR]
+ *              [--metrics PROFILE] [-o DIR] -- CMD [ARG...]
+ *   argus-shim --replay FILE [--metrics PROFILE] [-o DIR]
  *
  * Runs CMD with libargus_inject.so as its CUDA injection library, which
  * records NVTX ranges, launches and CUPTI kernel activity into
@@ -11,11 +11,15 @@
  * DIR/report.json (argus.report v1), DIR/trace.json (Perfetto) and
  * DIR/report.txt, and prints the text. --replay builds the same outputs
  * from a recording made earlier (or written by hand: docs/argus.md).
+ * --metrics joins each kernel to its entry in a mosaic-profile/1 kernel
+ * profile (include/argus/metrics.h): counters, % of peak, a bottleneck.
  *
  * Exit status: CMD's (128 + signal when a signal ended it), so that a
  * wrapper script sees the program's failure; 0 after a clean replay; 1 when
  * the recording is bad, missing (CMD never initialised CUDA) or the outputs
- * cannot be written, CMD itself having succeeded; 2 for a usage error; 127
+ * cannot be written, or the --metrics profile was refused or is of another
+ * GPU than the kernels ran on (the report is written, without those
+ * metrics, and says why), CMD itself having succeeded; 2 for a usage error; 127
  * when CMD cannot be run.
  */
 #define _GNU_SOURCE 1
@@ -30,6 +34,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "argus/metrics.h"
 #include "argus/shim.h"
 
 #define MSG_LEN 1024
@@ -37,8 +42,11 @@
 static void usage(FILE *f)
 {
     fputs("usage: argus-shim [--nvtx] [--kernels] [--pc-sampling [--pc-mode MODE] [--pc-period N]]\n"
-          "                  [-o DIR] -- CMD [ARG...]\n"
-          "       argus-shim --replay FILE [-o DIR]\n"
+          "                  [--metrics PROFILE] [-o DIR] -- CMD [ARG...]\n"
+          "       argus-shim --replay FILE [--metrics PROFILE] [-o DIR]\n"
+          "--metrics PROFILE: each kernel joined (by name, grid, block and dynamic shared\n"
+          "  memory) to its entry in a mosaic-profile/1 kernel profile (`mosaic-profile\n"
+          "  capture`): counters with units, %% of the GPU's peak, a bottleneck label\n"
           "--pc-sampling: CUPTI PC samples per kernel, device function and source line;\n"
           "  --pc-mode kernel_serialized (default: kernels run one at a time, samples tied to\n"
           "  each launch) or continuous (kernels overlap, samples tied to kernels by name);\n"
@@ -84,6 +92,8 @@ static int write_file(const char *dir, const char *name, const argus_shim_result
     int rc = which == 0   ? argus_shim_report_json(r, NULL, f)
              : which == 1 ? argus_shim_trace_json(r, f)
                           : argus_shim_report_text(r, NULL, f);
+    if (rc == 0 && which == 2)
+        rc = argus_shim_metrics_text(r, NULL, f);
     if (fclose(f) != 0 && rc == 0)
         rc = ARGUS_EIO;
     if (rc != 0) {
@@ -93,8 +103,11 @@ static int write_file(const char *dir, const char *name, const argus_shim_result
     return 0;
 }
 
-/* Recording -> regions -> the three files and the text on stdout. */
-static int report(const char *events, const char *dir)
+/* Recording -> regions -> the three files and the text on stdout; with
+ * metrics (NULL: none asked) joined in. Returns -1 when a file could not be
+ * written or the recording is bad, 1 when the metrics were refused or of
+ * another GPU (the report is written and says why), else 0. */
+static int report(const char *events, const char *dir, const argus_metrics *metrics)
 {
     argus_shim_input in;
     int truncated = 0;
@@ -114,13 +127,28 @@ static int report(const char *events, const char *dir)
         argus_shim_input_free(&in);
         return -1;
     }
+    r.metrics = metrics;
     int bad = write_file(dir, "report.json", &r, 0) | write_file(dir, "trace.json", &r, 1) |
               write_file(dir, "report.txt", &r, 2);
-    if (!bad)
+    if (!bad) {
         argus_shim_report_text(&r, NULL, stdout);
+        argus_shim_metrics_text(&r, NULL, stdout);
+    }
+    int hw = 0;
+    uint64_t c[4] = {0};
+    if (metrics && metrics->state == ARGUS_METRICS_REFUSED) {
+        fprintf(stderr, "argus-shim: --metrics: %s\n", metrics->why);
+        hw = 1;
+    } else if (metrics && argus_shim_metrics_counts(&r, NULL, c) == 0 && c[3]) {
+        fprintf(stderr, "argus-shim: --metrics %s: %llu kernel configurations ran on another GPU "
+                        "than the profile's: they have no hardware metrics (report.json says "
+                        "why in hw_metrics[].join)\n",
+                metrics->path, (unsigned long long)c[3]);
+        hw = 1;
+    }
     argus_shim_result_free(&r);
     argus_shim_input_free(&in);
-    return bad ? -1 : 0;
+    return bad ? -1 : hw;
 }
 
 static int make_dir(const char *dir)
@@ -140,7 +168,7 @@ static int make_dir(const char *dir)
 
 int main(int argc, char **argv)
 {
-    const char *dir = "argus-shim.out", *replay = NULL;
+    const char *dir = "argus-shim.out", *replay = NULL, *profile = NULL;
     const char *pc_mode = "kernel_serialized", *pc_period = "12";
     int nvtx = 0, kernels = 0, pcs = 0, i;
     for (i = 1; i < argc; i++) {
@@ -172,6 +200,8 @@ int main(int argc, char **argv)
             }
         } else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
             dir = argv[++i];
+        } else if (strcmp(argv[i], "--metrics") == 0 && i + 1 < argc) {
+            profile = argv[++i];
         } else if (strcmp(argv[i], "--replay") == 0 && i + 1 < argc) {
             replay = argv[++i];
         } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
@@ -183,12 +213,21 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    argus_metrics metrics;
+    argus_metrics_init(&metrics);
     if (replay) {
         if (i < argc) {
             fprintf(stderr, "argus-shim: --replay reads a recording; it runs no command\n");
             return 2;
         }
-        return make_dir(dir) != 0 || report(replay, dir) != 0 ? 1 : 0;
+        /* A refused profile leaves the regions: the report says why it has
+         * no metrics, and the exit status is 1. */
+        char msg[MSG_LEN];
+        if (profile)
+            argus_metrics_load(&metrics, profile, msg, sizeof(msg));
+        int rc = make_dir(dir) != 0 || report(replay, dir, profile ? &metrics : NULL) != 0 ? 1 : 0;
+        argus_metrics_free(&metrics);
+        return rc;
     }
     if (i >= argc) {
         fprintf(stderr, "argus-shim: no command: give it after --, e.g. argus-shim -- ./app\n");
@@ -216,6 +255,15 @@ int main(int argc, char **argv)
                 strerror(errno));
         return 1;
     }
+    /* The profile is read before anything runs: a bad one costs no run. */
+    if (profile) {
+        char msg[MSG_LEN];
+        if (argus_metrics_load(&metrics, profile, msg, sizeof(msg)) != 0) {
+            fprintf(stderr, "argus-shim: --metrics: %s; nothing was run\n", msg);
+            argus_metrics_free(&metrics);
+            return 1;
+        }
+    }
     size_t off = 0;
     for (int k = i; k < argc && off < sizeof(cmdline); k++) {
         int n = snprintf(cmdline + off, sizeof(cmdline) - off, "%s%s", k > i ? " " : "", argv[k]);
@@ -238,6 +286,7 @@ int main(int argc, char **argv)
     pid_t child = fork();
     if (child < 0) {
         fprintf(stderr, "argus-shim: fork failed: %s\n", strerror(errno));
+        argus_metrics_free(&metrics);
         return 1;
     }
     if (child == 0) {
@@ -262,6 +311,7 @@ int main(int argc, char **argv)
     while (waitpid(child, &status, 0) < 0) {
         if (errno != EINTR) {
             fprintf(stderr, "argus-shim: waiting for %s failed: %s\n", argv[i], strerror(errno));
+            argus_metrics_free(&metrics);
             return 1;
         }
     }
@@ -270,6 +320,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "argus-shim: %s was killed by signal %d\n", argv[i], WTERMSIG(status));
     else if (code != 0)
         fprintf(stderr, "argus-shim: %s exited with status %d\n", argv[i], code);
+    if (access(events, F_OK) != 0)
+        argus_metrics_free(&metrics);
     if (code == 127 && access(events, F_OK) != 0)
         return 127;
     if (access(events, F_OK) != 0) {
@@ -278,6 +330,7 @@ int main(int argc, char **argv)
                 events);
         return code ? code : 1;
     }
-    int bad = report(events, dir);
+    int bad = report(events, dir, profile ? &metrics : NULL);
+    argus_metrics_free(&metrics);
     return code ? code : bad ? 1 : 0;
 }
