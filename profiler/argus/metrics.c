@@ -553,9 +553,9 @@ cJSON *argus__metrics_run_json(const argus_metrics *m, const argus__metrics_coun
         for (int i = 0; i < ARGUS_N_PEAKS; i++) {
             cJSON *e = cJSON_CreateObject();
             if (isfinite(m->spec->value[i]))
-                cJSON_AddNumberToObject(e, "value", m->spec->value[i]);
+                cJSON_AddNumberToObject(e, "peak", m->spec->value[i]);
             else
-                cJSON_AddNullToObject(e, "value");
+                cJSON_AddNullToObject(e, "peak");
             cJSON_AddStringToObject(e, "unit", argus_peak_unit(i));
             cJSON_AddStringToObject(e, "what", argus_peak_what(i));
             cJSON_AddStringToObject(e, "source", m->spec->source[i]);
@@ -623,7 +623,7 @@ cJSON *argus__metrics_cfg_json(const argus_metrics *m, const argus_kcfg *k, uint
                                            : js == ARGUS_JOIN_NONE ? "no_entry"
                                                                    : "ambiguous");
     cJSON_AddStringToObject(join, "by", by);
-    cJSON_AddNumberToObject(join, "candidates", (double)ncand);
+    cJSON_AddItemToObject(join, "candidates", argus__jnum((double)ncand, "entries", "derived"));
     if (js != ARGUS_JOIN_OK) {
         cJSON_AddStringToObject(join, "why", why);
         return o;
@@ -645,7 +645,9 @@ cJSON *argus__metrics_cfg_json(const argus_metrics *m, const argus_kcfg *k, uint
     cJSON *dv = cJSON_AddObjectToObject(o, "derived");
     for (int i = 0; i < MOSAIC_N_DERIVED; i++)
         if (!isnan(e->derived[i])) {
-            cJSON *d = argus__jnum(e->derived[i], mosaic_derived_unit(i), "derived");
+            cJSON *d = cJSON_CreateObject();
+            cJSON_AddItemToObject(d, "number",
+                                  argus__jnum(e->derived[i], mosaic_derived_unit(i), "derived"));
             cJSON_AddStringToObject(d, "formula", mosaic_derived_formula(i));
             cJSON_AddItemToObject(dv, mosaic_derived_key(i), d);
         }
@@ -653,18 +655,16 @@ cJSON *argus__metrics_cfg_json(const argus_metrics *m, const argus_kcfg *k, uint
     argus_metrics_pct(e, m->spec, pct);
     cJSON *po = cJSON_AddObjectToObject(o, "pct_of_peak");
     for (int i = 0; i < ARGUS_N_PCTS; i++) {
-        cJSON *x;
-        if (pct[i].ok) {
-            x = argus__jnum(pct[i].value, "% of peak", "derived");
-        } else {
-            x = cJSON_CreateObject();
+        cJSON *x = cJSON_CreateObject();
+        if (pct[i].ok)
+            cJSON_AddItemToObject(x, "number", argus__jnum(pct[i].value, "% of peak", "derived"));
+        else
             cJSON_AddStringToObject(x, "omitted", pct[i].why);
-        }
         cJSON_AddStringToObject(x, "formula", argus_pct_formula(i));
         cJSON_AddItemToObject(po, argus_pct_key(i), x);
     }
-    cJSON_AddStringToObject(po, "pipes", "pipe_*_pct in metrics are already % of peak sustained "
-                                         "(observed)");
+    cJSON_AddStringToObject(o, "pct_note", "pipe_*_pct in metrics are already % of peak "
+                                           "sustained while the SM is active (observed)");
     argus_bottleneck bn;
     argus_bottleneck_of(e, &m->prof.gpu, m->spec, &bn);
     cJSON *b = cJSON_AddObjectToObject(o, "bottleneck");
