@@ -2,7 +2,7 @@
  * argus-shim: kernel-level regions of an unmodified program.
  *
  *   argus-shim [--nvtx] [--kernels] [--pc-sampling [--pc-mode MODE] [--pc-period N]]
- *              [--metrics PROFILE] [-o DIR] -- CMD [ARG...]
+ *              [--metrics PROFILE | --hw-metrics] [-o DIR] -- CMD [ARG...]
  *   argus-shim --replay FILE [--metrics PROFILE] [-o DIR]
  *
  * Runs CMD with libargus_inject.so as its CUDA injection library, which
@@ -13,6 +13,11 @@
  * from a recording made earlier (or written by hand: docs/argus.md).
  * --metrics joins each kernel to its entry in a mosaic-profile/1 kernel
  * profile (include/argus/metrics.h): counters, % of peak, a bottleneck.
+ * --hw-metrics makes that profile first: CUPTI has one subscriber per
+ * process and the capture (kernel replay through the range profiler) and
+ * the recorder are two, so CMD runs twice, under `mosaic-profile capture`
+ * and then under the recorder, and the two runs are joined by kernel name
+ * and launch configuration like any other profile.
  *
  * Exit status: CMD's (128 + signal when a signal ended it), so that a
  * wrapper script sees the program's failure; 0 after a clean replay; 1 when
@@ -42,11 +47,13 @@
 static void usage(FILE *f)
 {
     fputs("usage: argus-shim [--nvtx] [--kernels] [--pc-sampling [--pc-mode MODE] [--pc-period N]]\n"
-          "                  [--metrics PROFILE] [-o DIR] -- CMD [ARG...]\n"
+          "                  [--metrics PROFILE | --hw-metrics] [-o DIR] -- CMD [ARG...]\n"
           "       argus-shim --replay FILE [--metrics PROFILE] [-o DIR]\n"
           "--metrics PROFILE: each kernel joined (by name, grid, block and dynamic shared\n"
           "  memory) to its entry in a mosaic-profile/1 kernel profile (`mosaic-profile\n"
           "  capture`): counters with units, %% of the GPU's peak, a bottleneck label\n"
+          "--hw-metrics: the same from a capture argus-shim runs first: CMD runs twice, once\n"
+          "  under `mosaic-profile capture` (DIR/profile.json) and once recorded\n"
           "--pc-sampling: CUPTI PC samples per kernel, device function and source line;\n"
           "  --pc-mode kernel_serialized (default: kernels run one at a time, samples tied to\n"
           "  each launch) or continuous (kernels overlap, samples tied to kernels by name);\n"
@@ -151,6 +158,131 @@ static int report(const char *events, const char *dir, const argus_metrics *metr
     return bad ? -1 : hw;
 }
 
+/* mosaic-profile beside this binary, or MOSAIC_PROFILE_BIN. */
+static int profile_tool(char *buf, size_t len)
+{
+    const char *env = getenv("MOSAIC_PROFILE_BIN");
+    if (env && env[0]) {
+        int w = snprintf(buf, len, "%s", env);
+        return w < 0 || (size_t)w >= len ? -1 : 0;
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0)
+        return -1;
+    exe[n] = '\0';
+    int w = snprintf(buf, len, "%s/mosaic-profile", dirname(exe));
+    return w < 0 || (size_t)w >= len ? -1 : 0;
+}
+
+/* --hw-metrics: CMD under `mosaic-profile capture -o DIR/profile.json`,
+ * then the profile loaded into *m. Returns 0 to go on to the recorded run
+ * (with *m loaded, or refused when the capture gave no usable profile: the
+ * report then says why), or an exit status for argus-shim. A partial
+ * profile (counters refused, a metric dropped) is kept and used, its
+ * problems said; another CUPTI subscriber stops here, as the recorded run
+ * would see nothing either. */
+static int hw_capture(const char *dir, char **cmd, argus_metrics *m)
+{
+    char tool[PATH_MAX], out[PATH_MAX];
+    if (profile_tool(tool, sizeof(tool)) != 0 || access(tool, X_OK) != 0) {
+        fprintf(stderr, "argus-shim: --hw-metrics: mosaic-profile is not beside argus-shim (%s); "
+                        "build it (needs libcsv-dev) or set MOSAIC_PROFILE_BIN; nothing was run\n",
+                tool);
+        return 1;
+    }
+    int w = snprintf(out, sizeof(out), "%s/profile.json", dir);
+    if (w < 0 || (size_t)w >= sizeof(out)) {
+        fprintf(stderr, "argus-shim: %s: the output directory's name is too long\n", dir);
+        return 1;
+    }
+    if (unlink(out) != 0 && errno != ENOENT) {
+        fprintf(stderr, "argus-shim: %s: cannot remove the old profile: %s\n", out, strerror(errno));
+        return 1;
+    }
+    size_t n = 0;
+    while (cmd[n])
+        n++;
+    char **av = calloc(n + 6, sizeof(char *));
+    if (av == NULL) {
+        fprintf(stderr, "argus-shim: out of memory\n");
+        return 1;
+    }
+    av[0] = tool;
+    av[1] = "capture";
+    av[2] = "-o";
+    av[3] = out;
+    av[4] = "--";
+    memcpy(av + 5, cmd, n * sizeof(char *));
+    fprintf(stderr, "argus-shim: --hw-metrics: run 1 of 2: %s capture -o %s -- %s ...\n", tool, out,
+            cmd[0]);
+    pid_t child = fork();
+    if (child < 0) {
+        fprintf(stderr, "argus-shim: fork failed: %s\n", strerror(errno));
+        free(av);
+        return 1;
+    }
+    if (child == 0) {
+        execv(tool, av);
+        fprintf(stderr, "argus-shim: cannot run %s: %s\n", tool, strerror(errno));
+        _exit(5);
+    }
+    free(av);
+    int status;
+    while (waitpid(child, &status, 0) < 0)
+        if (errno != EINTR) {
+            fprintf(stderr, "argus-shim: waiting for mosaic-profile failed: %s\n", strerror(errno));
+            return 1;
+        }
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    /* mosaic-profile's exit status (docs/profile-schema.md): 0 complete,
+     * 2 no kernel, 3 incomplete, 4 CMD failed, 5 cannot start. */
+    if (code == 4) {
+        fprintf(stderr, "argus-shim: --hw-metrics: %s failed under mosaic-profile capture (any "
+                        "partial profile is kept in %s); it is not run a second time\n",
+                cmd[0], out);
+        return 1;
+    }
+    if (code != 0 && code != 2 && code != 3) {
+        fprintf(stderr, "argus-shim: --hw-metrics: mosaic-profile capture could not run (exit "
+                        "%d, its message above); nothing was recorded\n",
+                code);
+        return 1;
+    }
+    char msg[MSG_LEN];
+    if (argus_metrics_load(m, out, msg, sizeof(msg)) != 0) {
+        fprintf(stderr, "argus-shim: --hw-metrics: %s; the recorded run goes on without hardware "
+                        "metrics\n",
+                msg);
+        return 0;
+    }
+    int perm = 0;
+    for (size_t i = 0; i < m->prof.n_problems; i++) {
+        const char *p = m->prof.problems[i];
+        if (strstr(p, "another CUPTI tool")) {
+            fprintf(stderr, "argus-shim: --hw-metrics: %s; CUPTI allows one subscriber per "
+                            "process, so argus-shim's recorder could not work either: nothing "
+                            "more was run (the capture's profile is %s)\n",
+                    p, out);
+            return 1;
+        }
+        perm |= strstr(p, "ERR_NVGPUCTRPERM") != NULL;
+    }
+    if (perm)
+        fprintf(stderr, "argus-shim: --hw-metrics: the GPU's performance counters are restricted to "
+                        "admin users (ERR_NVGPUCTRPERM): run as root, or load the nvidia module "
+                        "with NVreg_RestrictProfilingToAdminUsers=0; the partial profile (launch "
+                        "data, no counters) is kept in %s and joined, its kernels' counters marked "
+                        "missing\n",
+                out);
+    else if (!m->prof.complete)
+        fprintf(stderr, "argus-shim: --hw-metrics: the profile is incomplete (%zu problems, in %s "
+                        "and the report's metrics.profile_problems)\n",
+                m->prof.n_problems, out);
+    fprintf(stderr, "argus-shim: --hw-metrics: run 2 of 2: the recorded run\n");
+    return 0;
+}
+
 static int make_dir(const char *dir)
 {
     if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
@@ -170,7 +302,7 @@ int main(int argc, char **argv)
 {
     const char *dir = "argus-shim.out", *replay = NULL, *profile = NULL;
     const char *pc_mode = "kernel_serialized", *pc_period = "12";
-    int nvtx = 0, kernels = 0, pcs = 0, i;
+    int nvtx = 0, kernels = 0, pcs = 0, hw = 0, i;
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--") == 0) {
             i++;
@@ -202,6 +334,8 @@ int main(int argc, char **argv)
             dir = argv[++i];
         } else if (strcmp(argv[i], "--metrics") == 0 && i + 1 < argc) {
             profile = argv[++i];
+        } else if (strcmp(argv[i], "--hw-metrics") == 0) {
+            hw = 1;
         } else if (strcmp(argv[i], "--replay") == 0 && i + 1 < argc) {
             replay = argv[++i];
         } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
@@ -215,6 +349,12 @@ int main(int argc, char **argv)
     }
     argus_metrics metrics;
     argus_metrics_init(&metrics);
+    if (hw && (profile || replay)) {
+        fprintf(stderr, "argus-shim: --hw-metrics captures a profile by running CMD: it goes "
+                        "with neither --metrics nor --replay (replay with --metrics "
+                        "DIR/profile.json)\n");
+        return 2;
+    }
     if (replay) {
         if (i < argc) {
             fprintf(stderr, "argus-shim: --replay reads a recording; it runs no command\n");
@@ -255,8 +395,24 @@ int main(int argc, char **argv)
                 strerror(errno));
         return 1;
     }
+    const char *other_inj = getenv("CUDA_INJECTION64_PATH");
+    if (hw && other_inj && other_inj[0]) {
+        fprintf(stderr, "argus-shim: --hw-metrics: CUDA_INJECTION64_PATH names another tool (%s); "
+                        "CUPTI allows one subscriber per process, so neither the capture nor the "
+                        "recorder could work beside it: unset it; nothing was run\n",
+                other_inj);
+        return 1;
+    }
+    if (hw) {
+        int rc = hw_capture(dir, &argv[i], &metrics);
+        if (rc != 0) {
+            argus_metrics_free(&metrics);
+            return rc;
+        }
+        profile = metrics.path;
+    }
     /* The profile is read before anything runs: a bad one costs no run. */
-    if (profile) {
+    if (profile && !hw) {
         char msg[MSG_LEN];
         if (argus_metrics_load(&metrics, profile, msg, sizeof(msg)) != 0) {
             fprintf(stderr, "argus-shim: --metrics: %s; nothing was run\n", msg);

@@ -13,7 +13,10 @@
 #  - a profile of another GPU, and of a GPU with no peak table;
 #  - argus report --metrics on a device-model buffer;
 #  - the recorder on the fake CUPTI writing device lines and launch
-#    configurations, joined in the same run.
+#    configurations, joined in the same run;
+#  - --hw-metrics with a stand-in for mosaic-profile (no GPU here): the
+#    two runs, counters refused (ERR_NVGPUCTRPERM: partial profile kept),
+#    another CUPTI subscriber, the program failing, no tool.
 # usage: test_metrics_cli.sh SHIM ARGUS GEN_RAW PROG FAKE_CUPTI_DIR SRC_DIR WORK_DIR
 set -euo pipefail
 shim=$1 argus=$2 gen=$3 prog=$4 fakedir=$5 src=$6 work=$7
@@ -303,4 +306,50 @@ grep -q 'ran on NVIDIA H100 80GB HBM3 (132 SMs)' "$work/out" || fail "run on H10
 expect_rc 0 "$shim" --kernels --metrics "$work/run.profile.json" -o "$work/run-nocfg" -- "$prog" 0 k_a:7:300
 grep -q '"grid"' "$work/run-nocfg/events.jsonl" && fail "zero grid written"
 grep -q 'k_a (1 launches): memory-bandwidth' "$work/out" || fail "name-only join: $(cat "$work/out")"
+# ---- --hw-metrics: mosaic-profile capture first (a stand-in here), then the recorded run ----
+export MOSAIC_PROFILE_BIN=$src/metrics/fake_mosaic_profile.sh FAKE_PROFILE_SRC=$work/run.profile.json
+FAKE_CUPTI_GRID=1056,1,1 FAKE_CUPTI_BLOCK=256,1,1 FAKE_CUPTI_DSMEM=0 \
+    expect_rc 0 "$shim" --kernels --hw-metrics -o "$work/hw" -- "$prog" 0 k_a:7:300
+grep -q 'run 1 of 2: .* capture -o .*/hw/profile.json -- ' "$work/err" || fail "hw: run 1: $(cat "$work/err")"
+grep -q 'run 2 of 2' "$work/err" || fail "hw: run 2"
+grep -q 'k_a grid=1056,1,1 block=256,1,1 dyn_smem=0 (1 launches): memory-bandwidth' "$work/out" ||
+    fail "hw: joined: $(cat "$work/out")"
+validate "$work/hw/report.json"
+# Counters refused (ERR_NVGPUCTRPERM; the problem text is the capture library's,
+# profiler/capture/capture.c): named with the fix, the partial
+# profile kept and joined, every counter missing, the label unknown.
+FAKE_PROFILE_RC=3 FAKE_PROFILE_PROBLEM="device 0: the driver allows GPU performance counters to admin users only (ERR_NVGPUCTRPERM): run as root, or load the nvidia module with NVreg_RestrictProfilingToAdminUsers=0" \
+    FAKE_CUPTI_GRID=1056,1,1 FAKE_CUPTI_BLOCK=256,1,1 FAKE_CUPTI_DSMEM=0 \
+    expect_rc 0 "$shim" --kernels --hw-metrics -o "$work/hw-perm" -- "$prog" 0 k_a:7:300
+grep -q 'restricted to admin users (ERR_NVGPUCTRPERM): run as root, or load the nvidia module with NVreg_RestrictProfilingToAdminUsers=0; the partial profile' "$work/err" ||
+    fail "hw: permission message: $(cat "$work/err")"
+[[ -s $work/hw-perm/profile.json ]] || fail "hw: partial profile not kept"
+validate "$work/hw-perm/report.json"
+python3 - "$work/hw-perm/report.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+m = r["metrics"]
+assert m["profile_complete"] is False and "ERR_NVGPUCTRPERM" in m["profile_problems"][0], m
+c, = [c for x in r["regions"] for c in x.get("hw_metrics", [])]
+assert c["join"]["state"] == "joined" and c["metrics"] == {} and "duration_ns" in c["missing"], c
+assert c["bottleneck"]["label"] == "unknown" and "missing" in c["bottleneck"]["why"]
+assert "number" not in c["pct_of_peak"]["dram_bandwidth"]
+PY
+# Another CUPTI subscriber: refused, not run a second time.
+FAKE_PROFILE_RC=3 FAKE_PROFILE_PROBLEM="another CUPTI tool (nsys) is attached to this process and CUPTI allows one subscriber: no kernel could be seen or profiled; run the program without the other tool" \
+    expect_rc 1 "$shim" --kernels --hw-metrics -o "$work/hw-other" -- "$prog" 0 k_a:7:300
+grep -q 'CUPTI allows one subscriber per process, so argus-shim.s recorder could not work either' "$work/err" ||
+    fail "hw: other subscriber: $(cat "$work/err")"
+[[ ! -e $work/hw-other/events.jsonl ]] || fail "hw: recorded beside another subscriber"
+CUDA_INJECTION64_PATH=/opt/other/libtool.so \
+    expect_rc 1 "$shim" --kernels --hw-metrics -o "$work/hw-inj" -- "$prog" 0 k_a:7:300
+grep -q 'CUDA_INJECTION64_PATH names another tool (/opt/other/libtool.so)' "$work/err" || fail "hw: injection"
+# The program failed under the capture: not run again.
+FAKE_PROFILE_RC=4 expect_rc 1 "$shim" --kernels --hw-metrics -o "$work/hw-fail" -- "$prog" 0 k_a:7:300
+grep -q 'failed under mosaic-profile capture' "$work/err" || fail "hw: CMD failed"
+[[ ! -e $work/hw-fail/events.jsonl ]] || fail "hw: ran again after a failure"
+MOSAIC_PROFILE_BIN=$work/nosuch expect_rc 1 "$shim" --hw-metrics -o "$work/hw-none" -- "$prog" 0
+grep -q 'mosaic-profile is not beside argus-shim' "$work/err" || fail "hw: no tool"
+expect_rc 2 "$shim" --hw-metrics --metrics "$known" -- "$prog" 0
+expect_rc 2 "$shim" --hw-metrics --replay "$rec"
 echo "argus_metrics_cli: all checks passed"
