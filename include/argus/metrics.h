@@ -94,7 +94,7 @@ typedef struct argus_kcfg {
 typedef struct argus_metrics {
     int state;
     char path[1024];
-    char why[1024];
+    char why[1280]; /* the reader's message (up to 1024 bytes) and what follows */
     struct mosaic_profile prof;
     const argus_gpu_spec *spec; /* NULL: unknown GPU, % of peak omitted */
     char spec_why[256];
