@@ -304,18 +304,22 @@ static int cmd_decode(int is_trace, int argc, char **argv)
             k.grid[d] = t.hdr.grid[d];
             k.block[d] = t.hdr.block[d];
         }
-        char why[1024];
+        char why[1280];
+        int other_gpu = 0;
         if (profile != NULL && argus_metrics_load(&m, profile, why, sizeof(why)) != 0) {
             fprintf(stderr, "argus: --metrics: %s\n", why);
             status = 1;
         } else if (profile != NULL && argus_metrics_check_trace(&m, &t, why, sizeof(why)) != 0) {
             fprintf(stderr, "argus: --metrics: %s\n", why);
             status = 1;
+            other_gpu = 1;
         }
         if (argus_report_text(&t, reg, &s, kernel, stdout) != 0)
             status = 1;
         if (profile != NULL && m.state == ARGUS_METRICS_REFUSED)
             printf("hardware metrics: refused: %s\n", m.why);
+        else if (other_gpu)
+            printf("hardware metrics: none: %s\n", why);
         else if (profile != NULL && status == 0) {
             printf("hardware metrics: profile %s (%s)\n", m.path,
                    m.spec ? "% of peak from Argus's table" : m.spec_why);

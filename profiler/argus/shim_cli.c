@@ -65,13 +65,14 @@ static void usage(FILE *f)
           f);
 }
 
-/* The injection library beside this binary: ../lib/libargus_inject.so, or
- * ARGUS_SHIM_INJECT when set (an install that moved it, the tests). */
-static int inject_path(char *buf, size_t len)
+/* A file of the build beside this binary (REL from its folder), or the
+ * path in the environment variable ENV when set (an install that moved
+ * it, the tests). */
+static int beside_binary(const char *env, const char *rel, char *buf, size_t len)
 {
-    const char *env = getenv("ARGUS_SHIM_INJECT");
-    if (env && env[0]) {
-        int w = snprintf(buf, len, "%s", env);
+    const char *v = getenv(env);
+    if (v && v[0]) {
+        int w = snprintf(buf, len, "%s", v);
         return w < 0 || (size_t)w >= len ? -1 : 0;
     }
     char exe[PATH_MAX];
@@ -79,8 +80,14 @@ static int inject_path(char *buf, size_t len)
     if (n <= 0)
         return -1;
     exe[n] = '\0';
-    int w = snprintf(buf, len, "%s/../lib/libargus_inject.so", dirname(exe));
+    int w = snprintf(buf, len, "%s/%s", dirname(exe), rel);
     return w < 0 || (size_t)w >= len ? -1 : 0;
+}
+
+/* The injection library: ../lib/libargus_inject.so, or ARGUS_SHIM_INJECT. */
+static int inject_path(char *buf, size_t len)
+{
+    return beside_binary("ARGUS_SHIM_INJECT", "../lib/libargus_inject.so", buf, len);
 }
 
 static int write_file(const char *dir, const char *name, const argus_shim_result *r, int which)
@@ -161,18 +168,7 @@ static int report(const char *events, const char *dir, const argus_metrics *metr
 /* mosaic-profile beside this binary, or MOSAIC_PROFILE_BIN. */
 static int profile_tool(char *buf, size_t len)
 {
-    const char *env = getenv("MOSAIC_PROFILE_BIN");
-    if (env && env[0]) {
-        int w = snprintf(buf, len, "%s", env);
-        return w < 0 || (size_t)w >= len ? -1 : 0;
-    }
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n <= 0)
-        return -1;
-    exe[n] = '\0';
-    int w = snprintf(buf, len, "%s/mosaic-profile", dirname(exe));
-    return w < 0 || (size_t)w >= len ? -1 : 0;
+    return beside_binary("MOSAIC_PROFILE_BIN", "mosaic-profile", buf, len);
 }
 
 /* --hw-metrics: CMD under `mosaic-profile capture -o DIR/profile.json`,

@@ -268,6 +268,7 @@ validate "$work/dev2.json"
 expect_rc 1 "$argus" report "$work/k.raw" --registry "$work/reg.json" --kernel argus_known \
     --json "$work/small.json" --metrics "$work/small.profile.json"
 grep -q 'ran on SM 11, but the profile.s GPU (Test GPU) has 8 SMs' "$work/err" || fail "small GPU: $(cat "$work/err")"
+grep -q '^hardware metrics: none: .*from another GPU' "$work/out" || fail "small GPU text"
 validate "$work/small.json"
 python3 -c "
 import json; c, = json.load(open('$work/small.json'))['hw_metrics']; assert c['join']['state'] == 'other_gpu', c"
