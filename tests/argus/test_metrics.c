@@ -15,10 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "argus/metrics.h"
+#include "argus/shim.h"
 
 #define KNOWN ARGUS_SRC_DIR "/metrics/known.profile.json"
 #define ZOO ARGUS_SRC_DIR "/../../profiler/data/h200/zoo.profile.json"
@@ -340,6 +342,87 @@ static void test_bad_profiles(void **state)
     remove(dir);
 }
 
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    char *buf = malloc(1 << 16);
+    assert_non_null(buf);
+    *len = fread(buf, 1, (1 << 16) - 1, f);
+    buf[*len] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* Mutated profiles and recordings (bytes overwritten, cut short) through
+ * the reader, the join and both writers: refused or reported, never a
+ * crash (the sanitizer build runs this too). */
+static void test_mutations(void **state)
+{
+    (void)state;
+    size_t plen, rlen;
+    char *prof = slurp(KNOWN, &plen), *rec = slurp(ARGUS_SRC_DIR "/metrics/run.jsonl", &rlen);
+    char path[] = "/tmp/argus_metrics_mut_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    FILE *sink = fopen("/dev/null", "w");
+    assert_non_null(sink);
+    uint32_t x = 12345;
+    size_t loaded = 0, reports = 0;
+    for (int it = 0; it < 600; it++) {
+        char *p = malloc(plen + 1), *r = malloc(rlen + 1);
+        assert_non_null(p);
+        assert_non_null(r);
+        memcpy(p, prof, plen + 1);
+        memcpy(r, rec, rlen + 1);
+        size_t pl = plen, rl = rlen;
+        for (int k = 0; k < 1 + it % 3; k++) {
+            x = x * 1103515245u + 12345u;
+            if (it % 2 == 0)
+                p[(x >> 8) % pl] = (char)(x >> 24 | 1);
+            else
+                r[(x >> 8) % rl] = (char)(x >> 24 | 1);
+        }
+        if (it % 7 == 0)
+            pl = (x >> 4) % pl;
+        p[pl] = '\0';
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fwrite(p, 1, pl, f);
+        fclose(f);
+        argus_metrics m;
+        char msg[1280];
+        if (argus_metrics_load(&m, path, msg, sizeof(msg)) == 0)
+            loaded++;
+        else
+            assert_int_equal(m.state, ARGUS_METRICS_REFUSED);
+        argus_shim_input in;
+        argus_shim_result res;
+        int trunc = 0;
+        if (argus_shim_input_parse("run.jsonl", r, rl, &in, &trunc, msg, sizeof(msg)) == 0) {
+            if (argus_shim_build(&in, &res, msg, sizeof(msg)) == 0) {
+                res.metrics = &m;
+                assert_int_equal(argus_shim_report_json(&res, NULL, sink), 0);
+                assert_int_equal(argus_shim_metrics_text(&res, NULL, sink), 0);
+                reports++;
+                argus_shim_result_free(&res);
+            }
+            argus_shim_input_free(&in);
+        }
+        argus_metrics_free(&m);
+        free(p);
+        free(r);
+    }
+    /* Both kinds of outcome happened. */
+    assert_true(loaded > 100 && loaded < 600);
+    assert_true(reports > 100);
+    fclose(sink);
+    remove(path);
+    free(prof);
+    free(rec);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -350,6 +433,7 @@ int main(void)
         cmocka_unit_test(test_bottleneck_zoo),
         cmocka_unit_test(test_device_check),
         cmocka_unit_test(test_bad_profiles),
+        cmocka_unit_test(test_mutations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
