@@ -46,7 +46,8 @@ extern "C" {
     X(ARGUS_SHIM_END, "end")       /* nvtxRangeEnd: tid, ts, id */            \
     X(ARGUS_SHIM_LAUNCH, "launch") /* a launch API call: tid, ts, corr */     \
     X(ARGUS_SHIM_KERNEL, "kernel") /* CUPTI activity: corr, name, start, end, \
-                                      stream */                               \
+                                      stream; optional grid, block, dsmem,    \
+                                      device (argus-shim --metrics) */        \
     X(ARGUS_SHIM_DNODE, "dnode")   /* an armed launch's device region tree    \
                                       node: corr, node, parent, name */       \
     X(ARGUS_SHIM_REGION, "region") /* a device region occurrence: corr, node, \
