@@ -41,7 +41,7 @@ try:
 except ImportError:
     sys.exit(0)
 schema = json.load(open(f"{sys.argv[1]}/argus.report.v1.json"))
-v = jsonschema.Draft202012Validator(schema)
+v = jsonschema.validators.validator_for(schema)(schema)
 paths = open(sys.argv[2]).read().split()
 for p in paths:
     v.validate(json.load(open(p)))
