@@ -21,6 +21,7 @@
 
 #include "argus/metrics.h"
 #include "argus/shim.h"
+#include "core.h"
 
 #define KNOWN ARGUS_SRC_DIR "/metrics/known.profile.json"
 #define ZOO ARGUS_SRC_DIR "/../../profiler/data/h200/zoo.profile.json"
@@ -342,15 +343,13 @@ static void test_bad_profiles(void **state)
     remove(dir);
 }
 
+/* A whole file through the project's reader (core/readfile.c). */
 static char *slurp(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    char *buf = malloc(1 << 16);
-    assert_non_null(buf);
-    *len = fread(buf, 1, (1 << 16) - 1, f);
-    buf[*len] = '\0';
-    fclose(f);
+    char *buf = NULL, err[256];
+    if (mosaic__read_file(path, 1 << 20, &buf, err, sizeof(err)) != 0)
+        fail_msg("%s", err);
+    *len = strlen(buf);
     return buf;
 }
 
