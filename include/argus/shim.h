@@ -46,7 +46,8 @@ extern "C" {
     X(ARGUS_SHIM_END, "end")       /* nvtxRangeEnd: tid, ts, id */            \
     X(ARGUS_SHIM_LAUNCH, "launch") /* a launch API call: tid, ts, corr */     \
     X(ARGUS_SHIM_KERNEL, "kernel") /* CUPTI activity: corr, name, start, end, \
-                                      stream */                               \
+                                      stream; optional grid, block, dsmem,    \
+                                      device (argus-shim --metrics) */        \
     X(ARGUS_SHIM_DNODE, "dnode")   /* an armed launch's device region tree    \
                                       node: corr, node, parent, name */       \
     X(ARGUS_SHIM_REGION, "region") /* a device region occurrence: corr, node, \
@@ -81,6 +82,11 @@ typedef struct argus_shim_event {
     int state;         /* armed: ARGUS_SHIM_ARMED_* */
     uint64_t lost;     /* armed: records lost to ring wraps */
     const char *note;  /* armed: why (copied like name) */
+    /* kernel: the launch configuration and device, where the recording has
+     * them (optional fields "grid", "block", "dsmem", "device"). */
+    int have_grid, have_block, have_dsmem, have_device;
+    int64_t grid[3], block[3], dsmem;
+    uint32_t device;
 } argus_shim_event;
 
 /* What became of an instrumented launch (the "state" of an armed line). */
@@ -96,6 +102,7 @@ typedef struct argus_shim_event {
 #define ARGUS_SHIM_CUPTI_UNAVAILABLE 2 /* CUPTI could not be used at all */
 
 #define ARGUS_SHIM_MAX_UNAVAILABLE 8
+#define ARGUS_SHIM_MAX_DEVICES 16
 
 /* ---- PC sampling (argus-shim --pc-sampling; docs/argus.md) ---------------
  * Added to "argus.shim.events" v1 as new event kinds, so that older
@@ -176,6 +183,15 @@ typedef struct argus_shim_input {
     size_t nunavailable;
     char **strings;            /* names, owned */
     size_t nstrings, capstrings;
+    /* The devices the recorder saw (CUPTI device activity: "device" lines
+     * {"e":"device","id":N,"name":"NVIDIA H200","sm_count":132,"cc":"9.0"}). */
+    struct {
+        uint32_t id;
+        char name[256];
+        int64_t sm_count;
+        char cc[16];
+    } devices[ARGUS_SHIM_MAX_DEVICES];
+    size_t ndevices;
 } argus_shim_input;
 
 /* Reads a recording (one JSON document per line; the first is the header
@@ -233,6 +249,12 @@ typedef struct argus_shim_result {
     char pcs_notes[4][320];    /* why samples or modules could not be used */
     size_t npcs_notes;
     uint64_t pcs_notes_more;
+    /* Per trace occurrence: the kernel event it was built from (NULL for
+     * ranges and device regions), for its launch configuration and device. */
+    const argus_shim_event **occ_event;
+    /* Hardware metrics to join into the reports (include/argus/metrics.h);
+     * NULL: none asked. Set by the caller after argus_shim_build. */
+    const struct argus_metrics *metrics;
 } argus_shim_result;
 
 /* Where a site's source line came from. */

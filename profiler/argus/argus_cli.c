@@ -2,6 +2,7 @@
  * argus: decode region buffers into reports and traces.
  *
  *   argus report RAW [--registry REG] [--json OUT] [--kernel NAME] [scope]
+ *                    [--metrics PROFILE]
  *   argus trace RAW [--registry REG] -o OUT [--kernel NAME]
  *   argus registry SRC.cu... -o REG [--embed OUT.cuh]
  *   argus plan|query ...   (plan_cli.c: queries and measurement plans)
@@ -10,6 +11,10 @@
  * scope: --iter LO:HI  --role NAME  --cta LO:HI  --sm LO:HI  --warp LO:HI
  *        --region NAME (that region and the regions below it)
  * --clock GHZ gives the SM clock instead of estimating it from the anchors.
+ * --metrics PROFILE joins the launch (--kernel NAME, the buffer's grid and
+ * block) to its entry in a mosaic-profile/1 kernel profile: counters, % of
+ * peak, a bottleneck label (include/argus/metrics.h); a refused profile or
+ * one of another GPU leaves the report without them, saying why (exit 1).
  * Exit status: 0, 1 for bad input (a message says which file and field),
  * 2 for a usage error; 3 when the report was written but the buffer had
  * diagnostics and --strict was given.
@@ -21,6 +26,7 @@
 #include <unistd.h>
 
 #include "argus/argus.h"
+#include "argus/metrics.h"
 #include "argus/workspace.h"
 #include "core.h"
 #include "plan_cli.h"
@@ -32,6 +38,7 @@ static void usage(FILE *f)
     fputs("usage: argus report RAW [--registry REG] [--json OUT] [--kernel NAME] [--strict]\n"
           "                        [--clock GHZ] [--iter LO:HI] [--role NAME] [--cta LO:HI]\n"
           "                        [--sm LO:HI] [--warp LO:HI] [--region NAME]\n"
+          "                        [--metrics PROFILE.json (needs --kernel NAME)]\n"
           "       argus trace RAW [--registry REG] [--kernel NAME] [--clock GHZ] -o OUT\n"
           "       argus registry SRC... -o REG [--embed OUT.cuh]\n"
           "       argus plan  --program P --signal S [--region R] [--scope ...] [options]\n"
@@ -165,7 +172,7 @@ static int cmd_registry(int argc, char **argv)
 static int cmd_decode(int is_trace, int argc, char **argv)
 {
     const char *raw = NULL, *regp = NULL, *json = NULL, *kernel = NULL, *role = NULL,
-               *region = NULL;
+               *region = NULL, *profile = NULL;
     double clock = 0;
     int strict = 0;
     argus_scope s;
@@ -204,6 +211,8 @@ static int cmd_decode(int is_trace, int argc, char **argv)
                 fprintf(stderr, "argus: --clock %s: the SM clock in GHz, e.g. 1.98\n", v);
                 return 2;
             }
+        } else if (!is_trace && strcmp(a, "--metrics") == 0) {
+            profile = v;
         } else if (!is_trace && strcmp(a, "--role") == 0) {
             role = v;
         } else if (!is_trace && strcmp(a, "--region") == 0) {
@@ -229,6 +238,11 @@ static int cmd_decode(int is_trace, int argc, char **argv)
     }
     if (raw == NULL || (is_trace && json == NULL)) {
         usage(stderr);
+        return 2;
+    }
+    if (profile != NULL && kernel == NULL) {
+        fprintf(stderr, "argus: --metrics needs --kernel NAME: the kernel's name as the profile "
+                        "has it (mangled, as CUPTI names it), to find its entry\n");
         return 2;
     }
     char msg[MSG_LEN] = "";
@@ -281,11 +295,41 @@ static int cmd_decode(int is_trace, int argc, char **argv)
             printf("argus: %zu region occurrences of %llu warps in %s (open in ui.perfetto.dev)\n",
                    t.nocc, (unsigned long long)t.warps_active, json);
     } else {
+        /* Metrics: a profile that cannot be used leaves the report as it
+         * would be without --metrics, plus the reason (exit 1). */
+        argus_metrics m;
+        argus_metrics_init(&m);
+        argus_kcfg k = {.name = kernel, .have_grid = 1, .have_block = 1};
+        for (int d = 0; d < 3; d++) {
+            k.grid[d] = t.hdr.grid[d];
+            k.block[d] = t.hdr.block[d];
+        }
+        char why[1280];
+        int other_gpu = 0;
+        if (profile != NULL && argus_metrics_load(&m, profile, why, sizeof(why)) != 0) {
+            fprintf(stderr, "argus: --metrics: %s\n", why);
+            status = 1;
+        } else if (profile != NULL && argus_metrics_check_trace(&m, &t, why, sizeof(why)) != 0) {
+            fprintf(stderr, "argus: --metrics: %s\n", why);
+            status = 1;
+            other_gpu = 1;
+        }
         if (argus_report_text(&t, reg, &s, kernel, stdout) != 0)
             status = 1;
+        if (profile != NULL && m.state == ARGUS_METRICS_REFUSED)
+            printf("hardware metrics: refused: %s\n", m.why);
+        else if (other_gpu)
+            printf("hardware metrics: none: %s\n", why);
+        else if (profile != NULL && status == 0) {
+            printf("hardware metrics: profile %s (%s)\n", m.path,
+                   m.spec ? "% of peak from Argus's table" : m.spec_why);
+            if (argus_metrics_text(&m, kernel, &k, stdout) != 0)
+                status = 1;
+        }
         if (json != NULL) {
             FILE *f = fopen(json, "w");
-            if (f == NULL || argus_report_json(&t, reg, &s, kernel, f) != 0) {
+            if (f == NULL || argus_report_json_metrics(&t, reg, &s, kernel, profile ? &m : NULL,
+                                                       &k, f) != 0) {
                 fprintf(stderr, "argus: %s: cannot write the report\n", json);
                 status = 1;
             }
@@ -294,6 +338,7 @@ static int cmd_decode(int is_trace, int argc, char **argv)
         }
         if (status == 0 && strict && (t.ndiags > 0 || t.diags_dropped > 0))
             status = 3;
+        argus_metrics_free(&m);
     }
     argus_trace_free(&t);
     argus_registry_free(reg);

@@ -17,13 +17,14 @@
 #include "argus/shim.h"
 #include "argus_internal.h"
 #include "core.h"
+#include "json_internal.h"
 
 #define ARGUS_REPORT_SCHEMA "argus.report"
 #define ARGUS_REPORT_VERSION 1
 #define ARGUS_REGISTRY_SCHEMA "argus.registry"
 #define ARGUS_REGISTRY_VERSION 1
 
-static cJSON *num(double v, const char *unit, const char *mark)
+cJSON *argus__jnum(double v, const char *unit, const char *mark)
 {
     cJSON *o = cJSON_CreateObject();
     if (o == NULL)
@@ -85,6 +86,43 @@ static const char *clock_method(int m)
 int argus_report_json(const argus_trace *t, const argus_registry *reg, const argus_scope *s,
                       const char *kernel, FILE *f)
 {
+    return argus_report_json_metrics(t, reg, s, kernel, NULL, NULL, f);
+}
+
+/* The device report's metrics: one launch (the buffer's grid and block;
+ * the buffer does not hold the dynamic shared memory). Its warps' SM IDs
+ * must fit the profile's GPU. */
+static void add_device_metrics(cJSON *root, const argus_trace *t, const argus_metrics *m,
+                               const argus_kcfg *k)
+{
+    argus__metrics_counts c = {0};
+    cJSON *hw = NULL;
+    if (m && m->state == ARGUS_METRICS_LOADED && k) {
+        char other[512];
+        const char *og = argus_metrics_check_trace(m, t, other, sizeof(other)) != 0 ? other : NULL;
+        snprintf(c.device_note, sizeof(c.device_note),
+                 "the buffer names no GPU; its warps' SM IDs were checked against the profile's "
+                 "SM count");
+        int st = 0;
+        hw = cJSON_CreateArray();
+        cJSON *cfg = argus__metrics_cfg_json(m, k, 1, og, &st);
+        cJSON_AddItemToArray(hw, cfg);
+        c.joined += st == ARGUS_JOIN_OK;
+        c.none += st == ARGUS_JOIN_NONE;
+        c.ambiguous += st == ARGUS_JOIN_AMBIGUOUS;
+        c.other_gpu += st < 0;
+        c.launches_joined += st == ARGUS_JOIN_OK;
+        c.launches_unjoined += st != ARGUS_JOIN_OK;
+    }
+    cJSON_AddItemToObject(root, "metrics", argus__metrics_run_json(m, m && k ? &c : NULL));
+    if (hw)
+        cJSON_AddItemToObject(root, "hw_metrics", hw);
+}
+
+int argus_report_json_metrics(const argus_trace *t, const argus_registry *reg,
+                              const argus_scope *s, const char *kernel, const argus_metrics *m,
+                              const argus_kcfg *k, FILE *f)
+{
     if (t == NULL || f == NULL)
         return ARGUS_EINVAL;
     argus_region_stats *st;
@@ -107,15 +145,15 @@ int argus_report_json(const argus_trace *t, const argus_registry *reg, const arg
         cJSON_AddItemToArray(grid, cJSON_CreateNumber(t->hdr.grid[i]));
         cJSON_AddItemToArray(block, cJSON_CreateNumber(t->hdr.block[i]));
     }
-    cJSON_AddItemToObject(launch, "warps", num((double)t->hdr.nslots, "warps", "observed"));
-    cJSON_AddItemToObject(launch, "warps_ran", num((double)t->warps_active, "warps", "observed"));
-    cJSON_AddItemToObject(launch, "records_per_warp", num(t->hdr.cap, "records", "observed"));
-    cJSON_AddItemToObject(launch, "records_lost", num((double)t->records_lost, "records", "observed"));
-    cJSON_AddItemToObject(launch, "span", num((double)(t->gt_max - t->gt_min), "ns", "observed"));
-    cJSON_AddItemToObject(launch, "warp_time", num(t->warp_time_ns, "ns", "derived"));
+    cJSON_AddItemToObject(launch, "warps", argus__jnum((double)t->hdr.nslots, "warps", "observed"));
+    cJSON_AddItemToObject(launch, "warps_ran", argus__jnum((double)t->warps_active, "warps", "observed"));
+    cJSON_AddItemToObject(launch, "records_per_warp", argus__jnum(t->hdr.cap, "records", "observed"));
+    cJSON_AddItemToObject(launch, "records_lost", argus__jnum((double)t->records_lost, "records", "observed"));
+    cJSON_AddItemToObject(launch, "span", argus__jnum((double)(t->gt_max - t->gt_min), "ns", "observed"));
+    cJSON_AddItemToObject(launch, "warp_time", argus__jnum(t->warp_time_ns, "ns", "derived"));
     cJSON *clock = cJSON_AddObjectToObject(root, "clock");
     cJSON_AddItemToObject(clock, "sm_clock",
-                          num(t->cycles_per_ns, "GHz",
+                          argus__jnum(t->cycles_per_ns, "GHz",
                               t->clock_method == ARGUS_CLOCK_GIVEN ? "observed" : "derived"));
     cJSON_AddStringToObject(clock, "method", clock_method(t->clock_method));
     add_scope(root, s);
@@ -135,22 +173,24 @@ int argus_report_json(const argus_trace *t, const argus_registry *reg, const arg
         cJSON_AddStringToObject(r, "path", path);
         cJSON_AddNumberToObject(r, "node", st[i].node);
         cJSON_AddNumberToObject(r, "parent_node", t->nodes[st[i].node].parent);
-        cJSON_AddItemToObject(r, "count", num((double)st[i].count, "occurrences", "observed"));
-        cJSON_AddItemToObject(r, "partial", num((double)st[i].partial, "occurrences", "observed"));
-        cJSON_AddItemToObject(r, "total_cycles", num((double)st[i].total_cycles, "cycles", "observed"));
+        cJSON_AddItemToObject(r, "count", argus__jnum((double)st[i].count, "occurrences", "observed"));
+        cJSON_AddItemToObject(r, "partial", argus__jnum((double)st[i].partial, "occurrences", "observed"));
+        cJSON_AddItemToObject(r, "total_cycles", argus__jnum((double)st[i].total_cycles, "cycles", "observed"));
         cJSON *timing = cJSON_AddObjectToObject(r, "time");
         cJSON_AddStringToObject(timing, "method", tunit[0] == 'c' ? "sm_clock" : "sm_clock_to_globaltimer");
         cJSON_AddNumberToObject(timing, "samples", (double)st[i].timed);
-        cJSON_AddItemToObject(timing, "total", num(st[i].total_ns, tunit, tmark));
-        cJSON_AddItemToObject(timing, "mean", num(st[i].mean_ns, tunit, tmark));
-        cJSON_AddItemToObject(timing, "p50", num(st[i].p50_ns, tunit, tmark));
-        cJSON_AddItemToObject(timing, "p99", num(st[i].p99_ns, tunit, tmark));
-        cJSON_AddItemToObject(timing, "min", num(st[i].min_ns, tunit, tmark));
-        cJSON_AddItemToObject(timing, "max", num(st[i].max_ns, tunit, tmark));
-        cJSON_AddItemToObject(r, "share_of_warp_time", num(st[i].share, "fraction", "derived"));
+        cJSON_AddItemToObject(timing, "total", argus__jnum(st[i].total_ns, tunit, tmark));
+        cJSON_AddItemToObject(timing, "mean", argus__jnum(st[i].mean_ns, tunit, tmark));
+        cJSON_AddItemToObject(timing, "p50", argus__jnum(st[i].p50_ns, tunit, tmark));
+        cJSON_AddItemToObject(timing, "p99", argus__jnum(st[i].p99_ns, tunit, tmark));
+        cJSON_AddItemToObject(timing, "min", argus__jnum(st[i].min_ns, tunit, tmark));
+        cJSON_AddItemToObject(timing, "max", argus__jnum(st[i].max_ns, tunit, tmark));
+        cJSON_AddItemToObject(r, "share_of_warp_time", argus__jnum(st[i].share, "fraction", "derived"));
         cJSON_AddItemToArray(regions, r);
     }
     free(st);
+    if (m)
+        add_device_metrics(root, t, m, k);
     add_diags(root, t);
     return write_json(root, f);
 }
@@ -574,7 +614,7 @@ static cJSON *pcs_hot(const argus_shim_result *res, int32_t node, int32_t fregio
     }
     qsort(keys, n, sizeof(hot_key), cmp_hot);
     qsort(lines, nl, sizeof(hot_key), cmp_hot);
-    cJSON_AddItemToObject(o, "samples", num((double)total, "samples", mark));
+    cJSON_AddItemToObject(o, "samples", argus__jnum((double)total, "samples", mark));
     cJSON *hot = cJSON_AddArrayToObject(o, "hot_pcs");
     for (size_t j = 0; j < n && j < ARGUS_SHIM_HOT_TOP; j++) {
         const argus_shim_site *st = &res->sites[keys[j].idx];
@@ -585,8 +625,8 @@ static cJSON *pcs_hot(const argus_shim_result *res, int32_t node, int32_t fregio
             cJSON_AddNumberToObject(h, "section_offset", (double)st->offset);
         if (st->fregion >= 0)
             cJSON_AddStringToObject(h, "device_function", res->fregions[st->fregion].name);
-        cJSON_AddItemToObject(h, "samples", num((double)st->samples, "samples", "observed"));
-        cJSON_AddItemToObject(h, "fraction", num(total ? (double)st->samples / (double)total : 0,
+        cJSON_AddItemToObject(h, "samples", argus__jnum((double)st->samples, "samples", "observed"));
+        cJSON_AddItemToObject(h, "fraction", argus__jnum(total ? (double)st->samples / (double)total : 0,
                                                  "fraction of the region's samples", "derived"));
         if (st->file) {
             cJSON *src = cJSON_AddObjectToObject(h, "source");
@@ -609,9 +649,9 @@ static cJSON *pcs_hot(const argus_shim_result *res, int32_t node, int32_t fregio
             cJSON *r = cJSON_CreateObject();
             cJSON_AddStringToObject(r, "name", rk[q].idx < nr ? ps->reasons[rk[q].idx].name
                                                               : "(reason index not named by CUPTI)");
-            cJSON_AddItemToObject(r, "samples", num((double)rk[q].samples, "samples", "observed"));
+            cJSON_AddItemToObject(r, "samples", argus__jnum((double)rk[q].samples, "samples", "observed"));
             cJSON_AddItemToObject(r, "fraction",
-                                  num(st->samples ? (double)rk[q].samples / (double)st->samples : 0,
+                                  argus__jnum(st->samples ? (double)rk[q].samples / (double)st->samples : 0,
                                       "fraction of the PC's samples", "derived"));
             cJSON_AddItemToArray(sr, r);
         }
@@ -624,9 +664,9 @@ static cJSON *pcs_hot(const argus_shim_result *res, int32_t node, int32_t fregio
         cJSON *h = cJSON_CreateObject();
         cJSON_AddStringToObject(h, "file", st->file);
         cJSON_AddNumberToObject(h, "line", st->line);
-        cJSON_AddItemToObject(h, "samples", num((double)lines[j].samples, "samples", "observed"));
+        cJSON_AddItemToObject(h, "samples", argus__jnum((double)lines[j].samples, "samples", "observed"));
         cJSON_AddItemToObject(h, "fraction",
-                              num(total ? (double)lines[j].samples / (double)total : 0,
+                              argus__jnum(total ? (double)lines[j].samples / (double)total : 0,
                                   "fraction of the region's samples", "derived"));
         cJSON_AddItemToArray(hl, h);
     }
@@ -653,16 +693,16 @@ static void add_run_pcs(cJSON *run, const argus_shim_result *res)
     if (ps->state != ARGUS_SHIM_PCS_ENABLED)
         return;
     cJSON_AddStringToObject(o, "mode", ps->mode);
-    cJSON_AddItemToObject(o, "period", num((double)(1ull << ps->period), "cycles", "observed"));
-    cJSON_AddItemToObject(o, "samples", num((double)res->pcs_samples, "samples", "observed"));
-    cJSON_AddItemToObject(o, "samples_cupti_total", num((double)ps->total, "samples", "observed"));
-    cJSON_AddItemToObject(o, "samples_dropped", num((double)ps->dropped, "samples", "observed"));
-    cJSON_AddItemToObject(o, "samples_non_user", num((double)ps->non_user, "samples", "observed"));
+    cJSON_AddItemToObject(o, "period", argus__jnum((double)(1ull << ps->period), "cycles", "observed"));
+    cJSON_AddItemToObject(o, "samples", argus__jnum((double)res->pcs_samples, "samples", "observed"));
+    cJSON_AddItemToObject(o, "samples_cupti_total", argus__jnum((double)ps->total, "samples", "observed"));
+    cJSON_AddItemToObject(o, "samples_dropped", argus__jnum((double)ps->dropped, "samples", "observed"));
+    cJSON_AddItemToObject(o, "samples_non_user", argus__jnum((double)ps->non_user, "samples", "observed"));
     cJSON_AddItemToObject(o, "hardware_buffer_full",
-                          num((double)ps->buffer_full, "times", "observed"));
+                          argus__jnum((double)ps->buffer_full, "times", "observed"));
     cJSON_AddItemToObject(o, "samples_unattributed",
-                          num((double)res->pcs_unattributed, "samples", "derived"));
-    cJSON_AddItemToObject(o, "modules", num((double)ps->nmodules, "modules", "observed"));
+                          argus__jnum((double)res->pcs_unattributed, "samples", "derived"));
+    cJSON_AddItemToObject(o, "modules", argus__jnum((double)ps->nmodules, "modules", "observed"));
     cJSON *notes = cJSON_AddArrayToObject(o, "notes");
     for (size_t i = 0; i < res->npcs_notes; i++)
         cJSON_AddItemToArray(notes, cJSON_CreateString(res->pcs_notes[i]));
@@ -695,8 +735,8 @@ static void add_fregions(cJSON *regions, const argus_shim_result *res)
         cJSON_AddNumberToObject(rg, "lo", (double)f->lo);
         cJSON_AddNumberToObject(rg, "hi", (double)f->hi);
         cJSON_AddStringToObject(rg, "unit", "bytes from the kernel's section start");
-        cJSON_AddItemToObject(r, "count", num((double)f->samples, "pc_samples", "attributed"));
-        cJSON_AddItemToObject(r, "partial", num(0, "occurrences", "observed"));
+        cJSON_AddItemToObject(r, "count", argus__jnum((double)f->samples, "pc_samples", "attributed"));
+        cJSON_AddItemToObject(r, "partial", argus__jnum(0, "occurrences", "observed"));
         cJSON *timing = cJSON_AddObjectToObject(r, "time");
         cJSON_AddStringToObject(timing, "method", "pc_samples");
         cJSON_AddNumberToObject(timing, "samples", 0);
@@ -746,27 +786,27 @@ int argus_shim_report_json(const argus_shim_result *res, const argus_scope *s, F
     cJSON_AddStringToObject(root, "source", "argus-shim");
     cJSON *run = cJSON_AddObjectToObject(root, "run");
     cJSON_AddStringToObject(run, "command", in ? in->command : "");
-    cJSON_AddItemToObject(run, "threads", num(res->nthreads, "threads", "observed"));
-    cJSON_AddItemToObject(run, "streams", num(res->nstreams, "streams", "observed"));
-    cJSON_AddItemToObject(run, "nvtx_ranges", num((double)res->ranges, "ranges", "observed"));
-    cJSON_AddItemToObject(run, "kernels", num((double)res->kernels, "kernels", "observed"));
+    cJSON_AddItemToObject(run, "threads", argus__jnum(res->nthreads, "threads", "observed"));
+    cJSON_AddItemToObject(run, "streams", argus__jnum(res->nstreams, "streams", "observed"));
+    cJSON_AddItemToObject(run, "nvtx_ranges", argus__jnum((double)res->ranges, "ranges", "observed"));
+    cJSON_AddItemToObject(run, "kernels", argus__jnum((double)res->kernels, "kernels", "observed"));
     cJSON_AddItemToObject(run, "kernels_in_ranges",
-                          num((double)res->kernels_in_ranges, "kernels", "attributed"));
+                          argus__jnum((double)res->kernels_in_ranges, "kernels", "attributed"));
     cJSON_AddItemToObject(run, "kernels_outside_ranges",
-                          num((double)res->kernels_outside, "kernels", "attributed"));
+                          argus__jnum((double)res->kernels_outside, "kernels", "attributed"));
     cJSON_AddItemToObject(run, "kernels_without_launch",
-                          num((double)res->kernels_unknown, "kernels", "observed"));
+                          argus__jnum((double)res->kernels_unknown, "kernels", "observed"));
     cJSON_AddItemToObject(run, "launches_without_kernel",
-                          num((double)res->launches_without_kernel, "launches", "observed"));
+                          argus__jnum((double)res->launches_without_kernel, "launches", "observed"));
     cJSON_AddItemToObject(run, "activity_records_dropped",
-                          num(in ? (double)in->dropped : 0, "records", "observed"));
-    cJSON_AddItemToObject(run, "span", num((double)(t->gt_max - t->gt_min), "ns", "observed"));
+                          argus__jnum(in ? (double)in->dropped : 0, "records", "observed"));
+    cJSON_AddItemToObject(run, "span", argus__jnum((double)(t->gt_max - t->gt_min), "ns", "observed"));
     cJSON_AddItemToObject(run, "device_regions",
-                          num((double)res->device_regions, "occurrences", "observed"));
+                          argus__jnum((double)res->device_regions, "occurrences", "observed"));
     cJSON_AddItemToObject(run, "armed_launches_decoded",
-                          num((double)res->armed_decoded, "launches", "observed"));
+                          argus__jnum((double)res->armed_decoded, "launches", "observed"));
     cJSON_AddItemToObject(run, "armed_launches_missing",
-                          num((double)res->armed_missing, "launches", "observed"));
+                          argus__jnum((double)res->armed_missing, "launches", "observed"));
     cJSON *cupti = cJSON_AddObjectToObject(run, "cupti");
     cJSON_AddStringToObject(cupti, "state", shim_cupti(in ? in->cupti : ARGUS_SHIM_CUPTI_UNAVAILABLE));
     cJSON_AddStringToObject(cupti, "note", in ? in->cupti_note : "");
@@ -779,6 +819,17 @@ int argus_shim_report_json(const argus_shim_result *res, const argus_scope *s, F
     }
     if (in)
         add_run_pcs(run, res);
+    /* Hardware metrics from a kernel profile, when asked (metrics.c). */
+    argus__shim_hw *hw = NULL;
+    if (res->metrics && res->metrics->state == ARGUS_METRICS_LOADED &&
+        (rc = argus__shim_hw_build(res, s, &hw)) != 0) {
+        free(st);
+        free(inside);
+        cJSON_Delete(root);
+        return rc;
+    }
+    if (res->metrics)
+        cJSON_AddItemToObject(root, "metrics", argus__shim_hw_run(hw, res->metrics));
     cJSON *clock = cJSON_AddObjectToObject(root, "clock");
     cJSON_AddStringToObject(clock, "method", "cupti_timestamp");
     add_scope(root, s);
@@ -806,6 +857,9 @@ int argus_shim_report_json(const argus_shim_result *res, const argus_scope *s, F
                                                   : p < 0 ? "launched outside every range"
                                                           : "innermost range at launch, by correlation ID");
             cJSON_AddStringToObject(pl, "mark", unplaced ? "observed" : "attributed");
+            cJSON *hm = argus__shim_hw_node(hw, st[i].node);
+            if (hm)
+                cJSON_AddItemToObject(r, "hw_metrics", hm);
         } else if (kind == ARGUS_SHIM_NODE_DEVICE) {
             /* Which launch a device region belongs to is not inferred: its
              * buffer was armed for that launch (correlation ID). */
@@ -816,7 +870,7 @@ int argus_shim_report_json(const argus_shim_result *res, const argus_scope *s, F
             cJSON_AddStringToObject(pl, "mark", "observed");
         } else {
             cJSON_AddItemToObject(r, "kernels_inside",
-                                  num((double)inside[st[i].node], "kernels", "attributed"));
+                                  argus__jnum((double)inside[st[i].node], "kernels", "attributed"));
         }
         /* PC samples: a kernel's own (observed when CUPTI's correlation ID
          * tied them to its launches, else attributed by the kernel's name),
@@ -835,12 +889,12 @@ int argus_shim_report_json(const argus_shim_result *res, const argus_scope *s, F
                     cJSON_AddItemToObject(r, "pc_sampling", h);
             } else {
                 cJSON *h = cJSON_AddObjectToObject(r, "pc_sampling");
-                cJSON_AddItemToObject(h, "samples", num((double)res->node_samples[st[i].node],
+                cJSON_AddItemToObject(h, "samples", argus__jnum((double)res->node_samples[st[i].node],
                                                         "samples", "attributed"));
             }
         }
-        cJSON_AddItemToObject(r, "count", num((double)st[i].count, "occurrences", "observed"));
-        cJSON_AddItemToObject(r, "partial", num((double)st[i].partial, "occurrences", "observed"));
+        cJSON_AddItemToObject(r, "count", argus__jnum((double)st[i].count, "occurrences", "observed"));
+        cJSON_AddItemToObject(r, "partial", argus__jnum((double)st[i].partial, "occurrences", "observed"));
         cJSON *timing = cJSON_AddObjectToObject(r, "time");
         cJSON_AddStringToObject(timing, "method", kind == ARGUS_SHIM_NODE_KERNEL ? "cupti_activity"
                                                   : kind == ARGUS_SHIM_NODE_DEVICE
@@ -853,16 +907,17 @@ int argus_shim_report_json(const argus_shim_result *res, const argus_scope *s, F
             cJSON_AddItemToArray(regions, r);
             continue;
         }
-        cJSON_AddItemToObject(timing, "total", num(st[i].total_ns, "ns", "derived"));
-        cJSON_AddItemToObject(timing, "mean", num(st[i].mean_ns, "ns", "derived"));
-        cJSON_AddItemToObject(timing, "p50", num(st[i].p50_ns, "ns", "observed"));
-        cJSON_AddItemToObject(timing, "p99", num(st[i].p99_ns, "ns", "observed"));
-        cJSON_AddItemToObject(timing, "min", num(st[i].min_ns, "ns", "observed"));
-        cJSON_AddItemToObject(timing, "max", num(st[i].max_ns, "ns", "observed"));
+        cJSON_AddItemToObject(timing, "total", argus__jnum(st[i].total_ns, "ns", "derived"));
+        cJSON_AddItemToObject(timing, "mean", argus__jnum(st[i].mean_ns, "ns", "derived"));
+        cJSON_AddItemToObject(timing, "p50", argus__jnum(st[i].p50_ns, "ns", "observed"));
+        cJSON_AddItemToObject(timing, "p99", argus__jnum(st[i].p99_ns, "ns", "observed"));
+        cJSON_AddItemToObject(timing, "min", argus__jnum(st[i].min_ns, "ns", "observed"));
+        cJSON_AddItemToObject(timing, "max", argus__jnum(st[i].max_ns, "ns", "observed"));
         cJSON_AddItemToArray(regions, r);
     }
     free(st);
     free(inside);
+    argus__shim_hw_free(hw);
     if (in && in->pcs.state == ARGUS_SHIM_PCS_ENABLED)
         add_fregions(regions, res);
     add_diags(root, t);

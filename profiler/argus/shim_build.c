@@ -107,6 +107,11 @@ typedef struct builder {
         uint32_t node;
     } *kcorr;
     size_t nkcorr, capkcorr;
+    struct kev { /* a kernel occurrence and the event it came from */
+        size_t occ;
+        const argus_shim_event *e;
+    } *kev;
+    size_t nkev, capkev;
 } builder;
 
 static int add_diag(builder *b, int kind, uint32_t slot, long line, uint32_t value, uint64_t count)
@@ -350,6 +355,9 @@ static int kernel_event(builder *b, const argus_shim_event *e, char *msg, size_t
     o->t_begin_ns = (double)e->start;
     o->t_end_ns = (double)e->end;
     b->r->kernels++;
+    if (argus__grow((void **)&b->kev, &b->capkev, b->nkev + 1, sizeof(b->kev[0])) != 0)
+        return ARGUS_ENOMEM;
+    b->kev[b->nkev++] = (struct kev){idx, e};
     /* A graph launch's kernels share one correlation ID; only a direct
      * launch is armed, so the first record is its kernel. */
     for (size_t i = 0; i < b->nkrefs; i++)
@@ -1048,6 +1056,11 @@ int argus_shim_build(const argus_shim_input *in, argus_shim_result *out, char *m
             rc = finish(&b);
         if (rc == 0)
             rc = build_pcs(&b, msg, msglen);
+        if (rc == 0 && (out->occ_event = calloc(out->trace.nocc ? out->trace.nocc : 1,
+                                                sizeof(*out->occ_event))) == NULL)
+            rc = ARGUS_ENOMEM;
+        for (size_t i = 0; rc == 0 && i < b.nkev; i++)
+            out->occ_event[b.kev[i].occ] = b.kev[i].e;
     }
     free(ev);
     for (size_t i = 0; i < b.nth; i++)
@@ -1061,6 +1074,7 @@ int argus_shim_build(const argus_shim_input *in, argus_shim_result *out, char *m
     free(b.dslots);
     free(b.dslot_hash);
     free(b.kcorr);
+    free(b.kev);
     if (rc != 0) {
         argus_shim_result_free(out);
         if (rc == ARGUS_ENOMEM)
@@ -1090,6 +1104,7 @@ void argus_shim_result_free(argus_shim_result *r)
         free(r->fregions[i].name);
     free(r->fregions);
     free(r->node_samples);
+    free(r->occ_event);
     argus_registry_free(r->reg);
     argus_trace_free(&r->trace);
     memset(r, 0, sizeof(*r));

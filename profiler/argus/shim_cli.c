@@ -2,8 +2,8 @@
  * argus-shim: kernel-level regions of an unmodified program.
  *
  *   argus-shim [--nvtx] [--kernels] [--pc-sampling [--pc-mode MODE] [--pc-period N]]
- *              [-o DIR] -- CMD [ARG...]
- *   argus-shim --replay FILE [-o DIR]
+ *              [--metrics PROFILE | --hw-metrics] [-o DIR] -- CMD [ARG...]
+ *   argus-shim --replay FILE [--metrics PROFILE] [-o DIR]
  *
  * Runs CMD with libargus_inject.so as its CUDA injection library, which
  * records NVTX ranges, launches and CUPTI kernel activity into
@@ -11,11 +11,20 @@
  * DIR/report.json (argus.report v1), DIR/trace.json (Perfetto) and
  * DIR/report.txt, and prints the text. --replay builds the same outputs
  * from a recording made earlier (or written by hand: docs/argus.md).
+ * --metrics joins each kernel to its entry in a mosaic-profile/1 kernel
+ * profile (include/argus/metrics.h): counters, % of peak, a bottleneck.
+ * --hw-metrics makes that profile first: CUPTI has one subscriber per
+ * process and the capture (kernel replay through the range profiler) and
+ * the recorder are two, so CMD runs twice, under `mosaic-profile capture`
+ * and then under the recorder, and the two runs are joined by kernel name
+ * and launch configuration like any other profile.
  *
  * Exit status: CMD's (128 + signal when a signal ended it), so that a
  * wrapper script sees the program's failure; 0 after a clean replay; 1 when
  * the recording is bad, missing (CMD never initialised CUDA) or the outputs
- * cannot be written, CMD itself having succeeded; 2 for a usage error; 127
+ * cannot be written, or the --metrics profile was refused or is of another
+ * GPU than the kernels ran on (the report is written, without those
+ * metrics, and says why), CMD itself having succeeded; 2 for a usage error; 127
  * when CMD cannot be run.
  */
 #define _GNU_SOURCE 1
@@ -30,6 +39,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "argus/metrics.h"
 #include "argus/shim.h"
 
 #define MSG_LEN 1024
@@ -37,8 +47,13 @@
 static void usage(FILE *f)
 {
     fputs("usage: argus-shim [--nvtx] [--kernels] [--pc-sampling [--pc-mode MODE] [--pc-period N]]\n"
-          "                  [-o DIR] -- CMD [ARG...]\n"
-          "       argus-shim --replay FILE [-o DIR]\n"
+          "                  [--metrics PROFILE | --hw-metrics] [-o DIR] -- CMD [ARG...]\n"
+          "       argus-shim --replay FILE [--metrics PROFILE] [-o DIR]\n"
+          "--metrics PROFILE: each kernel joined (by name, grid, block and dynamic shared\n"
+          "  memory) to its entry in a mosaic-profile/1 kernel profile (`mosaic-profile\n"
+          "  capture`): counters with units, %% of the GPU's peak, a bottleneck label\n"
+          "--hw-metrics: the same from a capture argus-shim runs first: CMD runs twice, once\n"
+          "  under `mosaic-profile capture` (DIR/profile.json) and once recorded\n"
           "--pc-sampling: CUPTI PC samples per kernel, device function and source line;\n"
           "  --pc-mode kernel_serialized (default: kernels run one at a time, samples tied to\n"
           "  each launch) or continuous (kernels overlap, samples tied to kernels by name);\n"
@@ -50,13 +65,14 @@ static void usage(FILE *f)
           f);
 }
 
-/* The injection library beside this binary: ../lib/libargus_inject.so, or
- * ARGUS_SHIM_INJECT when set (an install that moved it, the tests). */
-static int inject_path(char *buf, size_t len)
+/* A file of the build beside this binary (REL from its folder), or the
+ * path in the environment variable ENV when set (an install that moved
+ * it, the tests). */
+static int beside_binary(const char *env, const char *rel, char *buf, size_t len)
 {
-    const char *env = getenv("ARGUS_SHIM_INJECT");
-    if (env && env[0]) {
-        int w = snprintf(buf, len, "%s", env);
+    const char *v = getenv(env);
+    if (v && v[0]) {
+        int w = snprintf(buf, len, "%s", v);
         return w < 0 || (size_t)w >= len ? -1 : 0;
     }
     char exe[PATH_MAX];
@@ -64,8 +80,14 @@ static int inject_path(char *buf, size_t len)
     if (n <= 0)
         return -1;
     exe[n] = '\0';
-    int w = snprintf(buf, len, "%s/../lib/libargus_inject.so", dirname(exe));
+    int w = snprintf(buf, len, "%s/%s", dirname(exe), rel);
     return w < 0 || (size_t)w >= len ? -1 : 0;
+}
+
+/* The injection library: ../lib/libargus_inject.so, or ARGUS_SHIM_INJECT. */
+static int inject_path(char *buf, size_t len)
+{
+    return beside_binary("ARGUS_SHIM_INJECT", "../lib/libargus_inject.so", buf, len);
 }
 
 static int write_file(const char *dir, const char *name, const argus_shim_result *r, int which)
@@ -84,6 +106,8 @@ static int write_file(const char *dir, const char *name, const argus_shim_result
     int rc = which == 0   ? argus_shim_report_json(r, NULL, f)
              : which == 1 ? argus_shim_trace_json(r, f)
                           : argus_shim_report_text(r, NULL, f);
+    if (rc == 0 && which == 2)
+        rc = argus_shim_metrics_text(r, NULL, f);
     if (fclose(f) != 0 && rc == 0)
         rc = ARGUS_EIO;
     if (rc != 0) {
@@ -93,8 +117,11 @@ static int write_file(const char *dir, const char *name, const argus_shim_result
     return 0;
 }
 
-/* Recording -> regions -> the three files and the text on stdout. */
-static int report(const char *events, const char *dir)
+/* Recording -> regions -> the three files and the text on stdout; with
+ * metrics (NULL: none asked) joined in. Returns -1 when a file could not be
+ * written or the recording is bad, 1 when the metrics were refused or of
+ * another GPU (the report is written and says why), else 0. */
+static int report(const char *events, const char *dir, const argus_metrics *metrics)
 {
     argus_shim_input in;
     int truncated = 0;
@@ -114,13 +141,142 @@ static int report(const char *events, const char *dir)
         argus_shim_input_free(&in);
         return -1;
     }
+    r.metrics = metrics;
     int bad = write_file(dir, "report.json", &r, 0) | write_file(dir, "trace.json", &r, 1) |
               write_file(dir, "report.txt", &r, 2);
-    if (!bad)
+    if (!bad) {
         argus_shim_report_text(&r, NULL, stdout);
+        argus_shim_metrics_text(&r, NULL, stdout);
+    }
+    int hw = 0;
+    uint64_t c[4] = {0};
+    if (metrics && metrics->state == ARGUS_METRICS_REFUSED) {
+        fprintf(stderr, "argus-shim: --metrics: %s\n", metrics->why);
+        hw = 1;
+    } else if (metrics && argus_shim_metrics_counts(&r, NULL, c) == 0 && c[3]) {
+        fprintf(stderr, "argus-shim: --metrics %s: %llu kernel configurations ran on another GPU "
+                        "than the profile's: they have no hardware metrics (report.json says "
+                        "why in hw_metrics[].join)\n",
+                metrics->path, (unsigned long long)c[3]);
+        hw = 1;
+    }
     argus_shim_result_free(&r);
     argus_shim_input_free(&in);
-    return bad ? -1 : 0;
+    return bad ? -1 : hw;
+}
+
+/* mosaic-profile beside this binary, or MOSAIC_PROFILE_BIN. */
+static int profile_tool(char *buf, size_t len)
+{
+    return beside_binary("MOSAIC_PROFILE_BIN", "mosaic-profile", buf, len);
+}
+
+/* --hw-metrics: CMD under `mosaic-profile capture -o DIR/profile.json`,
+ * then the profile loaded into *m. Returns 0 to go on to the recorded run
+ * (with *m loaded, or refused when the capture gave no usable profile: the
+ * report then says why), or an exit status for argus-shim. A partial
+ * profile (counters refused, a metric dropped) is kept and used, its
+ * problems said; another CUPTI subscriber stops here, as the recorded run
+ * would see nothing either. */
+static int hw_capture(const char *dir, char **cmd, argus_metrics *m)
+{
+    char tool[PATH_MAX], out[PATH_MAX];
+    if (profile_tool(tool, sizeof(tool)) != 0 || access(tool, X_OK) != 0) {
+        fprintf(stderr, "argus-shim: --hw-metrics: mosaic-profile is not beside argus-shim (%s); "
+                        "build it (needs libcsv-dev) or set MOSAIC_PROFILE_BIN; nothing was run\n",
+                tool);
+        return 1;
+    }
+    int w = snprintf(out, sizeof(out), "%s/profile.json", dir);
+    if (w < 0 || (size_t)w >= sizeof(out)) {
+        fprintf(stderr, "argus-shim: %s: the output directory's name is too long\n", dir);
+        return 1;
+    }
+    if (unlink(out) != 0 && errno != ENOENT) {
+        fprintf(stderr, "argus-shim: %s: cannot remove the old profile: %s\n", out, strerror(errno));
+        return 1;
+    }
+    size_t n = 0;
+    while (cmd[n])
+        n++;
+    char **av = calloc(n + 6, sizeof(char *));
+    if (av == NULL) {
+        fprintf(stderr, "argus-shim: out of memory\n");
+        return 1;
+    }
+    av[0] = tool;
+    av[1] = "capture";
+    av[2] = "-o";
+    av[3] = out;
+    av[4] = "--";
+    memcpy(av + 5, cmd, n * sizeof(char *));
+    fprintf(stderr, "argus-shim: --hw-metrics: run 1 of 2: %s capture -o %s -- %s ...\n", tool, out,
+            cmd[0]);
+    pid_t child = fork();
+    if (child < 0) {
+        fprintf(stderr, "argus-shim: fork failed: %s\n", strerror(errno));
+        free(av);
+        return 1;
+    }
+    if (child == 0) {
+        execv(tool, av);
+        fprintf(stderr, "argus-shim: cannot run %s: %s\n", tool, strerror(errno));
+        _exit(5);
+    }
+    free(av);
+    int status;
+    while (waitpid(child, &status, 0) < 0)
+        if (errno != EINTR) {
+            fprintf(stderr, "argus-shim: waiting for mosaic-profile failed: %s\n", strerror(errno));
+            return 1;
+        }
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    /* mosaic-profile's exit status (docs/profile-schema.md): 0 complete,
+     * 2 no kernel, 3 incomplete, 4 CMD failed, 5 cannot start. */
+    if (code == 4) {
+        fprintf(stderr, "argus-shim: --hw-metrics: %s failed under mosaic-profile capture (any "
+                        "partial profile is kept in %s); it is not run a second time\n",
+                cmd[0], out);
+        return 1;
+    }
+    if (code != 0 && code != 2 && code != 3) {
+        fprintf(stderr, "argus-shim: --hw-metrics: mosaic-profile capture could not run (exit "
+                        "%d, its message above); nothing was recorded\n",
+                code);
+        return 1;
+    }
+    char msg[MSG_LEN];
+    if (argus_metrics_load(m, out, msg, sizeof(msg)) != 0) {
+        fprintf(stderr, "argus-shim: --hw-metrics: %s; the recorded run goes on without hardware "
+                        "metrics\n",
+                msg);
+        return 0;
+    }
+    int perm = 0;
+    for (size_t i = 0; i < m->prof.n_problems; i++) {
+        const char *p = m->prof.problems[i];
+        if (strstr(p, "another CUPTI tool")) {
+            fprintf(stderr, "argus-shim: --hw-metrics: %s; CUPTI allows one subscriber per "
+                            "process, so argus-shim's recorder could not work either: nothing "
+                            "more was run (the capture's profile is %s)\n",
+                    p, out);
+            return 1;
+        }
+        perm |= strstr(p, "ERR_NVGPUCTRPERM") != NULL;
+    }
+    if (perm)
+        fprintf(stderr, "argus-shim: --hw-metrics: the GPU's performance counters are restricted to "
+                        "admin users (ERR_NVGPUCTRPERM): run as root, or load the nvidia module "
+                        "with NVreg_RestrictProfilingToAdminUsers=0; the partial profile (launch "
+                        "data, no counters) is kept in %s and joined, its kernels' counters marked "
+                        "missing\n",
+                out);
+    else if (!m->prof.complete)
+        fprintf(stderr, "argus-shim: --hw-metrics: the profile is incomplete (%zu problems, in %s "
+                        "and the report's metrics.profile_problems)\n",
+                m->prof.n_problems, out);
+    fprintf(stderr, "argus-shim: --hw-metrics: run 2 of 2: the recorded run\n");
+    return 0;
 }
 
 static int make_dir(const char *dir)
@@ -140,9 +296,9 @@ static int make_dir(const char *dir)
 
 int main(int argc, char **argv)
 {
-    const char *dir = "argus-shim.out", *replay = NULL;
+    const char *dir = "argus-shim.out", *replay = NULL, *profile = NULL;
     const char *pc_mode = "kernel_serialized", *pc_period = "12";
-    int nvtx = 0, kernels = 0, pcs = 0, i;
+    int nvtx = 0, kernels = 0, pcs = 0, hw = 0, i;
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--") == 0) {
             i++;
@@ -172,6 +328,10 @@ int main(int argc, char **argv)
             }
         } else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
             dir = argv[++i];
+        } else if (strcmp(argv[i], "--metrics") == 0 && i + 1 < argc) {
+            profile = argv[++i];
+        } else if (strcmp(argv[i], "--hw-metrics") == 0) {
+            hw = 1;
         } else if (strcmp(argv[i], "--replay") == 0 && i + 1 < argc) {
             replay = argv[++i];
         } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
@@ -183,12 +343,27 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    argus_metrics metrics;
+    argus_metrics_init(&metrics);
+    if (hw && (profile || replay)) {
+        fprintf(stderr, "argus-shim: --hw-metrics captures a profile by running CMD: it goes "
+                        "with neither --metrics nor --replay (replay with --metrics "
+                        "DIR/profile.json)\n");
+        return 2;
+    }
     if (replay) {
         if (i < argc) {
             fprintf(stderr, "argus-shim: --replay reads a recording; it runs no command\n");
             return 2;
         }
-        return make_dir(dir) != 0 || report(replay, dir) != 0 ? 1 : 0;
+        /* A refused profile leaves the regions: the report says why it has
+         * no metrics, and the exit status is 1. */
+        char msg[MSG_LEN];
+        if (profile)
+            argus_metrics_load(&metrics, profile, msg, sizeof(msg));
+        int rc = make_dir(dir) != 0 || report(replay, dir, profile ? &metrics : NULL) != 0 ? 1 : 0;
+        argus_metrics_free(&metrics);
+        return rc;
     }
     if (i >= argc) {
         fprintf(stderr, "argus-shim: no command: give it after --, e.g. argus-shim -- ./app\n");
@@ -216,6 +391,31 @@ int main(int argc, char **argv)
                 strerror(errno));
         return 1;
     }
+    const char *other_inj = getenv("CUDA_INJECTION64_PATH");
+    if (hw && other_inj && other_inj[0]) {
+        fprintf(stderr, "argus-shim: --hw-metrics: CUDA_INJECTION64_PATH names another tool (%s); "
+                        "CUPTI allows one subscriber per process, so neither the capture nor the "
+                        "recorder could work beside it: unset it; nothing was run\n",
+                other_inj);
+        return 1;
+    }
+    if (hw) {
+        int rc = hw_capture(dir, &argv[i], &metrics);
+        if (rc != 0) {
+            argus_metrics_free(&metrics);
+            return rc;
+        }
+        profile = metrics.path;
+    }
+    /* The profile is read before anything runs: a bad one costs no run. */
+    if (profile && !hw) {
+        char msg[MSG_LEN];
+        if (argus_metrics_load(&metrics, profile, msg, sizeof(msg)) != 0) {
+            fprintf(stderr, "argus-shim: --metrics: %s; nothing was run\n", msg);
+            argus_metrics_free(&metrics);
+            return 1;
+        }
+    }
     size_t off = 0;
     for (int k = i; k < argc && off < sizeof(cmdline); k++) {
         int n = snprintf(cmdline + off, sizeof(cmdline) - off, "%s%s", k > i ? " " : "", argv[k]);
@@ -238,6 +438,7 @@ int main(int argc, char **argv)
     pid_t child = fork();
     if (child < 0) {
         fprintf(stderr, "argus-shim: fork failed: %s\n", strerror(errno));
+        argus_metrics_free(&metrics);
         return 1;
     }
     if (child == 0) {
@@ -262,6 +463,7 @@ int main(int argc, char **argv)
     while (waitpid(child, &status, 0) < 0) {
         if (errno != EINTR) {
             fprintf(stderr, "argus-shim: waiting for %s failed: %s\n", argv[i], strerror(errno));
+            argus_metrics_free(&metrics);
             return 1;
         }
     }
@@ -270,6 +472,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "argus-shim: %s was killed by signal %d\n", argv[i], WTERMSIG(status));
     else if (code != 0)
         fprintf(stderr, "argus-shim: %s exited with status %d\n", argv[i], code);
+    if (access(events, F_OK) != 0)
+        argus_metrics_free(&metrics);
     if (code == 127 && access(events, F_OK) != 0)
         return 127;
     if (access(events, F_OK) != 0) {
@@ -278,6 +482,7 @@ int main(int argc, char **argv)
                 events);
         return code ? code : 1;
     }
-    int bad = report(events, dir);
+    int bad = report(events, dir, profile ? &metrics : NULL);
+    argus_metrics_free(&metrics);
     return code ? code : bad ? 1 : 0;
 }

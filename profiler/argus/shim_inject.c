@@ -184,13 +184,32 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     CUpti_Activity *rec = NULL;
     pthread_mutex_lock(&g_lock);
     while (g_out && cuptiActivityGetNextRecord(buf, valid, &rec) == CUPTI_SUCCESS) {
+        if (rec->kind == CUPTI_ACTIVITY_KIND_DEVICE) {
+            /* The GPU, so that a kernel profile of another GPU is never
+             * joined to these kernels (argus-shim --metrics). */
+            const CUpti_ActivityDevice5 *dv = (const CUpti_ActivityDevice5 *)rec;
+            fprintf(g_out, "{\"e\":\"device\",\"id\":%u,\"name\":", dv->id);
+            mosaic__json_fputs(g_out, dv->name && dv->name[0] ? dv->name : "(unnamed GPU)");
+            fprintf(g_out, ",\"sm_count\":%u,\"cc\":\"%u.%u\"}\n", dv->numMultiprocessors,
+                    dv->computeCapabilityMajor, dv->computeCapabilityMinor);
+            continue;
+        }
         if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && rec->kind != CUPTI_ACTIVITY_KIND_KERNEL)
             continue;
         const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)rec;
         fputs("{\"e\":\"kernel\",\"name\":", g_out);
         mosaic__json_fputs(g_out, k->name ? k->name : "(unnamed kernel)");
-        fprintf(g_out, ",\"corr\":%u,\"start\":%lld,\"end\":%lld,\"stream\":%u}\n", k->correlationId,
+        fprintf(g_out, ",\"corr\":%u,\"start\":%lld,\"end\":%lld,\"stream\":%u", k->correlationId,
                 rel(k->start), rel(k->end), k->streamId);
+        /* The launch configuration joins the kernel to its profile entry
+         * (argus-shim --metrics); CUPTI fills it for every kernel. */
+        if (k->gridX > 0 && k->gridY > 0 && k->gridZ > 0 && k->blockX > 0 && k->blockY > 0 &&
+            k->blockZ > 0)
+            fprintf(g_out, ",\"grid\":[%d,%d,%d],\"block\":[%d,%d,%d]", k->gridX, k->gridY,
+                    k->gridZ, k->blockX, k->blockY, k->blockZ);
+        if (k->dynamicSharedMemory >= 0)
+            fprintf(g_out, ",\"dsmem\":%d", k->dynamicSharedMemory);
+        fprintf(g_out, ",\"device\":%u}\n", k->deviceId);
     }
     size_t dropped = 0;
     if (g_out && cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped)
@@ -405,6 +424,9 @@ static const char *start_cupti(char *note, size_t len)
         cuptiUnsubscribe(g_sub);
         return "unavailable";
     }
+    /* Device records name the GPU (CUpti_ActivityDevice5); without them the
+     * report says the kernels' GPU was not checked. */
+    (void)cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DEVICE);
     g_cupti_on = 1;
     return "subscribed";
 }

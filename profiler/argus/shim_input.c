@@ -15,6 +15,8 @@
  *   {"e":"end","tid":T,"ts":NS,"id":R}
  *   {"e":"launch","tid":T,"ts":NS,"corr":C}            ("name" optional)
  *   {"e":"kernel","corr":C,"name":"...","start":NS,"end":NS,"stream":S}
+ *      optional: "grid":[X,Y,Z],"block":[X,Y,Z],"dsmem":BYTES,"device":ID
+ *   {"e":"device","id":ID,"name":"NVIDIA H200","sm_count":132,"cc":"9.0"}
  *   {"e":"cupti","state":"...","note":"..."}  CUPTI's state, told at cuInit
  *   {"e":"dropped","count":N}                 CUPTI dropped N records
  *   {"e":"unavailable","what":"...","why":"..."} a signal the run lacked
@@ -34,6 +36,7 @@
 #include "argus_internal.h"
 #include "core.h"
 #include "json.h"
+#include "mosaic/profile.h"
 
 #define SHIM_MAX_FILE (1L << 30)
 #define SHIM_MAX_NAME 4096
@@ -158,6 +161,94 @@ static int get_str(const cJSON *doc, const char *key, int required, const char *
                        v == NULL ? "missing; a name is required for this event"
                                  : "expected a non-empty string shorter than 4096 bytes");
     *out = v->valuestring;
+    return 0;
+}
+
+/* An optional launch-dimension triple ("grid", "block"): three whole
+ * numbers from 1 to 2^31 - 1 (CUDA's limits are lower; a 0 is no launch). */
+static int get_dims(const cJSON *doc, const char *key, int *have, int64_t v[3],
+                    const char *where, char *err, size_t errlen)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(doc, key);
+    *have = 0;
+    if (a == NULL)
+        return 0;
+    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) != 3)
+        return fmt_err(err, errlen, where, key, "expected [x, y, z], three whole numbers");
+    for (int i = 0; i < 3; i++) {
+        const cJSON *e = cJSON_GetArrayItem(a, i);
+        double d = cJSON_IsNumber(e) ? e->valuedouble : -1;
+        if (!(d >= 1) || d > 2147483647.0 || floor(d) != d)
+            return fmt_err(err, errlen, where, key,
+                           "expected [x, y, z], whole numbers from 1 to 2^31 - 1");
+        v[i] = (int64_t)d;
+    }
+    *have = 1;
+    return 0;
+}
+
+/* The launch configuration and device of a kernel line (all optional:
+ * recordings made before them read unchanged). */
+static int kernel_cfg(const cJSON *doc, argus_shim_event *e, const char *where, char *err,
+                      size_t errlen)
+{
+    uint64_t v = 0;
+    int rc;
+    if ((rc = get_dims(doc, "grid", &e->have_grid, e->grid, where, err, errlen)) != 0 ||
+        (rc = get_dims(doc, "block", &e->have_block, e->block, where, err, errlen)) != 0)
+        return rc;
+    if (cJSON_GetObjectItemCaseSensitive(doc, "dsmem")) {
+        if ((rc = get_u64(doc, "dsmem", 1, &v, where, err, errlen)) != 0)
+            return rc;
+        if (v > (1u << 30))
+            return fmt_err(err, errlen, where, "dsmem", "dynamic shared memory over 1 GiB");
+        e->have_dsmem = 1;
+        e->dsmem = (int64_t)v;
+    }
+    if (cJSON_GetObjectItemCaseSensitive(doc, "device")) {
+        if ((rc = get_u64(doc, "device", 1, &v, where, err, errlen)) != 0)
+            return rc;
+        if (v > UINT32_MAX)
+            return fmt_err(err, errlen, where, "device", "expected a 32-bit device ID");
+        e->have_device = 1;
+        e->device = (uint32_t)v;
+    }
+    return 0;
+}
+
+static void copy_str(char *dst, size_t len, const char *src);
+
+/* {"e":"device","id":N,"name":"...","sm_count":S,"cc":"M.m"}: a device CUPTI
+ * reported. The same ID twice must say the same. */
+static int device_line(argus_shim_input *in, const cJSON *doc, const char *where, char *err,
+                       size_t errlen)
+{
+    uint64_t id = 0, sms = 0;
+    const char *name, *cc;
+    int rc;
+    if ((rc = get_u64(doc, "id", 1, &id, where, err, errlen)) != 0 ||
+        (rc = get_str(doc, "name", 1, &name, where, err, errlen)) != 0 ||
+        (rc = get_u64(doc, "sm_count", 1, &sms, where, err, errlen)) != 0 ||
+        (rc = get_str(doc, "cc", 1, &cc, where, err, errlen)) != 0)
+        return rc;
+    if (id > UINT32_MAX)
+        return fmt_err(err, errlen, where, "id", "expected a 32-bit device ID");
+    if (sms < 1 || sms > MOSAIC_GPU_MAX_SMS)
+        return fmt_err(err, errlen, where, "sm_count", "expected 1 to 1024 SMs");
+    for (size_t i = 0; i < in->ndevices; i++)
+        if (in->devices[i].id == id) {
+            if (strcmp(in->devices[i].name, name) != 0 || in->devices[i].sm_count != (int64_t)sms)
+                return fmt_err(err, errlen, where, "id",
+                               "this device ID was recorded before as another GPU");
+            return 0;
+        }
+    if (in->ndevices >= ARGUS_SHIM_MAX_DEVICES)
+        return fmt_err(err, errlen, where, "id", "more than 16 devices in one recording");
+    in->devices[in->ndevices].id = (uint32_t)id;
+    copy_str(in->devices[in->ndevices].name, sizeof(in->devices[0].name), name);
+    in->devices[in->ndevices].sm_count = (int64_t)sms;
+    copy_str(in->devices[in->ndevices].cc, sizeof(in->devices[0].cc), cc);
+    in->ndevices++;
     return 0;
 }
 
@@ -487,6 +578,8 @@ static int on_line(void *ctx, const char *where, long line, cJSON *doc, char *er
             in->dropped += n;
             return 0;
         }
+        if (strcmp(kind->valuestring, "device") == 0)
+            return device_line(in, doc, where, err, errlen);
         if (strcmp(kind->valuestring, "cupti") == 0) {
             /* What CUPTI allowed, told at cuInit (NVTX may have opened
              * the recording before CUDA started). */
@@ -516,8 +609,8 @@ static int on_line(void *ctx, const char *where, long line, cJSON *doc, char *er
         }
         return fmt_err(err, errlen, where, "e",
                        "unknown event kind; expected push, pop, start, end, launch, kernel, "
-                       "dnode, region, armed, cupti, dropped, unavailable, pcs, stall, module, pc, "
-                       "pcline or pcs_totals");
+                       "dnode, region, armed, cupti, device, dropped, unavailable, pcs, stall, "
+                       "module, pc, pcline or pcs_totals");
     }
     uint64_t stream = 0;
     switch (e.kind) {
@@ -533,7 +626,8 @@ static int on_line(void *ctx, const char *where, long line, cJSON *doc, char *er
             (rc = get_u64(doc, "corr", 1, &e.id, where, err, errlen)) != 0 ||
             (rc = get_time(doc, "start", c->t0, &e.start, where, err, errlen)) != 0 ||
             (rc = get_time(doc, "end", c->t0, &e.end, where, err, errlen)) != 0 ||
-            (rc = get_u64(doc, "stream", 0, &stream, where, err, errlen)) != 0)
+            (rc = get_u64(doc, "stream", 0, &stream, where, err, errlen)) != 0 ||
+            (rc = kernel_cfg(doc, &e, where, err, errlen)) != 0)
             return rc;
         if (e.end < e.start)
             return fmt_err(err, errlen, where, "end", "a kernel cannot end before it starts");

@@ -19,6 +19,10 @@
  *       CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED (another tool holds
  *       CUPTI), as the real one does under nsys or ncu
  *   FAKE_CUPTI_DROPPED=N  cuptiActivityGetNumDroppedRecords reports N once
+ *   FAKE_CUPTI_GRID=X,Y,Z FAKE_CUPTI_BLOCK=X,Y,Z FAKE_CUPTI_DSMEM=N  the launch
+ *       configuration of every kernel record (unset: zeros, no configuration)
+ *   FAKE_CUPTI_DEVICE=NAME FAKE_CUPTI_SMS=N  the device record given when
+ *       CUPTI_ACTIVITY_KIND_DEVICE is enabled (default NVIDIA H200, 132 SMs)
  *
  * PC sampling (cupti_pcsampling.h), fed from a recorded sample set rather
  * than a GPU: fake_cupti_context_create() and fake_cupti_module_load(PATH)
@@ -56,6 +60,11 @@ static unsigned char g_res_enabled[64];
 static CUpti_BuffersCallbackRequestFunc g_req;
 static CUpti_BuffersCallbackCompleteFunc g_done;
 static int g_kernels_on;
+/* Records of every kind sit in slots of one size, as the walk below steps. */
+#define REC_STRIDE                                                             \
+    (sizeof(CUpti_ActivityKernel10) > sizeof(CUpti_ActivityDevice5)           \
+         ? sizeof(CUpti_ActivityKernel10)                                      \
+         : sizeof(CUpti_ActivityDevice5))
 static uint8_t *g_buf;
 static size_t g_size, g_valid;
 static uint32_t g_corr;
@@ -132,9 +141,35 @@ EXPORT CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallback
     return CUPTI_SUCCESS;
 }
 
+static uint8_t *record_slot(void);
+
+/* CUPTI gives a device record for each device once the kind is enabled. */
+static void device_record(void)
+{
+    static char name[256];
+    const char *n = getenv("FAKE_CUPTI_DEVICE"), *sms = getenv("FAKE_CUPTI_SMS");
+    snprintf(name, sizeof(name), "%s", n && n[0] ? n : "NVIDIA H200");
+    CUpti_ActivityDevice5 *d = (CUpti_ActivityDevice5 *)record_slot();
+    if (d == NULL)
+        return;
+    memset(d, 0, sizeof(*d));
+    d->kind = CUPTI_ACTIVITY_KIND_DEVICE;
+    d->name = name;
+    d->id = 0;
+    d->numMultiprocessors = sms && sms[0] ? (uint32_t)strtoul(sms, NULL, 10) : 132;
+    d->computeCapabilityMajor = 9;
+    d->computeCapabilityMinor = 0;
+}
+
 EXPORT CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind)
 {
-    if (kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || g_req == NULL)
+    if (g_req == NULL)
+        return CUPTI_ERROR_NOT_INITIALIZED;
+    if (kind == CUPTI_ACTIVITY_KIND_DEVICE) {
+        device_record();
+        return CUPTI_SUCCESS;
+    }
+    if (kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
         return CUPTI_ERROR_NOT_INITIALIZED;
     g_kernels_on = 1;
     return CUPTI_SUCCESS;
@@ -161,8 +196,8 @@ EXPORT CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag)
 EXPORT CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t *buffer, size_t valid,
                                                        CUpti_Activity **record)
 {
-    uint8_t *next = *record == NULL ? buffer : (uint8_t *)*record + sizeof(CUpti_ActivityKernel10);
-    if (next + sizeof(CUpti_ActivityKernel10) > buffer + valid)
+    uint8_t *next = *record == NULL ? buffer : (uint8_t *)*record + REC_STRIDE;
+    if (next + REC_STRIDE > buffer + valid)
         return CUPTI_ERROR_MAX_LIMIT_REACHED;
     *record = (CUpti_Activity *)next;
     return CUPTI_SUCCESS;
@@ -194,25 +229,56 @@ static void api_enter(CUpti_CallbackId cbid, const char *fn, const char *symbol,
 }
 
 /* One kernel activity record with correlation ID corr. */
-static int kernel_record(const char *name, uint32_t corr, uint32_t stream, uint64_t dur_ns)
+/* The next record's slot in the current buffer (a new one asked for when
+ * it is full), or NULL. */
+static uint8_t *record_slot(void)
 {
-    if (!g_kernels_on)
-        return 0;
-    if (g_buf && g_valid + sizeof(CUpti_ActivityKernel10) > g_size)
+    if (g_buf && g_valid + REC_STRIDE > g_size)
         complete();
     if (g_buf == NULL) {
         size_t maxrec = 0;
         g_req(&g_buf, &g_size, &maxrec);
         g_valid = 0;
         if (g_buf == NULL)
-            return -1;
+            return NULL;
     }
-    CUpti_ActivityKernel10 *k = (CUpti_ActivityKernel10 *)(g_buf + g_valid);
-    memset(k, 0, sizeof(*k));
-    k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    uint8_t *slot = g_buf + g_valid;
+    memset(slot, 0, REC_STRIDE);
+    g_valid += REC_STRIDE;
+    return slot;
+}
+
+/* "X,Y,Z" from the environment into v (zeros when unset or malformed). */
+static void env_dims(const char *var, int32_t v[3])
+{
+    const char *s = getenv(var);
+    v[0] = v[1] = v[2] = 0;
+    if (s && sscanf(s, "%d,%d,%d", &v[0], &v[1], &v[2]) != 3)
+        v[0] = v[1] = v[2] = 0;
+}
+
+static int kernel_record(const char *name, uint32_t corr, uint32_t stream, uint64_t dur_ns)
+{
+    if (!g_kernels_on)
+        return 0;
+    CUpti_ActivityKernel10 *k = (CUpti_ActivityKernel10 *)record_slot();
+    if (k == NULL)
+        return -1;
+    int32_t grid[3], block[3];
+    env_dims("FAKE_CUPTI_GRID", grid);
+    env_dims("FAKE_CUPTI_BLOCK", block);
+    const char *ds = getenv("FAKE_CUPTI_DSMEM");
+    k->gridX = grid[0];
+    k->gridY = grid[1];
+    k->gridZ = grid[2];
+    k->blockX = block[0];
+    k->blockY = block[1];
+    k->blockZ = block[2];
+    k->dynamicSharedMemory = ds && ds[0] ? (int32_t)strtol(ds, NULL, 10) : -1;
     size_t len = strlen(name) + 1;
     if (g_names_used + len > sizeof(g_names))
-        return -1;
+        return -1; /* the slot stays kind 0, which the recorder skips */
+    k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
     memcpy(g_names + g_names_used, name, len);
     k->name = g_names + g_names_used;
     g_names_used += len;
@@ -221,7 +287,6 @@ static int kernel_record(const char *name, uint32_t corr, uint32_t stream, uint6
     k->start = g_clock + 5;
     k->end = k->start + dur_ns;
     g_clock = k->end + 1;
-    g_valid += sizeof(*k);
     return 0;
 }
 
