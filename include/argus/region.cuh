@@ -33,14 +33,20 @@
  *   is the root; the decoder nests them under the caller's region at run
  *   time.
  *
- * Cost per marker (enabled): one %clock64 read (CS2R, fixed latency) and
- * one 8-byte store, both predicated on the warp's write flag (set in lane
- * 0 of an armed warp only), the index mask and address arithmetic: about
- * 8 SASS instructions and 16 encoded stall cycles on sm_90, armed or not
- * (docs/argus.md has the measured totals); nothing a warp waits for (no
- * S2UR clock read, no load: the descriptor is read once, at
- * ARGUS_CTA_BEGIN), no atomics. %globaltimer
- * and %smid are read only at ARGUS_CTA_BEGIN and ARGUS_CTA_END.
+ * Cost per marker (enabled), in ptxas 13.0's SASS for sm_90: one %clock64
+ * read (CS2R, fixed latency), the ring index and address (LOP3 with the
+ * mask in a uniform register, IMAD.WIDE), the record's high word (MOV),
+ * one 8-byte store predicated on the warp's write flag (set in lane 0 of
+ * an armed warp only; ptxas keeps it in a predicate register) and the
+ * count's add: 6.5 instructions and 15 encoded stall cycles per marker in
+ * the Fig. 14a compute kernel, armed or not; three registers and a
+ * predicate held across the kernel's loops, and the Fig. 14a load loop
+ * keeps as many loads in flight as without markers (docs/argus.md, "What a
+ * marker costs"; tests/argus/check_ptx.sh gates both). Nothing a warp
+ * waits for at a marker (no S2UR clock read; the mask is a fixed-latency
+ * ULDC, or, where ptxas keeps it in a vector register, one LDC per warp
+ * for all markers), no atomics.
+ * %globaltimer and %smid are read only at ARGUS_CTA_BEGIN and ARGUS_CTA_END.
  *
  * The host finds the descriptor through the module's global symbol
  * ARGUS_DESC_SYMBOL ("argus_desc_v1", cuModuleGetGlobal / cuLibraryGetGlobal)
@@ -50,8 +56,9 @@
  * ARGUS_DESC_EXTERN in every translation unit but one.
  *
  * Tested with nvcc 13.0 for sm_90 (PTX and SASS checked by
- * tests/argus/check_ptx.sh); run on an H200 (driver 580.159.04) by
- * scripts/gpu/argus16_run.sh (docs/results/2026-12-01-argus16/).
+ * tests/argus/check_ptx.sh); design 1 run on an H200 (driver 580.159.04)
+ * by scripts/gpu/argus16_run.sh (docs/results/2026-12-02-gpu/), design 2
+ * not yet (that script times both in one call).
  */
 #ifndef ARGUS_REGION_CUH
 #define ARGUS_REGION_CUH
@@ -187,6 +194,18 @@ __device__ __forceinline__ uint32_t smid()
     return s;
 }
 
+/* The slot header's *_start fields, written by the warp's writer at
+ * ARGUS_CTA_BEGIN; the magic last. */
+__device__ __forceinline__ void start_slot(argus_slot_header *h, uint32_t cta, uint32_t warp)
+{
+    h->cta = cta;
+    h->warp = warp;
+    h->smid_start = smid();
+    h->gt_start = globaltimer();
+    h->clk_start = clock64r();
+    h->magic = ARGUS_SLOT_MAGIC;
+}
+
 #if ARGUS_MARKER_DESIGN == 2
 /* The slot header of this thread's warp if this thread is the warp's
  * writer (lane 0 of a warp inside an armed launch of the armed shape),
@@ -218,12 +237,7 @@ __device__ __forceinline__ Warp cta_begin()
     w.on = h != 0;
     if (h) {
         w.ring = (unsigned long long *)((char *)h + ARGUS_SLOT_HEADER_BYTES);
-        h->cta = cta;
-        h->warp = warp;
-        h->smid_start = smid();
-        h->gt_start = globaltimer();
-        h->clk_start = clock64r();
-        h->magic = ARGUS_SLOT_MAGIC;
+        start_slot(h, cta, warp);
     }
     return w;
 }
@@ -252,12 +266,7 @@ __device__ __forceinline__ Warp cta_begin()
         w.rec = (unsigned long long *)(base + ARGUS_SLOT_HEADER_BYTES);
         w.mask = cap_mask;
         argus_slot_header *h = (argus_slot_header *)base;
-        h->cta = cta;
-        h->warp = warp;
-        h->smid_start = smid();
-        h->gt_start = globaltimer();
-        h->clk_start = clock64r();
-        h->magic = ARGUS_SLOT_MAGIC;
+        start_slot(h, cta, warp);
     }
     return w;
 }
@@ -285,8 +294,9 @@ __device__ __forceinline__ Warp cta_begin()
  * count is advanced by an inline-PTX add: LLVM, seeing `n++`, folds the
  * count into the induction variable of a loop around the markers (n = 2r
  * in the Fig. 14a kernels) and ptxas then tests the loop's exit after the
- * END marker on the count, exposing the predicate-to-branch latency (11
- * encoded stall cycles per region in design 1's SASS).
+ * END marker on the count, exposing the predicate-to-branch latency (with
+ * `n++` the compute kernel's region costs 112 encoded stall cycles, with
+ * the add 96; marker-free 66).
  *
  * A warp sync stands between a preceding __syncthreads and the clock read
  * (ARGUS__CLOCK_FENCE): on sm_90 bar.sync is BAR.SYNC.DEFER_BLOCKING, and
