@@ -138,16 +138,16 @@ namespace argus {
  * occupancy takes from the kernel: the Fig. 14a load loop (16 loads
  * unrolled, 32 registers in every build) keeps 7 loads in flight before
  * its first wait and waits twice per 16 loads without markers; design 1
- * (five registers live, two of them the clock words that a predicated
- * read leaves behind) kept 4 and waited 4 times, and the five-register
- * design the H200 measured (2026-12-02: +118% at 42 us) kept 1 and waited
- * 6 times. Design 2 holds three registers and a predicate: the ring
+ * (four registers of state, and the stale clock words that its predicated
+ * clock read keeps live at each marker site) kept 4 and waited 4 times,
+ * and the five-register design the H200 measured (98e9fc0, 2026-12-02:
+ * +118% at 42 us) kept 1 and waited 6 times. Design 2 holds three registers and a predicate: the ring
  * pointer, the record count, and the write flag, which ptxas keeps in a
  * predicate register, so that a marker makes no test of its own. The
  * ring mask is read from the descriptor at each marker: ptxas loads it
  * once per loop into a uniform register (ULDC, fixed latency; the
  * uniform file is not part of the 32-register budget), which
- * tests/argus/check_ptx.sh checks (no LDC of c[0x3] in a marker). Only
+ * tests/argus/check_ptx.sh checks (no LDC of c[0x3] per marker). Only
  * lane 0 of an armed warp writes, so only lane 0 holds a ring pointer and
  * the flag. (tests/argus/check_ptx.sh and docs/argus.md have the SASS
  * counts of both designs.) */
