@@ -33,14 +33,20 @@
  *   is the root; the decoder nests them under the caller's region at run
  *   time.
  *
- * Cost per marker (enabled): one %clock64 read (CS2R, fixed latency) and
- * one 8-byte store, both predicated on the warp's write flag (set in lane
- * 0 of an armed warp only), the index mask and address arithmetic: about
- * 8 SASS instructions and 16 encoded stall cycles on sm_90, armed or not
- * (docs/argus.md has the measured totals); nothing a warp waits for (no
- * S2UR clock read, no load: the descriptor is read once, at
- * ARGUS_CTA_BEGIN), no atomics. %globaltimer
- * and %smid are read only at ARGUS_CTA_BEGIN and ARGUS_CTA_END.
+ * Cost per marker (enabled), in ptxas 13.0's SASS for sm_90: one %clock64
+ * read (CS2R, fixed latency), the ring index and address (LOP3 with the
+ * mask in a uniform register, IMAD.WIDE), the record's high word (MOV),
+ * one 8-byte store predicated on the warp's write flag (set in lane 0 of
+ * an armed warp only; ptxas keeps it in a predicate register) and the
+ * count's add: 6.5 instructions and 15 encoded stall cycles per marker in
+ * the Fig. 14a compute kernel, armed or not; three registers and a
+ * predicate held across the kernel's loops, and the Fig. 14a load loop
+ * keeps as many loads in flight as without markers (docs/argus.md, "What a
+ * marker costs"; tests/argus/check_ptx.sh gates both). Nothing a warp
+ * waits for at a marker (no S2UR clock read; the mask is a fixed-latency
+ * ULDC, or, where ptxas keeps it in a vector register, one LDC per warp
+ * for all markers), no atomics.
+ * %globaltimer and %smid are read only at ARGUS_CTA_BEGIN and ARGUS_CTA_END.
  *
  * The host finds the descriptor through the module's global symbol
  * ARGUS_DESC_SYMBOL ("argus_desc_v1", cuModuleGetGlobal / cuLibraryGetGlobal)
@@ -50,8 +56,9 @@
  * ARGUS_DESC_EXTERN in every translation unit but one.
  *
  * Tested with nvcc 13.0 for sm_90 (PTX and SASS checked by
- * tests/argus/check_ptx.sh); run on an H200 (driver 580.159.04) by
- * scripts/gpu/argus16_run.sh (docs/results/2026-12-01-argus16/).
+ * tests/argus/check_ptx.sh); design 1 run on an H200 (driver 580.159.04)
+ * by scripts/gpu/argus16_run.sh (docs/results/2026-12-02-gpu/), design 2
+ * not yet (that script times both in one call).
  */
 #ifndef ARGUS_REGION_CUH
 #define ARGUS_REGION_CUH
@@ -114,48 +121,60 @@ __constant__ argus_device_desc argus_desc_v1 = {0, 0, 0, 0, 0};
 
 namespace argus {
 
-/* One warp's writer state, kept in registers: four of them, since every
- * register the markers hold across a kernel's loops is one that ptxas's
- * budget for full occupancy takes from the kernel (in ptxas 13.0's SASS of
- * the Fig. 14a load loop a fifth, a separate write flag, left one load in
- * flight where four registers leave four and no markers seven; the H200
- * measured that loop 2.3x slower with five, unarmed or armed).
- * Only lane 0 of an armed warp writes, so only lane 0 holds a ring pointer
- * and a mask: elsewhere both are 0, the record's address is NULL, and that
- * address is the single test a marker makes. */
+/* ARGUS_MARKER_DESIGN picks the device writer: 2, the default (below), or
+ * 1, the previous design (c400b64: the ring mask in a register and the
+ * clock read predicated), kept only so that scripts/gpu/argus16_run.sh
+ * can time both in one device call; both write the same records. Remove
+ * design 1 once the H200 has measured the two side by side (issue 16). */
+#if !defined(ARGUS_MARKER_DESIGN)
+#define ARGUS_MARKER_DESIGN 2
+#endif
+#if ARGUS_MARKER_DESIGN != 1 && ARGUS_MARKER_DESIGN != 2
+#error "ARGUS_MARKER_DESIGN: 2 (the default) or 1 (the previous design, for timing it)"
+#endif
+
+/* One warp's writer state, kept in registers across the kernel's loops,
+ * where every register it holds is one that ptxas's budget for full
+ * occupancy takes from the kernel: the Fig. 14a load loop (16 loads
+ * unrolled, 32 registers in every build) keeps 7 loads in flight before
+ * its first wait and waits twice per 16 loads without markers; design 1
+ * (four registers of state, and the stale clock words that its predicated
+ * clock read keeps live at each marker site) kept 4 and waited 4 times,
+ * and the five-register design the H200 measured (98e9fc0, 2026-12-02:
+ * +118% at 42 us) kept 1 and waited 6 times. Design 2 holds three registers and a predicate: the ring
+ * pointer, the record count, and the write flag, which ptxas keeps in a
+ * predicate register, so that a marker makes no test of its own. The
+ * ring mask is read from the descriptor at each marker: ptxas loads it
+ * once per loop into a uniform register (ULDC, fixed latency; the
+ * uniform file is not part of the 32-register budget), which
+ * tests/argus/check_ptx.sh checks (no LDC of c[0x3] per marker). Only
+ * lane 0 of an armed warp writes, so only lane 0 holds a ring pointer and
+ * the flag. (tests/argus/check_ptx.sh and docs/argus.md have the SASS
+ * counts of both designs.) */
+#if ARGUS_MARKER_DESIGN == 2
+struct Warp {
+    unsigned long long *ring; /* lane 0 of a writing warp: its slot's records; else NULL */
+    uint32_t n;               /* records written so far */
+    uint32_t on;              /* 1 in lane 0 of a writing warp, else 0 */
+};
+#else
 struct Warp {
     unsigned long long *rec; /* lane 0: the slot's record ring; else NULL */
     uint32_t n;              /* records written so far */
     uint32_t mask;           /* lane 0: records per slot - 1; else 0 */
 };
 
-/* Hides a value's origin from ptxas, so that it stays in the register it
- * was computed into. Without it, ptxas rematerialises `mask` from
- * __constant__ memory at every marker (an LDC, a variable-latency load that
- * the index arithmetic then waits for). An empty asm is not enough: it
- * leaves no instruction in the PTX, and ptxas sees the ld.const again. Two
- * bit reversals are the identity, cost two instructions once per warp, and
- * ptxas (13.0) does not fold them; tests/argus/check_ptx.sh fails if a
- * marker reads the descriptor again. */
+/* Design 1 only: hides the mask's origin from ptxas (two bit reversals
+ * are the identity and ptxas 13.0 does not fold them), so that it stays in
+ * the register it was computed into instead of an LDC per marker. */
 __device__ __forceinline__ uint32_t opaque(uint32_t v)
 {
     asm("brev.b32 %0, %0;" : "+r"(v));
     asm("brev.b32 %0, %0;" : "+r"(v));
     return v;
 }
+#endif
 
-/* The low 32 bits of the SM clock, read as the low half of %clock64: on
- * sm_90, ptxas turns `mov.u32 %clock` into S2UR SR_CLOCKLO, a variable-
- * latency read that the next use of its result waits for on a scoreboard
- * (the first H200 run measured about 70 cycles per marker, armed or not),
- * and %clock64 into CS2R, a fixed-latency read of a few cycles
- * (tests/argus/check_ptx.sh shows which one the build has). */
-__device__ __forceinline__ uint32_t clock32()
-{
-    unsigned long long c;
-    asm volatile("mov.u64 %0, %%clock64;" : "=l"(c));
-    return (uint32_t)c;
-}
 __device__ __forceinline__ unsigned long long clock64r()
 {
     unsigned long long c;
@@ -175,11 +194,60 @@ __device__ __forceinline__ uint32_t smid()
     return s;
 }
 
+/* The slot header's *_start fields, written by the warp's writer at
+ * ARGUS_CTA_BEGIN; the magic last. */
+__device__ __forceinline__ void start_slot(argus_slot_header *h, uint32_t cta, uint32_t warp)
+{
+    h->cta = cta;
+    h->warp = warp;
+    h->smid_start = smid();
+    h->gt_start = globaltimer();
+    h->clk_start = clock64r();
+    h->magic = ARGUS_SLOT_MAGIC;
+}
+
+#if ARGUS_MARKER_DESIGN == 2
+/* The slot header of this thread's warp if this thread is the warp's
+ * writer (lane 0 of a warp inside an armed launch of the armed shape),
+ * else NULL; *cta and *warp get the linear CTA and warp indices. A launch
+ * shaped unlike the one the host armed writes nothing past its slots (the
+ * decoder reports the slots it finds misplaced). */
+__device__ __forceinline__ argus_slot_header *writer_slot(uint32_t *cta, uint32_t *warp)
+{
+    uint32_t tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    *warp = tid >> 5;
+    *cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    uint32_t slot = *cta * argus_desc_v1.warps_per_cta + *warp;
+    if ((tid & 31u) != 0 || argus_desc_v1.slots == 0 || *warp >= argus_desc_v1.warps_per_cta ||
+        slot >= argus_desc_v1.nslots)
+        return 0;
+    size_t stride = ARGUS_SLOT_HEADER_BYTES + ((size_t)argus_desc_v1.cap_mask + 1) * 8u;
+    return (argus_slot_header *)((char *)argus_desc_v1.slots + (size_t)slot * stride);
+}
+#endif
+
+#if ARGUS_MARKER_DESIGN == 2
+__device__ __forceinline__ Warp cta_begin()
+{
+    Warp w;
+    uint32_t cta, warp;
+    argus_slot_header *h = writer_slot(&cta, &warp);
+    w.n = 0;
+    w.ring = 0;
+    w.on = h != 0;
+    if (h) {
+        w.ring = (unsigned long long *)((char *)h + ARGUS_SLOT_HEADER_BYTES);
+        start_slot(h, cta, warp);
+    }
+    return w;
+}
+#else
 __device__ __forceinline__ argus_slot_header *slot_header(unsigned long long *rec)
 {
     return (argus_slot_header *)((char *)rec - ARGUS_SLOT_HEADER_BYTES);
 }
 
+/* Design 1's own, as it was (c400b64), so that its SASS is the one timed. */
 __device__ __forceinline__ Warp cta_begin()
 {
     Warp w;
@@ -187,14 +255,10 @@ __device__ __forceinline__ Warp cta_begin()
     uint32_t warp = tid >> 5;
     uint32_t cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
     uint32_t slot = cta * argus_desc_v1.warps_per_cta + warp;
-    /* The descriptor is read here, once per warp, into registers; markers
-     * do not touch __constant__ memory. */
     uint32_t cap_mask = opaque(argus_desc_v1.cap_mask);
     w.n = 0;
     w.mask = 0;
     w.rec = 0;
-    /* A launch shaped unlike the one the host armed writes nothing past
-     * its slots (the decoder reports the slots it finds misplaced). */
     if ((tid & 31u) == 0 && argus_desc_v1.slots != 0 && warp < argus_desc_v1.warps_per_cta &&
         slot < argus_desc_v1.nslots) {
         size_t stride = ARGUS_SLOT_HEADER_BYTES + ((size_t)cap_mask + 1) * 8u;
@@ -202,22 +266,18 @@ __device__ __forceinline__ Warp cta_begin()
         w.rec = (unsigned long long *)(base + ARGUS_SLOT_HEADER_BYTES);
         w.mask = cap_mask;
         argus_slot_header *h = (argus_slot_header *)base;
-        h->cta = cta;
-        h->warp = warp;
-        h->smid_start = smid();
-        h->gt_start = globaltimer();
-        h->clk_start = clock64r();
-        h->magic = ARGUS_SLOT_MAGIC;
+        start_slot(h, cta, warp);
     }
     return w;
 }
+#endif
 
-/* A marker is one predicated clock read and one predicated 8-byte store,
- * written in PTX so that ptxas keeps them predicated on the warp's write
- * flag rather than branching around them: inside a branch ptxas reads the
- * 32-bit clock with S2UR, a variable-latency read that the store then
- * waits for on a scoreboard (the first H200 run measured about 70 cycles
- * per marker, armed or not); predicated on a per-lane flag it must use
+/* A marker is a clock read and one predicated 8-byte store, written in
+ * PTX so that ptxas keeps the store predicated on the warp's write flag
+ * rather than branching around it: inside a branch ptxas reads the 32-bit
+ * clock with S2UR, a variable-latency read that the store then waits for
+ * on a scoreboard (the first H200 run measured about 70 cycles per
+ * marker, armed or not); in straight-line code it reads %clock64 with
  * CS2R, a fixed-latency read of a few cycles. The clock is read right
  * before the store, after the index arithmetic, so that the record's time
  * is as close to the marker's place as the code allows. The record is
@@ -226,6 +286,17 @@ __device__ __forceinline__ Warp cta_begin()
  * nothing in the kernel reads the ring, and a clobber would stop the
  * compiler from keeping the kernel's own values in registers across the
  * marker.
+ *
+ * Design 2 reads the clock unpredicated: ptxas executes a predicated
+ * CS2R unpredicated anyway and then selects (SEL) between the clock and
+ * the registers' old contents, which it must then keep live across the
+ * kernel's loops (design 1: two registers per marker site). The record
+ * count is advanced by an inline-PTX add: LLVM, seeing `n++`, folds the
+ * count into the induction variable of a loop around the markers (n = 2r
+ * in the Fig. 14a kernels) and ptxas then tests the loop's exit after the
+ * END marker on the count, exposing the predicate-to-branch latency (with
+ * `n++` the compute kernel's region costs 112 encoded stall cycles, with
+ * the add 96; marker-free 66).
  *
  * A warp sync stands between a preceding __syncthreads and the clock read
  * (ARGUS__CLOCK_FENCE): on sm_90 bar.sync is BAR.SYNC.DEFER_BLOCKING, and
@@ -238,9 +309,11 @@ __device__ __forceinline__ Warp cta_begin()
  * waits but costs 57 (and failed 3 of argus16's 82 truth checks where
  * the warp sync failed none). On the warp-uniform path a marker must be
  * on, the sync is a NOP; ptxas adds a convergence test and an out-of-line
- * copy of the marker for a warp that is not converged. ARGUS_CLOCK_FENCE_KIND
- * picks: 2 `bar.warp.sync -1` (the default), 1 `nanosleep.u32 0`, 0 none
- * (a marker after a barrier then dates it early).
+ * copy of the marker for a warp that is not converged, and drops the sync
+ * where it can prove the warp converged (the Fig. 14a kernels: no
+ * WARPSYNC in their SASS). ARGUS_CLOCK_FENCE_KIND picks: 2 `bar.warp.sync
+ * -1` (the default), 1 `nanosleep.u32 0`, 0 none (a marker after a
+ * barrier then dates it early).
  */
 #if !defined(ARGUS_CLOCK_FENCE_KIND)
 #define ARGUS_CLOCK_FENCE_KIND 2
@@ -256,11 +329,27 @@ __device__ __forceinline__ Warp cta_begin()
 #endif
 __device__ __forceinline__ void emit(Warp &w, uint32_t kind, uint32_t value)
 {
+#if ARGUS_MARKER_DESIGN == 2
+    uint32_t hi = (kind << ARGUS_VALUE_BITS) | (value & ARGUS_VALUE_MASK);
+    /* Outside the writer lane ring is NULL: the address is garbage there,
+     * and never stored to. */
+    unsigned long long *p = w.ring + (w.n & argus_desc_v1.cap_mask);
+    asm volatile("{\n\t"
+                 ".reg .pred argus_p;\n\t"
+                 ".reg .b64 argus_c;\n\t"
+                 ".reg .b32 argus_l;\n\t"
+                 ARGUS__CLOCK_FENCE
+                 "setp.ne.u32 argus_p, %2, 0;\n\t"
+                 "mov.u64 argus_c, %%clock64;\n\t"
+                 "cvt.u32.u64 argus_l, argus_c;\n\t"
+                 "@argus_p st.global.v2.u32 [%0], {argus_l, %1};\n\t"
+                 "}"
+                 :
+                 : "l"(p), "r"(hi), "r"(w.on));
+    asm("add.u32 %0, %0, 1;" : "+r"(w.n));
+#else
     /* In lanes that do not write, rec is NULL and the mask 0, so that the
-     * address is NULL there (the predicate: never stored to) and no lane
-     * does arithmetic on a null pointer. Kept a pointer so that the
-     * compiler still knows the slot header is global memory
-     * (ARGUS_CTA_END's stores stay STG, not generic ST). */
+     * address is NULL there (the predicate: never stored to). */
     unsigned long long *p = w.rec + (w.n & w.mask);
     uint32_t hi = (kind << ARGUS_VALUE_BITS) | (value & ARGUS_VALUE_MASK);
     asm volatile("{\n\t"
@@ -276,12 +365,18 @@ __device__ __forceinline__ void emit(Warp &w, uint32_t kind, uint32_t value)
                  :
                  : "l"(p), "r"(hi));
     w.n++;
+#endif
 }
 
 __device__ __forceinline__ void cta_end(Warp &w)
 {
+#if ARGUS_MARKER_DESIGN == 2
+    if (w.on) {
+        argus_slot_header *h = (argus_slot_header *)((char *)w.ring - ARGUS_SLOT_HEADER_BYTES);
+#else
     if (w.rec) {
         argus_slot_header *h = slot_header(w.rec);
+#endif
         h->clk_end = clock64r();
         h->gt_end = globaltimer();
         h->smid_end = smid();

@@ -10,17 +10,23 @@
 #   the Argus core (profiler/argus: decoder, statistics, launch arming) and
 #   the checker (tests/argus/gpu_truth_check.c) into libargus16.a;
 #   tests/argus/gpu_truth_kernels.cu and gpu_overhead_kernels.cu, each twice
-#   (-DARGUS_ENABLE: names *_on; without: *_off, the marker-free twin);
-#   tests/argus/gpu_argus16_main.cu, linked with all four into build/argus16
+#   (-DARGUS_ENABLE: names *_on; without: *_off, the marker-free twin), and
+#   the overhead kernels a third time with the previous marker design
+#   (-DARGUS_MARKER_DESIGN=1, names *_prev: region.cuh), so that one call
+#   times both designs against the same marker-free kernel;
+#   tests/argus/gpu_argus16_main.cu, linked with all five into build/argus16
 #   (under $OUT with --build-only and --dry-run, else in the staging directory).
 # Then, on a GPU: `argus16 truth` (arms, runs and decodes the four truth
 # kernels, saves truth_*.raw, checks) and `argus16 overhead` (marker-free,
-# unarmed and armed builds interleaved, CUDA-graph timed). A run writes
+# unarmed and armed builds of both marker designs interleaved, CUDA-graph
+# timed). A run writes
 # three files into $OUT: argus16.tar.gz (every result file under
 # argus16/: results.tsv, results.json, env.txt, truth.txt, truth.tsv,
 # overhead.txt, overhead.tsv, overhead_checks.tsv, *.raw, the spin logs
 # truth_*_spinlog.bin, ptxas.txt,
-# sass.txt, sass_overhead_{on,off}.txt, summary.txt, the logs; no build
+# sass.txt, sass_overhead_{on,off,prev}.txt, sass_loops.txt (the SASS
+# gate's numbers of tests/argus/check_ptx.sh for the three overhead
+# builds), summary.txt, the logs; no build
 # products) and
 # summary.txt and results.json beside it. The device tool brings back at
 # most 8 files from $OUT, and the first run lost everything past them; the
@@ -138,6 +144,7 @@ for body in ("compute", "memory"):
         it = min(free, key=lambda i: abs(free[i]["kernel_us_median"] - want_us))
         pick = {r["variant"]: r for r in ovh if r["body"] == body and r["iters"] == it}
         a, aa, un = pick["armed"], pick["marker_free_again"], pick["unarmed"]
+        pa = pick.get("prev_armed")
         verdict = "met" if a["added_pct_median"] <= limit else "missed"
         noise = abs(aa["added_pct_median"])
         t = {"body": body, "iters": int(it), "near_us": want_us,
@@ -145,12 +152,17 @@ for body in ("compute", "memory"):
              "added_pct": a["added_pct_median"], "added_pct_min": a["added_pct_min"],
              "added_pct_max": a["added_pct_max"], "unarmed_added_pct": un["added_pct_median"],
              "aa_pct": aa["added_pct_median"], "target_pct": limit, "verdict": verdict,
-             "resolvable": noise < limit}
+             "resolvable": noise < limit,
+             "prev_added_pct": pa["added_pct_median"] if pa else None,
+             "new_over_prev": (a["added_pct_median"] / pa["added_pct_median"])
+                              if pa and pa["added_pct_median"] else None}
         targets.append(t)
         note = "" if noise < limit else f" (A/A {aa['added_pct_median']:+.3f}% is at or above the target: not resolvable)"
         print(f"target {body:7s} ~{want_us:5.0f} us: iters {int(it):3d}, free {t['free_us']:9.3f} us, "
               f"armed +{t['added_pct']:.3f}% [{t['added_pct_min']:.3f}..{t['added_pct_max']:.3f}], "
-              f"unarmed {t['unarmed_added_pct']:+.3f}%, A/A {t['aa_pct']:+.3f}%: {verdict} (<= {limit}%){note}")
+              f"unarmed {t['unarmed_added_pct']:+.3f}%, A/A {t['aa_pct']:+.3f}%: {verdict} (<= {limit}%){note}"
+              + (f"; previous design +{t['prev_added_pct']:.3f}%" if pa else "")
+              + (f", new/previous added {t['new_over_prev']:.2f}" if t["new_over_prev"] is not None else ""))
 fails = [r for r in truth + buf if r.get("verdict") == "fail"]
 checks = [r for r in truth + buf if r.get("verdict") in ("pass", "fail")]
 print(f"checks: {len(checks)} ({len([r for r in truth if r.get('verdict') in ('pass', 'fail')])} truth), "
@@ -177,11 +189,15 @@ ar rcs "$work/libargus16.a" "${objs[@]}"
 : >"$RES/ptxas.txt"
 kobjs=()
 for k in truth overhead; do
-    for v in on off; do
+    vs=(on off)
+    [[ $k == overhead ]] && vs+=(prev)
+    for v in "${vs[@]}"; do
         flags=()
         # ARGUS_FENCE=0|1|2: the markers' clock fence (region.cuh,
         # ARGUS_CLOCK_FENCE_KIND), so that one call can time each.
-        [[ $v == on ]] && flags=(-DARGUS_ENABLE ${ARGUS_FENCE:+-DARGUS_CLOCK_FENCE_KIND=$ARGUS_FENCE})
+        [[ $v != off ]] && flags=(-DARGUS_ENABLE ${ARGUS_FENCE:+-DARGUS_CLOCK_FENCE_KIND=$ARGUS_FENCE})
+        # The previous marker design (region.cuh, ARGUS_MARKER_DESIGN=1).
+        [[ $v == prev ]] && flags+=(-DARGUS_MARKER_DESIGN=1 -DG16_PREV)
         o=$work/${k}_$v.o
         # -Xptxas -v: registers, spills and stack per kernel, kept in
         # ptxas.txt (markers must not add spills).
@@ -204,7 +220,7 @@ log "built $work/argus16"
 # cost beside the measured one.
 CUOBJDUMP=${CUOBJDUMP:-$(command -v cuobjdump || echo "$(dirname "$NVCC")/cuobjdump")}
 if [[ -x $CUOBJDUMP ]]; then
-    for o in "$work"/truth_on.o "$work"/truth_off.o "$work"/overhead_on.o "$work"/overhead_off.o; do
+    for o in "$work"/truth_on.o "$work"/truth_off.o "$work"/overhead_{on,off,prev}.o; do
         "$CUOBJDUMP" -sass "$o" 2>/dev/null | awk -v obj="$(basename "$o")" '
             /Function :/ { f = $3 }
             /^ +\/\*[0-9a-f]+\*\// { if ($0 !~ /NOP/) n[f]++; if ($0 ~ /STG\.E\.64/) st[f]++ }
@@ -213,10 +229,23 @@ if [[ -x $CUOBJDUMP ]]; then
     # The whole SASS of the overhead kernels, with the control words, so
     # that a marker's instructions and stall counts can be read beside the
     # times measured below.
-    for v in on off; do
+    for v in on off prev; do
         "$CUOBJDUMP" -sass "$work/overhead_$v.o" >"$RES/sass_overhead_$v.txt" 2>&1 || true
     done
-    log "SASS counts in $RES/sass.txt, overhead kernels' SASS in sass_overhead_{on,off}.txt"
+    # The numbers tests/argus/check_ptx.sh gates (tests/argus/sass_loops.py):
+    # the memory kernel's 16-load loop (loads in flight, waits) and the
+    # compute kernel's region (instructions, encoded stall cycles), per
+    # build, so that the times below sit beside the SASS they ran.
+    if command -v python3 >/dev/null 2>&1; then
+        for v in off on prev; do
+            m=$(python3 tests/argus/sass_loops.py loads "$RES/sass_overhead_$v.txt" \
+                "$(grep -oE '_Z[0-9]+g16_ovh_memory_'"$v"'PKfPfij' "$RES/sass_overhead_$v.txt" | head -1)" 2>&1)
+            c=$(python3 tests/argus/sass_loops.py region "$RES/sass_overhead_$v.txt" \
+                "$(grep -oE '_Z[0-9]+g16_ovh_compute_'"$v"'Pfi' "$RES/sass_overhead_$v.txt" | head -1)" 2>&1)
+            printf '%s\tmemory %s\tcompute %s\n' "$v" "$m" "$c"
+        done >"$RES/sass_loops.txt" || true
+    fi
+    log "SASS counts in $RES/sass.txt, overhead kernels' SASS in sass_overhead_{on,off,prev}.txt, loop numbers in sass_loops.txt"
 else
     log "no cuobjdump: SASS counts not written"
 fi
@@ -274,7 +303,7 @@ timeout 120 "$work/argus16" truth "$RES" >"$RES/truth.txt" 2>&1
 rc_truth=$?
 log "truth: exit $rc_truth"
 log "overhead kernels ($rounds rounds)"
-timeout 240 "$work/argus16" overhead "$RES" "$rounds" >"$RES/overhead.txt" 2>&1
+timeout 420 "$work/argus16" overhead "$RES" "$rounds" >"$RES/overhead.txt" 2>&1
 rc_ovh=$?
 log "overhead: exit $rc_ovh"
 set -e

@@ -8,7 +8,9 @@
  *   argus16 overhead OUTDIR [ROUNDS]
  *                             the Fig. 14a overhead kernels
  *                             (gpu_overhead_kernels.cu): marker-free, built in
- *                             but unarmed, and armed, interleaved in one
+ *                             but unarmed, and armed, each marker design
+ *                             (the default and the previous one,
+ *                             ARGUS_MARKER_DESIGN=1), interleaved in one
  *                             process, rows in OUTDIR/overhead.tsv
  *
  * Timing (docs/argus.md, "Issue 16 runs"): 10 warm-up launches; a CUDA
@@ -41,6 +43,9 @@ cudaError_t g16_ovh_launch_on(int body, const float *in, float *out, int iters, 
                               cudaStream_t s);
 cudaError_t g16_ovh_launch_off(int body, const float *in, float *out, int iters, unsigned mask,
                                cudaStream_t s);
+const void *g16_ovh_kernel_prev(int body);
+cudaError_t g16_ovh_launch_prev(int body, const float *in, float *out, int iters, unsigned mask,
+                                cudaStream_t s);
 }
 
 #define G16_WARMUP 10
@@ -412,9 +417,12 @@ static int run_truth(const char *out)
 
 /* ---- overhead -------------------------------------------------------------- */
 
+/* Which build of the overhead kernels a launch runs. */
+enum { B_OFF, B_ON, B_PREV };
+
 typedef struct ovh_ctx {
     int body, iters;
-    bool on;
+    int build; /* B_* */
     const float *in;
     float *out;
     unsigned mask;
@@ -423,8 +431,14 @@ typedef struct ovh_ctx {
 static cudaError_t ovh_launch(void *p, cudaStream_t s)
 {
     ovh_ctx *c = (ovh_ctx *)p;
-    return c->on ? g16_ovh_launch_on(c->body, c->in, c->out, c->iters, c->mask, s)
-                 : g16_ovh_launch_off(c->body, c->in, c->out, c->iters, c->mask, s);
+    switch (c->build) {
+    case B_ON:
+        return g16_ovh_launch_on(c->body, c->in, c->out, c->iters, c->mask, s);
+    case B_PREV:
+        return g16_ovh_launch_prev(c->body, c->in, c->out, c->iters, c->mask, s);
+    default:
+        return g16_ovh_launch_off(c->body, c->in, c->out, c->iters, c->mask, s);
+    }
 }
 
 /* Writes the descriptor (the armed one or zeros) and waits for the copy:
@@ -436,9 +450,18 @@ static bool set_desc(const argus_launch *l, const argus_device_desc *d)
            cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize after the descriptor write");
 }
 
-enum { V_FREE, V_UNARMED, V_ARMED, V_FREE2, V_COUNT };
+/* The default marker design's unarmed and armed builds, the marker-free
+ * build twice (A/A), and the previous design (ARGUS_MARKER_DESIGN=1)
+ * unarmed and armed: added % is against V_FREE in every row. */
+enum { V_FREE, V_UNARMED, V_ARMED, V_FREE2, V_PREV_UNARMED, V_PREV_ARMED, V_COUNT };
 static const char *const variant_names[V_COUNT] = {"marker_free", "unarmed", "armed",
-                                                   "marker_free_again"};
+                                                   "marker_free_again", "prev_unarmed",
+                                                   "prev_armed"};
+static int variant_build(int v)
+{
+    return v == V_FREE || v == V_FREE2 ? B_OFF : v == V_PREV_UNARMED || v == V_PREV_ARMED ? B_PREV
+                                                                                          : B_ON;
+}
 
 static void spread(const double *v, int n, double *med, double *lo, double *hi)
 {
@@ -482,7 +505,7 @@ static int run_overhead(const char *out, int rounds)
                  "replays\trounds\tmethod\n");
     float *in, *dout;
     cudaStream_t s;
-    CUmodule mod;
+    CUmodule mod, mod_prev;
     argus_driver drv;
     char msg[1024];
     if (!cuda_ok(cudaMalloc(&in, G16_INPUT_FLOATS * sizeof(float)), "cudaMalloc") ||
@@ -490,7 +513,8 @@ static int run_overhead(const char *out, int rounds)
          * differently from real data. */
         !cuda_ok(cudaMemset(in, 0x3c, G16_INPUT_FLOATS * sizeof(float)), "cudaMemset") ||
         !cuda_ok(cudaMalloc(&dout, G16_OVH_CTAS * G16_OVH_THREADS * sizeof(float)), "cudaMalloc") ||
-        !cuda_ok(cudaStreamCreate(&s), "cudaStreamCreate") || !module_of(g16_ovh_kernel_on(0), &mod))
+        !cuda_ok(cudaStreamCreate(&s), "cudaStreamCreate") || !module_of(g16_ovh_kernel_on(0), &mod) ||
+        !module_of(g16_ovh_kernel_prev(0), &mod_prev))
         return 2;
     if (argus_driver_cuda(&drv, msg, sizeof(msg)) != 0) {
         fprintf(stderr, "%s\n", msg);
@@ -503,30 +527,43 @@ static int run_overhead(const char *out, int rounds)
             return 2;
     if (!cuda_ok(cudaStreamSynchronize(s), "warm-up"))
         return 2;
-    /* One armed buffer for the whole run: arming is a descriptor write, so
-     * switching between armed and unarmed is copying the armed descriptor
-     * or zeros into argus_desc_v1 (synchronous, between replays). */
-    argus_launch l;
+    /* One armed buffer per marker design (each build is a module of its
+     * own, with its own argus_desc_v1) for the whole run: arming is a
+     * descriptor write, so switching between armed and unarmed is copying
+     * the armed descriptor or zeros into argus_desc_v1 (synchronous,
+     * between replays). */
+    argus_launch l, lp;
     uint32_t grid[3] = {G16_OVH_CTAS, 1, 1}, block[3] = {G16_OVH_THREADS, 1, 1};
     if (argus_launch_arm(&drv, mod, grid, block, 2 * G16_OVH_REGIONS, &l, msg, sizeof(msg)) != 0) {
         fprintf(stderr, "argus16: arm: %s\n", msg);
         return 2;
     }
-    argus_device_desc armed, unarmed;
+    if (argus_launch_arm(&drv, mod_prev, grid, block, 2 * G16_OVH_REGIONS, &lp, msg, sizeof(msg)) !=
+        0) {
+        fprintf(stderr, "argus16: arm (previous marker design): %s\n", msg);
+        argus_launch_release(&l);
+        return 2;
+    }
+    argus_device_desc armed, armed_prev, unarmed;
     memset(&unarmed, 0, sizeof(unarmed));
-    int rc = cu_ok(cu.dtoh(&armed, (CUdeviceptr)l.desc, sizeof(armed)), "reading argus_desc_v1")
+    int rc = cu_ok(cu.dtoh(&armed, (CUdeviceptr)l.desc, sizeof(armed)), "reading argus_desc_v1") &&
+                     cu_ok(cu.dtoh(&armed_prev, (CUdeviceptr)lp.desc, sizeof(armed_prev)),
+                           "reading argus_desc_v1 (previous marker design)")
                  ? 0
                  : 2;
-    printf("%-8s %5s %11s %11s %11s %9s %9s %9s %8s\n", "body", "iters", "free_us", "unarmed_us",
-           "armed_us", "armed_%", "spread_%", "unarm_%", "A/A_%");
+    printf("%-8s %5s %11s %11s %11s %9s %9s %9s %8s %11s %8s\n", "body", "iters", "free_us",
+           "unarmed_us", "armed_us", "armed_%", "spread_%", "unarm_%", "A/A_%", "prev_arm_%",
+           "new/prev");
     for (int body = 0; body < 2 && rc == 0; body++) {
         for (int ii = 0; ii < niters && rc == 0; ii++) {
-            ovh_ctx cf = {body, iters_list[ii], false, in, dout, G16_INPUT_FLOATS - 1};
-            ovh_ctx con = cf;
-            con.on = true;
-            timer tf, ton;
-            if (!set_desc(&l, &armed) ||
-                !timer_make(&tf, ovh_launch, &cf, s) || !timer_make(&ton, ovh_launch, &con, s)) {
+            ovh_ctx cx[3];
+            timer tm[3];
+            for (int b = 0; b < 3; b++)
+                cx[b] = (ovh_ctx){body, iters_list[ii], b, in, dout, G16_INPUT_FLOATS - 1};
+            if (!set_desc(&l, &armed) || !set_desc(&lp, &armed_prev) ||
+                !timer_make(&tm[B_OFF], ovh_launch, &cx[B_OFF], s) ||
+                !timer_make(&tm[B_ON], ovh_launch, &cx[B_ON], s) ||
+                !timer_make(&tm[B_PREV], ovh_launch, &cx[B_PREV], s)) {
                 rc = 2;
                 break;
             }
@@ -539,7 +576,9 @@ static int run_overhead(const char *out, int rounds)
                     bool ok = true;
                     if (v == V_ARMED || v == V_UNARMED)
                         ok = set_desc(&l, v == V_ARMED ? &armed : &unarmed);
-                    ok = ok && timer_median(v == V_FREE || v == V_FREE2 ? &tf : &ton, s, &t[v][r]);
+                    if (v == V_PREV_ARMED || v == V_PREV_UNARMED)
+                        ok = set_desc(&lp, v == V_PREV_ARMED ? &armed_prev : &unarmed);
+                    ok = ok && timer_median(&tm[variant_build(v)], s, &t[v][r]);
                     if (!ok)
                         rc = 2;
                 }
@@ -554,46 +593,55 @@ static int run_overhead(const char *out, int rounds)
                 double lo, hi;
                 spread(t[v], rounds, &med[v], &lo, &hi);
                 spread(added[v], rounds, &amed[v], &alo[v], &ahi[v]);
+                const timer *tv = &tm[variant_build(v)];
                 fprintf(tsv, "%s\t%d\t%s\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%d\t%d\t%d\t%s\n",
                         bodies[body], iters_list[ii], variant_names[v], med[v], lo, hi, amed[v],
-                        alo[v], ahi[v], v == V_FREE || v == V_FREE2 ? tf.nrep : ton.nrep,
-                        G16_REPLAYS, rounds,
-                        timer_method(v == V_FREE || v == V_FREE2 ? &tf : &ton));
+                        alo[v], ahi[v], tv->nrep, G16_REPLAYS, rounds, timer_method(tv));
             }
-            printf("%-8s %5d %11.3f %11.3f %11.3f %9.3f %4.2f:%4.2f %9.3f %8.3f\n", bodies[body],
-                   iters_list[ii], med[V_FREE], med[V_UNARMED], med[V_ARMED], amed[V_ARMED],
-                   alo[V_ARMED], ahi[V_ARMED], amed[V_UNARMED], amed[V_FREE2]);
+            /* The new design's added time over the previous one's, both
+             * armed, against the same marker-free time. */
+            double ratio = amed[V_PREV_ARMED] != 0.0 ? amed[V_ARMED] / amed[V_PREV_ARMED] : 0.0;
+            printf("%-8s %5d %11.3f %11.3f %11.3f %9.3f %4.2f:%4.2f %9.3f %8.3f %11.3f %8.3f\n",
+                   bodies[body], iters_list[ii], med[V_FREE], med[V_UNARMED], med[V_ARMED],
+                   amed[V_ARMED], alo[V_ARMED], ahi[V_ARMED], amed[V_UNARMED], amed[V_FREE2],
+                   amed[V_PREV_ARMED], ratio);
             fflush(stdout);
-            timer_free(&tf);
-            timer_free(&ton);
-            /* One armed launch into a cleared buffer, decoded: every warp's
-             * 64 occurrences are there, and the device's own span. */
-            void *raw = malloc(l.bytes);
-            bool ran = raw != NULL &&
-                       set_desc(&l, &armed) &&
-                       cu_ok(cu.memset8((CUdeviceptr)(l.buf + ARGUS_HEADER_BYTES), 0,
-                                        l.bytes - ARGUS_HEADER_BYTES),
-                             "clearing the region buffer") &&
-                       cuda_ok(ovh_launch(&con, s), "armed launch") &&
-                       cuda_ok(cudaStreamSynchronize(s), "armed kernel") &&
-                       cu_ok(cu.dtoh(raw, (CUdeviceptr)l.buf, l.bytes), "reading the buffer");
-            char test[64];
-            snprintf(test, sizeof(test), "ovh_%s_%d", bodies[body], iters_list[ii]);
-            double mean_ns = 0;
-            if (!ran || g16_check_overhead(raw, l.bytes, test, &mean_ns, &sink, msg, sizeof(msg)) != 0) {
-                if (ran)
-                    fprintf(stderr, "argus16: decode %s: %s\n", test, msg);
-                rc = 2;
-            }
-            if (ran && ii == 0) {
-                char name[96];
-                snprintf(name, sizeof(name), "%s.raw", test);
-                if (!save(out, name, raw, l.bytes))
+            for (int b = 0; b < 3; b++)
+                timer_free(&tm[b]);
+            /* One armed launch of each design into a cleared buffer,
+             * decoded: every warp's 64 occurrences are there, and the
+             * device's own span. */
+            for (int d = 0; d < 2 && rc == 0; d++) {
+                argus_launch *ld = d == 0 ? &l : &lp;
+                void *raw = malloc(ld->bytes);
+                bool ran = raw != NULL && set_desc(ld, d == 0 ? &armed : &armed_prev) &&
+                           cu_ok(cu.memset8((CUdeviceptr)(ld->buf + ARGUS_HEADER_BYTES), 0,
+                                            ld->bytes - ARGUS_HEADER_BYTES),
+                                 "clearing the region buffer") &&
+                           cuda_ok(ovh_launch(&cx[d == 0 ? B_ON : B_PREV], s), "armed launch") &&
+                           cuda_ok(cudaStreamSynchronize(s), "armed kernel") &&
+                           cu_ok(cu.dtoh(raw, (CUdeviceptr)ld->buf, ld->bytes), "reading the buffer");
+                char test[64];
+                snprintf(test, sizeof(test), "ovh_%s_%d%s", bodies[body], iters_list[ii],
+                         d == 0 ? "" : "_prev");
+                double mean_ns = 0;
+                if (!ran ||
+                    g16_check_overhead(raw, ld->bytes, test, &mean_ns, &sink, msg, sizeof(msg)) != 0) {
+                    if (ran)
+                        fprintf(stderr, "argus16: decode %s: %s\n", test, msg);
                     rc = 2;
+                }
+                if (ran && ii == 0) {
+                    char name[96];
+                    snprintf(name, sizeof(name), "%s.raw", test);
+                    if (!save(out, name, raw, ld->bytes))
+                        rc = 2;
+                }
+                free(raw);
             }
-            free(raw);
         }
     }
+    argus_launch_release(&lp);
     argus_launch_release(&l);
     fclose(tsv);
     fclose(ctsv);

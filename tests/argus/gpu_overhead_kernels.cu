@@ -5,10 +5,12 @@
  *  - compute: `iters` x G16_OVH_FMAS dependent FMAs (latency bound), or
  *  - memory: `iters` coalesced global loads per thread, striding through
  *    an input larger than L2 (bandwidth bound).
- * Built twice into one program (scripts/gpu/argus16_run.sh): with
- * -DARGUS_ENABLE (names end in _on) and without (_off), the same source,
- * so that the marker-free build is timed in the same process, interleaved
- * with the marked one.
+ * Built three times into one program (scripts/gpu/argus16_run.sh): with
+ * -DARGUS_ENABLE (names end in _on), without (_off), and with the previous
+ * marker design (-DARGUS_ENABLE -DARGUS_MARKER_DESIGN=1 -DG16_PREV: _prev,
+ * include/argus/region.cuh), the same source, so that the marker-free
+ * build and both marker designs are timed in the same process,
+ * interleaved. tests/argus/check_ptx.sh gates the SASS of these kernels.
  */
 #include <cuda_runtime.h>
 
@@ -16,7 +18,12 @@
 
 #include "gpu_truth.h"
 
-#ifdef ARGUS_ENABLE
+#if defined(G16_PREV) && !(defined(ARGUS_ENABLE) && ARGUS_MARKER_DESIGN == 1)
+#error "G16_PREV: build with -DARGUS_ENABLE -DARGUS_MARKER_DESIGN=1"
+#endif
+#if defined(G16_PREV)
+#define G16_NAME(x) x##_prev
+#elif defined(ARGUS_ENABLE)
 #define G16_NAME(x) x##_on
 #else
 #define G16_NAME(x) x##_off
