@@ -4,11 +4,13 @@
  * executor"). This file: the program description, the variant artifacts,
  * the transformations and the compiler calls; exec_run.c runs a variant.
  *
- * Why an artifact is one file with a JSON header line and raw parts, not a
- * folder or a JSON with base64: the runtime stores each task output as one
- * content-addressed object (argus/workspace.h), a cubin is binary, and
- * base64 would add a third to every probe's bytes; the header line still
- * reads with `head -1`, and `argus exec show` extracts a part.
+ * Why an artifact is the variant's PTX text with its other parts in a
+ * trailer of comment lines (the JSON header, then the cubin, registry and
+ * build log in base64): the runtime stores each task output as one
+ * content-addressed object (argus/workspace.h), and whatever reads a
+ * variant as PTX (the CONTROL task's discovery, ptxas, the driver's JIT)
+ * reads this file as it is, comments ignored; base64 costs a third more
+ * on the cubin only (a few KiB a probe). `argus exec show` extracts a part.
  *
  * Why a variant is rebuilt from source for markers_on and line_info but
  * rewritten in PTX for a probe: markers and line tables are compiler
@@ -501,11 +503,76 @@ out:
 
 /* ---- artifacts ---------------------------------------------------------------- */
 
+#define TRAILER "\n// " ARTIFACT_SCHEMA " "
+#define PART_LINE "// argus.exec.part "
+
+static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+char *argus__base64(const unsigned char *d, size_t n, size_t *olen)
+{
+    size_t m = 4 * ((n + 2) / 3);
+    char *o = malloc(m + 1);
+    if (o == NULL)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t v = (uint32_t)d[i] << 16;
+        if (i + 1 < n)
+            v |= (uint32_t)d[i + 1] << 8;
+        if (i + 2 < n)
+            v |= d[i + 2];
+        o[k++] = b64[(v >> 18) & 63];
+        o[k++] = b64[(v >> 12) & 63];
+        o[k++] = i + 1 < n ? b64[(v >> 6) & 63] : '=';
+        o[k++] = i + 2 < n ? b64[v & 63] : '=';
+    }
+    o[k] = '\0';
+    if (olen != NULL)
+        *olen = k;
+    return o;
+}
+
+/* Decodes n base64 characters (padded, no line breaks); -1 when not. */
+static int unbase64(const char *s, size_t n, unsigned char **out, size_t *olen)
+{
+    if (n % 4 != 0)
+        return -1;
+    unsigned char *o = malloc(n / 4 * 3 + 1);
+    if (o == NULL)
+        return -1;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i += 4) {
+        uint32_t v = 0;
+        int pad = 0;
+        for (size_t j = 0; j < 4; j++) {
+            const char *c = s[i + j] == '=' ? NULL : memchr(b64, s[i + j], 64);
+            if (s[i + j] == '=' && i + 4 == n && j >= 2) {
+                pad++;
+            } else if (c == NULL || s[i + j] == '\0' || pad) {
+                free(o);
+                return -1;
+            }
+            v = v << 6 | (c ? (uint32_t)(c - b64) : 0);
+        }
+        o[k++] = (unsigned char)(v >> 16);
+        if (pad < 2)
+            o[k++] = (unsigned char)(v >> 8);
+        if (pad < 1)
+            o[k++] = (unsigned char)v;
+    }
+    *out = o;
+    *olen = k;
+    return 0;
+}
+
 void argus__artifact_free(argus__artifact *a)
 {
     if (a == NULL)
         return;
     cJSON_Delete(a->hdr);
+    for (size_t i = 0; i < a->nparts; i++)
+        if (a->parts[i].data != a->file)
+            free((void *)a->parts[i].data);
     free(a->file);
     memset(a, 0, sizeof *a);
 }
@@ -518,65 +585,82 @@ const argus__part *argus__artifact_part(const argus__artifact *a, const char *na
     return NULL;
 }
 
+static int damaged(argus__artifact *a, const char *path, const char *what, char *msg,
+                   size_t msglen)
+{
+    argus__artifact_free(a);
+    a->trailer = 1;
+    return argus__fail(ARGUS_EINVAL, msg, msglen,
+                       "%s: a damaged variant artifact: %s (rebuild it with argus exec transform)",
+                       path, what);
+}
+
 int argus__artifact_load(const char *path, argus__artifact *a, char *msg, size_t msglen)
 {
     memset(a, 0, sizeof *a);
     int rc = argus__read_bin(path, EXEC_MAX_INPUT, &a->file, &a->flen, msg, msglen);
     if (rc != 0)
         return rc;
-    unsigned char *nl = memchr(a->file, '\n', a->flen);
-    char err[512];
-    if (nl == NULL || a->file[0] != '{' ||
-        mosaic__json_parse_strict(path, (const char *)a->file, (size_t)(nl - a->file), &a->hdr,
-                                  err, sizeof err) != 0) {
+    /* The trailer begins at the last header comment line. */
+    const char *f = (const char *)a->file, *h = NULL;
+    for (const char *q = f; (q = memmem(q, a->flen - (size_t)(q - f), TRAILER,
+                                        sizeof TRAILER - 1)) != NULL;
+         q++)
+        h = q;
+    if (h == NULL) {
         argus__artifact_free(a);
         return argus__fail(ARGUS_EINVAL, msg, msglen,
-                           "%s: not a variant artifact (its first line is not the JSON header "
-                           "of " ARTIFACT_SCHEMA ")",
+                           "%s: not a variant artifact (no \"// " ARTIFACT_SCHEMA "\" trailer)",
                            path);
     }
-    const cJSON *s = cJSON_GetObjectItemCaseSensitive(a->hdr, "schema");
+    const char *js = h + sizeof TRAILER - 1, *end = f + a->flen;
+    const char *nl = memchr(js, '\n', (size_t)(end - js));
+    char err[512];
+    if (nl == NULL || mosaic__json_parse_strict(path, js, (size_t)(nl - js), &a->hdr, err,
+                                                sizeof err) != 0)
+        return damaged(a, path, "its header line is not JSON", msg, msglen);
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(a->hdr, "version");
-    if (!cJSON_IsString(s) || strcmp(s->valuestring, ARTIFACT_SCHEMA) != 0) {
-        argus__artifact_free(a);
-        return argus__fail(ARGUS_EINVAL, msg, msglen, "%s: not a variant artifact (schema is not "
-                                                      "\"" ARTIFACT_SCHEMA "\")", path);
-    }
     if (!cJSON_IsNumber(v) || v->valuedouble != 1) {
         argus__artifact_free(a);
+        a->trailer = 1;
         return argus__fail(ARGUS_EINVAL, msg, msglen,
                            "%s: artifact version is not 1 (made by another Argus: rebuild it)",
                            path);
     }
+    argus__part *pt = &a->parts[a->nparts++];
+    snprintf(pt->name, sizeof pt->name, "ptx");
+    pt->data = a->file;
+    pt->len = (size_t)(h - f) + 1;
+    /* The other parts, one line each, in the header's order. */
     const cJSON *parts = cJSON_GetObjectItemCaseSensitive(a->hdr, "parts");
-    size_t off = (size_t)(nl - a->file) + 1;
-    const cJSON *p;
-    cJSON_ArrayForEach(p, parts)
+    const char *line = nl + 1;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, parts)
     {
-        const cJSON *n = cJSON_GetObjectItemCaseSensitive(p, "name");
-        const cJSON *b = cJSON_GetObjectItemCaseSensitive(p, "bytes");
-        if (a->nparts == ARGUS__MAX_PARTS || !cJSON_IsString(n) ||
-            strlen(n->valuestring) >= sizeof a->parts[0].name || !cJSON_IsNumber(b) ||
-            b->valuedouble < 0 || b->valuedouble > (double)(a->flen - off)) {
-            argus__artifact_free(a);
-            return argus__fail(ARGUS_EINVAL, msg, msglen,
-                               "%s: parts: a part without a name, or longer than the file "
-                               "(the artifact is truncated or damaged: rebuild it)",
-                               path);
-        }
-        argus__part *q = &a->parts[a->nparts++];
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(e, "name");
+        const cJSON *b = cJSON_GetObjectItemCaseSensitive(e, "bytes");
+        if (!cJSON_IsString(n) || !cJSON_IsNumber(b) || strcmp(n->valuestring, "ptx") == 0)
+            continue;
+        size_t nlen = strlen(n->valuestring);
+        const char *lnl = line < end ? memchr(line, '\n', (size_t)(end - line)) : NULL;
+        if (a->nparts == ARGUS__MAX_PARTS || nlen >= sizeof pt->name || lnl == NULL ||
+            (size_t)(lnl - line) < sizeof PART_LINE - 1 + nlen + 1 ||
+            memcmp(line, PART_LINE, sizeof PART_LINE - 1) != 0 ||
+            memcmp(line + sizeof PART_LINE - 1, n->valuestring, nlen) != 0 ||
+            line[sizeof PART_LINE - 1 + nlen] != ' ')
+            return damaged(a, path, "a part named in the header is missing", msg, msglen);
+        const char *d = line + sizeof PART_LINE - 1 + nlen + 1;
+        argus__part *q = &a->parts[a->nparts];
+        if (unbase64(d, (size_t)(lnl - d), (unsigned char **)&q->data, &q->len) != 0)
+            return damaged(a, path, "a part is not base64", msg, msglen);
+        a->nparts++;
         snprintf(q->name, sizeof q->name, "%s", n->valuestring);
-        q->data = a->file + off;
-        q->len = (size_t)b->valuedouble;
-        off += q->len;
+        if ((double)q->len != b->valuedouble)
+            return damaged(a, path, "a part's size differs from the header's", msg, msglen);
+        line = lnl + 1;
     }
-    if (!cJSON_IsArray(parts) || off != a->flen) {
-        argus__artifact_free(a);
-        return argus__fail(ARGUS_EINVAL, msg, msglen,
-                           "%s: the parts' sizes (%zu bytes after the header) do not add up to "
-                           "the file's %zu (truncated or damaged: rebuild it)",
-                           path, off, a->flen);
-    }
+    if (!cJSON_IsArray(parts) || line != end)
+        return damaged(a, path, "the trailer does not end with the parts it names", msg, msglen);
     return 0;
 }
 
@@ -600,10 +684,17 @@ static int artifact_write(const char *out, cJSON *hdr, const argus__part *parts,
         cJSON_free(text);
         return argus__fail(ARGUS_EIO, msg, msglen, "%s: cannot create: %s", out, strerror(errno));
     }
-    int ok = fputs(text, f) >= 0 && fputc('\n', f) == '\n';
+    /* parts[0] is the PTX, as it is; the trailer starts on a line of its own. */
+    int ok = fwrite(parts[0].data, 1, parts[0].len, f) == parts[0].len;
+    if (parts[0].len > 0 && parts[0].data[parts[0].len - 1] != '\n')
+        ok &= fputc('\n', f) == '\n';
+    ok &= fprintf(f, "// " ARTIFACT_SCHEMA " %s\n", text) > 0;
     cJSON_free(text);
-    for (size_t i = 0; i < n; i++)
-        ok &= fwrite(parts[i].data, 1, parts[i].len, f) == parts[i].len;
+    for (size_t i = 1; ok && i < n; i++) {
+        char *b = argus__base64(parts[i].data, parts[i].len, NULL);
+        ok &= b != NULL && fprintf(f, PART_LINE "%s %s\n", parts[i].name, b) > 0;
+        free(b);
+    }
     ok &= fclose(f) == 0;
     return ok ? 0 : argus__fail(ARGUS_EIO, msg, msglen, "%s: writing the artifact failed", out);
 }
@@ -1026,7 +1117,7 @@ static int load_parent(const char *path, argus__prog *p, argus__artifact *a, int
     *have_a = 0;
     char m1[1024];
     int rc = argus__artifact_load(path, a, m1, sizeof m1);
-    if (rc == ARGUS_EIO)
+    if (rc == ARGUS_EIO || (rc != 0 && a->trailer))
         return argus__fail(rc, msg, msglen, "%s", m1);
     if (rc == 0) {
         *have_a = 1;

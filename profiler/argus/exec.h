@@ -34,9 +34,11 @@ typedef struct argus__prog {
     size_t ninclude, nflags, nrun;
 } argus__prog;
 
-/* A variant artifact (argus.exec.artifact v1): one line of JSON (the
- * header, naming its parts and their sizes), then the parts' bytes in that
- * order. One file, so that the workspace stores a variant as one object. */
+/* A variant artifact (argus.exec.artifact v1): the variant's PTX text,
+ * then a trailer of comment lines: "// argus.exec.artifact {JSON header}"
+ * (naming its parts and their sizes) and "// argus.exec.part NAME BASE64"
+ * per part (cubin, registry, build_log). One file that is PTX to whatever
+ * reads PTX, so that the workspace stores a variant as one object. */
 typedef struct argus__part {
     char name[32];
     const unsigned char *data;
@@ -51,13 +53,17 @@ typedef struct argus__artifact {
     size_t flen;
     argus__part parts[ARGUS__MAX_PARTS];
     size_t nparts;
+    int trailer; /* set also after a failed load: the file has the trailer */
 } argus__artifact;
+
+/* RFC 4648 base64 with padding, no line breaks; NUL-terminated, malloc'd. */
+char *argus__base64(const unsigned char *d, size_t n, size_t *olen);
 
 int argus__prog_load(const char *path, argus__prog *p, char *msg, size_t msglen);
 void argus__prog_free(argus__prog *p);
 
-/* ARGUS_EINVAL when the file is not an artifact at all (msg then says
- * what it looked like), ARGUS_EIO when it cannot be read. */
+/* ARGUS_EINVAL when the file is not an artifact (a->trailer 0) or a
+ * damaged one (a->trailer 1), ARGUS_EIO when it cannot be read. */
 int argus__artifact_load(const char *path, argus__artifact *a, char *msg, size_t msglen);
 void argus__artifact_free(argus__artifact *a);
 const argus__part *argus__artifact_part(const argus__artifact *a, const char *name);

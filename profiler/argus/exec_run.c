@@ -149,55 +149,6 @@ static const char *unavailable_why(const recording *r, const char *what)
 
 /* ---- region runtime evidence ---------------------------------------------------- */
 
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* One row per (region node, iteration): the node's statistics over the
- * occurrences that began in that iteration; iteration null: all of them. */
-static void add_rows(cJSON *rows, const argus_trace *t, const argus_registry *reg, int64_t iter)
-{
-    argus_scope s;
-    argus_scope_all(&s);
-    if (iter >= 0)
-        s.iter_lo = s.iter_hi = iter;
-    argus_region_stats *st = NULL;
-    size_t n = 0;
-    if (argus_stats(t, &s, &st, &n) != 0)
-        return;
-    for (size_t i = 0; i < n; i++) {
-        char path[1024];
-        if (argus_node_path(t, reg, st[i].node, path, sizeof path) != 0)
-            continue;
-        cJSON *r = cJSON_CreateArray();
-        cJSON_AddItemToArray(r, cJSON_CreateString(path));
-        cJSON_AddItemToArray(r, iter >= 0 ? cJSON_CreateNumber((double)iter) : cJSON_CreateNull());
-        cJSON_AddItemToArray(r, cJSON_CreateNumber((double)st[i].count));
-        cJSON_AddItemToArray(r, cJSON_CreateNumber((double)st[i].timed));
-        cJSON_AddItemToArray(r, cJSON_CreateNumber((double)st[i].total_cycles));
-        cJSON_AddItemToArray(r, st[i].timed ? cJSON_CreateNumber((double)st[i].total_cycles /
-                                                                 (double)st[i].timed)
-                                            : cJSON_CreateNull());
-        cJSON_AddItemToArray(r, cJSON_CreateNumber(st[i].mean_ns));
-        cJSON_AddItemToArray(r, cJSON_CreateNumber(st[i].p50_ns));
-        cJSON_AddItemToArray(r, cJSON_CreateNumber(st[i].max_ns));
-        cJSON_AddItemToArray(r, cJSON_CreateNumber(st[i].total_ns));
-        cJSON_AddItemToArray(rows, r);
-    }
-    free(st);
-}
-
-static cJSON *column(const char *name, const char *unit, const char *mark)
-{
-    cJSON *c = cJSON_CreateObject();
-    cJSON_AddStringToObject(c, "name", name);
-    cJSON_AddStringToObject(c, "unit", unit);
-    cJSON_AddStringToObject(c, "mark", mark);
-    return c;
-}
-
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -218,22 +169,24 @@ static const char *armed_name(const recording *rec, uint64_t corr)
     return "";
 }
 
-/* Decodes every raw_dir/arm.<corr>.raw (argus-shim writes one per
- * collected launch, before its own decode) in correlation order. Returns
- * the number of launches decoded here; problems go to notes. */
-static size_t region_launches(cJSON *launches, cJSON *notes, const recording *rec,
+/* Every raw_dir/arm.<corr>.raw (argus-shim writes one per collected
+ * launch, before its own decode), in correlation order, as the evidence's
+ * launches: the bytes exactly, base64. Each is decoded here first, with
+ * the variant's registry, so that a buffer the synthesis could not read is
+ * named now (in why) and left out. Returns the launches kept. */
+static size_t region_launches(cJSON *launches, char *why, size_t whylen, const recording *rec,
                               const char *raw_dir, const argus__artifact *a)
 {
     const argus__part *rp = argus__artifact_part(a, "registry");
     argus_registry *reg = NULL;
     char msg[1024];
+    size_t wl = 0;
+    why[0] = '\0';
     if (rp != NULL) {
         char *text = strndup((const char *)rp->data, rp->len);
-        if (text == NULL || argus_registry_parse(text, "the variant's registry", &reg, msg,
-                                                 sizeof msg) != 0) {
-            cJSON_AddItemToArray(notes, cJSON_CreateString(text ? msg : "out of memory"));
+        if (text == NULL ||
+            argus_registry_parse(text, "the variant's registry", &reg, msg, sizeof msg) != 0)
             reg = NULL;
-        }
         free(text);
     }
     uint64_t *corrs = NULL;
@@ -253,110 +206,163 @@ static size_t region_launches(cJSON *launches, cJSON *notes, const recording *re
         closedir(d);
     if (ncorr > 0)
         qsort(corrs, ncorr, sizeof *corrs, cmp_u64);
-    size_t decoded = 0;
+    size_t kept = 0;
     for (size_t ci = 0; ci < ncorr; ci++) {
         char path[PATH_MAX + 64];
         snprintf(path, sizeof path, "%s/arm.%llu.raw", raw_dir, (unsigned long long)corrs[ci]);
         unsigned char *buf = NULL;
         size_t len = 0;
-        if (argus__read_bin(path, (size_t)1 << 31, &buf, &len, msg, sizeof msg) != 0) {
-            cJSON_AddItemToArray(notes, cJSON_CreateString(msg));
-            continue;
-        }
+        int rc = argus__read_bin(path, (size_t)1 << 31, &buf, &len, msg, sizeof msg);
         argus_trace t;
         argus_decode_opts o = {.cycles_per_ns = 0, .reg = reg};
-        int rc = argus_decode(buf, len, &o, &t, msg, sizeof msg);
+        if (rc == 0 && (rc = argus_decode(buf, len, &o, &t, msg, sizeof msg)) == 0)
+            argus_trace_free(&t);
+        char *text = rc == 0 ? argus__base64(buf, len, NULL) : NULL;
         free(buf);
-        if (rc != 0) {
-            char n[1200];
-            snprintf(n, sizeof n, "launch %llu: %s", (unsigned long long)corrs[ci], msg);
-            cJSON_AddItemToArray(notes, cJSON_CreateString(n));
+        if (text == NULL) {
+            int w = snprintf(why + wl, whylen - wl, "%slaunch %llu left out: %s", wl ? "; " : "",
+                             (unsigned long long)corrs[ci], rc ? msg : "out of memory");
+            if (w > 0 && (size_t)w < whylen - wl)
+                wl += (size_t)w;
             continue;
         }
         cJSON *L = cJSON_CreateObject();
-        cJSON_AddNumberToObject(L, "corr", (double)corrs[ci]);
         cJSON_AddStringToObject(L, "kernel", armed_name(rec, corrs[ci]));
-        cJSON_AddNumberToObject(L, "warps", (double)t.warps_active);
-        cJSON_AddNumberToObject(L, "occurrences", (double)t.nocc);
-        cJSON_AddNumberToObject(L, "records_lost", (double)t.records_lost);
-        cJSON_AddNumberToObject(L, "diagnostics", (double)(t.ndiags + t.diags_dropped));
-        cJSON_AddNumberToObject(L, "sm_clock_ghz", t.cycles_per_ns);
-        cJSON_AddStringToObject(L, "clock", t.clock_method == ARGUS_CLOCK_ANCHORS ? "globaltimer_anchors"
-                                           : t.clock_method == ARGUS_CLOCK_GIVEN ? "given"
-                                                                                 : "none");
-        cJSON_AddNumberToObject(L, "span_ns", (double)(t.gt_max - t.gt_min));
-        /* The iterations the occurrences began in, each once. */
-        int64_t *its = calloc(t.nocc + 1, sizeof *its);
-        size_t nit = 0;
-        for (size_t i = 0; its != NULL && i < t.nocc; i++)
-            if (t.occ[i].iter >= 0)
-                its[nit++] = t.occ[i].iter;
-        if (its != NULL)
-            qsort(its, nit, sizeof *its, cmp_i64);
-        cJSON *rows = cJSON_AddArrayToObject(L, "rows");
-        add_rows(rows, &t, reg, -1);
-        for (size_t i = 0; i < nit; i++)
-            if (i == 0 || its[i] != its[i - 1])
-                add_rows(rows, &t, reg, its[i]);
-        free(its);
-        argus_trace_free(&t);
+        cJSON_AddStringToObject(L, "raw_base64", text);
+        free(text);
         cJSON_AddItemToArray(launches, L);
-        decoded++;
+        kept++;
     }
     free(corrs);
     argus_registry_free(reg);
-    return decoded;
+    return kept;
+}
+
+/* ---- PC sampling evidence --------------------------------------------------------- */
+
+/* The recording's stall lines as names in index order, its pc lines
+ * summed per (function, PC) over launches, its pcs_totals summed. */
+static int pcs_payload(cJSON *e, const recording *rec, char *why, size_t whylen)
+{
+    cJSON *names = cJSON_AddArrayToObject(e, "stall_reasons");
+    cJSON *pcs = cJSON_AddArrayToObject(e, "pcs");
+    double samples = 0, dropped = 0;
+    int nstall = 0;
+    const cJSON *l;
+    for (int want = 0;; want++) {
+        int found = 0;
+        cJSON_ArrayForEach(l, rec->pcs)
+        {
+            const cJSON *ev = cJSON_GetObjectItemCaseSensitive(l, "e");
+            const cJSON *ix = cJSON_GetObjectItemCaseSensitive(l, "index");
+            const cJSON *nm = cJSON_GetObjectItemCaseSensitive(l, "name");
+            if (strcmp(ev->valuestring, "stall") == 0 && cJSON_IsNumber(ix) &&
+                (int)ix->valuedouble == want && cJSON_IsString(nm) && !found) {
+                cJSON_AddItemToArray(names, cJSON_CreateString(nm->valuestring));
+                found = 1;
+            }
+        }
+        if (!found)
+            break;
+        nstall++;
+    }
+    cJSON_ArrayForEach(l, rec->pcs)
+    {
+        const cJSON *ev = cJSON_GetObjectItemCaseSensitive(l, "e");
+        if (strcmp(ev->valuestring, "pcs_totals") == 0) {
+            const cJSON *sa = cJSON_GetObjectItemCaseSensitive(l, "samples");
+            const cJSON *dr = cJSON_GetObjectItemCaseSensitive(l, "dropped");
+            samples += cJSON_IsNumber(sa) ? sa->valuedouble : 0;
+            dropped += cJSON_IsNumber(dr) ? dr->valuedouble : 0;
+            continue;
+        }
+        if (strcmp(ev->valuestring, "pc") != 0)
+            continue;
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(l, "function");
+        const cJSON *pc = cJSON_GetObjectItemCaseSensitive(l, "pc");
+        const cJSON *st = cJSON_GetObjectItemCaseSensitive(l, "stall");
+        cJSON *into = NULL, *it;
+        cJSON_ArrayForEach(it, pcs)
+        {
+            if (strcmp(cJSON_GetObjectItemCaseSensitive(it, "function")->valuestring,
+                       fn->valuestring) == 0 &&
+                cJSON_GetObjectItemCaseSensitive(it, "pc")->valuedouble == pc->valuedouble)
+                into = it;
+        }
+        if (into == NULL) {
+            into = cJSON_CreateObject();
+            cJSON_AddStringToObject(into, "function", fn->valuestring);
+            cJSON_AddNumberToObject(into, "pc", pc->valuedouble);
+            cJSON_AddArrayToObject(into, "stall");
+            cJSON_AddItemToArray(pcs, into);
+        }
+        cJSON *dst = cJSON_GetObjectItemCaseSensitive(into, "stall");
+        const cJSON *pair;
+        cJSON_ArrayForEach(pair, st)
+        {
+            double ix = cJSON_GetArrayItem(pair, 0)->valuedouble;
+            double n = cJSON_GetArrayItem(pair, 1)->valuedouble;
+            if (ix >= nstall) {
+                snprintf(why, whylen, "a PC sample names stall reason %.0f, of %d known", ix,
+                         nstall);
+                return -1;
+            }
+            cJSON *hit = NULL, *q;
+            cJSON_ArrayForEach(q, dst) if (cJSON_GetArrayItem(q, 0)->valuedouble == ix) hit = q;
+            if (hit != NULL) {
+                cJSON *c = cJSON_GetArrayItem(hit, 1);
+                cJSON_SetNumberValue(c, c->valuedouble + n);
+            } else {
+                cJSON *np = cJSON_CreateArray();
+                cJSON_AddItemToArray(np, cJSON_CreateNumber(ix));
+                cJSON_AddItemToArray(np, cJSON_CreateNumber(n));
+                cJSON_AddItemToArray(dst, np);
+            }
+        }
+    }
+    cJSON *tot = cJSON_AddObjectToObject(e, "totals");
+    cJSON_AddNumberToObject(tot, "samples", samples);
+    cJSON_AddNumberToObject(tot, "dropped", dropped);
+    return 0;
 }
 
 /* ---- the evidence file ------------------------------------------------------------ */
 
 typedef struct run_info {
     const char *variant;
-    const argus__artifact *a;
     const char *device;
     int ran, status, timed_out;
     double seconds, timeout_s;
     char how[160];
     char fail[8192]; /* "" when the program succeeded */
     char log_tail[2048];
-    cJSON *command;
 } run_info;
 
-static cJSON *evidence_new(const char *backend, const run_info *ri)
+/* The evidence's common fields (argus.evidence v1, docs/argus-plan.md). */
+static cJSON *evidence_new(const char *backend, const run_info *ri, const argus__artifact *a)
 {
     cJSON *e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "schema", EVIDENCE_SCHEMA);
     cJSON_AddNumberToObject(e, "version", 1);
     cJSON_AddStringToObject(e, "backend", backend);
     cJSON_AddStringToObject(e, "variant", ri->variant);
-    cJSON *art = cJSON_AddObjectToObject(e, "artifact");
-    char hex[ARGUS_HASH_HEX];
-    argus_sha256_hex(ri->a->file, ri->a->flen, hex);
-    cJSON_AddStringToObject(art, "sha256", hex);
-    static const char *const keys[] = {"target", "transforms", "markers", "probe", NULL};
-    for (size_t i = 0; keys[i] != NULL; i++) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(ri->a->hdr, keys[i]);
-        if (v != NULL)
-            cJSON_AddItemToObject(art, keys[i], cJSON_Duplicate(v, 1));
-    }
-    cJSON *run = cJSON_AddObjectToObject(e, "run");
-    cJSON_AddStringToObject(run, "tool", "argus-shim");
-    cJSON_AddItemToObject(run, "command", cJSON_Duplicate(ri->command, 1));
-    cJSON_AddStringToObject(run, "device", ri->device);
-    cJSON_AddBoolToObject(run, "ran", ri->ran);
-    cJSON_AddStringToObject(run, "exit", ri->how);
-    cJSON_AddNumberToObject(run, "seconds", ri->seconds);
-    cJSON_AddNumberToObject(run, "timeout_s", ri->timeout_s);
-    cJSON_AddBoolToObject(run, "timed_out", ri->timed_out);
-    if (ri->log_tail[0])
-        cJSON_AddStringToObject(run, "log_tail", ri->log_tail);
+    char tool[1024], hex[ARGUS_HASH_HEX];
+    const cJSON *tg = cJSON_GetObjectItemCaseSensitive(a->hdr, "target");
+    argus_sha256_hex(a->file, a->flen, hex);
+    snprintf(tool, sizeof tool,
+             "argus exec 1 with argus-shim; artifact %.16s (%s); CUDA_VISIBLE_DEVICES=%s; the "
+             "program %s after %.3f s (limit %.0f s)",
+             hex, cJSON_IsString(tg) ? tg->valuestring : "?", ri->device, ri->how, ri->seconds,
+             ri->timeout_s);
+    cJSON_AddStringToObject(e, "tool", tool);
     return e;
 }
 
-static void set_state(cJSON *e, const char *state, const char *why)
+static void set_status(cJSON *e, const char *status, const char *why)
 {
-    cJSON_AddStringToObject(e, "state", state);
-    cJSON_AddStringToObject(e, "why", why ? why : "");
+    cJSON_AddStringToObject(e, "status", status);
+    if (strcmp(status, "ok") != 0)
+        cJSON_AddStringToObject(e, "why", why && why[0] ? why : "(no reason recorded)");
 }
 
 static int write_json(const char *path, cJSON *doc, char *msg, size_t msglen)
@@ -499,7 +505,7 @@ int argus__exec_run(int argc, char **argv)
         rc = cJSON_IsString(prog) ? argus__prog_load(prog->valuestring, &p, msg, sizeof msg)
                                   : argus__fail(ARGUS_EINVAL, msg, sizeof msg,
                                                 "%s: the artifact names no program", artifact);
-    } else if (rc == ARGUS_EINVAL) {
+    } else if (rc == ARGUS_EINVAL && !a.trailer) {
         /* The program as given (v0): its base build, made here. */
         char base[PATH_MAX + 16];
         snprintf(base, sizeof base, "%s/base.artifact", tmp);
@@ -519,7 +525,6 @@ int argus__exec_run(int argc, char **argv)
     run_info ri;
     memset(&ri, 0, sizeof ri);
     ri.variant = variant;
-    ri.a = &a;
     ri.timeout_s = p.timeout_s > 0 ? p.timeout_s : DEFAULT_TIMEOUT_S;
     const char *dev = getenv("ARGUS_EXEC_DEVICE");
     if (dev == NULL || !dev[0])
@@ -537,7 +542,6 @@ int argus__exec_run(int argc, char **argv)
     }
     ri.device = dev;
     snprintf(ri.how, sizeof ri.how, "not run");
-    ri.command = cJSON_CreateArray();
 
     int need_shim = 0, want[ARGUS_BE_COUNT] = {0};
     for (size_t i = 0; i < nbe; i++) {
@@ -600,8 +604,12 @@ int argus__exec_run(int argc, char **argv)
             no++;
         }
         sargv[k] = NULL;
+        /* What ran, into this worker's log (the runtime keeps it). */
+        fprintf(stderr, "argus exec: run %s (%s) on CUDA_VISIBLE_DEVICES=%s:", variant, backends,
+                dev);
         for (size_t i = 0; i < k; i++)
-            cJSON_AddItemToArray(ri.command, cJSON_CreateString(sargv[i]));
+            fprintf(stderr, " %s", sargv[i]);
+        fputc('\n', stderr);
         char e_dev[128], e_raw[PATH_MAX + 64];
         snprintf(e_dev, sizeof e_dev, "CUDA_VISIBLE_DEVICES=%s", dev);
         snprintf(e_raw, sizeof e_raw, "ARGUS_SHIM_ARM_RAW=%s", rawdir);
@@ -643,61 +651,56 @@ int argus__exec_run(int argc, char **argv)
                      dev);
     }
     /* One evidence file per backend. */
+    cJSON *report = NULL;
+    if (rec.present) {
+        char rp[PATH_MAX + 32], rerr[512];
+        snprintf(rp, sizeof rp, "%s/report.json", shimdir);
+        if (access(rp, R_OK) == 0 &&
+            mosaic__json_read_file(rp, 1L << 30, &report, rerr, sizeof rerr) != 0)
+            report = NULL;
+    }
     int status = ri.fail[0] ? 1 : 0;
-    for (size_t i = 0; i < nbe && status != 2; i++) {
+    for (size_t i = 0; i < nbe; i++) {
         const char *be = bel[i];
-        cJSON *e = evidence_new(be, &ri);
+        cJSON *e = evidence_new(be, &ri, &a);
         const char *nb = not_built(be);
+        char why[4096] = "";
         if (nb != NULL) {
-            set_state(e, "unavailable", nb);
-        } else if (ri.fail[0] && !rec.present) {
-            set_state(e, "failed", ri.fail);
-        } else if (strcmp(be, "cupti_activity") == 0) {
-            int sub = strcmp(rec.cupti, "subscribed") == 0;
-            set_state(e, ri.fail[0] ? "failed" : sub ? "collected" : "unavailable",
-                      ri.fail[0] ? ri.fail : sub ? "" : rec.note);
-            cJSON_AddStringToObject(e, "t0", rec.t0);
-            cJSON_AddStringToObject(e, "cupti", rec.cupti);
-            cJSON_AddItemToObject(e, "events", cJSON_Duplicate(rec.kernels, 1));
-        } else if (strcmp(be, "nvtx") == 0) {
-            set_state(e, ri.fail[0] ? "failed" : "collected", ri.fail);
-            cJSON_AddStringToObject(e, "t0", rec.t0);
-            cJSON_AddItemToObject(e, "events", cJSON_Duplicate(rec.nvtx, 1));
+            set_status(e, "unavailable", nb);
+        } else if (ri.fail[0]) {
+            set_status(e, "failed", ri.fail);
+        } else if (strcmp(be, "cupti_activity") == 0 || strcmp(be, "nvtx") == 0) {
+            int cupti = strcmp(be, "nvtx") == 0 || strcmp(rec.cupti, "subscribed") == 0;
+            if (report == NULL)
+                set_status(e, "failed", "argus-shim wrote no report.json (its log has why)");
+            else if (!cupti)
+                set_status(e, "unavailable", rec.note[0] ? rec.note : rec.cupti);
+            else
+                set_status(e, "ok", NULL);
+            if (report != NULL)
+                cJSON_AddItemToObject(e, "report", cJSON_Duplicate(report, 1));
         } else if (strcmp(be, "pc_sampling") == 0) {
-            const char *why = unavailable_why(&rec, "pc_sampling");
-            set_state(e, ri.fail[0] ? "failed" : why ? "unavailable" : "collected",
-                      ri.fail[0] ? ri.fail : why);
-            cJSON_AddItemToObject(e, "events", cJSON_Duplicate(rec.pcs, 1));
+            const char *uw = unavailable_why(&rec, "pc_sampling");
+            if (uw != NULL)
+                set_status(e, "unavailable", uw);
+            else if (pcs_payload(e, &rec, why, sizeof why) != 0)
+                set_status(e, "failed", why);
+            else
+                set_status(e, "ok", NULL);
         } else {
             /* region_runtime */
-            cJSON *launches = cJSON_CreateArray(), *notes = cJSON_CreateArray();
-            size_t n = markers ? region_launches(launches, notes, &rec, rawdir, &a) : 0;
-            char why[1024] = "";
+            cJSON *launches = cJSON_CreateArray();
+            size_t n = markers ? region_launches(launches, why, sizeof why, &rec, rawdir, &a) : 0;
             const char *dr = unavailable_why(&rec, "device_regions");
+            char w2[4600];
             if (!markers)
-                snprintf(why, sizeof why, "the variant has no Argus markers (markers_on is not "
-                                          "among its transforms)");
+                snprintf(w2, sizeof w2, "the variant has no Argus markers (markers_on is not "
+                                        "among its transforms)");
             else if (n == 0)
-                snprintf(why, sizeof why,
-                         "no armed launch of the variant was decoded%s%s (the armed lines are "
-                         "kept in \"armed\")",
-                         dr ? ": " : "", dr ? dr : "");
-            set_state(e, ri.fail[0] ? "failed" : n ? "collected" : "unavailable",
-                      ri.fail[0] ? ri.fail : why);
-            cJSON *cols = cJSON_AddArrayToObject(e, "columns");
-            cJSON_AddItemToArray(cols, column("path", "region path", "observed"));
-            cJSON_AddItemToArray(cols, column("iter", "iteration (null: all)", "observed"));
-            cJSON_AddItemToArray(cols, column("count", "occurrences", "observed"));
-            cJSON_AddItemToArray(cols, column("timed", "occurrences", "observed"));
-            cJSON_AddItemToArray(cols, column("total_cycles", "SM cycles", "observed"));
-            cJSON_AddItemToArray(cols, column("mean_cycles", "SM cycles", "derived"));
-            cJSON_AddItemToArray(cols, column("mean_ns", "ns", "derived"));
-            cJSON_AddItemToArray(cols, column("p50_ns", "ns", "derived"));
-            cJSON_AddItemToArray(cols, column("max_ns", "ns", "derived"));
-            cJSON_AddItemToArray(cols, column("total_ns", "ns", "derived"));
+                snprintf(w2, sizeof w2, "no armed launch of the variant was collected%s%s%s%s",
+                         dr ? ": " : "", dr ? dr : "", why[0] ? "; " : "", why);
+            set_status(e, n ? "ok" : "unavailable", w2);
             cJSON_AddItemToObject(e, "launches", launches);
-            cJSON_AddItemToObject(e, "notes", notes);
-            cJSON_AddItemToObject(e, "armed", cJSON_Duplicate(rec.armed, 1));
         }
         if (write_json(argv[5 + i], e, msg, sizeof msg) != 0) {
             fprintf(stderr, "argus exec: run %s: %s\n", variant, msg);
@@ -707,8 +710,8 @@ int argus__exec_run(int argc, char **argv)
     }
     if (ri.fail[0])
         fprintf(stderr, "argus exec: run %s (%s): %s\n", variant, backends, ri.fail);
+    cJSON_Delete(report);
     recording_free(&rec);
-    cJSON_Delete(ri.command);
     argus__prog_free(&p);
     argus__artifact_free(&a);
     argus__rmtree(tmp);
