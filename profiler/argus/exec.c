@@ -1135,7 +1135,17 @@ static int load_parent(const char *path, argus__prog *p, argus__artifact *a, int
         }
         return rc;
     }
-    return argus__prog_load(path, p, msg, msglen);
+    char m2[1024];
+    rc = argus__prog_load(path, p, m2, sizeof m2);
+    if (rc != 0) {
+        /* Say both: a variant artifact cut short reads as neither. */
+        const char *pfx = strstr(m2, path) == m2 ? m2 + strlen(path) : m2;
+        argus__fail(rc, msg, msglen,
+                    "%s: not a variant artifact (no \"// " ARTIFACT_SCHEMA "\" trailer: one cut "
+                    "short?) and not a program description%s",
+                    path, pfx);
+    }
+    return rc;
 }
 
 static int cmd_transform(int argc, char **argv)

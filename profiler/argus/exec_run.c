@@ -247,24 +247,32 @@ static int pcs_payload(cJSON *e, const recording *rec, char *why, size_t whylen)
     cJSON *names = cJSON_AddArrayToObject(e, "stall_reasons");
     cJSON *pcs = cJSON_AddArrayToObject(e, "pcs");
     double samples = 0, dropped = 0;
+    /* Position i is CUPTI's index i, so that a sample's [INDEX, N] names
+     * its reason either way it is read; an index CUPTI skipped is named so. */
     int nstall = 0;
     const cJSON *l;
-    for (int want = 0;; want++) {
-        int found = 0;
+    cJSON_ArrayForEach(l, rec->pcs)
+    {
+        const cJSON *ev = cJSON_GetObjectItemCaseSensitive(l, "e");
+        const cJSON *ix = cJSON_GetObjectItemCaseSensitive(l, "index");
+        if (strcmp(ev->valuestring, "stall") == 0 && cJSON_IsNumber(ix) &&
+            ix->valuedouble >= nstall && ix->valuedouble < 4096)
+            nstall = (int)ix->valuedouble + 1;
+    }
+    for (int want = 0; want < nstall; want++) {
+        char unused[48];
+        snprintf(unused, sizeof unused, "(no stall reason at index %d)", want);
+        const char *name = unused;
         cJSON_ArrayForEach(l, rec->pcs)
         {
             const cJSON *ev = cJSON_GetObjectItemCaseSensitive(l, "e");
             const cJSON *ix = cJSON_GetObjectItemCaseSensitive(l, "index");
             const cJSON *nm = cJSON_GetObjectItemCaseSensitive(l, "name");
             if (strcmp(ev->valuestring, "stall") == 0 && cJSON_IsNumber(ix) &&
-                (int)ix->valuedouble == want && cJSON_IsString(nm) && !found) {
-                cJSON_AddItemToArray(names, cJSON_CreateString(nm->valuestring));
-                found = 1;
-            }
+                (int)ix->valuedouble == want && cJSON_IsString(nm))
+                name = nm->valuestring;
         }
-        if (!found)
-            break;
-        nstall++;
+        cJSON_AddItemToArray(names, cJSON_CreateString(name));
     }
     cJSON_ArrayForEach(l, rec->pcs)
     {
