@@ -55,7 +55,8 @@ if [[ -z $nvcc ]]; then
 #!/bin/sh
 for a; do case \$a in *.cu) name=\$(basename "\$a" .cu) ;; esac; done
 while [ \$# -gt 1 ]; do [ "\$1" = -o ] && out=\$2; shift; done
-cp "$fix/\${name:-async_cpasync}.ptx" "\$out"
+f="$fix/\${name:-async_cpasync}.ptx"; [ -f "\$f" ] || f="$fix/async_cpasync.ptx"
+cp "\$f" "\$out"
 EOF
     cat >"$work/fakecc/ptxas" <<EOF
 #!/bin/sh
