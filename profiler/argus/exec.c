@@ -317,6 +317,7 @@ void argus__prog_free(argus__prog *p)
     free_list(p->include, p->ninclude);
     free_list(p->flags, p->nflags);
     free_list(p->run, p->nrun);
+    free_list(p->env, p->nenv);
     memset(p, 0, sizeof *p);
 }
 
@@ -386,7 +387,7 @@ int argus__prog_load(const char *path, argus__prog *p, char *msg, size_t msglen)
                            err);
     static const char *const keys[] = {"schema", "version", "source", "ptx", "registry",
                                        "include", "sm", "nvcc_flags", "run", "device",
-                                       "timeout_s", NULL};
+                                       "timeout_s", "env", NULL};
     int rc = 0;
     const cJSON *it;
     cJSON_ArrayForEach(it, doc)
@@ -397,7 +398,7 @@ int argus__prog_load(const char *path, argus__prog *p, char *msg, size_t msglen)
         if (!known) {
             rc = argus__fail(ARGUS_EINVAL, msg, msglen,
                              "%s: %s: unknown key; known: schema, version, source, ptx, registry, "
-                             "include, sm, nvcc_flags, run, device, timeout_s",
+                             "include, sm, nvcc_flags, run, device, timeout_s, env",
                              rp, it->string);
             goto out;
         }
@@ -483,6 +484,29 @@ int argus__prog_load(const char *path, argus__prog *p, char *msg, size_t msglen)
             goto out;
         }
         snprintf(p->device, sizeof p->device, "%s", dev->valuestring);
+    }
+    const cJSON *env = cJSON_GetObjectItemCaseSensitive(doc, "env");
+    if (env != NULL) {
+        size_t cnt = cJSON_IsObject(env) ? (size_t)cJSON_GetArraySize(env) : 0;
+        p->env = calloc(cnt + 1, sizeof *p->env);
+        const cJSON *kv;
+        cJSON_ArrayForEach(kv, env)
+        {
+            if (p->env == NULL || !cJSON_IsString(kv) || kv->string[0] == '\0' ||
+                strchr(kv->string, '=') != NULL)
+                break;
+            size_t n = strlen(kv->string) + strlen(kv->valuestring) + 2;
+            if ((p->env[p->nenv] = malloc(n)) == NULL)
+                break;
+            snprintf(p->env[p->nenv++], n, "%s=%s", kv->string, kv->valuestring);
+        }
+        if (!cJSON_IsObject(env) || p->nenv != cnt) {
+            rc = argus__fail(ARGUS_EINVAL, msg, msglen,
+                             "%s: env: expected an object of NAME: \"value\" strings for the "
+                             "program's runs",
+                             rp);
+            goto out;
+        }
     }
     const cJSON *to = cJSON_GetObjectItemCaseSensitive(doc, "timeout_s");
     if (to != NULL) {

@@ -32,6 +32,8 @@ typedef struct argus__prog {
     double timeout_s;    /* a run's limit (0: 300 s) */
     char **include, **flags, **run;
     size_t ninclude, nflags, nrun;
+    char **env; /* "NAME=VALUE" for the program's runs (the description's "env") */
+    size_t nenv;
 } argus__prog;
 
 /* A variant artifact (argus.exec.artifact v1): the variant's PTX text,

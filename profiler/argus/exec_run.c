@@ -621,8 +621,15 @@ int argus__exec_run(int argc, char **argv)
         char e_dev[128], e_raw[PATH_MAX + 64];
         snprintf(e_dev, sizeof e_dev, "CUDA_VISIBLE_DEVICES=%s", dev);
         snprintf(e_raw, sizeof e_raw, "ARGUS_SHIM_ARM_RAW=%s", rawdir);
-        const char *env[] = {e_dev, want[ARGUS_BE_REGION_RUNTIME] ? e_raw : "ARGUS_SHIM_ARM=0",
-                             NULL};
+        /* The description's env first, so that the device and arming
+         * settings the backends need are the ones that hold. */
+        const char *env[64 + 3];
+        size_t ne = 0;
+        for (size_t i = 0; i < p.nenv && ne < 64; i++)
+            env[ne++] = p.env[i];
+        env[ne++] = e_dev;
+        env[ne++] = want[ARGUS_BE_REGION_RUNTIME] ? e_raw : "ARGUS_SHIM_ARM=0";
+        env[ne] = NULL;
         char err[1024];
         int src = argus__spawn(sargv, env, runlog, ri.timeout_s, &ri.status, &ri.seconds, err,
                                sizeof err);
