@@ -154,90 +154,9 @@ for n in 1 2 4 8; do
     log "batch $n: exit $st, ${wall}s, $bytes bytes, transforms done $td, runs done $rd, failed $rf"
 done
 
-# Probe latencies from the stored evidence (the largest batch), and results.json.
-python3 - "$RES" "$work" "$ARGUS" "$mode" <<'PY'
-import base64, glob, json, os, re, subprocess, sys
-res, work, argus, mode = sys.argv[1:5]
-rows = [l.rstrip("\n").split("\t") for l in open(f"{res}/batches.tsv")]
-head, batches = rows[0], [dict(zip(rows[0], r)) for r in rows[1:]]
-def f(b, k): return float(b[k])
-out = {"schema": "mosaic.argus16.multirun", "version": 1, "mode": mode,
-       "env": open(f"{res}/env.txt").read(), "batches": batches,
-       "anchor": {"s_per_probe_at_8": 1.00, "mib_per_probe": 2.08, "source": "Argus paper"}}
-measured = mode == "run" and all(int(b["runs_failed"]) == 0 and int(b["exit"]) == 0 for b in batches)
-b1, b8 = batches[0], batches[-1]
-out["marginal"] = {"s_per_probe": (f(b8, "wall_s") - f(b1, "wall_s")) / 7,
-                   "bytes_per_probe": (f(b8, "ws_bytes") - f(b1, "ws_bytes")) / 7}
-# Evidence of the 8-probe workspace: the base run and each probe run.
-def mean_cycles(raw_b64, it):
-    p = f"{work}/tmp.raw"
-    open(p, "wb").write(base64.b64decode(raw_b64))
-    j = f"{work}/tmp.json"
-    r = subprocess.run([argus, "report", p, "--registry", f"{work}/reg.json", "--iter", f"{it}:{it}",
-                        "--region", "mainloop/load", "--json", j], capture_output=True, text=True)
-    if r.returncode not in (0, 3):
-        return None, r.stderr.strip()
-    rep = json.load(open(j))
-    for reg in rep["regions"]:
-        if reg["path"] == "mainloop/load" and reg["count"]["value"] > 0:
-            return reg["total_cycles"]["value"] / reg["count"]["value"], rep["clock"].get("sm_clock", {}).get("value")
-    return None, "no mainloop/load occurrence at iteration %d" % it
-probes, base = [], None
-for p in glob.glob(f"{work}/ws8/objects/*/*"):
-    try:
-        e = json.load(open(p))
-    except Exception:
-        continue
-    if not (isinstance(e, dict) and e.get("schema") == "argus.evidence" and e.get("backend") == "region_runtime"):
-        continue
-    m = re.search(r"probe\(op=([0-9a-fx.]+),iter=(\d+)\)", e["variant"])
-    if m:
-        probes.append((m.group(1), int(m.group(2)), e))
-    else:
-        base = e
-lat = []
-for op, it, e in sorted(probes, key=lambda x: (x[0], x[1])):
-    row = {"op": op, "iter": it, "status": e["status"], "why": e.get("why", "")}
-    if e["status"] == "ok" and base is not None and base["status"] == "ok":
-        pc, clk = mean_cycles(e["launches"][0]["raw_base64"], it)
-        bc, _ = mean_cycles(base["launches"][0]["raw_base64"], it)
-        bn, _ = mean_cycles(base["launches"][0]["raw_base64"], it + 1)
-        if isinstance(pc, float) and isinstance(bc, float):
-            row.update({"probe_cycles": pc, "base_cycles": bc, "added_cycles": pc - bc,
-                        "floor_cycles": (bn - bc) if isinstance(bn, float) else None,
-                        "sm_clock_ghz": clk, "marks": {"probe_cycles": "observed", "base_cycles": "observed",
-                                                       "added_cycles": "derived", "floor_cycles": "derived"}})
-    lat.append(row)
-out["probes"] = lat
-out["measured"] = measured
-json.dump(out, open(f"{res}/results.json", "w"), indent=1)
-with open(f"{res}/probes.tsv", "w") as t:
-    t.write("op\titer\tstatus\tbase_cycles\tprobe_cycles\tadded_cycles\tfloor_cycles\n")
-    for r in lat:
-        g = lambda k: "" if r.get(k) is None else "%.1f" % r[k]
-        t.write(f"{r['op']}\t{r['iter']}\t{r['status']}\t{g('base_cycles')}\t{g('probe_cycles')}\t{g('added_cycles')}\t{g('floor_cycles')}\n")
-with open(f"{res}/summary.txt", "w") as s:
-    s.write(f"argus16_multirun ({mode}): one argus query --run per batch (fresh workspace), "
-            "wall time of the whole query; workspace bytes by du -sb\n")
-    s.write("probes  wall_s  s/probe  MiB/probe  runs ok/failed\n")
-    for b in batches:
-        s.write("%6s  %6.2f  %7.3f  %9.3f  %s/%s\n" % (b["probes"], f(b, "wall_s"), f(b, "s_per_probe"),
-                f(b, "bytes_per_probe") / 2**20, b["runs_done"], b["runs_failed"]))
-    s.write("marginal (8 - 1) / 7: %.3f s/probe, %.3f MiB/probe; Argus: 1.00 s/probe at 8, 2.08 MiB/probe\n"
-            % (out["marginal"]["s_per_probe"], out["marginal"]["bytes_per_probe"] / 2**20))
-    if not measured:
-        s.write("NOTHING MEASURED on a GPU (%s): the times and bytes above are the builds, planning "
-                "and failed runs only, not probe costs\n" % ("dry run, no GPU" if mode == "dry" else "some runs failed: see query*.txt"))
-    ok = [r for r in lat if "added_cycles" in r]
-    if ok:
-        s.write("probe latencies (mainloop/load mean cycles at the probed iteration; floor: base iter i+1 - i)\n")
-        for r in ok:
-            s.write("  %s iter %d: base %.0f, probe %.0f, added %+.0f cycles (floor %s)\n" % (
-                r["op"], r["iter"], r["base_cycles"], r["probe_cycles"], r["added_cycles"],
-                "-" if r["floor_cycles"] is None else "%+.0f" % r["floor_cycles"]))
-    elif measured:
-        s.write("no probe latency: the region buffers were not collected (probes.tsv has why)\n")
-PY
+# Probe latencies from the stored evidence (the largest batch), results.json
+# and summary.txt (argus16_multirun.py; its test: argus16_multirun_test.py).
+python3 scripts/gpu/argus16_multirun.py "$RES" "$work" "$ARGUS" "$mode" mainloop/load load
 if [[ $mode == dry ]]; then
     # The dry run's own check: every batch built all its probe variants.
     awk -F'\t' 'NR > 1 && $7 != $1 + 1 { print "batch " $1 ": " $7 " transforms done, want " $1 + 1; bad = 1 }
