@@ -155,41 +155,78 @@ void argus__status_text(int status, char *buf, size_t len)
         snprintf(buf, len, "ended with wait status 0x%x", (unsigned)status);
 }
 
-/* Everything in this process group but this process: a timed-out child
- * and whatever it started (argus-shim's program). The executor leads its
- * group, so the runtime's kill of a timed-out task reaches all of it too. */
-static void kill_group_but_self(pid_t child)
+/* A timed-out child and everything it started (argus-shim's program and
+ * its children): every process whose parent chain leads here, and, when
+ * this process leads its group (the runtime's worker), every other member
+ * of the group. Nothing above this process is touched: the executor may be
+ * a child of the runtime's `sh -c`, or of a script that runs it. */
+static void kill_descendants(pid_t child)
 {
-    kill(child, SIGKILL);
-    pid_t self = getpid(), grp = getpgrp();
-    if (grp != self)
-        return; /* not our own group: only the child is ours to kill */
-    DIR *d = opendir("/proc");
-    if (d == NULL)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        char *end;
-        long pid = strtol(e->d_name, &end, 10);
-        if (*end != '\0' || pid <= 0 || pid == self)
-            continue;
-        char p[64], line[1024];
-        snprintf(p, sizeof p, "/proc/%ld/stat", pid);
-        FILE *f = fopen(p, "r");
-        if (f == NULL)
-            continue;
-        size_t n = fread(line, 1, sizeof line - 1, f);
-        fclose(f);
-        line[n] = '\0';
-        /* pid (comm) state ppid pgrp ...: comm may hold spaces; skip past ')'. */
-        char *rp = strrchr(line, ')');
-        char state;
-        long ppid, pgrp;
-        if (rp != NULL && sscanf(rp + 1, " %c %ld %ld", &state, &ppid, &pgrp) == 3 &&
-            pgrp == grp)
-            kill((pid_t)pid, SIGKILL);
+    /* Marked first, killed after: a parent killed before its children are
+     * found would leave them re-parented, out of the chain. */
+    pid_t self = getpid();
+    int leader = getpgrp() == self;
+    for (int pass = 0; pass < 3; pass++) {
+        long *pid = NULL, *ppid = NULL, *pgrp = NULL;
+        size_t n = 0, cap = 0, cp = 0, cg = 0;
+        DIR *d = opendir("/proc");
+        struct dirent *e;
+        while (d != NULL && (e = readdir(d)) != NULL) {
+            char *end;
+            long v = strtol(e->d_name, &end, 10);
+            if (*end != '\0' || v <= 0)
+                continue;
+            char path[64], line[1024];
+            snprintf(path, sizeof path, "/proc/%ld/stat", v);
+            FILE *f = fopen(path, "r");
+            if (f == NULL)
+                continue;
+            size_t k = fread(line, 1, sizeof line - 1, f);
+            fclose(f);
+            line[k] = '\0';
+            /* pid (comm) state ppid pgrp ...: comm may hold spaces and ')'. */
+            char *rp = strrchr(line, ')'), state;
+            long pp, pg;
+            if (rp == NULL || sscanf(rp + 1, " %c %ld %ld", &state, &pp, &pg) != 3)
+                continue;
+            if (argus__grow((void **)&pid, &cap, n + 1, sizeof *pid) != 0 ||
+                argus__grow((void **)&ppid, &cp, n + 1, sizeof *ppid) != 0 ||
+                argus__grow((void **)&pgrp, &cg, n + 1, sizeof *pgrp) != 0)
+                break;
+            pid[n] = v;
+            ppid[n] = pp;
+            pgrp[n] = pg;
+            n++;
+        }
+        if (d != NULL)
+            closedir(d);
+        unsigned char *mark = calloc(n + 1, 1);
+        size_t killed = 0;
+        for (int grow = 1; mark != NULL && grow;) {
+            grow = 0;
+            for (size_t i = 0; i < n; i++) {
+                if (mark[i] || pid[i] == self)
+                    continue;
+                int m = ppid[i] == self || (leader && pgrp[i] == self);
+                for (size_t j = 0; !m && j < n; j++)
+                    m = mark[j] && pid[j] == ppid[i];
+                if (m) {
+                    mark[i] = 1;
+                    grow = 1;
+                }
+            }
+        }
+        for (size_t i = 0; mark != NULL && i < n; i++)
+            if (mark[i] && kill((pid_t)pid[i], SIGKILL) == 0)
+                killed++;
+        free(mark);
+        free(pid);
+        free(ppid);
+        free(pgrp);
+        if (killed == 0)
+            break;
     }
-    closedir(d);
+    kill(child, SIGKILL);
 }
 
 int argus__spawn(const char *const *argv, const char *const *env, const char *log_path,
@@ -257,7 +294,7 @@ int argus__spawn(const char *const *argv, const char *const *env, const char *lo
         }
         if (timeout_s > 0 && now_s() - t0 > timeout_s && !timed_out) {
             timed_out = 1;
-            kill_group_but_self(pid);
+            kill_descendants(pid);
         }
         struct timespec ts = {0, 5 * 1000 * 1000};
         nanosleep(&ts, NULL);
@@ -1213,18 +1250,27 @@ static int cmd_transform(int argc, char **argv)
     return 0;
 }
 
-static int cmd_show(int argc, char **argv)
+/* The artifact a show or discover command names, or an exit status. */
+static int open_artifact(int argc, char **argv, int lo, int hi, argus__artifact *a)
 {
-    if (argc != 3 && argc != 4) {
+    if (argc < lo || argc > hi) {
         exec_usage(stderr);
         return 2;
     }
     char msg[1024];
-    argus__artifact a;
-    if (argus__artifact_load(argv[2], &a, msg, sizeof msg) != 0) {
+    if (argus__artifact_load(argv[2], a, msg, sizeof msg) != 0) {
         fprintf(stderr, "argus exec: %s\n", msg);
         return 1;
     }
+    return 0;
+}
+
+static int cmd_show(int argc, char **argv)
+{
+    argus__artifact a;
+    int st = open_artifact(argc, argv, 3, 4, &a);
+    if (st != 0)
+        return st;
     int rc = 0;
     if (argc == 3) {
         char *t = cJSON_Print(a.hdr);
@@ -1249,16 +1295,11 @@ static int cmd_show(int argc, char **argv)
 
 static int cmd_discover(int argc, char **argv)
 {
-    if (argc != 3) {
-        exec_usage(stderr);
-        return 2;
-    }
-    char msg[1024];
     argus__artifact a;
-    if (argus__artifact_load(argv[2], &a, msg, sizeof msg) != 0) {
-        fprintf(stderr, "argus exec: %s\n", msg);
-        return 1;
-    }
+    int st = open_artifact(argc, argv, 3, 3, &a);
+    if (st != 0)
+        return st;
+    char msg[1024];
     const argus__part *pt = argus__artifact_part(&a, "ptx");
     argus_discovery *d = NULL;
     int rc = pt ? argus_discover_ptx((const char *)pt->data, pt->len, &d, msg, sizeof msg)
@@ -1299,11 +1340,6 @@ int argus__exec_main(int argc, char **argv)
         exec_usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
-    /* Lead a process group, so that a timed-out program and everything it
-     * started can be killed without killing whoever started the executor
-     * (the runtime already makes each worker a group leader). */
-    if (getpgrp() != getpid())
-        setpgid(0, 0);
     if (strcmp(argv[1], "transform") == 0)
         return cmd_transform(argc, argv);
     if (strcmp(argv[1], "run") == 0)

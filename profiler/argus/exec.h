@@ -88,8 +88,8 @@ int argus__read_bin(const char *path, size_t max, unsigned char **out, size_t *l
  * ("NAME=VALUE", NULL-terminated; may be NULL), stdout and stderr
  * appended to log_path (NULL: inherited), stdin from /dev/null, and a
  * limit of timeout_s seconds (0: none): past it the child and everything
- * else in this process group is killed (the executor leads its own group:
- * argus__exec_main makes sure of it). *status gets the wait status;
+ * it started are killed (this process's descendants, and the rest of its
+ * process group when it leads one). *status gets the wait status;
  * returns 0, or ARGUS_EIO when it could not start, or ARGUS_ELIMIT when it
  * timed out. */
 int argus__spawn(const char *const *argv, const char *const *env, const char *log_path,

@@ -27,7 +27,8 @@
  *   - A limit (the description's timeout_s, default 300 s): past it the
  *     program and everything it started are killed and the run fails, so
  *     that its branch fails alone and reruns next time. The runtime's own
- *     limit (the recipe's timeout_s) kills this process's group too.
+ *     limit (the recipe's timeout_s) kills the worker's process group,
+ *     which the program stays in.
  *   - A backend this build or machine cannot give is written as evidence
  *     with "state": "unavailable" and the reason, never as numbers.
  *   - The evidence files are written also when the program failed (state
@@ -65,25 +66,18 @@ typedef struct recording {
     char cupti[32];    /* the header's, then the cupti line's state */
     char note[512];
     char t0[32];
-    cJSON *kernels, *nvtx, *pcs, *armed, *unavail;
+    cJSON *pcs, *armed, *unavail;
 } recording;
 
-static const char *line_backend(const char *e)
+/* The recording's lines the evidence needs beyond argus-shim's report:
+ * PC sampling's (its report keeps hot PCs only) and arming's. */
+static int pcs_line(const char *e)
 {
-    static const struct {
-        const char *e, *be;
-    } map[] = {{"launch", "cupti_activity"}, {"kernel", "cupti_activity"},
-               {"dropped", "cupti_activity"}, {"push", "nvtx"},
-               {"pop", "nvtx"},              {"start", "nvtx"},
-               {"end", "nvtx"},              {"pcs", "pc_sampling"},
-               {"stall", "pc_sampling"},     {"module", "pc_sampling"},
-               {"pc", "pc_sampling"},        {"pcline", "pc_sampling"},
-               {"pcs_totals", "pc_sampling"}, {"armed", "region_runtime"},
-               {"dnode", ""},                {"region", ""}};
-    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
-        if (strcmp(map[i].e, e) == 0)
-            return map[i].be;
-    return NULL;
+    static const char *const kinds[] = {"pcs", "stall", "module", "pc", "pcline", "pcs_totals"};
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (strcmp(kinds[i], e) == 0)
+            return 1;
+    return 0;
 }
 
 static int on_line(void *ctx, const char *where, long line, cJSON *doc, char *err, size_t errlen)
@@ -112,12 +106,8 @@ static int on_line(void *ctx, const char *where, long line, cJSON *doc, char *er
         cJSON_AddItemToArray(r->unavail, cJSON_Duplicate(doc, 1));
         return 0;
     }
-    const char *be = line_backend(e->valuestring);
-    cJSON *to = be == NULL                             ? NULL
-                : strcmp(be, "cupti_activity") == 0    ? r->kernels
-                : strcmp(be, "nvtx") == 0              ? r->nvtx
-                : strcmp(be, "pc_sampling") == 0       ? r->pcs
-                : strcmp(be, "region_runtime") == 0    ? r->armed
+    cJSON *to = pcs_line(e->valuestring)                ? r->pcs
+                : strcmp(e->valuestring, "armed") == 0 ? r->armed
                                                        : NULL;
     if (to != NULL)
         cJSON_AddItemToArray(to, cJSON_Duplicate(doc, 1));
@@ -126,8 +116,6 @@ static int on_line(void *ctx, const char *where, long line, cJSON *doc, char *er
 
 static void recording_free(recording *r)
 {
-    cJSON_Delete(r->kernels);
-    cJSON_Delete(r->nvtx);
     cJSON_Delete(r->pcs);
     cJSON_Delete(r->armed);
     cJSON_Delete(r->unavail);
@@ -389,18 +377,21 @@ static int write_json(const char *path, cJSON *doc, char *msg, size_t msglen)
 /* Why a backend that this build has no collector for is unavailable. */
 static const char *not_built(const char *be)
 {
-    if (strcmp(be, "sass_metrics") == 0)
-        return "argus-shim collects no CUPTI SASS metrics (per-PC instruction counts): this "
-               "build has no collector for them, so no counts are given";
-    if (strcmp(be, "range_profiler") == 0)
-        return "argus-shim collects no hardware counters (CUPTI range profiler): this build has "
-               "no collector for them, so no counters are given";
-    if (strcmp(be, "sanitizer_patch") == 0)
-        return "the CUDA Sanitizer PC-to-region map has no collector in argus exec in this "
-               "build, so no map is given";
-    if (strcmp(be, "bpf") == 0)
-        return "BPF system tracing has no collector in argus exec in this build, so no host "
-               "scheduling is given";
+    static const struct {
+        const char *be, *why;
+    } none[] = {
+        {"sass_metrics", "argus-shim collects no CUPTI SASS metrics (per-PC instruction counts): "
+                         "this build has no collector for them, so no counts are given"},
+        {"range_profiler", "argus-shim collects no hardware counters (CUPTI range profiler): "
+                           "this build has no collector for them, so no counters are given"},
+        {"sanitizer_patch", "the CUDA Sanitizer PC-to-region map has no collector in argus exec "
+                            "in this build, so no map is given"},
+        {"bpf", "BPF system tracing has no collector in argus exec in this build, so no host "
+                "scheduling is given"},
+    };
+    for (size_t i = 0; i < sizeof none / sizeof none[0]; i++)
+        if (strcmp(be, none[i].be) == 0)
+            return none[i].why;
     return NULL;
 }
 
@@ -534,20 +525,15 @@ int argus__exec_run(int argc, char **argv)
     memset(&ri, 0, sizeof ri);
     ri.variant = variant;
     ri.timeout_s = p.timeout_s > 0 ? p.timeout_s : DEFAULT_TIMEOUT_S;
-    const char *dev = getenv("ARGUS_EXEC_DEVICE");
-    if (dev == NULL || !dev[0])
-        dev = p.device[0] ? p.device : NULL;
-    if (dev == NULL || !dev[0])
-        dev = getenv("CUDA_VISIBLE_DEVICES");
-    if (dev == NULL || !dev[0] || strchr(dev, ','))
-        dev = dev && strchr(dev, ',') ? NULL : "0";
-    char devbuf[64];
-    if (dev == NULL) {
-        /* Several devices visible: bind to the first. */
-        const char *all = getenv("CUDA_VISIBLE_DEVICES");
-        snprintf(devbuf, sizeof devbuf, "%.*s", (int)strcspn(all, ","), all);
-        dev = devbuf;
-    }
+    /* One device: the override, the description's, else the first one
+     * this process may see, else 0. */
+    char dev[64];
+    const char *d = getenv("ARGUS_EXEC_DEVICE");
+    if (d == NULL || !d[0])
+        d = p.device[0] ? p.device : getenv("CUDA_VISIBLE_DEVICES");
+    if (d == NULL || !d[0])
+        d = "0";
+    snprintf(dev, sizeof dev, "%.*s", (int)strcspn(d, ","), d);
     ri.device = dev;
     snprintf(ri.how, sizeof ri.how, "not run");
 
@@ -567,8 +553,6 @@ int argus__exec_run(int argc, char **argv)
     snprintf(events, sizeof events, "%s/events.jsonl", shimdir);
     recording rec;
     memset(&rec, 0, sizeof rec);
-    rec.kernels = cJSON_CreateArray();
-    rec.nvtx = cJSON_CreateArray();
     rec.pcs = cJSON_CreateArray();
     rec.armed = cJSON_CreateArray();
     rec.unavail = cJSON_CreateArray();
