@@ -127,6 +127,11 @@ for n in (1, 2, 4, 8):
     json.dump(ops[:min(n, 4)], open(f"{w}/ops{n}.json", "w"))
 PY
 
+# Where this argus writes each signal's synthesis (argus query --results),
+# keep them too: the probe_latency synthesis beside this script's own.
+results=()
+qhelp=$("$ARGUS" query --help 2>&1 || true)
+[[ $qhelp == *--results* ]] && results=(--results)
 printf 'probes\twall_s\ts_per_probe\tws_bytes\tbytes_per_probe\tws_files\ttransforms_done\truns_done\truns_failed\texit\n' \
     >"$RES/batches.tsv"
 for n in 1 2 4 8; do
@@ -139,6 +144,7 @@ for n in 1 2 4 8; do
     "$ARGUS" query --program "$work/prog.json" --registry "$work/reg.json" --region mainloop/load \
         --signal region_time,async_latency --iter "$it" --target-sm 90 --assume-all \
         --discovered "$work/ops$n.json" --executor "$ARGUS exec" --ws "$ws" --run \
+        ${results[@]:+"${results[@]}" "$RES/synthesis$n"} \
         >"$RES/query$n.txt" 2>"$RES/query$n.log"
     st=$?
     set -e
