@@ -203,8 +203,19 @@ static size_t region_launches(cJSON *launches, char *why, size_t whylen, const r
         int rc = argus__read_bin(path, (size_t)1 << 31, &buf, &len, msg, sizeof msg);
         argus_trace t;
         argus_decode_opts o = {.cycles_per_ns = 0, .reg = reg};
-        if (rc == 0 && (rc = argus_decode(buf, len, &o, &t, msg, sizeof msg)) == 0)
+        if (rc == 0 && (rc = argus_decode(buf, len, &o, &t, msg, sizeof msg)) == 0) {
+            /* Region IDs the variant's registry lacks: not this variant's
+             * buffer (or not its registry), never joined as if it were. */
+            size_t unknown = 0;
+            for (size_t k = 0; k < t.ndiags; k++)
+                unknown += t.diags[k].kind == ARGUS_DIAG_UNKNOWN_REGION;
             argus_trace_free(&t);
+            if (unknown > 0 && reg != NULL)
+                rc = argus__fail(ARGUS_EREGISTRY, msg, sizeof msg,
+                                 "%zu region IDs in it are not in the variant's registry: not "
+                                 "this variant's buffer",
+                                 unknown);
+        }
         char *text = rc == 0 ? argus__base64(buf, len, NULL) : NULL;
         free(buf);
         if (text == NULL) {
