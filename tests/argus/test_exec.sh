@@ -204,6 +204,9 @@ has err "a damaged variant artifact"
 # The host: arming's stand-in (the model buffer, when asked for), the
 # device it was given, then the fake CUDA program; MODE makes it crash,
 # hang or find no device.
+# The hang's sleep carries this test's PID, so that the check below finds
+# this run's program only.
+nap=31.$$
 cat >host.sh <<EOF
 #!/bin/bash
 cubin=\$1 variant=\$2
@@ -213,8 +216,8 @@ printf 'start %s %s\n' "\$(date +%s.%N)" "\$variant" >>"$work/runs.log"
 mode=\$(cat "$work/mode" 2>/dev/null || echo ok)
 case \$mode in
 crash) kill -SEGV \$\$ ;;
-hang) sleep 31.25 ;;
-hang5) [[ \$variant == *iter=5* ]] && sleep 31.25 ;;
+hang) sleep $nap ;;
+hang5) [[ \$variant == *iter=5* ]] && sleep $nap ;;
 nodev) exec "$prog" 1 nocuda ;;
 slow) sleep 0.2 ;;
 esac
@@ -292,7 +295,7 @@ t1=$(date +%s%N)
 has err "ran past its limit of 1 s"
 (( (t1 - t0) / 1000000 < 15000 )) || fail "the hanging run took $(( (t1 - t0) / 1000000 )) ms"
 sleep 0.2
-if pgrep -f "sleep 31.25" >/dev/null; then fail "the hanging program's sleep outlived its run"; fi
+if pgrep -f "sleep $nap\$" >/dev/null; then fail "the hanging program's sleep outlived its run"; fi
 echo nodev >mode
 expect_rc 1 "$argus" exec run k1 cupti_activity k1.art e1
 has err "never initialised CUDA: no usable CUDA device (CUDA_VISIBLE_DEVICES=3)"
@@ -357,6 +360,8 @@ echo hang5 >mode
 expect_rc 1 "$argus" query "${q[@]}" --ws "$work/ws2" --run
 [[ $(count out '^failed +run[0-9]+ ') == 2 ]] || { cat out; fail "the two hanging runs failed"; }
 has out "ran past its limit of 2 s"
+sleep 0.2
+if pgrep -f "sleep $nap\$" >/dev/null; then fail "a hanging branch's program outlived its run"; fi
 [[ $(count out '^done +run[0-9]+ ') == 3 ]] || { cat out; fail "the other 3 runs done"; }
 rm mode
 query_ok --ws "$work/ws2" --run
