@@ -29,6 +29,7 @@
 #include "argus/metrics.h"
 #include "argus/workspace.h"
 #include "core.h"
+#include "exec.h"
 #include "plan_cli.h"
 
 #define MSG_LEN 512
@@ -45,6 +46,8 @@ static void usage(FILE *f)
           "       argus query --program P --signal S ... | --json FILE|-   (argus plan --help)\n"
           "       argus ws [--ws DIR] ls | show ID | gc [--dry-run] |\n"
           "                fork [--from VERSION] FILE [--label TEXT]\n"
+          "       argus exec transform|run|show|discover ...   (the executor of query --run;\n"
+          "                argus exec --help)\n"
           "RAW is a region buffer saved by argus_launch_collect; REG a registry JSON\n"
           "written by `argus registry`, or a cubin built with the header --embed writes\n"
           "(docs/argus.md).\n",
@@ -645,6 +648,8 @@ int main(int argc, char **argv)
         return argus__cli_plan(argv[1][0] == 'q', argc - 2, argv + 2);
     if (strcmp(argv[1], "ws") == 0)
         return cmd_ws(argc - 2, argv + 2);
+    if (strcmp(argv[1], "exec") == 0)
+        return argus__exec_main(argc - 1, argv + 1);
     fprintf(stderr, "argus: unknown command %s\n", argv[1]);
     usage(stderr);
     return 2;

@@ -51,11 +51,14 @@
 #include <cupti.h>
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "argus_internal.h"
 #include "json.h"
@@ -487,6 +490,39 @@ void argus__arm_launch_exit(uint64_t corr, int result)
     a_busy = 0;
 }
 
+/* The buffer as it came back, into a_cfg.raw_dir (ARGUS_SHIM_ARM_RAW).
+ * A failure is said in an "unavailable" line, never to stderr: the
+ * recording's reader (the executor) then knows why a file is missing. */
+static void save_raw(const arm_launch *l)
+{
+    char path[4096], why[4400];
+    int w = snprintf(path, sizeof(path), "%s/arm.%llu.raw", a_cfg.raw_dir,
+                     (unsigned long long)l->corr);
+    if (w < 0 || (size_t)w >= sizeof(path))
+        return;
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int err = fd < 0 ? errno : 0;
+    size_t done = 0;
+    while (fd >= 0 && done < l->bytes) {
+        ssize_t n = write(fd, (const char *)l->host + done, l->bytes - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            err = n < 0 ? errno : EIO;
+            break;
+        }
+        done += (size_t)n;
+    }
+    if (fd >= 0 && close(fd) != 0 && err == 0)
+        err = errno;
+    if (err != 0) {
+        char js[9000];
+        snprintf(why, sizeof(why), "ARGUS_SHIM_ARM_RAW: %s: %s", path, strerror(err));
+        emitf("{\"e\":\"unavailable\",\"what\":\"raw_buffer\",\"why\":%s}",
+              jstr(why, js, sizeof(js)));
+    }
+}
+
 /* Decodes a read-back buffer and writes its lines. */
 static void collect(arm_launch *l)
 {
@@ -506,6 +542,8 @@ static void collect(arm_launch *l)
                    "its buffer may hold that launch's records");
         return;
     }
+    if (a_cfg.raw_dir != NULL)
+        save_raw(l);
     argus_trace t;
     argus_decode_opts o = {.cycles_per_ns = 0, .reg = m->reg};
     char msg[512];

@@ -47,6 +47,12 @@ typedef struct argus__arm_config {
     uint32_t cap;          /* records per warp (power of two) */
     uint32_t max_launches; /* launches armed per process, then no more */
     size_t max_bytes;      /* largest region buffer armed */
+    /* When not NULL (ARGUS_SHIM_ARM_RAW): a folder into which every
+     * collected buffer is also written, as arm.<corr>.raw (the bytes
+     * argus_launch_collect returns), before it is decoded. For a caller
+     * that needs what the recording's region lines leave out (iterations,
+     * roles, cycles): the executor of argus query --run (exec_run.c). */
+    const char *raw_dir;
 } argus__arm_config;
 
 /* Defaults, overridden by ARGUS_SHIM_ARM_CAP and ARGUS_SHIM_ARM_MAX. */

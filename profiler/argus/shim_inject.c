@@ -45,7 +45,9 @@
  *   ARGUS_SHIM_COMMAND    the command line, for the header
  *   ARGUS_SHIM_ARM=0      instrumented kernels are not armed (shim_arm.c;
  *                         ARGUS_SHIM_ARM_CAP records per warp, default
- *                         1024, ARGUS_SHIM_ARM_MAX launches, default 256)
+ *                         1024, ARGUS_SHIM_ARM_MAX launches, default 256;
+ *                         ARGUS_SHIM_ARM_RAW=DIR also writes each collected
+ *                         buffer there, as arm.<corr>.raw)
  *
  *   - with --pc-sampling, CUPTI's PC Sampling API (cupti_pcsampling.h),
  *     configured and enabled in each context's creation callback: the
@@ -354,7 +356,10 @@ static void arm_start(void)
     char msg[512];
     argus__arm_config cfg = {.cap = env_u32("ARGUS_SHIM_ARM_CAP", ARGUS__ARM_CAP),
                              .max_launches = env_u32("ARGUS_SHIM_ARM_MAX", ARGUS__ARM_MAX_LAUNCHES),
-                             .max_bytes = ARGUS__ARM_MAX_BYTES};
+                             .max_bytes = ARGUS__ARM_MAX_BYTES,
+                             .raw_dir = getenv("ARGUS_SHIM_ARM_RAW")};
+    if (cfg.raw_dir != NULL && cfg.raw_dir[0] == '\0')
+        cfg.raw_dir = NULL;
     if ((cfg.cap & (cfg.cap - 1)) != 0 || cfg.cap > ARGUS_MAX_CAP) {
         snprintf(msg, sizeof(msg), "ARGUS_SHIM_ARM_CAP=%u is not a power of two from 1 to %u: "
                                    "instrumented kernels are not armed", cfg.cap, ARGUS_MAX_CAP);

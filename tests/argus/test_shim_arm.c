@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <cupti.h>
@@ -238,6 +239,9 @@ static void emit(void *ud, const char *line)
     g_lines[g_len] = '\0';
 }
 
+/* ARGUS_SHIM_ARM_RAW's folder for the next setup_arm (NULL: none). */
+static const char *g_raw_dir;
+
 static void setup_arm(uint32_t cap, uint32_t max_launches)
 {
     free_tracked();
@@ -264,7 +268,8 @@ static void setup_arm(uint32_t cap, uint32_t max_launches)
                           .stream_create = o_screate,
                           .stream_wait_event = o_swait,
                           .stream_capturing = o_capturing};
-    argus__arm_config cfg = {.cap = cap, .max_launches = max_launches, .max_bytes = 1 << 20};
+    argus__arm_config cfg = {.cap = cap, .max_launches = max_launches, .max_bytes = 1 << 20,
+                             .raw_dir = g_raw_dir};
     assert_int_equal(argus__arm_init(&drv, &ops, &cfg, emit, NULL), 0);
 }
 
@@ -524,6 +529,67 @@ static void test_same_stream_rearms(void **state)
     argus_shim_input_free(&in);
 }
 
+/* ARGUS_SHIM_ARM_RAW: each collected buffer saved as arm.<corr>.raw, the
+ * bytes the recorder decoded (so they decode to the same 8 warps' outer and
+ * load); a folder that cannot be written costs the files only, said in an
+ * "unavailable" line, and the regions are still decoded. */
+static void test_raw_dir(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/argus_arm_raw.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    g_raw_dir = dir;
+    setup_arm(8, 16);
+    for (uint64_t c = 1; c <= 2; c++) {
+        assert_int_equal(argus__arm_launch_enter(FUNC_A, grid, block, (void *)5, 0, c), 1);
+        model_kernel();
+        argus__arm_launch_exit(c, 0);
+    }
+    argus__arm_poll(1);
+    argus__arm_shutdown();
+    uint32_t outer = argus_region_id("outer", 0), load = argus_region_id("load", outer);
+    for (int c = 1; c <= 2; c++) {
+        char path[64];
+        snprintf(path, sizeof(path), "%s/arm.%d.raw", dir, c);
+        FILE *f = fopen(path, "rb");
+        assert_non_null(f);
+        static unsigned char buf[1 << 16];
+        size_t len = fread(buf, 1, sizeof(buf), f);
+        fclose(f);
+        unlink(path);
+        argus_trace t;
+        char msg[256];
+        assert_int_equal(argus_decode(buf, len, NULL, &t, msg, sizeof(msg)), 0);
+        assert_int_equal(t.warps_active, 4);
+        size_t n_outer = 0, n_load = 0;
+        for (size_t i = 0; i < t.nocc; i++) {
+            n_outer += t.occ[i].region == outer;
+            n_load += t.occ[i].region == load;
+        }
+        assert_int_equal(n_outer, 4);
+        assert_int_equal(n_load, 4);
+        assert_int_equal(t.ndiags, 0);
+        argus_trace_free(&t);
+    }
+    assert_null(strstr(g_lines, "raw_buffer"));
+    /* A folder that does not exist. */
+    char gone[64];
+    snprintf(gone, sizeof(gone), "%s/gone", dir);
+    g_raw_dir = gone;
+    setup_arm(8, 16);
+    assert_int_equal(argus__arm_launch_enter(FUNC_A, grid, block, (void *)5, 0, 7), 1);
+    model_kernel();
+    argus__arm_launch_exit(7, 0);
+    argus__arm_poll(1);
+    argus__arm_shutdown();
+    g_raw_dir = NULL;
+    assert_non_null(strstr(g_lines, "{\"e\":\"unavailable\",\"what\":\"raw_buffer\",\"why\":"
+                                    "\"ARGUS_SHIM_ARM_RAW: "));
+    assert_non_null(strstr(g_lines, "/gone/arm.7.raw: No such file or directory"));
+    assert_non_null(strstr(g_lines, "\"state\":\"decoded\""));
+    rmdir(dir);
+}
+
 static void test_buffers_reused(void **state)
 {
     (void)state;
@@ -701,6 +767,7 @@ int main(void)
         cmocka_unit_test(test_other_stream_discards),
         cmocka_unit_test(test_same_stream_rearms),
         cmocka_unit_test(test_buffers_reused),
+        cmocka_unit_test(test_raw_dir),
         cmocka_unit_test(test_limits_and_failures),
         cmocka_unit_test(test_cupti_callbacks),
         cmocka_unit_test(test_bad_lines),
