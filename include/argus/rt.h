@@ -76,7 +76,8 @@ enum argus_rt_error {
 /* Limits of one task's description. */
 #define ARGUS_RT_MAX_EXCL 4
 #define ARGUS_RT_MAX_OUTPUTS 16
-#define ARGUS_RT_MAX_DEPS 64
+/* Dependencies are not limited (a synthesis over 8 probes x many
+ * iterations has hundreds). */
 
 typedef struct argus_rt argus_rt;
 typedef struct argus_rt_ctx argus_rt_ctx;
@@ -97,6 +98,14 @@ typedef int (*argus_rt_exec_fn)(argus_rt_ctx *ctx, void *user);
  * and the reason, instead of being joined silently. */
 #define ARGUS_RT_JOIN 4u
 #define ARGUS_RT_JOIN_ANY_SCOPE 8u
+/* The task runs once every dependency has finished, also when some failed
+ * or were skipped (a synthesis that keeps what the other branches gave
+ * and marks the rest missing): a missing input has no hash
+ * (argus_rt_ctx_input_hash is NULL, argus_rt_ctx_dep tells why), the join
+ * check covers the inputs that are there, and its key differs from the
+ * key with every input present, so the run after the failed branch is
+ * fixed runs it again. */
+#define ARGUS_RT_PARTIAL 16u
 
 typedef struct argus_rt_task_desc {
     const char *id;   /* unique, e.g. "collect.pcsamp.it4" */
@@ -162,7 +171,7 @@ void argus_rt_free(argus_rt *rt);
 
 /* Adds a task (its strings are copied). ARGUS_RT_EDUP, ARGUS_RT_ENODEP,
  * ARGUS_EINVAL (no id or kind, both or neither of exec and argv, too many
- * deps, classes or outputs) with msg naming the task and field. */
+ * classes or outputs) with msg naming the task and field. */
 int argus_rt_add(argus_rt *rt, const argus_rt_task_desc *d, char *msg, size_t msglen);
 
 /* Runs until every task has finished, failed or been skipped. Returns 0,
@@ -193,6 +202,10 @@ int argus_rt_ctx_input(argus_rt_ctx *ctx, const char *task, const char *name, vo
 /* The object hash of a dependency's output, or NULL. */
 const char *argus_rt_ctx_input_hash(const argus_rt_ctx *ctx, const char *task,
                                     const char *name);
+/* The status of dependency `task` (its state, and the reason when it
+ * failed or was skipped; strings valid while the callback runs), or
+ * ARGUS_RT_ENODEP when it is not a dependency. */
+int argus_rt_ctx_dep(const argus_rt_ctx *ctx, const char *task, argus_rt_status *st);
 /* The path of a dependency's output object (0, ARGUS_RT_ENODEP, or
  * ARGUS_ERANGE when buf is too small), for a program the callback runs. */
 int argus_rt_ctx_input_path(argus_rt_ctx *ctx, const char *task, const char *name, char *buf,
