@@ -65,7 +65,8 @@ extern "C" {
     X(ARGUS_RT_EWORKER, -124, "the worker process crashed or exited with a non-zero status") \
     X(ARGUS_RT_ENOOUTPUT, -125, "the task did not write an output it declares")           \
     X(ARGUS_RT_ESTATE, -126, "not allowed in the runtime's current state")               \
-    X(ARGUS_RT_ETASK, -127, "the task's body reported a failure")
+    X(ARGUS_RT_ETASK, -127, "the task's body reported a failure")                        \
+    X(ARGUS_RT_EOUTPUT, -128, "a worker's output failed the task's check")
 
 enum argus_rt_error {
 #define ARGUS_RT_X_ENUM(name, value, msg) name = value,
@@ -119,6 +120,12 @@ typedef struct argus_rt_task_desc {
     argus_rt_exec_fn exec;
     void *user;
     const char *const *argv; /* NULL-terminated; argv[0] is searched in PATH */
+    /* A worker's outputs checked before they are stored (the run's
+     * evidence is what the plan asked for): called with `user`, the output
+     * name and the file the worker wrote; non-zero (with why) fails the
+     * task with ARGUS_RT_EOUTPUT, so nothing is stored and the next run
+     * runs it again. Called from the scheduler: keep it quick. NULL: none. */
+    int (*check)(void *user, const char *output, const char *path, char *why, size_t whylen);
     /* A worker's GPU ("0", or a UUID "GPU-..."): CUDA_VISIBLE_DEVICES is set
      * to it and it holds the class "gpu:<device>". NULL: neither. */
     const char *device;

@@ -51,6 +51,7 @@ typedef struct rt_task {
     unsigned flags;
     argus_rt_exec_fn exec;
     void *user;
+    int (*check)(void *, const char *, const char *, char *, size_t);
     char **argv;
     char *device;
     char **outputs;
@@ -379,6 +380,7 @@ static int add_locked(argus_rt *rt, const argus_rt_task_desc *d, char *msg, size
     t->flags = d->flags;
     t->exec = d->exec;
     t->user = d->user;
+    t->check = d->argv != NULL ? d->check : NULL;
     if (d->device != NULL && !bad)
         bad |= (t->device = strdup(d->device)) == NULL;
     if (d->argv != NULL && !bad) {
@@ -979,6 +981,15 @@ static void finish_worker(argus_rt *rt, rt_task *t, int status)
                          "({out:%s} in its argv)",
                          t->outputs[i], t->outputs[i]);
                 break;
+            }
+            if (t->check != NULL) {
+                char cwhy[RT_REASON - 64] = "";
+                if (t->check(t->user, t->outputs[i], path, cwhy, sizeof cwhy) != 0) {
+                    err = ARGUS_RT_EOUTPUT;
+                    snprintf(why, sizeof why, "its output '%s' is refused: %s", t->outputs[i],
+                             cwhy[0] ? cwhy : "(no reason given)");
+                    break;
+                }
             }
             err = argus_ws_put_file(rt->ws, path, t->out_hash[i], why, sizeof why);
         }
