@@ -862,6 +862,74 @@ static void test_bad_descriptions(void **state)
     argus_ws_close(ws);
 }
 
+/* A worker's output refused by the task's check: the task fails with
+ * ARGUS_RT_EOUTPUT and the reason, nothing is stored, the task below is
+ * skipped, and the next run (the check now content) runs it again. */
+static int check_calls;
+static int check_no_bad(void *user, const char *output, const char *path, char *why,
+                        size_t whylen)
+{
+    (void)user;
+    check_calls++;
+    FILE *f = fopen(path, "r");
+    char text[64] = "";
+    if (f != NULL) {
+        if (fgets(text, sizeof text, f) == NULL)
+            text[0] = '\0';
+        fclose(f);
+    }
+    if (strncmp(text, "bad", 3) == 0) {
+        snprintf(why, whylen, "output %s says bad", output);
+        return -1;
+    }
+    return 0;
+}
+
+static void run_checked(argus_ws *ws, const char *word, argus_rt_state want, int *below_runs)
+{
+    argus_rt *rt = new_rt(ws, 1);
+    /* The word is not in the argv template's key (it comes from the
+     * environment), so both runs have one key. */
+    setenv("ARGUS_TEST_WORD", word, 1);
+    const char *argv[] = {"sh", "-c", "echo $ARGUS_TEST_WORD > \"$1\"", "sh", "{out:out}", NULL};
+    argus_rt_task_desc w = {.id = "w", .kind = "collect", .argv = argv, .outputs = OUT,
+                            .noutputs = 1, .check = check_no_bad, .timeout_s = 20};
+    add(rt, &w);
+    body b = {.in_task = {"w"}};
+    const char *deps[] = {"w"};
+    argus_rt_task_desc t = cpu("below", deps, 1, &b);
+    add(rt, &t);
+    argus_rt_run(rt);
+    argus_rt_status st = get(rt, "w");
+    assert_int_equal(st.state, want);
+    if (want == ARGUS_RT_FAILED) {
+        assert_int_equal(st.err, ARGUS_RT_EOUTPUT);
+        assert_non_null(strstr(st.reason, "its output 'out' is refused: output out says bad"));
+        assert_null(argus_rt_output(rt, "w", "out"));
+        assert_int_equal(get(rt, "below").state, ARGUS_RT_SKIPPED);
+    }
+    *below_runs += atomic_load(&b.runs);
+    argus_rt_free(rt);
+}
+
+static void test_output_check(void **state)
+{
+    (void)state;
+    argus_ws *ws = open_ws("check");
+    int below = 0;
+    check_calls = 0;
+    run_checked(ws, "bad", ARGUS_RT_FAILED, &below);
+    assert_int_equal(check_calls, 1);
+    assert_int_equal(below, 0);
+    run_checked(ws, "good", ARGUS_RT_DONE, &below);
+    assert_int_equal(check_calls, 2);
+    assert_int_equal(below, 1);
+    run_checked(ws, "good", ARGUS_RT_REUSED, &below);
+    assert_int_equal(check_calls, 2);
+    unsetenv("ARGUS_TEST_WORD");
+    argus_ws_close(ws);
+}
+
 /* More dependencies than the runtime once allowed (64): 300 producers,
  * each writing its number; a join over all of them, and one with
  * ARGUS_RT_PARTIAL, which runs although producer 7 failed, reads the 299
@@ -991,6 +1059,7 @@ int main(void)
         cmocka_unit_test(test_sigchld_ignored),
         cmocka_unit_test(test_bad_descriptions),
         cmocka_unit_test(test_many_deps_partial),
+        cmocka_unit_test(test_output_check),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
