@@ -130,6 +130,34 @@ assert its[5]["mainloop/load"]["mean_cycles"]["value"] == 380, its
 assert its[5]["mainloop/mma"]["total_cycles"]["value"] == 8000, its
 PY
 
+# The results and the evidence against their JSON Schemas, where Python's
+# jsonschema is installed; the synthesis schema refuses a number without
+# its mark.
+if python3 -c 'import jsonschema' 2>/dev/null; then
+python3 - "$work" "$src/../../profiler/argus/schema" <<'PY'
+import glob, json, sys, jsonschema
+work, sch = sys.argv[1], sys.argv[2]
+syn = json.load(open(sch + "/argus.synthesis.v1.json"))
+ev = json.load(open(sch + "/argus.evidence.v1.json"))
+texts = [open(p).read() for p in glob.glob(work + "/ws/objects/*/*")]
+docs = [json.loads(t) for t in texts if t.startswith("{")]
+res = [d for d in docs if d.get("schema") == "argus.synthesis"]
+evs = [d for d in docs if d.get("schema") == "argus.evidence"]
+assert len(res) == 10 and len(evs) >= 9, (len(res), len(evs))
+for d in res:
+    jsonschema.validate(d, syn)
+for d in evs:
+    jsonschema.validate(d, ev)
+bad = json.load(open(work + "/res/async_latency.json"))
+del bad["results"]["latencies"][0]["latency_cycles"]["mark"]
+try:
+    jsonschema.validate(bad, syn)
+    raise SystemExit("a number without its mark was accepted")
+except jsonschema.ValidationError:
+    pass
+PY
+fi
+
 # Everything reused but the CONTROL task, which always runs.
 expect_rc 0 "$argus" query "${q[@]}" --ws "$work/ws" --run
 [[ $(count out '^reused ') == 28 ]] || { cat "$work/out"; fail "28 tasks reused"; }
