@@ -299,6 +299,41 @@ static long find_input(const synth *s, int kind, const char *backend, size_t fro
     return -1;
 }
 
+/* The rule's one evidence input of a backend and the array at key (a
+ * "a.b" path) in it: the parsed evidence in *o (the caller deletes it) and
+ * the array, or NULL with the problem said. Returns the input's index, or
+ * -1 when there is none. */
+static long evidence_array(synth *s, const char *backend, const char *key, const char *what,
+                           cJSON **o, const cJSON **arr)
+{
+    *o = NULL;
+    *arr = NULL;
+    long ei = find_input(s, ARGUS_SYNTH_IN_EVIDENCE, backend, 0);
+    if (ei < 0) {
+        problem(s, -1, "no %s evidence among the inputs", backend);
+        return -1;
+    }
+    *o = evidence(s, (size_t)ei);
+    if (*o == NULL)
+        return ei;
+    const cJSON *x = *o;
+    char part[64];
+    for (const char *k = key; x != NULL && *k;) {
+        const char *dot = strchr(k, '.');
+        size_t n = dot ? (size_t)(dot - k) : strlen(k);
+        snprintf(part, sizeof part, "%.*s", (int)n, k);
+        x = cJSON_GetObjectItemCaseSensitive(x, part);
+        k += n + (dot != NULL);
+    }
+    if (!cJSON_IsArray(x)) {
+        in_state(s, (size_t)ei, "refused");
+        problem(s, ei, "%s evidence without %s[] (%s)", backend, key, what);
+        return ei;
+    }
+    *arr = x;
+    return ei;
+}
+
 /* ---- region buffers ---------------------------------------------------------- */
 
 /* One launch's decoded buffer. */
@@ -524,13 +559,11 @@ static int rule_region_stats(synth *s)
             return rc;
     }
     /* NVTX ranges of the same variant, when that optional collection ran. */
-    long ni = find_input(s, ARGUS_SYNTH_IN_EVIDENCE, "nvtx", 0);
-    if (ni >= 0) {
-        cJSON *no = evidence(s, (size_t)ni);
-        const cJSON *rep = no ? cJSON_GetObjectItemCaseSensitive(no, "report") : NULL;
-        const cJSON *regs = rep ? cJSON_GetObjectItemCaseSensitive(rep, "regions") : NULL;
-        if (no != NULL && !cJSON_IsArray(regs))
-            problem(s, ni, "nvtx evidence without report.regions (argus-shim's argus.report)");
+    if (find_input(s, ARGUS_SYNTH_IN_EVIDENCE, "nvtx", 0) >= 0) {
+        cJSON *no;
+        const cJSON *regs;
+        long ni = evidence_array(s, "nvtx", "report.regions", "argus-shim's argus.report v1", &no,
+                                 &regs);
         cJSON *ranges = cJSON_AddArrayToObject(s->results, "nvtx_ranges");
         const cJSON *g;
         cJSON_ArrayForEach(g, regs)
@@ -576,20 +609,11 @@ static void pass_num(cJSON *dst, const char *key, const cJSON *src, long from)
 
 static int rule_kernel_stats(synth *s)
 {
-    long ei = find_input(s, ARGUS_SYNTH_IN_EVIDENCE, "cupti_activity", 0);
-    if (ei < 0) {
-        problem(s, -1, "no cupti_activity evidence among the inputs");
-        return 0;
-    }
-    cJSON *o = evidence(s, (size_t)ei);
+    cJSON *o;
+    const cJSON *regs;
     cJSON *kernels = cJSON_AddArrayToObject(s->results, "kernels");
-    const cJSON *rep = o ? cJSON_GetObjectItemCaseSensitive(o, "report") : NULL;
-    const cJSON *regs = rep ? cJSON_GetObjectItemCaseSensitive(rep, "regions") : NULL;
-    if (o != NULL && !cJSON_IsArray(regs)) {
-        in_state(s, (size_t)ei, "refused");
-        problem(s, ei, "cupti_activity evidence without report.regions (argus-shim's "
-                       "argus.report v1)");
-    }
+    long ei = evidence_array(s, "cupti_activity", "report.regions", "argus-shim's argus.report v1",
+                             &o, &regs);
     const cJSON *g;
     cJSON_ArrayForEach(g, regs)
     {
@@ -619,18 +643,10 @@ static int rule_kernel_stats(synth *s)
 
 static int rule_metric_per_kernel(synth *s)
 {
-    long ei = find_input(s, ARGUS_SYNTH_IN_EVIDENCE, "range_profiler", 0);
-    if (ei < 0) {
-        problem(s, -1, "no range_profiler evidence among the inputs");
-        return 0;
-    }
-    cJSON *o = evidence(s, (size_t)ei);
+    cJSON *o;
+    const cJSON *ks;
     cJSON *kernels = cJSON_AddArrayToObject(s->results, "kernels");
-    const cJSON *ks = o ? cJSON_GetObjectItemCaseSensitive(o, "kernels") : NULL;
-    if (o != NULL && !cJSON_IsArray(ks)) {
-        in_state(s, (size_t)ei, "refused");
-        problem(s, ei, "range_profiler evidence without kernels[]");
-    }
+    long ei = evidence_array(s, "range_profiler", "kernels", "counter values per launch", &o, &ks);
     const cJSON *k;
     size_t idx = 0;
     cJSON_ArrayForEach(k, ks)
@@ -707,16 +723,26 @@ static void fn_free(fn_set *fs)
     free(fs->v);
 }
 
+/* The array at key of evidence input i's object, or NULL with the input
+ * refused and the problem said (what the array should hold). */
+static const cJSON *array_of(synth *s, size_t i, const cJSON *o, const char *key,
+                             const char *what)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (cJSON_IsArray(a))
+        return a;
+    in_state(s, i, "refused");
+    problem(s, (long)i, "%s evidence without %s[] (%s)", s->r->in[i].backend, key, what);
+    return NULL;
+}
+
 /* The map's entries into fs: executions of each PC under each region. */
 static int load_map(synth *s, size_t i, const cJSON *o, fn_set *fs)
 {
-    const cJSON *map = cJSON_GetObjectItemCaseSensitive(o, "map");
-    if (!cJSON_IsArray(map)) {
-        in_state(s, i, "refused");
-        problem(s, (long)i, "sanitizer_patch evidence without map[] ({function, pc, region, "
-                            "count} per PC and dynamic region)");
+    const cJSON *map = array_of(s, i, o, "map", "{function, pc, region, count} per PC and "
+                                                "dynamic region");
+    if (map == NULL)
         return 0;
-    }
     const cJSON *e;
     size_t k = 0;
     char why[512];
@@ -764,6 +790,23 @@ static int add_metric(synth *s, size_t i, fn_set *fs, const char *fn, double pc,
     return 0;
 }
 
+/* Entry k of a pcs[] array: its function and PC, and the item at key
+ * (an array for "stall", an object for "values"); 0 with the problem said
+ * when it lacks one. */
+static int pc_entry(synth *s, size_t i, const cJSON *p, size_t k, const char *key,
+                    const char **fn, double *pc, const cJSON **item, char *where, size_t wlen)
+{
+    *fn = str_item(p, "function");
+    *pc = count_item(p, "pc");
+    *item = cJSON_GetObjectItemCaseSensitive(p, key);
+    snprintf(where, wlen, "pcs[%zu]", k);
+    int ok = *fn != NULL && (*fn)[0] != '\0' && *pc >= 0 &&
+             (strcmp(key, "stall") == 0 ? cJSON_IsArray(*item) : cJSON_IsObject(*item));
+    if (!ok)
+        problem(s, (long)i, "%s: needs function, pc (a byte offset) and %s", where, key);
+    return ok;
+}
+
 /* PC samples: per PC "samples" (all its samples) and "stall:REASON" per
  * reason; each reason's share is the ratio stall:REASON / samples. */
 static int load_samples(synth *s, size_t i, const cJSON *o, fn_set *fs, cJSON *ratios)
@@ -785,15 +828,12 @@ static int load_samples(synth *s, size_t i, const cJSON *o, fn_set *fs, cJSON *r
     int rc = 0;
     cJSON_ArrayForEach(p, pcs)
     {
-        const char *fn = str_item(p, "function");
-        double pc = count_item(p, "pc");
-        const cJSON *st = cJSON_GetObjectItemCaseSensitive(p, "stall");
+        const char *fn;
+        double pc;
+        const cJSON *st;
         char where[64];
-        snprintf(where, sizeof where, "pcs[%zu]", k++);
-        if (fn == NULL || fn[0] == '\0' || pc < 0 || !cJSON_IsArray(st)) {
-            problem(s, (long)i, "%s: needs function, pc and stall", where);
+        if (!pc_entry(s, i, p, k++, "stall", &fn, &pc, &st, where, sizeof where))
             continue;
-        }
         double total = 0;
         const cJSON *pair;
         cJSON_ArrayForEach(pair, st)
@@ -844,26 +884,19 @@ static int load_samples(synth *s, size_t i, const cJSON *o, fn_set *fs, cJSON *r
 /* SASS metrics: additive per-PC values; ratios as declared. */
 static int load_sass(synth *s, size_t i, const cJSON *o, fn_set *fs, cJSON *ratios)
 {
-    const cJSON *pcs = cJSON_GetObjectItemCaseSensitive(o, "pcs");
-    if (!cJSON_IsArray(pcs)) {
-        in_state(s, i, "refused");
-        problem(s, (long)i, "sass_metrics evidence needs pcs[] ({function, pc, values {metric: "
-                            "count}})");
+    const cJSON *pcs = array_of(s, i, o, "pcs", "{function, pc, values {metric: count}}");
+    if (pcs == NULL)
         return 0;
-    }
     const cJSON *p;
     size_t k = 0;
     cJSON_ArrayForEach(p, pcs)
     {
-        const char *fn = str_item(p, "function");
-        double pc = count_item(p, "pc");
-        const cJSON *vals = cJSON_GetObjectItemCaseSensitive(p, "values");
+        const char *fn;
+        double pc;
+        const cJSON *vals;
         char where[64];
-        snprintf(where, sizeof where, "pcs[%zu]", k++);
-        if (fn == NULL || fn[0] == '\0' || pc < 0 || !cJSON_IsObject(vals)) {
-            problem(s, (long)i, "%s: needs function, pc and values", where);
+        if (!pc_entry(s, i, p, k++, "values", &fn, &pc, &vals, where, sizeof where))
             continue;
-        }
         const cJSON *v;
         cJSON_ArrayForEach(v, vals)
         {
