@@ -817,10 +817,17 @@ int argus_plan_execute(argus_plan *plan, const argus_plan_exec *x, FILE *report,
     argus_rt *rt = NULL;
     int *order = NULL;
     /* The registry names regions in the results and gives discovery the
-     * region tree; the plan was resolved against it. */
+     * region tree; a query with a region or role was resolved against it.
+     * Without one (a whole-kernel query of a program that has none) the
+     * results name regions by ID. */
     if (argus_query_registry(&plan->query, &ec.reg, msg, msglen) != 0) {
-        pthread_mutex_destroy(&ec.mu);
-        return ARGUS_EINVAL;
+        if (plan->query.region_id != 0 || plan->query.role_id != 0) {
+            pthread_mutex_destroy(&ec.mu);
+            return ARGUS_EINVAL;
+        }
+        ec.reg = NULL;
+        if (msg != NULL && msglen > 0)
+            msg[0] = '\0';
     }
     /* sh -c 'CMD "$@"' argus-exec ARGS...: the executor may be a command
      * with its own arguments, and gets the task's as its last ones. */

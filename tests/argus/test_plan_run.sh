@@ -50,8 +50,11 @@ if kind == "transform":
 variant, backends, artifact, outs = args[0], args[1].split(","), args[2], args[3:]
 m = re.search(r"\+probe\(op=0x[0-9a-f]{7}\.(\d+),iter=(\d+)\)$", variant)
 tag = "%s.%s" % m.groups() if m else "base"
-if m:  # the artifact is the probe variant's PTX: exactly one forced wait
-    assert open(artifact).read().count("cp.async.wait_all") == 1, artifact
+if m:  # the artifact is the probe variant's PTX, with the probe's lines
+    text = open(artifact).read()
+    assert "// argus-probe" in text, artifact
+    if "cp.async.cg" in text and "cp.async.bulk" not in text:  # the cp.async kernel: one forced wait
+        assert text.count("cp.async.wait_all") == 1, artifact
 if os.path.exists(work + "/crash") and tag == "1.5":
     os.kill(os.getpid(), signal.SIGSEGV)
 raw = work + "/raw." + tag
@@ -162,6 +165,20 @@ fi
 expect_rc 0 "$argus" query "${q[@]}" --ws "$work/ws" --run
 [[ $(count out '^reused ') == 28 ]] || { cat "$work/out"; fail "28 tasks reused"; }
 [[ $(count out '^done ') == 1 ]] || fail "only the control task runs"
+
+# The TMA kernel's committed PTX (sm_90a): discovery finds mainloop's two
+# TMA loads (load) and its wgmma (mma); each probe variant is made by the
+# real rewriting (an mbarrier wait, a wgmma wait); the model slows only
+# load, so the wgmma's latency is 0.
+T_ARTIFACT=$src/fixtures/discover/async_tma.ptx \
+    expect_rc 0 "$argus" query "${q[@]/4:5/4:4}" --ws "$work/ws_tma" --run --results "$work/res_tma"
+python3 - "$work" <<'PY'
+import json, sys
+lat = json.load(open(sys.argv[1] + "/res_tma/async_latency.json"))
+assert lat["complete"], lat["problems"]
+got = sorted((l["op"], l["region"], l["latency_cycles"]["value"]) for l in lat["results"]["latencies"])
+assert got == [("0x3b448bc.0", "mma", 0), ("0xe693e43.0", "load", 128), ("0xe693e43.1", "load", 228)], got
+PY
 
 # --discovered overrides discovery: one op outside a loop, one probe.
 cat >"$work/ops.json" <<'JSON'
