@@ -79,7 +79,7 @@ for b, out in zip(backends, outs):
 PY
 export T_WORK=$work T_SRC=$src T_DTOOL=$dtool T_GEN=$gen
 q=(--program "$work/cp" --registry "$work/cp.argus.json" --region mainloop
-   --signal region_time,async_latency --iter 4:5 --assume-all --executor "python3 $work/exec.py")
+   --signal region_time,async_latency --iter 4:5 --assume-all --executor "python3 '$work/exec.py'")
 
 # Discovery inside the CONTROL task.
 expect_rc 0 "$argus" query "${q[@]}" --ws "$work/ws" --run --results "$work/res"
