@@ -404,20 +404,28 @@ int argus_plan_order(const argus_plan *plan, int *order, char *msg, size_t msgle
  *   transform TX VARIANT PARENT_ARTIFACT OP ITER OUT
  *   run VARIANT BACKENDS ARTIFACT OUT...   (one OUT per collection, in the
  *                                           order of BACKENDS)
- * as $1...), holding the class "gpu"; SYNTHESIZE tasks join and index
- * their inputs; CONTROL tasks expand the plan with ops (what discovery
- * found) and add the new branches. Tasks whose key the workspace holds are
- * reused; a failed task fails only what depends on it. report gets one
- * line per task. Returns 0, ARGUS_RT_EFAILED (some tasks failed: msg says
- * so, report names them) or another code with msg.
+ * as $1...), holding the class "gpu"; SYNTHESIZE tasks run their rule
+ * (argus/synth.h) on their inputs' evidence and store an argus.synthesis
+ * result, kept and marked incomplete when some input is missing or was
+ * refused; CONTROL tasks run discovery (argus/discover.h) on their
+ * variant's artifact, or take ops when ops_given, expand the plan and add
+ * the new branches. Tasks whose key the workspace holds are reused; a
+ * failed task fails only what depends on it. report gets one line per
+ * task and one per synthesis (complete, or what is missing). Returns 0,
+ * ARGUS_RT_EFAILED (some task failed or some synthesis is incomplete: msg
+ * says so, report names them) or another code with msg.
  */
 typedef struct argus_plan_exec {
     const char *ws_dir;       /* the workspace folder (created when missing) */
     const char *executor;     /* the shell command described above */
-    const argus_plan_op *ops; /* what the CONTROL tasks discover */
+    int ops_given;            /* 1: the CONTROL tasks take ops instead of discovering */
+    const argus_plan_op *ops; /* what the CONTROL tasks discover, when ops_given */
     size_t nops;
     unsigned cpu_threads;     /* 0: the runtime's default */
     FILE *progress;           /* one line per state change, NULL: quiet */
+    /* When set: each signal's final synthesis is copied to
+     * results_dir/SIGNAL.json (the folder is created). */
+    const char *results_dir;
 } argus_plan_exec;
 int argus_plan_execute(argus_plan *plan, const argus_plan_exec *x, FILE *report, char *msg,
                        size_t msglen);

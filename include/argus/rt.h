@@ -65,7 +65,8 @@ extern "C" {
     X(ARGUS_RT_EWORKER, -124, "the worker process crashed or exited with a non-zero status") \
     X(ARGUS_RT_ENOOUTPUT, -125, "the task did not write an output it declares")           \
     X(ARGUS_RT_ESTATE, -126, "not allowed in the runtime's current state")               \
-    X(ARGUS_RT_ETASK, -127, "the task's body reported a failure")
+    X(ARGUS_RT_ETASK, -127, "the task's body reported a failure")                        \
+    X(ARGUS_RT_EOUTPUT, -128, "a worker's output failed the task's check")
 
 enum argus_rt_error {
 #define ARGUS_RT_X_ENUM(name, value, msg) name = value,
@@ -76,7 +77,8 @@ enum argus_rt_error {
 /* Limits of one task's description. */
 #define ARGUS_RT_MAX_EXCL 4
 #define ARGUS_RT_MAX_OUTPUTS 16
-#define ARGUS_RT_MAX_DEPS 64
+/* Dependencies are not limited (a synthesis over 8 probes x many
+ * iterations has hundreds). */
 
 typedef struct argus_rt argus_rt;
 typedef struct argus_rt_ctx argus_rt_ctx;
@@ -97,6 +99,14 @@ typedef int (*argus_rt_exec_fn)(argus_rt_ctx *ctx, void *user);
  * and the reason, instead of being joined silently. */
 #define ARGUS_RT_JOIN 4u
 #define ARGUS_RT_JOIN_ANY_SCOPE 8u
+/* The task runs once every dependency has finished, also when some failed
+ * or were skipped (a synthesis that keeps what the other branches gave
+ * and marks the rest missing): a missing input has no hash
+ * (argus_rt_ctx_input_hash is NULL, argus_rt_ctx_dep tells why), the join
+ * check covers the inputs that are there, and its key differs from the
+ * key with every input present, so the run after the failed branch is
+ * fixed runs it again. */
+#define ARGUS_RT_PARTIAL 16u
 
 typedef struct argus_rt_task_desc {
     const char *id;   /* unique, e.g. "collect.pcsamp.it4" */
@@ -110,6 +120,12 @@ typedef struct argus_rt_task_desc {
     argus_rt_exec_fn exec;
     void *user;
     const char *const *argv; /* NULL-terminated; argv[0] is searched in PATH */
+    /* A worker's outputs checked before they are stored (the run's
+     * evidence is what the plan asked for): called with `user`, the output
+     * name and the file the worker wrote; non-zero (with why) fails the
+     * task with ARGUS_RT_EOUTPUT, so nothing is stored and the next run
+     * runs it again. Called from the scheduler: keep it quick. NULL: none. */
+    int (*check)(void *user, const char *output, const char *path, char *why, size_t whylen);
     /* A worker's GPU ("0", or a UUID "GPU-..."): CUDA_VISIBLE_DEVICES is set
      * to it and it holds the class "gpu:<device>". NULL: neither. */
     const char *device;
@@ -162,7 +178,7 @@ void argus_rt_free(argus_rt *rt);
 
 /* Adds a task (its strings are copied). ARGUS_RT_EDUP, ARGUS_RT_ENODEP,
  * ARGUS_EINVAL (no id or kind, both or neither of exec and argv, too many
- * deps, classes or outputs) with msg naming the task and field. */
+ * classes or outputs) with msg naming the task and field. */
 int argus_rt_add(argus_rt *rt, const argus_rt_task_desc *d, char *msg, size_t msglen);
 
 /* Runs until every task has finished, failed or been skipped. Returns 0,
@@ -193,6 +209,10 @@ int argus_rt_ctx_input(argus_rt_ctx *ctx, const char *task, const char *name, vo
 /* The object hash of a dependency's output, or NULL. */
 const char *argus_rt_ctx_input_hash(const argus_rt_ctx *ctx, const char *task,
                                     const char *name);
+/* The status of dependency `task` (its state, and the reason when it
+ * failed or was skipped; strings valid while the callback runs), or
+ * ARGUS_RT_ENODEP when it is not a dependency. */
+int argus_rt_ctx_dep(const argus_rt_ctx *ctx, const char *task, argus_rt_status *st);
 /* The path of a dependency's output object (0, ARGUS_RT_ENODEP, or
  * ARGUS_ERANGE when buf is too small), for a program the callback runs. */
 int argus_rt_ctx_input_path(argus_rt_ctx *ctx, const char *task, const char *name, char *buf,

@@ -17,7 +17,10 @@
  * "in_loop"}, as discovery prints them).
  *
  * --run executes the plan through the runtime on the workspace DIR (default
- * .argus-ws), each TRANSFORM and run by CMD (argus_plan_execute).
+ * .argus-ws), each TRANSFORM and run by CMD (argus_plan_execute); the
+ * CONTROL tasks discover the region's operations in their variant's PTX,
+ * unless --discovered gives them; --results DIR gets each signal's
+ * synthesis as DIR/SIGNAL.json.
  *
  * Exit status: 0; 1 bad input or a failed run (the message names the file, field or name,
  * with the nearest valid names); 2 usage; 3 with --strict when the plan is
@@ -44,7 +47,7 @@ static void usage(FILE *f)
 {
     fputs("usage: argus plan  (--program P --signal S [...] | --json FILE|-) [options]\n"
           "       argus query (--program P --signal S [...] | --json FILE|-) [options]\n"
-          "                   [--run --executor CMD [--ws DIR] [--discovered OPS.json]]\n"
+          "                   [--run --executor CMD [--ws DIR] [--results DIR] [--discovered OPS.json]]\n"
           "query: --program P  --registry REG  --region NAME|PATH|0xID  --signal S[,S]\n"
           "       --metric NAME  --scope role=R,iter=LO:HI,cta=LO:HI,sm=LO:HI,warp=LO:HI\n"
           "       (--role --iter --cta --sm --warp as shorthands)\n"
@@ -135,7 +138,7 @@ int argus__cli_plan(int is_query, int argc, char **argv)
     argus_query_init(&over);
     char msg[MSG_LEN] = "";
     const char *request = NULL, *recipes = NULL, *out = NULL, *discovered = NULL;
-    const char *ws_dir = ARGUS_WS_DEFAULT_DIR, *executor = NULL;
+    const char *ws_dir = ARGUS_WS_DEFAULT_DIR, *executor = NULL, *results = NULL;
     int json = 0, strict = 0, run = 0, assume_all = 0;
     unsigned sm = 90;
     /* Capabilities named on the command line, applied after detection. */
@@ -199,6 +202,8 @@ int argus__cli_plan(int is_query, int argc, char **argv)
             ws_dir = v;
         } else if (strcmp(a, "--executor") == 0 && is_query) {
             executor = v;
+        } else if (strcmp(a, "--results") == 0 && is_query) {
+            results = v;
         } else if (strcmp(a, "--format") == 0 && !is_query) {
             if (strcmp(v, "json") != 0 && strcmp(v, "text") != 0) {
                 fprintf(stderr, "argus: --format %s: text or json\n", v);
@@ -340,18 +345,12 @@ int argus__cli_plan(int is_query, int argc, char **argv)
             memset(&x, 0, sizeof x);
             x.ws_dir = ws_dir;
             x.executor = executor;
+            x.ops_given = discovered != NULL;
             x.ops = ops;
             x.nops = nops;
             x.progress = stderr;
-            int has_control = 0;
-            for (size_t t = 0; t < plan.ntasks; t++)
-                has_control |= plan.tasks[t].type == ARGUS_TASK_CONTROL;
-            if (has_control && discovered == NULL) {
-                fprintf(stderr, "argus: --run: the plan has a CONTROL task (discovery of the "
-                                "region's asynchronous operations); give what it finds with "
-                                "--discovered OPS.json\n");
-                status = 1;
-            } else if (argus_plan_execute(&plan, &x, stdout, msg, sizeof msg) != 0) {
+            x.results_dir = results;
+            if (argus_plan_execute(&plan, &x, stdout, msg, sizeof msg) != 0) {
                 fprintf(stderr, "argus: --run: %s\n", msg);
                 status = 1;
             }

@@ -13,37 +13,51 @@
  *     named backends), so that the planner never guesses how a program is
  *     built or profiled here; runs hold the class "gpu";
  *   - SYNTHESIZE tasks are CPU callbacks that join their inputs' evidence
- *     (ARGUS_RT_JOIN: never across program versions or environments) into
- *     an index of what each input is; the synthesis rules themselves are
- *     attribution's (argus/attrib.h) and are not run here, which the index
- *     says;
+ *     (ARGUS_RT_JOIN: never across program versions or environments) and
+ *     run their rule (argus/synth.h); they run also when some input failed
+ *     (ARGUS_RT_PARTIAL), so that what the other branches gave is kept,
+ *     and the result says what is missing;
  *   - CONTROL tasks are callbacks run every time (ARGUS_RT_ALWAYS) that
- *     expand the plan with the operations discovery found and add the new
- *     branches and the synthesis waiting on them.
+ *     run discovery (argus/discover.h) on their variant's artifact (or take
+ *     the operations given), expand the plan and add the new branches and
+ *     the synthesis waiting on them.
  * Runtime task IDs are the plan's ("t12", "run3"), so that a task's key,
  * and so its reuse, depends on what it does and not on how it is named.
  */
+#define _GNU_SOURCE /* memmem */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <cjson/cJSON.h>
 
+#include "argus/discover.h"
 #include "argus/plan.h"
 #include "argus/rt.h"
+#include "argus/synth.h"
 #include "argus_internal.h"
+#include "core.h"
 
 typedef struct exec_ctx {
     argus_plan *plan;
     const argus_plan_exec *x;
     pthread_mutex_t mu;   /* the plan, while a CONTROL task expands it */
     char scope[512];
+    argus_registry *reg;  /* the query's, read-only while the graph runs */
+    argus_scope ascope;   /* the query's scope as the decoder's */
+    argus_plan_op *found; /* what discovery found (freed at the end) */
+    size_t nfound;
     char *cmd;            /* the executor with "$@" after it, for sh -c */
     unsigned char *run_added; /* per run: added to the runtime */
     size_t run_cap;
     void **keep;          /* the CPU tasks' user data, freed after the run */
     size_t nkeep;
+    void **keep_checks;   /* the runs' output checks, the same */
+    size_t nchecks;
 } exec_ctx;
 
 /* Per CPU task: what its callback needs, copied so that it never reads the
@@ -51,12 +65,17 @@ typedef struct exec_ctx {
 typedef struct cpu_task {
     exec_ctx *ec;
     int id;               /* the plan task */
-    char name[192], rule[64];
+    char name[192], rule[64], signal[64];
     int type;
+    uint64_t op;          /* a probe branch's operation, else 0 */
+    int64_t iter;
     size_t ndeps;
     char (*dep_ids)[24];  /* runtime IDs of its inputs */
     char (*dep_names)[192];
     char (*dep_outs)[32]; /* output names read from each */
+    int *dep_kind;        /* enum argus_synth_input_kind */
+    char (*dep_backend)[32];   /* evidence: the backend the run was asked for */
+    char (*dep_variant)[512];  /* evidence: the variant it ran */
 } cpu_task;
 
 typedef int (*add_fn)(void *where, const argus_rt_task_desc *d, char *msg, size_t msglen);
@@ -102,6 +121,9 @@ static void free_cpu(void *u)
     free(c->dep_ids);
     free(c->dep_names);
     free(c->dep_outs);
+    free(c->dep_kind);
+    free(c->dep_backend);
+    free(c->dep_variant);
     free(c);
 }
 
@@ -110,39 +132,101 @@ static void free_cpu(void *u)
 static int synth_body(argus_rt_ctx *ctx, void *user)
 {
     cpu_task *c = user;
-    cJSON *o = cJSON_CreateObject();
-    if (o == NULL)
+    argus_synth_input *in = calloc(c->ndeps + 1, sizeof *in);
+    argus_rt_status *st = calloc(c->ndeps + 1, sizeof *st);
+    if (in == NULL || st == NULL) {
+        free(in);
+        free(st);
         return argus_rt_ctx_fail(ctx, "out of memory");
-    cJSON_AddStringToObject(o, "schema", "argus.synthesis.index");
-    cJSON_AddNumberToObject(o, "version", 1);
-    cJSON_AddStringToObject(o, "task", c->name);
-    cJSON_AddStringToObject(o, "rule", c->rule);
-    cJSON_AddBoolToObject(o, "rule_run", 0);
-    cJSON_AddStringToObject(o, "note",
-                            "the inputs are joined and indexed; the rule itself belongs to "
-                            "attribution (argus/attrib.h) and was not run");
-    cJSON *in = cJSON_AddArrayToObject(o, "inputs");
-    for (size_t i = 0; in != NULL && i < c->ndeps; i++) {
-        const char *h = argus_rt_ctx_input_hash(ctx, c->dep_ids[i], c->dep_outs[i]);
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddStringToObject(e, "task", c->dep_names[i]);
-        cJSON_AddStringToObject(e, "output", c->dep_outs[i]);
-        if (h != NULL)
-            cJSON_AddStringToObject(e, "object", h);
-        else
-            cJSON_AddNullToObject(e, "object");
-        cJSON_AddItemToArray(in, e);
     }
-    char *text = cJSON_PrintUnformatted(o);
-    cJSON_Delete(o);
-    if (text == NULL)
-        return argus_rt_ctx_fail(ctx, "out of memory");
-    int rc = argus_rt_ctx_output(ctx, "synthesis", text, strlen(text));
-    cJSON_free(text);
-    return rc == 0 ? 0 : argus_rt_ctx_fail(ctx, "cannot store the synthesis index (%d)", rc);
+    int rc = 0;
+    for (size_t i = 0; i < c->ndeps && rc == 0; i++) {
+        argus_synth_input *x = &in[i];
+        x->kind = c->dep_kind[i];
+        x->task = c->dep_names[i];
+        x->rt_id = c->dep_ids[i];
+        x->output = c->dep_outs[i];
+        if (x->kind == ARGUS_SYNTH_IN_EVIDENCE) {
+            x->backend = c->dep_backend[i];
+            x->variant = c->dep_variant[i];
+        }
+        x->object = argus_rt_ctx_input_hash(ctx, c->dep_ids[i], c->dep_outs[i]);
+        if (x->object == NULL) {
+            /* ARGUS_RT_PARTIAL: the task below it failed; say why. */
+            if (argus_rt_ctx_dep(ctx, c->dep_ids[i], &st[i]) == 0)
+                x->missing = st[i].reason;
+            continue;
+        }
+        void *data = NULL;
+        size_t len = 0;
+        rc = argus_rt_ctx_input(ctx, c->dep_ids[i], c->dep_outs[i], &data, &len);
+        x->data = data;
+        x->len = len;
+    }
+    argus_synth_out out;
+    memset(&out, 0, sizeof out);
+    char msg[1024] = "";
+    if (rc == 0) {
+        argus_synth_req r = {.task = c->name,
+                             .rule = c->rule,
+                             .signal = c->signal,
+                             .op = c->op,
+                             .iter = c->iter,
+                             .reg = c->ec->reg,
+                             .scope = c->ec->ascope,
+                             .in = in,
+                             .nin = c->ndeps};
+        rc = argus_synth_run(&r, &out, msg, sizeof msg);
+        if (rc != 0)
+            argus_rt_ctx_fail(ctx, "%s: %s", c->name, msg);
+    }
+    for (size_t i = 0; i < c->ndeps; i++)
+        free((void *)in[i].data);
+    free(in);
+    free(st);
+    if (rc != 0)
+        return ARGUS_RT_ETASK;
+    rc = argus_rt_ctx_output(ctx, "synthesis", out.json, out.len);
+    argus_synth_out_free(&out);
+    return rc == 0 ? 0 : argus_rt_ctx_fail(ctx, "cannot store the synthesis (%d)", rc);
 }
 
 static int add_task(exec_ctx *ec, add_fn add, void *where, int task, char *msg, size_t msglen);
+
+/* What a run's outputs must be: per output (e<task>), the backend and the
+ * variant, checked before the runtime stores them (argus_evidence_check). */
+typedef struct run_check {
+    char variant[512];
+    size_t n;
+    char (*out)[32];
+    char (*backend)[32];
+} run_check;
+
+static void free_run_check(run_check *rc)
+{
+    if (rc == NULL)
+        return;
+    free(rc->out);
+    free(rc->backend);
+    free(rc);
+}
+
+static int check_evidence(void *user, const char *output, const char *path, char *why,
+                          size_t whylen)
+{
+    const run_check *c = user;
+    for (size_t i = 0; i < c->n; i++) {
+        if (strcmp(c->out[i], output) != 0)
+            continue;
+        char *text = NULL, err[512];
+        if (mosaic__read_file(path, 1L << 30, &text, err, sizeof err) != 0)
+            return argus__fail(ARGUS_EIO, why, whylen, "%s", err);
+        int rc = argus_evidence_check(text, strlen(text), c->backend[i], c->variant, why, whylen);
+        free(text);
+        return rc;
+    }
+    return 0;
+}
 
 static int add_run(exec_ctx *ec, add_fn add, void *where, int run, char *msg, size_t msglen)
 {
@@ -168,13 +252,26 @@ static int add_run(exec_ctx *ec, add_fn add, void *where, int run, char *msg, si
     char (*outn)[32] = calloc(r->ntasks + 1, sizeof(*outn));
     char (*outa)[48] = calloc(r->ntasks + 1, sizeof(*outa));
     char backends[512] = "", config[4096] = "", art[4200], id[24], dep[24];
-    if (argv == NULL || outs == NULL || outn == NULL || outa == NULL) {
+    run_check *chk = calloc(1, sizeof *chk);
+    if (chk != NULL) {
+        chk->out = calloc(r->ntasks + 1, sizeof *chk->out);
+        chk->backend = calloc(r->ntasks + 1, sizeof *chk->backend);
+    }
+    void **kept = realloc(ec->keep_checks, (ec->nchecks + 1) * sizeof(void *));
+    if (kept != NULL)
+        ec->keep_checks = kept;
+    if (argv == NULL || outs == NULL || outn == NULL || outa == NULL || chk == NULL ||
+        chk->out == NULL || chk->backend == NULL || kept == NULL) {
         free(argv);
         free(outs);
         free(outn);
         free(outa);
+        free_run_check(chk);
         return ARGUS_ENOMEM;
     }
+    ec->keep_checks[ec->nchecks++] = chk;
+    snprintf(chk->variant, sizeof chk->variant, "%s", v->name);
+    chk->n = r->ntasks;
     size_t bu = 0, cu = 0;
     int w = snprintf(config, sizeof config, "run of %s:", v->name);
     cu = w > 0 ? (size_t)w : 0;
@@ -182,6 +279,8 @@ static int add_run(exec_ctx *ec, add_fn add, void *where, int run, char *msg, si
         const argus_plan_task *t = &p->tasks[r->tasks[i]];
         snprintf(outn[i], sizeof outn[i], "e%d", t->id);
         snprintf(outa[i], sizeof outa[i], "{out:e%d}", t->id);
+        snprintf(chk->out[i], sizeof chk->out[i], "e%d", t->id);
+        snprintf(chk->backend[i], sizeof chk->backend[i], "%s", argus_backend_name(t->backend));
         outs[i] = outn[i];
         w = snprintf(backends + bu, sizeof backends - bu, "%s%s", i ? "," : "",
                      argus_backend_name(t->backend));
@@ -226,6 +325,8 @@ static int add_run(exec_ctx *ec, add_fn add, void *where, int run, char *msg, si
     d.config = config;
     d.program = p->query.program;
     d.scope = ec->scope;
+    d.check = check_evidence;
+    d.user = chk;
     int rc = add(where, &d, msg, msglen);
     free(argv);
     free(outs);
@@ -236,22 +337,186 @@ static int add_run(exec_ctx *ec, add_fn add, void *where, int run, char *msg, si
     return rc;
 }
 
+/* Whether region r lies in the subtree of root (0: the whole kernel). */
+static int in_subtree(const argus_registry *reg, uint32_t r, uint32_t root)
+{
+    for (int depth = 0; root != 0 && depth < 256; depth++) {
+        if (r == root)
+            return 1;
+        int64_t p = reg ? argus_registry_parent(reg, r) : -1;
+        if (p <= 0)
+            return 0;
+        r = (uint32_t)p;
+    }
+    return root == 0;
+}
+
+/* Looks like PTX text: no NUL, ".version" and ".target" near the top. */
+static int is_ptx(const char *p, size_t n)
+{
+    if (memchr(p, '\0', n) != NULL)
+        return 0;
+    size_t head = n < 65536 ? n : 65536;
+    return memmem(p, head, ".version", 8) != NULL && memmem(p, head, ".target", 7) != NULL;
+}
+
+/* The PTX of the artifact at path (data, n): the text itself, or what
+ * `cuobjdump -ptx` extracts from a binary that embeds it. *ptx malloc'd. */
+static int artifact_ptx(const char *path, const char *data, size_t n, char **ptx, size_t *len,
+                        char *why, size_t whylen)
+{
+    if (is_ptx(data, n)) {
+        *ptx = malloc(n + 1);
+        if (*ptx == NULL)
+            return ARGUS_ENOMEM;
+        memcpy(*ptx, data, n);
+        (*ptx)[n] = '\0';
+        *len = n;
+        return 0;
+    }
+    /* Workspace object paths are the workspace folder and hex names; the
+     * folder is quoted for the shell, a quote in it refused. */
+    if (strchr(path, '\'') != NULL)
+        return argus__fail(ARGUS_EINVAL, why, whylen, "the artifact's path %s holds a quote",
+                           path);
+    char cmd[4400];
+    snprintf(cmd, sizeof cmd, "cuobjdump -ptx '%s' 2>/dev/null", path);
+    FILE *f = popen(cmd, "r");
+    char *buf = NULL;
+    size_t used = 0, cap = 0;
+    if (f != NULL) {
+        char chunk[65536];
+        size_t k;
+        while ((k = fread(chunk, 1, sizeof chunk, f)) > 0) {
+            if (argus__grow((void **)&buf, &cap, used + k + 1, 1) != 0) {
+                pclose(f);
+                free(buf);
+                return ARGUS_ENOMEM;
+            }
+            memcpy(buf + used, chunk, k);
+            used += k;
+        }
+        int st = pclose(f);
+        if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0) || buf == NULL || !is_ptx(buf, used)) {
+            free(buf);
+            buf = NULL;
+        }
+    }
+    if (buf == NULL)
+        return argus__fail(ARGUS_EINVAL, why, whylen,
+                           "the artifact is not PTX text and `cuobjdump -ptx` found no PTX in it "
+                           "(%s): discovery reads PTX, so the executor's markers_on transform "
+                           "must write the variant's PTX or a binary that embeds it "
+                           "(docs/argus-plan.md, \"Evidence\"), or give the operations with "
+                           "--discovered OPS.json",
+                           f == NULL ? "cuobjdump could not be run" : "a cubin holds no PTX");
+    buf[used] = '\0';
+    *ptx = buf;
+    *len = used;
+    return 0;
+}
+
+/* Discovery on the CONTROL task's input: the operations of the query's
+ * region (and the regions below it) into ec->found. */
+static int discover_ops(argus_rt_ctx *ctx, cpu_task *c, char *why, size_t whylen)
+{
+    exec_ctx *ec = c->ec;
+    argus_plan *p = ec->plan;
+    void *data = NULL;
+    size_t n = 0;
+    char path[4200];
+    int rc;
+    const char *where;
+    if (c->ndeps > 0) {
+        rc = argus_rt_ctx_input(ctx, c->dep_ids[0], c->dep_outs[0], &data, &n);
+        if (rc == 0)
+            rc = argus_rt_ctx_input_path(ctx, c->dep_ids[0], c->dep_outs[0], path, sizeof path);
+        if (rc != 0)
+            return argus__fail(rc, why, whylen, "cannot read the artifact of %s", c->dep_names[0]);
+        where = c->dep_names[0];
+    } else {
+        /* The base variant: the program itself. */
+        snprintf(path, sizeof path, "%s", p->query.program);
+        FILE *f = fopen(path, "rb");
+        if (f == NULL)
+            return argus__fail(ARGUS_EIO, why, whylen, "cannot open the program %s: %s", path,
+                               strerror(errno));
+        size_t cap = 0;
+        char chunk[65536];
+        size_t k;
+        while ((k = fread(chunk, 1, sizeof chunk, f)) > 0) {
+            if (argus__grow(&data, &cap, n + k, 1) != 0) {
+                fclose(f);
+                free(data);
+                return ARGUS_ENOMEM;
+            }
+            memcpy((char *)data + n, chunk, k);
+            n += k;
+        }
+        fclose(f);
+        where = path;
+    }
+    char *ptx = NULL;
+    size_t plen = 0;
+    char tmp[1024];
+    rc = artifact_ptx(path, data ? data : "", n, &ptx, &plen, tmp, sizeof tmp);
+    free(data);
+    if (rc != 0)
+        return argus__fail(rc, why, whylen, "%s: %s", where, tmp);
+    argus_discovery *d = NULL;
+    rc = argus_discover_ptx(ptx, plen, &d, tmp, sizeof tmp);
+    free(ptx);
+    if (rc != 0)
+        return argus__fail(rc, why, whylen, "discovery on the PTX of %s: %s", where, tmp);
+    argus_plan_op *ops = calloc(d->n_ops + 1, sizeof *ops);
+    if (ops == NULL) {
+        argus_discovery_free(d);
+        return ARGUS_ENOMEM;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < d->n_ops; i++) {
+        const argus_async_op *a = &d->ops[i];
+        if (!in_subtree(ec->reg, a->region, p->query.region_id) || a->id == 0)
+            continue;
+        argus_plan_op *o = &ops[k++];
+        o->id = a->id;
+        o->region = a->region;
+        o->in_loop = a->in_loop;
+        snprintf(o->kind, sizeof o->kind, "%s", argus_async_kind_name(a->kind));
+        snprintf(o->completion, sizeof o->completion, "%s", argus_async_completion(a->kind));
+    }
+    argus_discovery_free(d);
+    free(ec->found);
+    ec->found = ops;
+    ec->nfound = k;
+    return 0;
+}
+
 static int control_body(argus_rt_ctx *ctx, void *user)
 {
     cpu_task *c = user;
     exec_ctx *ec = c->ec;
     char msg[1024] = "";
     pthread_mutex_lock(&ec->mu);
+    int rc = 0;
+    const argus_plan_op *ops = ec->x->ops;
+    size_t nops = ec->x->nops;
+    if (!ec->x->ops_given) {
+        rc = discover_ops(ctx, c, msg, sizeof msg);
+        ops = ec->found;
+        nops = ec->nfound;
+    }
     argus_plan *p = ec->plan;
     size_t old_tasks = p->ntasks;
-    int *pending = calloc(old_tasks + 1, sizeof(int));
-    int rc = pending ? 0 : ARGUS_ENOMEM;
+    int *pending = rc == 0 ? calloc(old_tasks + 1, sizeof(int)) : NULL;
+    if (rc == 0 && pending == NULL)
+        rc = ARGUS_ENOMEM;
     size_t npend = 0;
     for (size_t i = 0; rc == 0 && i < old_tasks; i++)
         if (p->tasks[i].pending == c->id)
             pending[npend++] = (int)i;
     if (rc == 0)
-        rc = argus_plan_expand(p, c->id, ec->x->ops, ec->x->nops, msg, sizeof msg);
+        rc = argus_plan_expand(p, c->id, ops, nops, msg, sizeof msg);
     int *order = rc == 0 ? calloc(p->ntasks + 1, sizeof(int)) : NULL;
     if (rc == 0 && order == NULL)
         rc = ARGUS_ENOMEM;
@@ -265,15 +530,16 @@ static int control_body(argus_rt_ctx *ctx, void *user)
         if ((size_t)t >= old_tasks || is_pending)
             rc = add_task(ec, add_ctx, ctx, t, msg, sizeof msg);
     }
-    pthread_mutex_unlock(&ec->mu);
     free(order);
     free(pending);
-    if (rc != 0)
+    if (rc != 0) {
+        pthread_mutex_unlock(&ec->mu);
         return argus_rt_ctx_fail(ctx, "%s: %s", c->name, msg[0] ? msg : argus_strerror(rc));
-    /* What was discovered, as this task's output. */
+    }
+    /* What was discovered (or given), as this task's output. */
     cJSON *a = cJSON_CreateArray();
-    for (size_t i = 0; a != NULL && i < ec->x->nops; i++) {
-        const argus_plan_op *op = &ec->x->ops[i];
+    for (size_t i = 0; a != NULL && i < nops; i++) {
+        const argus_plan_op *op = &ops[i];
         cJSON *e = cJSON_CreateObject();
         char idb[32];
         snprintf(idb, sizeof idb, "0x%07x.%u", (unsigned)(op->id >> 16),
@@ -282,8 +548,10 @@ static int control_body(argus_rt_ctx *ctx, void *user)
         cJSON_AddStringToObject(e, "kind", op->kind);
         cJSON_AddStringToObject(e, "completion", op->completion);
         cJSON_AddBoolToObject(e, "in_loop", op->in_loop);
+        cJSON_AddStringToObject(e, "from", ec->x->ops_given ? "given" : "discovered");
         cJSON_AddItemToArray(a, e);
     }
+    pthread_mutex_unlock(&ec->mu);
     char *text = a ? cJSON_PrintUnformatted(a) : NULL;
     cJSON_Delete(a);
     if (text == NULL)
@@ -310,9 +578,16 @@ static int add_task(exec_ctx *ec, add_fn add, void *where, int task, char *msg, 
     d.timeout_s = t->timeout_s;
     d.program = p->query.program;
     d.scope = ec->scope;
-    char config[1024];
-    snprintf(config, sizeof config, "%s rule=%s variant=%s", t->name, t->rule,
-             t->variant >= 0 ? p->variants[t->variant].name : "-");
+    char config[5200];
+    /* A CPU task's key cannot see its code: the config names the rule's
+     * implementation (argus.synthesis v1, this file's discovery) and the
+     * registry that names the regions. */
+    snprintf(config, sizeof config, "%s rule=%s variant=%s impl=%s registry=%s", t->name, t->rule,
+             t->variant >= 0 ? p->variants[t->variant].name : "-",
+             t->type == ARGUS_TASK_CONTROL
+                 ? (ec->x->ops_given ? "ops-given" : "discover-ptx-1")
+                 : "argus.synthesis.v1",
+             p->query.registry[0] ? p->query.registry : "(beside the program)");
     d.config = config;
     if (t->type == ARGUS_TASK_TRANSFORM) {
         const argus_plan_variant *v = &p->variants[t->variant];
@@ -346,11 +621,22 @@ static int add_task(exec_ctx *ec, add_fn add, void *where, int task, char *msg, 
     c->type = t->type;
     snprintf(c->name, sizeof c->name, "%s", t->name);
     snprintf(c->rule, sizeof c->rule, "%s", t->rule);
+    c->op = t->op;
+    c->iter = t->iter;
+    for (int sg = 0; sg < ARGUS_SIG_COUNT; sg++)
+        if (t->signals & (1u << sg)) {
+            snprintf(c->signal, sizeof c->signal, "%s", argus_signal_name(sg));
+            break;
+        }
     c->dep_ids = calloc(t->ndeps + 1, sizeof(*c->dep_ids));
     c->dep_names = calloc(t->ndeps + 1, sizeof(*c->dep_names));
     c->dep_outs = calloc(t->ndeps + 1, sizeof(*c->dep_outs));
+    c->dep_kind = calloc(t->ndeps + 1, sizeof(*c->dep_kind));
+    c->dep_backend = calloc(t->ndeps + 1, sizeof(*c->dep_backend));
+    c->dep_variant = calloc(t->ndeps + 1, sizeof(*c->dep_variant));
     const char **deps = calloc(t->ndeps + 1, sizeof(*deps));
-    if (c->dep_ids == NULL || c->dep_names == NULL || c->dep_outs == NULL || deps == NULL) {
+    if (c->dep_ids == NULL || c->dep_names == NULL || c->dep_outs == NULL || deps == NULL ||
+        c->dep_kind == NULL || c->dep_backend == NULL || c->dep_variant == NULL) {
         free(deps);
         free_cpu(c);
         return ARGUS_ENOMEM;
@@ -367,8 +653,17 @@ static int add_task(exec_ctx *ec, add_fn add, void *where, int task, char *msg, 
                  : dt->type == ARGUS_TASK_TRANSFORM ? "artifact"
                  : dt->type == ARGUS_TASK_CONTROL   ? "ops"
                                                     : "synthesis");
-        if (dt->type == ARGUS_TASK_COLLECT)
+        c->dep_kind[c->ndeps] = dt->type == ARGUS_TASK_COLLECT     ? ARGUS_SYNTH_IN_EVIDENCE
+                                : dt->type == ARGUS_TASK_TRANSFORM ? ARGUS_SYNTH_IN_ARTIFACT
+                                : dt->type == ARGUS_TASK_CONTROL   ? ARGUS_SYNTH_IN_OPS
+                                                                   : ARGUS_SYNTH_IN_RESULT;
+        if (dt->type == ARGUS_TASK_COLLECT) {
             snprintf(c->dep_outs[c->ndeps], sizeof c->dep_outs[0], "e%d", dt->id);
+            snprintf(c->dep_backend[c->ndeps], sizeof c->dep_backend[0], "%s",
+                     argus_backend_name(dt->backend));
+            snprintf(c->dep_variant[c->ndeps], sizeof c->dep_variant[0], "%s",
+                     p->variants[dt->variant].name);
+        }
         int seen = 0;
         for (size_t k = 0; k < nd; k++)
             seen |= strcmp(deps[k], c->dep_ids[c->ndeps]) == 0;
@@ -388,7 +683,7 @@ static int add_task(exec_ctx *ec, add_fn add, void *where, int task, char *msg, 
         outs[0] = "ops";
     } else {
         d.exec = synth_body;
-        d.flags = ARGUS_RT_JOIN | ARGUS_RT_JOIN_ANY_SCOPE;
+        d.flags = ARGUS_RT_JOIN | ARGUS_RT_JOIN_ANY_SCOPE | ARGUS_RT_PARTIAL;
         outs[0] = "synthesis";
     }
     int rc = add(where, &d, msg, msglen);
@@ -404,6 +699,76 @@ static int add_task(exec_ctx *ec, add_fn add, void *where, int task, char *msg, 
         return ARGUS_ENOMEM; /* c stays with the runtime, which may run it */
     ec->keep = list;
     ec->keep[ec->nkeep++] = c;
+    return 0;
+}
+
+/* One line per synthesis: complete, or its problems; each signal's final
+ * synthesis copied to results_dir/SIGNAL.json when asked. Read back from
+ * the workspace, so that a reused synthesis is reported as a new one. */
+static int report_syntheses(const argus_plan *plan, const argus_rt *rt, argus_ws *ws,
+                            const argus_plan_exec *x, FILE *report, size_t *incomplete,
+                            char *msg, size_t msglen)
+{
+    if (x->results_dir != NULL && mkdir(x->results_dir, 0777) != 0 && errno != EEXIST)
+        return argus__fail(ARGUS_EIO, msg, msglen, "cannot create %s: %s", x->results_dir,
+                           strerror(errno));
+    if (report != NULL)
+        fprintf(report, "syntheses:\n");
+    for (size_t i = 0; i < plan->ntasks; i++) {
+        const argus_plan_task *t = &plan->tasks[i];
+        if (t->type != ARGUS_TASK_SYNTHESIZE)
+            continue;
+        char id[24];
+        snprintf(id, sizeof id, "t%zu", i);
+        const char *h = argus_rt_output(rt, id, "synthesis");
+        void *data = NULL;
+        size_t len = 0;
+        char why[512] = "";
+        if (h == NULL || argus_ws_get(ws, h, &data, &len, why, sizeof why) != 0) {
+            (*incomplete)++;
+            if (report != NULL)
+                fprintf(report, "  %s %s: no result (%s)\n", id, t->name,
+                        why[0] ? why : "the task did not run");
+            continue;
+        }
+        cJSON *o = cJSON_ParseWithLength(data, len);
+        const cJSON *c = o ? cJSON_GetObjectItemCaseSensitive(o, "complete") : NULL;
+        const cJSON *ps = o ? cJSON_GetObjectItemCaseSensitive(o, "problems") : NULL;
+        int ok = cJSON_IsTrue(c);
+        if (!ok)
+            (*incomplete)++;
+        if (report != NULL) {
+            fprintf(report, "  %s %s: %s", id, t->name, ok ? "complete" : "INCOMPLETE");
+            const cJSON *p0 = cJSON_GetArrayItem(ps, 0);
+            const cJSON *tk = p0 ? cJSON_GetObjectItemCaseSensitive(p0, "task") : NULL;
+            const cJSON *wy = p0 ? cJSON_GetObjectItemCaseSensitive(p0, "why") : NULL;
+            if (!ok && cJSON_IsString(wy))
+                fprintf(report, " (%d problems; first: %s%s%s)", cJSON_GetArraySize(ps),
+                        cJSON_IsString(tk) ? tk->valuestring : "",
+                        cJSON_IsString(tk) && tk->valuestring[0] ? ": " : "", wy->valuestring);
+            fprintf(report, " [object %.12s]\n", h);
+        }
+        cJSON_Delete(o);
+        /* A signal's final synthesis: the one the branches feed (no op). */
+        if (x->results_dir != NULL && t->op == 0 && t->analysis < 0) {
+            for (int sg = 0; sg < ARGUS_SIG_COUNT; sg++) {
+                if (!(t->signals & (1u << sg)))
+                    continue;
+                char path[4200];
+                snprintf(path, sizeof path, "%s/%s.json", x->results_dir, argus_signal_name(sg));
+                FILE *f = fopen(path, "wb");
+                int bad = f == NULL || fwrite(data, 1, len, f) != len;
+                if (f != NULL && fclose(f) != 0)
+                    bad = 1;
+                if (bad) {
+                    free(data);
+                    return argus__fail(ARGUS_EIO, msg, msglen, "cannot write %s: %s", path,
+                                       strerror(errno));
+                }
+            }
+        }
+        free(data);
+    }
     return 0;
 }
 
@@ -430,9 +795,40 @@ int argus_plan_execute(argus_plan *plan, const argus_plan_exec *x, FILE *report,
              plan->query.region_id, s->role, (long long)s->iter_lo, (long long)s->iter_hi,
              (long long)s->cta_lo, (long long)s->cta_hi, (long long)s->sm_lo,
              (long long)s->sm_hi, (long long)s->warp_lo, (long long)s->warp_hi);
+    /* The decoder's form of the scope, for the synthesis rules. */
+    argus_scope_all(&ec.ascope);
+    ec.ascope.iter_lo = s->iter_lo;
+    ec.ascope.iter_hi = s->iter_hi;
+    ec.ascope.role = plan->query.role_id;
+    if (s->cta_lo >= 0) {
+        ec.ascope.cta_lo = (uint32_t)s->cta_lo;
+        ec.ascope.cta_hi = (uint32_t)s->cta_hi;
+    }
+    if (s->sm_lo >= 0) {
+        ec.ascope.sm_lo = (uint32_t)s->sm_lo;
+        ec.ascope.sm_hi = (uint32_t)s->sm_hi;
+    }
+    if (s->warp_lo >= 0) {
+        ec.ascope.warp_lo = (uint32_t)s->warp_lo;
+        ec.ascope.warp_hi = (uint32_t)s->warp_hi;
+    }
+    ec.ascope.region = plan->query.region_id;
     argus_ws *ws = NULL;
     argus_rt *rt = NULL;
     int *order = NULL;
+    /* The registry names regions in the results and gives discovery the
+     * region tree; a query with a region or role was resolved against it.
+     * Without one (a whole-kernel query of a program that has none) the
+     * results name regions by ID. */
+    if (argus_query_registry(&plan->query, &ec.reg, msg, msglen) != 0) {
+        if (plan->query.region_id != 0 || plan->query.role_id != 0) {
+            pthread_mutex_destroy(&ec.mu);
+            return ARGUS_EINVAL;
+        }
+        ec.reg = NULL;
+        if (msg != NULL && msglen > 0)
+            msg[0] = '\0';
+    }
     /* sh -c 'CMD "$@"' argus-exec ARGS...: the executor may be a command
      * with its own arguments, and gets the task's as its last ones. */
     size_t cl = strlen(x->executor) + 8;
@@ -476,18 +872,32 @@ int argus_plan_execute(argus_plan *plan, const argus_plan_exec *x, FILE *report,
                 fputc('\n', report);
             }
         }
+        size_t incomplete = 0;
+        int wrc = report_syntheses(plan, rt, ws, x, report, &incomplete, msg, msglen);
         if (rc != 0)
             argus__fail(rc, msg, msglen,
                         "some tasks failed (listed with their reasons); what finished is kept "
                         "in %s, and running the query again runs only what failed",
                         x->ws_dir);
+        else if (wrc != 0)
+            rc = wrc;
+        else if (incomplete > 0)
+            rc = argus__fail(ARGUS_RT_EFAILED, msg, msglen,
+                             "%zu syntheses are incomplete (listed with what is missing); their "
+                             "partial results are kept in %s",
+                             incomplete, x->ws_dir);
     }
     free(order);
     argus_rt_free(rt);
     argus_ws_close(ws);
+    argus_registry_free(ec.reg);
+    free(ec.found);
     for (size_t i = 0; i < ec.nkeep; i++)
         free_cpu(ec.keep[i]);
     free(ec.keep);
+    for (size_t i = 0; i < ec.nchecks; i++)
+        free_run_check(ec.keep_checks[i]);
+    free(ec.keep_checks);
     free(ec.run_added);
     free(ec.cmd);
     pthread_mutex_destroy(&ec.mu);

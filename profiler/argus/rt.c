@@ -51,6 +51,7 @@ typedef struct rt_task {
     unsigned flags;
     argus_rt_exec_fn exec;
     void *user;
+    int (*check)(void *, const char *, const char *, char *, size_t);
     char **argv;
     char *device;
     char **outputs;
@@ -300,9 +301,9 @@ static int add_locked(argus_rt *rt, const argus_rt_task_desc *d, char *msg, size
                            "task %s: give exactly one of exec (a CPU task) and argv (a worker "
                            "process)",
                            d->id);
-    if (d->ndeps > ARGUS_RT_MAX_DEPS || (d->ndeps > 0 && d->deps == NULL))
-        return argus__fail(ARGUS_EINVAL, msg, msglen, "task %s: %zu deps (at most %d)", d->id,
-                           d->ndeps, ARGUS_RT_MAX_DEPS);
+    if (d->ndeps > 0 && d->deps == NULL)
+        return argus__fail(ARGUS_EINVAL, msg, msglen, "task %s: %zu deps but no list", d->id,
+                           d->ndeps);
     if (d->noutputs > ARGUS_RT_MAX_OUTPUTS || (d->noutputs > 0 && d->outputs == NULL))
         return argus__fail(ARGUS_EINVAL, msg, msglen, "task %s: %zu outputs (at most %d)",
                            d->id, d->noutputs, ARGUS_RT_MAX_OUTPUTS);
@@ -379,6 +380,7 @@ static int add_locked(argus_rt *rt, const argus_rt_task_desc *d, char *msg, size
     t->flags = d->flags;
     t->exec = d->exec;
     t->user = d->user;
+    t->check = d->argv != NULL ? d->check : NULL;
     if (d->device != NULL && !bad)
         bad |= (t->device = strdup(d->device)) == NULL;
     if (d->argv != NULL && !bad) {
@@ -570,19 +572,35 @@ void argus_rt_free(argus_rt *rt)
 /* ---- keys and records ------------------------------------------------- */
 
 /* The task's inputs: the output hashes of its dependencies, in the order of
- * its deps and of their outputs. */
+ * its deps and of their outputs. A dependency that did not succeed (only
+ * an ARGUS_RT_PARTIAL task runs after one) stands in as the hash of
+ * "missing TASK/NAME": no object has it, and the key differs from the one
+ * with the input present, so a later run with the branch fixed runs the
+ * task again. The strings live in the same block as the array. */
 static int task_inputs(const rt_task *t, const char ***inputs, size_t *n)
 {
     size_t total = 0;
     for (size_t i = 0; i < t->ndeps; i++)
         total += t->deps[i]->noutputs;
-    const char **v = calloc(total ? total : 1, sizeof *v);
+    size_t head = (total ? total : 1) * sizeof(const char *);
+    const char **v = calloc(1, head + total * ARGUS_HASH_HEX);
     if (v == NULL)
         return ARGUS_ENOMEM;
+    char (*miss)[ARGUS_HASH_HEX] = (void *)((char *)v + head);
     size_t k = 0;
-    for (size_t i = 0; i < t->ndeps; i++)
-        for (size_t j = 0; j < t->deps[i]->noutputs; j++)
-            v[k++] = t->deps[i]->out_hash[j];
+    for (size_t i = 0; i < t->ndeps; i++) {
+        const rt_task *d = t->deps[i];
+        for (size_t j = 0; j < d->noutputs; j++, k++) {
+            if (succeeded(d->state)) {
+                v[k] = d->out_hash[j];
+                continue;
+            }
+            char what[512];
+            int w = snprintf(what, sizeof what, "missing %s/%s", d->id, d->outputs[j]);
+            argus_sha256_hex(what, w > 0 ? (size_t)w : 0, miss[k]);
+            v[k] = miss[k];
+        }
+    }
     *inputs = v;
     *n = k;
     return 0;
@@ -964,6 +982,15 @@ static void finish_worker(argus_rt *rt, rt_task *t, int status)
                          t->outputs[i], t->outputs[i]);
                 break;
             }
+            if (t->check != NULL) {
+                char cwhy[RT_REASON - 64] = "";
+                if (t->check(t->user, t->outputs[i], path, cwhy, sizeof cwhy) != 0) {
+                    err = ARGUS_RT_EOUTPUT;
+                    snprintf(why, sizeof why, "its output '%s' is refused: %s", t->outputs[i],
+                             cwhy[0] ? cwhy : "(no reason given)");
+                    break;
+                }
+            }
             err = argus_ws_put_file(rt->ws, path, t->out_hash[i], why, sizeof why);
         }
         if (err == 0)
@@ -1022,11 +1049,19 @@ static int enqueue(argus_rt *rt, rt_task *t)
  * not, the reason is the task's. */
 static int joinable(argus_rt *rt, rt_task *t)
 {
-    argus_ws_manifest *ms[ARGUS_RT_MAX_DEPS] = {0};
+    /* Only what is there is joined: an ARGUS_RT_PARTIAL task's failed
+     * inputs have no manifest, and its body says they are missing. */
+    argus_ws_manifest **ms = calloc(t->ndeps ? t->ndeps : 1, sizeof *ms);
+    const rt_task **from = calloc(t->ndeps ? t->ndeps : 1, sizeof *from);
     size_t n = 0;
-    int ok = 1;
+    int ok = ms != NULL && from != NULL;
+    if (!ok)
+        set_reason(t, ARGUS_ENOMEM, "out of memory checking its inputs for the join");
     for (size_t i = 0; i < t->ndeps && ok; i++) {
         char why[RT_REASON];
+        if (!succeeded(t->deps[i]->state))
+            continue;
+        from[n] = t->deps[i];
         if (argus_ws_lookup(rt->ws, t->deps[i]->key, &ms[n], why, sizeof why) != 0) {
             set_reason(t, ARGUS_WS_EINCOMPAT, "cannot check input '%s' for the join: %s",
                        t->deps[i]->id, why);
@@ -1047,7 +1082,7 @@ static int joinable(argus_rt *rt, rt_task *t)
             size_t used = 0;
             for (size_t i = 0; i < n && used < sizeof ids; i++) {
                 int k = snprintf(ids + used, sizeof ids - used, "%s%s=%.12s", i ? ", " : "",
-                                 t->deps[i]->id, ms[i]->key);
+                                 from[i]->id, ms[i]->key);
                 if (k < 0)
                     break;
                 used += (size_t)k;
@@ -1056,8 +1091,10 @@ static int joinable(argus_rt *rt, rt_task *t)
             ok = 0;
         }
     }
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n && ms != NULL; i++)
         argus_ws_manifest_free(ms[i]);
+    free(ms);
+    free(from);
     return ok;
 }
 
@@ -1075,10 +1112,13 @@ static int schedule(argus_rt *rt)
         int ready = 1;
         for (size_t k = 0; k < t->ndeps; k++) {
             const rt_task *d = t->deps[k];
-            if (d->state == ARGUS_RT_FAILED || d->state == ARGUS_RT_SKIPPED) {
+            if ((d->state == ARGUS_RT_FAILED || d->state == ARGUS_RT_SKIPPED) &&
+                !(t->flags & ARGUS_RT_PARTIAL)) {
                 bad = d;
                 break;
             }
+            if (d->state == ARGUS_RT_FAILED || d->state == ARGUS_RT_SKIPPED)
+                continue; /* ARGUS_RT_PARTIAL: runs without it */
             if (!succeeded(d->state))
                 ready = 0;
         }
@@ -1282,13 +1322,25 @@ const char *argus_rt_ctx_input_hash(const argus_rt_ctx *ctx, const char *task, c
         return NULL;
     for (size_t i = 0; i < ctx->t->ndeps; i++) {
         const rt_task *d = ctx->t->deps[i];
-        if (strcmp(d->id, task) != 0)
+        if (strcmp(d->id, task) != 0 || !succeeded(d->state))
             continue;
         for (size_t j = 0; j < d->noutputs; j++)
             if (strcmp(d->outputs[j], name) == 0)
                 return d->out_hash[j];
     }
     return NULL;
+}
+
+int argus_rt_ctx_dep(const argus_rt_ctx *ctx, const char *task, argus_rt_status *st)
+{
+    if (ctx == NULL || task == NULL || st == NULL)
+        return ARGUS_EINVAL;
+    for (size_t i = 0; i < ctx->t->ndeps; i++)
+        if (strcmp(ctx->t->deps[i]->id, task) == 0) {
+            fill_status(ctx->t->deps[i], st);
+            return 0;
+        }
+    return ARGUS_RT_ENODEP;
 }
 
 int argus_rt_ctx_input(argus_rt_ctx *ctx, const char *task, const char *name, void **data,

@@ -8,6 +8,7 @@
 #ifndef ARGUS_DEVMODEL_H
 #define ARGUS_DEVMODEL_H
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,6 +94,18 @@ static inline void dm_end(dm_warp *w, uint64_t cycles)
     h->smid_end = h->smid_start;
     h->n_written = w->n;
     h->ended = 1;
+}
+
+/* Writes the buffer to path and frees it: 0, or -1 when it cannot. */
+static inline int dm_write(dm_buf *b, const char *path)
+{
+    FILE *f = fopen(path, "wb");
+    int bad = f == NULL || fwrite(b->p, 1, b->len, f) != b->len;
+    if (f != NULL && fclose(f) != 0)
+        bad = 1;
+    free(b->p);
+    b->p = NULL;
+    return bad ? -1 : 0;
 }
 
 #endif /* ARGUS_DEVMODEL_H */

@@ -38,9 +38,5 @@ int main(int argc, char **argv)
             dm_end(&w, 8);
         }
     }
-    FILE *f = fopen(argv[1], "wb");
-    if (f == NULL || fwrite(b.p, 1, b.len, f) != b.len || fclose(f) != 0)
-        return 1;
-    free(b.p);
-    return 0;
+    return dm_write(&b, argv[1]) == 0 ? 0 : 1;
 }

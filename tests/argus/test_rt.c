@@ -862,6 +862,188 @@ static void test_bad_descriptions(void **state)
     argus_ws_close(ws);
 }
 
+/* A worker's output refused by the task's check: the task fails with
+ * ARGUS_RT_EOUTPUT and the reason, nothing is stored, the task below is
+ * skipped, and the next run (the check now content) runs it again. */
+static int check_calls;
+static int check_no_bad(void *user, const char *output, const char *path, char *why,
+                        size_t whylen)
+{
+    (void)user;
+    check_calls++;
+    FILE *f = fopen(path, "r");
+    char text[64] = "";
+    if (f != NULL) {
+        if (fgets(text, sizeof text, f) == NULL)
+            text[0] = '\0';
+        fclose(f);
+    }
+    if (strncmp(text, "bad", 3) == 0) {
+        snprintf(why, whylen, "output %s says bad", output);
+        return -1;
+    }
+    return 0;
+}
+
+static void run_checked(argus_ws *ws, const char *word, argus_rt_state want, int *below_runs)
+{
+    argus_rt *rt = new_rt(ws, 1);
+    /* The word is not in the argv template's key (it comes from the
+     * environment), so both runs have one key. */
+    setenv("ARGUS_TEST_WORD", word, 1);
+    const char *argv[] = {"sh", "-c", "echo $ARGUS_TEST_WORD > \"$1\"", "sh", "{out:out}", NULL};
+    argus_rt_task_desc w = {.id = "w", .kind = "collect", .argv = argv, .outputs = OUT,
+                            .noutputs = 1, .check = check_no_bad, .timeout_s = 20};
+    add(rt, &w);
+    body b = {.in_task = {"w"}};
+    const char *deps[] = {"w"};
+    argus_rt_task_desc t = cpu("below", deps, 1, &b);
+    add(rt, &t);
+    argus_rt_run(rt);
+    argus_rt_status st = get(rt, "w");
+    assert_int_equal(st.state, want);
+    if (want == ARGUS_RT_FAILED) {
+        assert_int_equal(st.err, ARGUS_RT_EOUTPUT);
+        assert_non_null(strstr(st.reason, "its output 'out' is refused: output out says bad"));
+        assert_null(argus_rt_output(rt, "w", "out"));
+        assert_int_equal(get(rt, "below").state, ARGUS_RT_SKIPPED);
+    }
+    *below_runs += atomic_load(&b.runs);
+    argus_rt_free(rt);
+}
+
+static void test_output_check(void **state)
+{
+    (void)state;
+    argus_ws *ws = open_ws("check");
+    int below = 0;
+    check_calls = 0;
+    run_checked(ws, "bad", ARGUS_RT_FAILED, &below);
+    assert_int_equal(check_calls, 1);
+    assert_int_equal(below, 0);
+    run_checked(ws, "good", ARGUS_RT_DONE, &below);
+    assert_int_equal(check_calls, 2);
+    assert_int_equal(below, 1);
+    run_checked(ws, "good", ARGUS_RT_REUSED, &below);
+    assert_int_equal(check_calls, 2);
+    unsetenv("ARGUS_TEST_WORD");
+    argus_ws_close(ws);
+}
+
+/* More dependencies than the runtime once allowed (64): 300 producers,
+ * each writing its number; a join over all of them, and one with
+ * ARGUS_RT_PARTIAL, which runs although producer 7 failed, reads the 299
+ * that are there and is told why the missing one is missing, while the
+ * task without the flag is skipped; with producer 7 fixed, the next run
+ * reruns it and the partial join (its key differs) and reuses the rest. */
+#define MANY 300
+typedef struct many {
+    atomic_int runs;
+    int fail_at;                /* the producer that fails, -1: none */
+    atomic_int sum_runs;
+    long sum;
+    int missing, missing_said;
+} many;
+static many mg;
+
+static int producer_body(argus_rt_ctx *ctx, void *user)
+{
+    int i = (int)(intptr_t)user;
+    atomic_fetch_add(&mg.runs, 1);
+    if (i == mg.fail_at)
+        return argus_rt_ctx_fail(ctx, "producer %d told to fail", i);
+    char out[16];
+    int n = snprintf(out, sizeof out, "%d", i);
+    return argus_rt_ctx_output(ctx, "out", out, (size_t)n);
+}
+
+static int sum_body(argus_rt_ctx *ctx, void *user)
+{
+    (void)user;
+    atomic_fetch_add(&mg.sum_runs, 1);
+    long sum = 0;
+    int missing = 0, said = 0;
+    for (int i = 0; i < MANY; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "p%d", i);
+        if (argus_rt_ctx_input_hash(ctx, id, "out") == NULL) {
+            argus_rt_status st;
+            missing++;
+            said += argus_rt_ctx_dep(ctx, id, &st) == 0 && st.state == ARGUS_RT_FAILED &&
+                    strstr(st.reason, "told to fail") != NULL;
+            continue;
+        }
+        void *data;
+        size_t len;
+        if (argus_rt_ctx_input(ctx, id, "out", &data, &len) != 0)
+            return ARGUS_RT_ETASK;
+        sum += strtol(data, NULL, 10);
+        free(data);
+    }
+    mg.sum = sum;
+    mg.missing = missing;
+    mg.missing_said = said;
+    char out[32];
+    int n = snprintf(out, sizeof out, "%ld/%d", sum, missing);
+    return argus_rt_ctx_output(ctx, "out", out, (size_t)n);
+}
+
+static void run_many(argus_ws *ws, int fail_at)
+{
+    argus_rt *rt = new_rt(ws, 2);
+    mg.fail_at = fail_at;
+    static char ids[MANY][16];
+    static const char *deps[MANY];
+    for (int i = 0; i < MANY; i++) {
+        snprintf(ids[i], sizeof ids[i], "p%d", i);
+        deps[i] = ids[i];
+        argus_rt_task_desc t = {.id = ids[i], .kind = "collect", .exec = producer_body,
+                                .user = (void *)(intptr_t)i, .outputs = OUT, .noutputs = 1,
+                                .config = ids[i], .program = "v1", .scope = "iter=4"};
+        add(rt, &t);
+    }
+    argus_rt_task_desc j = {.id = "sum", .kind = "synthesize", .deps = deps, .ndeps = MANY,
+                            .exec = sum_body, .outputs = OUT, .noutputs = 1,
+                            .config = "sum", .flags = ARGUS_RT_JOIN | ARGUS_RT_PARTIAL};
+    add(rt, &j);
+    j.id = "strict";
+    j.config = "strict";
+    j.flags = ARGUS_RT_JOIN;
+    add(rt, &j);
+    int rc = argus_rt_run(rt);
+    argus_rt_status st = get(rt, "strict");
+    if (fail_at >= 0) {
+        assert_int_equal(rc, ARGUS_RT_EFAILED);
+        assert_int_equal(st.state, ARGUS_RT_SKIPPED);
+    } else {
+        assert_int_equal(rc, 0);
+        assert_int_equal(st.state, ARGUS_RT_DONE);
+    }
+    assert_int_equal(get(rt, "sum").state, ARGUS_RT_DONE);
+    argus_rt_free(rt);
+}
+
+static void test_many_deps_partial(void **state)
+{
+    (void)state;
+    argus_ws *ws = open_ws("many");
+    memset(&mg, 0, sizeof mg);
+    run_many(ws, 7);
+    assert_int_equal(atomic_load(&mg.runs), MANY);
+    assert_int_equal(atomic_load(&mg.sum_runs), 1);
+    assert_int_equal(mg.sum, MANY * (MANY - 1) / 2 - 7);
+    assert_int_equal(mg.missing, 1);
+    assert_int_equal(mg.missing_said, 1);
+    /* Fixed: producer 7 and the partial join run again, nothing else of
+     * the producers; the strict join runs for the first time. */
+    run_many(ws, -1);
+    assert_int_equal(atomic_load(&mg.runs), MANY + 1);
+    assert_int_equal(atomic_load(&mg.sum_runs), 3);
+    assert_int_equal(mg.sum, MANY * (MANY - 1) / 2);
+    assert_int_equal(mg.missing, 0);
+    argus_ws_close(ws);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -876,6 +1058,8 @@ int main(void)
         cmocka_unit_test(test_join_refused),
         cmocka_unit_test(test_sigchld_ignored),
         cmocka_unit_test(test_bad_descriptions),
+        cmocka_unit_test(test_many_deps_partial),
+        cmocka_unit_test(test_output_check),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
