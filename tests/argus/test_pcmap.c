@@ -109,6 +109,7 @@ static void find_names(void)
 typedef struct model {
     int program_arms; /* the descriptor is armed before the launch (cap 4) */
     int extra_end;    /* one END too many in warp 0 (unbalanced markers) */
+    int calls_b;      /* work() calls in callB; 0: G16_CALL_B (a wrong kernel: 2) */
 } model;
 
 static uint32_t id_a, id_b, id_w;
@@ -155,7 +156,7 @@ static void calls_kernel(void *ud, const void *descp, void *arg)
             }
             marker(ud, &desc, w, &n, ARGUS_REC_END, id_a);
             marker(ud, &desc, w, &n, ARGUS_REC_BEGIN, id_b);
-            for (uint32_t k = 0; k < G16_CALL_B; k++) {
+            for (uint32_t k = 0; k < (m->calls_b ? (uint32_t)m->calls_b : G16_CALL_B); k++) {
                 exec(ud, w, PC_CALL_B, ARGUS_PCMAP_K_CALL);
                 marker(ud, &desc, w, &n, ARGUS_REC_BEGIN, id_w);
                 exec(ud, w, PC_WSYNC, ARGUS_PCMAP_K_SYNCWARP);
@@ -653,8 +654,29 @@ static int teardown(void **state)
     return system(cmd) == 0 ? 0 : -1;
 }
 
-int main(void)
+/* `test_argus_pcmap --map OUT [wrong]` writes the tool's map of the model
+ * launch (wrong: callB calls work() twice) to OUT, for
+ * scripts/gpu/argus16_pcmap.sh --dry-run, whose checker must pass the
+ * first and fail the second. */
+static int write_map(const char *to, int wrong)
 {
+    if (setup(NULL) != 0)
+        return 2;
+    scenario s = {0};
+    s.m.calls_b = wrong ? 2 : 0;
+    int rc = run(&s);
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", out_path, to);
+    if (rc == 0 && system(cmd) != 0)
+        rc = 1;
+    teardown(NULL);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 3 && strcmp(argv[1], "--map") == 0)
+        return write_map(argv[2], argc > 3 && strcmp(argv[3], "wrong") == 0);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_device_logic),
         cmocka_unit_test(test_tool_calls),
