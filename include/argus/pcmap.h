@@ -16,7 +16,8 @@
  *    "regions": [{"path": "", "ids": []},
  *                {"path": "callA/work", "ids": ["0x1234567", "0x89abcde"]}],
  *    "pcs": [{"module": 0, "function": "NAME", "offset": "0x40",
- *             "kind": "ret", "exec": [[REGION, COUNT], ...]}]}
+ *             "kind": "ret", "iter": null, "role": null,
+ *             "exec": [[REGION, COUNT], ...]}]}
  * - a region is named by its registry path ("" = outside every region; an
  *   ID the registry lacks is written as 0x%07x); `ids` are the region IDs
  *   outermost first, so that a map can be renamed against a registry;
@@ -24,6 +25,9 @@
  *   cubin's symbol table names it; nvcc's "$KERNEL$NAME" copy of a callee
  *   is matched by NAME too), the PC-sampling convention, or with
  *   "function": null the absolute device PC of code no function held;
+ * - `iter` and `role` are the warp's iteration (the last ARGUS_ITER) and
+ *   role (the last ARGUS_ROLE, by its registry name or 0x%07x) in force when
+ *   the PC executed, null before any; one PC has one entry per (iter, role);
  * - `complete` is false when anything was lost (a full table, a region
  *   nested deeper than the device keeps, a launch not collected); each
  *   reason is a sentence in `problems`, and the counts kept are exact for
@@ -70,6 +74,8 @@ typedef struct argus_pcmap_pc {
     size_t module;
     char *function; /* NULL: offset is an absolute PC */
     uint64_t offset;
+    int64_t iter;   /* -1: no iteration in force */
+    char role[64];  /* "": no role in force */
     char kind[24];
     argus_pcmap_exec *exec;
     size_t n_exec, cap_exec;
@@ -99,10 +105,12 @@ int argus_pcmap_module(argus_pcmap *m, const char *sha256, size_t *idx);
  * named through reg where it has the IDs (NULL: every ID as 0x%07x). */
 int argus_pcmap_region_of(argus_pcmap *m, const uint32_t *ids, size_t depth,
                           const argus_registry *reg, size_t *idx);
-/* count executions of (module, function, offset) under region; kind names
- * the instruction ("ret", "global_memory", ...). Adding again adds. */
+/* count executions of (module, function, offset) at iteration iter (-1:
+ * none) in role (NULL or "": none) under region; kind names the
+ * instruction ("ret", "global_memory", ...). Adding again adds. */
 int argus_pcmap_add(argus_pcmap *m, size_t module, const char *function, uint64_t offset,
-                    const char *kind, size_t region, uint64_t count, char *msg, size_t msglen);
+                    int64_t iter, const char *role, const char *kind, size_t region,
+                    uint64_t count, char *msg, size_t msglen);
 int argus_pcmap_add_launch(argus_pcmap *m, const argus_pcmap_launch_info *l);
 /* Marks the map incomplete with a reason (kept in `problems`). */
 int argus_pcmap_problem(argus_pcmap *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -113,13 +121,23 @@ int argus_pcmap_write(const argus_pcmap *m, const char *path, char *msg, size_t 
 /* Reads a map, checking every field; unknown keys are refused. */
 int argus_pcmap_load(const char *path, argus_pcmap **out, char *msg, size_t msglen);
 
+/* Which executions to attribute: an iteration window (executions with no
+ * iteration in force fall outside it) and a role. */
+typedef struct argus_pcmap_select {
+    int has_iter;
+    uint32_t iter_lo, iter_hi; /* inclusive */
+    const char *role;          /* NULL: every role */
+} argus_pcmap_select;
+
 /* Adds the map's executions of one function to a (argus_attrib_add_exec,
- * PC = the offset in the function), after naming the program as
- * "cubin:sha256:HEX" of that function's module. function NULL: the map
- * must hold exactly one function. A function the map does not hold is
- * ARGUS_ENOREGION with the functions it has. */
-int argus_pcmap_to_attrib(const argus_pcmap *m, const char *function, argus_attrib *a,
-                          char *msg, size_t msglen);
+ * PC = the offset in the function; executions of every iteration and role
+ * that sel keeps are summed per PC and region; sel NULL keeps all), after
+ * naming the program as "cubin:sha256:HEX" of that function's module.
+ * function NULL: the map must hold exactly one function. A function the map
+ * does not hold is ARGUS_ENOREGION with the functions it has. */
+int argus_pcmap_to_attrib(const argus_pcmap *m, const char *function,
+                          const argus_pcmap_select *sel, argus_attrib *a, char *msg,
+                          size_t msglen);
 
 /* Where the CUDA Sanitizer library is: $ARGUS_SANITIZER_LIB, else the first
  * of the toolkit's places that exists (compute-sanitizer/, extras/Sanitizer/,

@@ -66,7 +66,13 @@ def main():
     side = []
     for ids in regions:
         side.append("A" if ids[:1] == [ida] else "B" if ids[:1] == [idb] else "-")
-    work_pcs = [p for p in m["pcs"] if p["function"] and "4work" in p["function"]]
+    # One PC may have an entry per (iteration, role) in force: summed here.
+    merged = {}
+    for p in m["pcs"]:
+        if p["function"] and "4work" in p["function"]:
+            q = merged.setdefault((p["offset"], p["kind"]), {"offset": p["offset"], "kind": p["kind"], "exec": []})
+            q["exec"].extend(p["exec"])
+    work_pcs = list(merged.values())
     check("PCs of work() mapped (> 0)", len(work_pcs) > 0, True)
     a_unit = launches * CALL_A * ITERS * WARPS
     b_unit = launches * CALL_B * ITERS * WARPS

@@ -110,9 +110,11 @@ typedef struct model {
     int program_arms; /* the descriptor is armed before the launch (cap 4) */
     int extra_end;    /* one END too many in warp 0 (unbalanced markers) */
     int calls_b;      /* work() calls in callB; 0: G16_CALL_B (a wrong kernel: 2) */
+    int iters_roles;  /* ARGUS_ITER i before each iteration, and warp 0 of each CTA
+                         "producer", the others "consumer" (not in the real kernel) */
 } model;
 
-static uint32_t id_a, id_b, id_w;
+static uint32_t id_a, id_b, id_w, id_prod, id_cons;
 
 /* A marker: the record store of an armed warp's lane 0 (region.cuh), which
  * the patch sees as a global 8-byte write. Unarmed: no store, no callback. */
@@ -145,7 +147,11 @@ static void calls_kernel(void *ud, const void *descp, void *arg)
     static uint64_t out_word[G16_CTAS * G16_CALL_THREADS / 32];
     for (uint32_t w = 0; w < warps; w++) {
         uint32_t n = 0;
+        if (m->iters_roles)
+            marker(ud, &desc, w, &n, ARGUS_REC_ROLE, w % 4 == 0 ? id_prod : id_cons);
         for (uint32_t i = 0; i < G16_CALL_ITERS; i++) {
+            if (m->iters_roles)
+                marker(ud, &desc, w, &n, ARGUS_REC_ITER, i);
             marker(ud, &desc, w, &n, ARGUS_REC_BEGIN, id_a);
             for (uint32_t k = 0; k < G16_CALL_A; k++) {
                 exec(ud, w, PC_CALL_A, ARGUS_PCMAP_K_CALL);
@@ -268,20 +274,28 @@ static argus_pcmap *load_out(void)
     return m;
 }
 
-/* Executions of pc (function name, offset) under region path. */
-static uint64_t count_of(const argus_pcmap *m, const char *fn, uint64_t off, const char *path)
+/* Executions of pc (function name, offset) under region path at iteration
+ * iter (-2: any; -1: none in force) in role (NULL: any). */
+static uint64_t count_at(const argus_pcmap *m, const char *fn, uint64_t off, const char *path,
+                         int64_t iter, const char *role)
 {
+    uint64_t sum = 0;
     for (size_t i = 0; i < m->n_pcs; i++) {
         const argus_pcmap_pc *p = &m->pcs[i];
         if (p->offset != off || (fn == NULL) != (p->function == NULL) ||
-            (fn && strcmp(fn, p->function) != 0))
+            (fn && strcmp(fn, p->function) != 0) || (iter != -2 && p->iter != iter) ||
+            (role && strcmp(role, p->role) != 0))
             continue;
         for (size_t k = 0; k < p->n_exec; k++)
             if (strcmp(m->regions[p->exec[k].region].path, path) == 0)
-                return p->exec[k].count;
-        return 0;
+                sum += p->exec[k].count;
     }
-    return 0;
+    return sum;
+}
+
+static uint64_t count_of(const argus_pcmap *m, const char *fn, uint64_t off, const char *path)
+{
+    return count_at(m, fn, off, path, -2, NULL);
 }
 
 static const char *kind_of(const argus_pcmap *m, const char *fn, uint64_t off)
@@ -326,15 +340,20 @@ static void test_device_logic(void **state)
     assert_int_equal(argus_pcmap_marker(&d, 0, rec0, 8, 1, ARGUS_REC_MAKE(ARGUS_REC_END, 5, 0)), 1);
     argus_pcmap_count(&d, 0, 0x10, ARGUS_PCMAP_K_CALL);
     uint64_t p5 = argus_pcmap_child(0, 5);
-    uint64_t under5 = 0, outside = 0;
+    /* Iteration 2 is in force (iter1 = 3) from its record on, inside the
+     * region and after it. */
+    uint64_t under5 = 0, before = 0, after = 0;
     for (int i = 0; i < CAP; i++) {
-        if (tab[i].key == argus_pcmap_key(0x10, p5))
+        if (tab[i].key == argus_pcmap_key(0x10, p5, 3, 0))
             under5 = tab[i].count;
-        if (tab[i].key == argus_pcmap_key(0x10, 0))
-            outside = tab[i].count;
+        if (tab[i].key == argus_pcmap_key(0x10, 0, 0, 0))
+            before = tab[i].count;
+        if (tab[i].key == argus_pcmap_key(0x10, 0, 3, 0))
+            after = tab[i].count;
     }
     assert_int_equal(under5, 2);
-    assert_int_equal(outside, 2);
+    assert_int_equal(before, 1);
+    assert_int_equal(after, 1);
     int found = 0;
     for (int i = 0; i < 4; i++)
         found |= paths[i].key == p5 && paths[i].parent == 0 && paths[i].id == 5 && paths[i].depth == 1;
@@ -349,7 +368,7 @@ static void test_device_logic(void **state)
     /* A full table counts what it drops; the path table likewise. */
     for (uint64_t pc = 0x100; pc < 0x100 + 0x10 * 2 * CAP; pc += 0x10)
         argus_pcmap_count(&d, 0, pc, ARGUS_PCMAP_K_RET);
-    assert_int_equal(d.dropped, 10u); /* 8 slots, 2 taken before: 6 of 16 new PCs fit */
+    assert_int_equal(d.dropped, 11u); /* 8 slots, 3 taken before: 5 of 16 new PCs fit */
     for (uint32_t id = 20; id < 26; id++) {
         assert_int_equal(argus_pcmap_marker(&d, 0, rec0, 8, 1, ARGUS_REC_MAKE(ARGUS_REC_BEGIN, id, 0)), 1);
         assert_int_equal(argus_pcmap_marker(&d, 0, rec0, 8, 1, ARGUS_REC_MAKE(ARGUS_REC_END, id, 0)), 1);
@@ -382,7 +401,6 @@ static void check_calls_map(const argus_pcmap *m, int launches, uint64_t extra_m
     assert_string_equal(kind_of(m, work_name, 0x80), "ret");
     assert_string_equal(kind_of(m, kernel_name, 0x300), "global_memory");
     assert_string_equal(kind_of(m, kernel_name, 0x310), "exit");
-    assert_int_equal(m->n_pcs, 6u);
     assert_int_equal(m->n_launches, (size_t)launches);
     /* Each warp: 8 x (2 + 6 + 2 + 2) markers. */
     assert_int_equal(m->launches[0].markers, warps * G16_CALL_ITERS * 12 + extra_markers);
@@ -397,6 +415,8 @@ static void test_tool_calls(void **state)
     if (!m->complete)
         fail_msg("incomplete: %s", m->n_problems ? m->problems[0] : "?");
     check_calls_map(m, 1, 0);
+    assert_int_equal(m->n_pcs, 6u);
+    assert_int_equal(count_at(m, work_name, 0x40, "callA/work", -1, ""), 3072u); /* no iter, role */
     assert_true(m->launches[0].armed_by_tool);
     assert_int_equal(m->n_modules, 1u);
     /* The module is named by its cubin's content. */
@@ -430,6 +450,48 @@ static void test_tool_program_armed(void **state)
     assert_true(m->complete);
     check_calls_map(m, 2, 0); /* the ring of 4 records wraps; the counts do not care */
     assert_false(m->launches[0].armed_by_tool);
+    argus_pcmap_free(m);
+}
+
+/* Iterations and roles in force are kept per PC: work's PC at iteration i
+ * 3 x 128 times under callA/work, the producer warps (one per CTA, 32) 3 x 8
+ * x 32 = 768 times; attribution of iterations 2..3 only. */
+static void test_tool_iters_roles(void **state)
+{
+    (void)state;
+    scenario s = {0};
+    s.m.iters_roles = 1;
+    assert_int_equal(run(&s), 0);
+    argus_pcmap *m = load_out();
+    assert_true(m->complete);
+    check_calls_map(m, 1, 128 * 9); /* a ROLE and 8 ITERs per warp */
+    for (int64_t i = 0; i < G16_CALL_ITERS; i++) {
+        assert_int_equal(count_at(m, work_name, 0x40, "callA/work", i, NULL), 3u * 128u);
+        assert_int_equal(count_at(m, work_name, 0x40, "callB/work", i, NULL), 128u);
+    }
+    assert_int_equal(count_at(m, work_name, 0x40, "callA/work", -2, "producer"), 768u);
+    assert_int_equal(count_at(m, work_name, 0x40, "callA/work", -2, "consumer"), 2304u);
+    assert_int_equal(count_at(m, work_name, 0x40, "callA/work", -1, NULL), 0u);
+    /* Before the first ITER the out[] store does not run: it runs after the
+     * loop, still at iteration 7. */
+    assert_int_equal(count_at(m, kernel_name, 0x300, "", 7, NULL), 128u);
+    argus_attrib *a;
+    char msg[512];
+    assert_int_equal(argus_attrib_new(&a), 0);
+    argus_pcmap_select sel = {1, 2, 3, "consumer"};
+    assert_int_equal(argus_pcmap_to_attrib(m, argus_cubin_func_base_name(work_name), &sel, a, msg,
+                                           sizeof msg),
+                     0);
+    assert_int_equal(argus_attrib_add_metric(a, 0x40, "samples", 1000, msg, sizeof msg), 0);
+    argus_attrib_result *r;
+    assert_int_equal(argus_attrib_compute(a, &r, msg, sizeof msg), 0);
+    long p = argus_attrib_find_pc(r, 0x40);
+    assert_true(p >= 0);
+    assert_int_equal(r->pcs[p].executions, 2u * 4u * 96u); /* 2 iterations, 96 consumer warps */
+    long ga = argus_attrib_find_region(r, "callA/work"), mi = argus_attrib_find_metric(r, "samples");
+    assert_near(r->regions[ga].self[mi].value, 750.0, 1e-9);
+    argus_attrib_result_free(r);
+    argus_attrib_free(a);
     argus_pcmap_free(m);
 }
 
@@ -529,15 +591,15 @@ static void test_attrib_through_map(void **state)
     char msg[512] = "";
     assert_int_equal(argus_attrib_new(&a), 0);
     /* The map has two functions: one must be named. */
-    assert_int_equal(argus_pcmap_to_attrib(m, NULL, a, msg, sizeof msg), ARGUS_EINVAL);
+    assert_int_equal(argus_pcmap_to_attrib(m, NULL, NULL, a, msg, sizeof msg), ARGUS_EINVAL);
     assert_non_null(strstr(msg, "more than one function"));
-    assert_int_equal(argus_pcmap_to_attrib(m, "nosuch", a, msg, sizeof msg), ARGUS_ENOREGION);
+    assert_int_equal(argus_pcmap_to_attrib(m, "nosuch", NULL, a, msg, sizeof msg), ARGUS_ENOREGION);
     assert_non_null(strstr(msg, "no PC of function \"nosuch\""));
     argus_attrib_free(a);
     assert_int_equal(argus_attrib_new(&a), 0);
     /* By the full symbol or by the callee's own name. */
     const char *base = argus_cubin_func_base_name(work_name);
-    assert_int_equal(argus_pcmap_to_attrib(m, base, a, msg, sizeof msg), 0);
+    assert_int_equal(argus_pcmap_to_attrib(m, base, NULL, a, msg, sizeof msg), 0);
     assert_int_equal(argus_attrib_add_metric(a, 0x40, "samples", 2000, msg, sizeof msg), 0);
     assert_int_equal(argus_attrib_add_metric(a, 0x80, "samples", 400, msg, sizeof msg), 0);
     argus_attrib_result *r;
@@ -634,14 +696,18 @@ static int setup(void **state)
     id_a = argus_region_id("callA", 0);
     id_b = argus_region_id("callB", 0);
     id_w = argus_region_id("work", 0); /* a device function's regions: parent is the root */
+    id_prod = argus_region_id("producer", 0);
+    id_cons = argus_region_id("consumer", 0);
     snprintf(reg_path, sizeof reg_path, "%s/reg.json", dir);
     FILE *f = fopen(reg_path, "w");
     fprintf(f,
             "{\"schema\":\"argus.registry\",\"version\":1,\"regions\":["
             "{\"name\":\"callA\",\"id\":\"0x%07x\",\"parent\":\"0x0000000\",\"role\":false},"
             "{\"name\":\"callB\",\"id\":\"0x%07x\",\"parent\":\"0x0000000\",\"role\":false},"
-            "{\"name\":\"work\",\"id\":\"0x%07x\",\"parent\":\"0x0000000\",\"role\":false}]}\n",
-            id_a, id_b, id_w);
+            "{\"name\":\"work\",\"id\":\"0x%07x\",\"parent\":\"0x0000000\",\"role\":false},"
+            "{\"name\":\"producer\",\"id\":\"0x%07x\",\"parent\":\"0x0000000\",\"role\":true},"
+            "{\"name\":\"consumer\",\"id\":\"0x%07x\",\"parent\":\"0x0000000\",\"role\":true}]}\n",
+            id_a, id_b, id_w, id_prod, id_cons);
     fclose(f);
     return 0;
 }
@@ -681,6 +747,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_device_logic),
         cmocka_unit_test(test_tool_calls),
         cmocka_unit_test(test_tool_program_armed),
+        cmocka_unit_test(test_tool_iters_roles),
         cmocka_unit_test(test_tool_unbalanced),
         cmocka_unit_test(test_tool_uninstrumented),
         cmocka_unit_test(test_tool_errors),

@@ -116,16 +116,21 @@ static int same_fn(const char *a, const char *b)
 }
 
 int argus_pcmap_add(argus_pcmap *m, size_t module, const char *function, uint64_t offset,
-                    const char *kind, size_t region, uint64_t count, char *msg, size_t msglen)
+                    int64_t iter, const char *role, const char *kind, size_t region,
+                    uint64_t count, char *msg, size_t msglen)
 {
+    if (role == NULL)
+        role = "";
     if (module >= m->n_modules || region >= m->n_regions || kind == NULL ||
-        strlen(kind) >= sizeof(m->pcs[0].kind))
+        strlen(kind) >= sizeof(m->pcs[0].kind) || strlen(role) >= sizeof(m->pcs[0].role) ||
+        iter < -1 || iter > (int64_t)ARGUS_VALUE_MASK)
         return argus__fail(ARGUS_EINVAL, msg, msglen,
                            "argus_pcmap_add: module %zu or region %zu out of range, or a bad kind",
                            module, region);
     argus_pcmap_pc *p = NULL;
     for (size_t i = m->n_pcs; i-- > 0;)
         if (m->pcs[i].module == module && m->pcs[i].offset == offset &&
+            m->pcs[i].iter == iter && strcmp(m->pcs[i].role, role) == 0 &&
             same_fn(m->pcs[i].function, function)) {
             p = &m->pcs[i];
             break;
@@ -137,6 +142,8 @@ int argus_pcmap_add(argus_pcmap *m, size_t module, const char *function, uint64_
         memset(p, 0, sizeof(*p));
         p->module = module;
         p->offset = offset;
+        p->iter = iter;
+        snprintf(p->role, sizeof p->role, "%s", role);
         snprintf(p->kind, sizeof p->kind, "%s", kind);
         if (function != NULL && (p->function = strdup(function)) == NULL)
             return argus__fail(ARGUS_ENOMEM, msg, msglen, "argus-pcmap: out of memory");
@@ -202,7 +209,11 @@ static int cmp_pc(const void *a, const void *b)
         if (c)
             return c;
     }
-    return x->offset < y->offset ? -1 : x->offset > y->offset;
+    if (x->offset != y->offset)
+        return x->offset < y->offset ? -1 : 1;
+    if (x->iter != y->iter)
+        return x->iter < y->iter ? -1 : 1;
+    return strcmp(x->role, y->role);
 }
 
 static int cmp_exec(const void *a, const void *b)
@@ -286,6 +297,14 @@ int argus_pcmap_write(const argus_pcmap *m, const char *path, char *msg, size_t 
             cJSON_AddNullToObject(o, "function");
         cJSON_AddStringToObject(o, "offset", h);
         cJSON_AddStringToObject(o, "kind", p->kind);
+        if (p->iter >= 0)
+            cJSON_AddNumberToObject(o, "iter", (double)p->iter);
+        else
+            cJSON_AddNullToObject(o, "iter");
+        if (p->role[0])
+            cJSON_AddStringToObject(o, "role", p->role);
+        else
+            cJSON_AddNullToObject(o, "role");
         argus_pcmap_exec *sorted = malloc(p->n_exec * sizeof(*sorted) + 1);
         if (sorted != NULL) {
             memcpy(sorted, p->exec, p->n_exec * sizeof(*sorted));
@@ -554,7 +573,8 @@ static int load_tree(const rd *r, const cJSON *root, argus_pcmap *m)
     const cJSON *ps = cJSON_GetObjectItemCaseSensitive(root, "pcs");
     if (!cJSON_IsArray(ps))
         return bad(r, "pcs", "must be an array");
-    static const char *const p_keys[] = {"module", "function", "offset", "kind", "exec", NULL};
+    static const char *const p_keys[] = {"module", "function", "offset", "kind",
+                                         "iter",   "role",     "exec",   NULL};
     i = 0;
     for (const cJSON *it = ps->child; it; it = it->next, i++) {
         char f[64];
@@ -570,8 +590,19 @@ static int load_tree(const rd *r, const cJSON *root, argus_pcmap *m)
         const cJSON *kd = cJSON_GetObjectItemCaseSensitive(it, "kind");
         const cJSON *of = cJSON_GetObjectItemCaseSensitive(it, "offset");
         const cJSON *ex = cJSON_GetObjectItemCaseSensitive(it, "exec");
+        const cJSON *itv = cJSON_GetObjectItemCaseSensitive(it, "iter");
+        const cJSON *rl = cJSON_GetObjectItemCaseSensitive(it, "role");
         if (!(cJSON_IsNull(fn) || (cJSON_IsString(fn) && fn->valuestring[0])))
             return bad(r, f, "function must be a name or null");
+        int64_t iter = -1;
+        if (cJSON_IsNumber(itv) && itv->valuedouble >= 0 &&
+            itv->valuedouble <= (double)ARGUS_VALUE_MASK && itv->valuedouble == floor(itv->valuedouble))
+            iter = (int64_t)itv->valuedouble;
+        else if (!cJSON_IsNull(itv))
+            return bad(r, f, "iter must be an iteration number (0 to 2^28 - 1) or null");
+        if (!(cJSON_IsNull(rl) || (cJSON_IsString(rl) && rl->valuestring[0] && strlen(rl->valuestring) < 64)))
+            return bad(r, f, "role must be a role name or null");
+        const char *role = cJSON_IsString(rl) ? rl->valuestring : "";
         if (!cJSON_IsString(kd) || kd->valuestring[0] == '\0' || strlen(kd->valuestring) >= 24)
             return bad(r, f, "kind must name the instruction kind");
         char g[80];
@@ -582,8 +613,9 @@ static int load_tree(const rd *r, const cJSON *root, argus_pcmap *m)
             return bad(r, f, "exec must be a non-empty array of [region, count]");
         const char *fname = cJSON_IsString(fn) ? fn->valuestring : NULL;
         for (const argus_pcmap_pc *q = m->pcs; q < m->pcs + m->n_pcs; q++)
-            if (q->module == mod && q->offset == off && same_fn(q->function, fname))
-                return bad(r, f, "lists a PC twice");
+            if (q->module == mod && q->offset == off && q->iter == iter &&
+                strcmp(q->role, role) == 0 && same_fn(q->function, fname))
+                return bad(r, f, "lists a PC twice (with the same iter and role)");
         for (const cJSON *e = ex->child; e; e = e->next) {
             const cJSON *reg = cJSON_GetArrayItem(e, 0), *cnt = cJSON_GetArrayItem(e, 1);
             if (!cJSON_IsArray(e) || cJSON_GetArraySize(e) != 2 || !cJSON_IsNumber(reg) ||
@@ -593,10 +625,11 @@ static int load_tree(const rd *r, const cJSON *root, argus_pcmap *m)
                 cnt->valuedouble > MAX_COUNT || cnt->valuedouble != floor(cnt->valuedouble))
                 return bad(r, f, "exec entries must be [index into regions, count from 1 to 2^53]");
             size_t before = m->n_pcs ? m->pcs[m->n_pcs - 1].n_exec : 0;
-            int is_new_pc = m->n_pcs == 0 || m->pcs[m->n_pcs - 1].module != mod ||
-                            m->pcs[m->n_pcs - 1].offset != off ||
-                            !same_fn(m->pcs[m->n_pcs - 1].function, fname);
-            if ((rc = argus_pcmap_add(m, (size_t)mod, fname, off, kd->valuestring,
+            const argus_pcmap_pc *last = m->n_pcs ? &m->pcs[m->n_pcs - 1] : NULL;
+            int is_new_pc = last == NULL || last->module != mod || last->offset != off ||
+                            last->iter != iter || strcmp(last->role, role) != 0 ||
+                            !same_fn(last->function, fname);
+            if ((rc = argus_pcmap_add(m, (size_t)mod, fname, off, iter, role, kd->valuestring,
                                       (size_t)reg->valuedouble, (uint64_t)cnt->valuedouble, r->msg,
                                       r->msglen)) != 0)
                 return rc;
@@ -617,8 +650,8 @@ int argus_pcmap_load(const char *path, argus_pcmap **out, char *msg, size_t msgl
     argus_pcmap *m;
     int rc = argus_pcmap_new(&m);
     if (rc == 0) {
-        /* The reader lays regions out itself: drop the root that new added,
-         * load_tree adds it back at index 0 (argus_pcmap_region_of). */
+        /* new made the root region, index 0, which the file's first
+         * region must be. */
         rd r = {path, msg, msglen};
         m->complete = 1;
         rc = load_tree(&r, root, m);
@@ -639,8 +672,19 @@ static int fn_match(const char *have, const char *want)
     return strcmp(have, want) == 0 || strcmp(argus_cubin_func_base_name(have), want) == 0;
 }
 
-int argus_pcmap_to_attrib(const argus_pcmap *m, const char *function, argus_attrib *a,
-                          char *msg, size_t msglen)
+static int selected(const argus_pcmap_pc *p, const argus_pcmap_select *sel)
+{
+    if (sel == NULL)
+        return 1;
+    if (sel->has_iter && (p->iter < 0 || (uint64_t)p->iter < sel->iter_lo ||
+                          (uint64_t)p->iter > sel->iter_hi))
+        return 0;
+    return sel->role == NULL || strcmp(sel->role, p->role) == 0;
+}
+
+int argus_pcmap_to_attrib(const argus_pcmap *m, const char *function,
+                          const argus_pcmap_select *sel, argus_attrib *a, char *msg,
+                          size_t msglen)
 {
     const char *chosen = NULL;
     size_t module = 0;
@@ -682,7 +726,8 @@ int argus_pcmap_to_attrib(const argus_pcmap *m, const char *function, argus_attr
     int rc = argus_attrib_program(a, prog, "the PC-to-region map", msg, msglen);
     for (size_t i = 0; rc == 0 && i < m->n_pcs; i++) {
         const argus_pcmap_pc *p = &m->pcs[i];
-        if (p->function == NULL || p->module != module || strcmp(p->function, chosen) != 0)
+        if (p->function == NULL || p->module != module || strcmp(p->function, chosen) != 0 ||
+            !selected(p, sel))
             continue;
         for (size_t k = 0; rc == 0 && k < p->n_exec; k++)
             rc = argus_attrib_add_exec(a, p->offset, m->regions[p->exec[k].region].path,

@@ -16,8 +16,10 @@
  * END. A path is named by a 64-bit hash of its region IDs, computed level
  * by level (path[d + 1] = mix(path[d], id)); each new path is entered once
  * into the path table with its parent and ID, from which the host rebuilds
- * the IDs. The markers' own record stores are region boundaries, not code,
- * and are not counted.
+ * the IDs. The warp's iteration (the last ARGUS_ITER record) and role (the
+ * last ARGUS_ROLE record) in force at the execution are part of the key too,
+ * so that a query's iteration and role scope can be kept. The markers' own
+ * record stores are region boundaries, not code, and are not counted.
  *
  * Tables are open-addressed with linear probing and claimed by a
  * compare-and-swap of the key; a full table counts what it dropped (the
@@ -66,6 +68,8 @@ extern "C" {
 typedef struct argus_pcmap_warp {
     uint32_t depth;                           /* open regions */
     uint32_t ids[ARGUS_PCMAP_DEPTH];          /* their IDs, outermost first */
+    uint32_t iter1;                           /* iteration + 1; 0: none yet */
+    uint32_t role;                            /* role ID; 0: none */
     uint32_t pad;
     uint64_t path[ARGUS_PCMAP_DEPTH + 1];     /* path[d]: hash of ids[0..d-1]; path[0] = 0 */
 } argus_pcmap_warp;
@@ -75,6 +79,8 @@ typedef struct argus_pcmap_entry {
     uint64_t pc;
     uint64_t path;
     uint32_t kind;  /* the ARGUS_PCMAP_K_* value (Sanitizer_InstructionId) */
+    uint32_t iter1; /* the warp's iteration + 1 (0: none) */
+    uint32_t role;  /* the warp's role ID (0: none) */
     uint32_t pad;
     uint64_t count; /* warp-level executions */
 } argus_pcmap_entry;
@@ -118,10 +124,11 @@ ARGUS_PCMAP_FN uint64_t argus_pcmap_mix(uint64_t a, uint64_t b)
     return z == 0 ? 1 : z;
 }
 
-/* The key of (pc, path) in the count table; never 0. */
-ARGUS_PCMAP_FN uint64_t argus_pcmap_key(uint64_t pc, uint64_t path)
+/* The key of (pc, path, iteration + 1, role) in the count table; never 0. */
+ARGUS_PCMAP_FN uint64_t argus_pcmap_key(uint64_t pc, uint64_t path, uint32_t iter1, uint32_t role)
 {
-    return argus_pcmap_mix(pc ^ 0x5043u, path);
+    return argus_pcmap_mix(argus_pcmap_mix(pc ^ 0x5043u, path),
+                           ((uint64_t)iter1 << 32) | (uint64_t)role);
 }
 
 /* The child path of `parent` with region `id`. */
@@ -165,7 +172,8 @@ ARGUS_PCMAP_FN void argus_pcmap_count(argus_pcmap_dev *d, uint32_t w, uint64_t p
     argus_pcmap_warp *ws = (argus_pcmap_warp *)(uintptr_t)d->warps + w;
     uint32_t depth = ws->depth < ARGUS_PCMAP_DEPTH ? ws->depth : ARGUS_PCMAP_DEPTH;
     uint64_t path = ws->path[depth];
-    uint64_t key = argus_pcmap_key(pc, path);
+    uint32_t iter1 = ws->iter1, role = ws->role;
+    uint64_t key = argus_pcmap_key(pc, path, iter1, role);
     argus_pcmap_entry *t = (argus_pcmap_entry *)(uintptr_t)d->table;
     uint32_t mask = d->table_cap - 1u;
     uint32_t i = (uint32_t)key & mask;
@@ -177,6 +185,8 @@ ARGUS_PCMAP_FN void argus_pcmap_count(argus_pcmap_dev *d, uint32_t w, uint64_t p
                 t[i].pc = pc;
                 t[i].path = path;
                 t[i].kind = kind;
+                t[i].iter1 = iter1;
+                t[i].role = role;
                 ARGUS_PCMAP_ADD64(&t[i].count, 1);
                 return;
             }
@@ -227,9 +237,11 @@ ARGUS_PCMAP_FN int argus_pcmap_marker(argus_pcmap_dev *d, uint32_t w, uint64_t a
                 ARGUS_PCMAP_ADD32(&d->bad_end, 1);
             ws->depth = depth - 1;
         }
+    } else if (kind == ARGUS_REC_ITER) {
+        ws->iter1 = id + 1u; /* iterations are < 2^28: no wrap */
+    } else if (kind == ARGUS_REC_ROLE) {
+        ws->role = id;
     }
-    /* ITER and ROLE records do not change the path (the map keeps
-     * regions, not iterations or roles). */
     return 1;
 }
 

@@ -642,16 +642,19 @@ static void launch_end(const argus_san_launch_data *d)
             continue;
         uint32_t ids[ARGUS_PCMAP_DEPTH];
         size_t depth = e->path == 0 ? 0 : path_ids(paths, h->paths_cap, e->path, ids);
-        if (argus_pcmap_key(e->pc, e->path) != e->key || depth == (size_t)-1) {
+        if (argus_pcmap_key(e->pc, e->path, e->iter1, e->role) != e->key ||
+            depth == (size_t)-1) {
             unnamed += e->count;
             continue;
         }
         size_t region;
         const fn_range *fn = function_of(l->mod, e->pc);
+        char role[16];
+        const char *rname = e->role ? argus__name(reg, e->role, role, sizeof role) : "";
         if (argus_pcmap_region_of(g.map, ids, depth, reg, &region) != 0 ||
             argus_pcmap_add(g.map, l->mod->map_module, fn ? fn->name : NULL,
-                            fn ? e->pc - fn->pc : e->pc, kind_name(e->kind), region, e->count, msg,
-                            sizeof msg) != 0) {
+                            fn ? e->pc - fn->pc : e->pc, (int64_t)e->iter1 - 1, rname,
+                            kind_name(e->kind), region, e->count, msg, sizeof msg) != 0) {
             problem(0, "kernel %s: %s", l->info.kernel, msg);
             break;
         }
