@@ -763,9 +763,8 @@ int argus_pcmap_find_sanitizer(char *buf, size_t buflen, char *msg, size_t msgle
             return 0;
         }
     return argus__fail(ARGUS_EIO, msg, msglen,
-                       "the CUDA Sanitizer API is missing: no libsanitizer-public.so in %s, %s, "
-                       "%s or %s; install the CUDA toolkit's compute-sanitizer (or pip's "
-                       "nvidia-cuda-sanitizer-api) and set ARGUS_SANITIZER_LIB to its "
-                       "libsanitizer-public.so",
-                       places[0], places[1], places[2], places[3]);
+                       "the CUDA Sanitizer API is missing: no libsanitizer-public.so under "
+                       "/usr/local/cuda/compute-sanitizer, /usr/local/cuda/extras/Sanitizer, "
+                       "/usr/local/cuda-13.0 or /opt/cuda; install compute-sanitizer (or pip's "
+                       "nvidia-cuda-sanitizer-api) and set ARGUS_SANITIZER_LIB");
 }
