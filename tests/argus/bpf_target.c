@@ -4,10 +4,16 @@
  * library, so that a uprobe on its file finds them) a known number of
  * times, and print their thread IDs: "thread A TID launches 5 syncs 2",
  * "thread B TID launches 3 syncs 1". Each sync sleeps 2 ms.
+ * `argus_bpf_target bench N` times N launches instead (CLOCK_MONOTONIC) and
+ * prints "ns_per_launch X": a traced and an untraced run give the uprobe's
+ * cost per call (docs/argus-backends.md).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -32,8 +38,19 @@ static void *work(void *arg)
     return NULL;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc == 3 && strcmp(argv[1], "bench") == 0) {
+        long n = atol(argv[2]);
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (long i = 0; i < n; i++)
+            cuLaunchKernel(NULL, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double ns = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
+        printf("ns_per_launch %.1f\n", n > 0 ? ns / (double)n : 0.0);
+        return 0;
+    }
     job a = {"A", 5, 2}, b = {"B", 3, 1};
     pthread_t tb;
     work(&a);

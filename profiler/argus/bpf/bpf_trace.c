@@ -155,7 +155,7 @@ static int load_prog(int ring_fd, int lost_fd, uint32_t id, char *log, size_t lo
         INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_2, BPF_REG_10, 0, 0),
         INSN(BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_2, 0, 0, -24),
         INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_3, 0, 0, REC_BYTES),
-        INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_4, 0, 0, 0),
+        INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_4, 0, 0, BPF_RB_NO_WAKEUP), /* we poll */
         INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_ringbuf_output),
         INSN(BPF_JMP | BPF_JEQ | BPF_K, BPF_REG_0, 0, 9, 0), /* delivered: to exit */
         INSN(BPF_ST | BPF_MEM | BPF_W, BPF_REG_10, 0, -28, 0), /* key 0 */
