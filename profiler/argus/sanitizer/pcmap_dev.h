@@ -114,6 +114,13 @@ typedef struct argus_pcmap_dev {
     uint32_t markers;         /* marker records seen */
 } argus_pcmap_dev;
 
+/* The host (gcc) and the device (nvcc) lay these out alike: the sizes are
+ * part of the tool's contract with its patch. */
+ARGUS__STATIC_ASSERT(sizeof(argus_pcmap_warp) == 216, "argus_pcmap_warp is 216 bytes");
+ARGUS__STATIC_ASSERT(sizeof(argus_pcmap_entry) == 48, "argus_pcmap_entry is 48 bytes");
+ARGUS__STATIC_ASSERT(sizeof(argus_pcmap_pathent) == 24, "argus_pcmap_pathent is 24 bytes");
+ARGUS__STATIC_ASSERT(sizeof(argus_pcmap_dev) == 96, "argus_pcmap_dev is 96 bytes");
+
 /* splitmix64's finaliser: a mixing step whose output is 0 only for 0. */
 ARGUS_PCMAP_FN uint64_t argus_pcmap_mix(uint64_t a, uint64_t b)
 {
