@@ -73,6 +73,14 @@ int fake_san_module_load(uintptr_t module, const void *cubin, size_t len)
     return CUDA_SUCCESS;
 }
 
+void fake_san_module_unload(uintptr_t module)
+{
+    if (!fk.subscribed || !fk.domains[ARGUS_SAN_DOMAIN_RESOURCE])
+        return;
+    argus_san_module_data d = {(CUcontext)0x1, (CUmodule)module, 0, NULL, NULL};
+    fk.cb(fk.cb_ud, ARGUS_SAN_DOMAIN_RESOURCE, ARGUS_SAN_CBID_MODULE_UNLOAD_STARTING, &d);
+}
+
 int fake_san_patched_modules(void)
 {
     return fk.patched_modules;

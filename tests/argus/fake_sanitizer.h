@@ -26,6 +26,8 @@ void fake_san_function(const char *name, uint64_t pc, uint64_t size);
 /* Fires MODULE_LOADED for module id with a cubin image; 0 when the tool's
  * subscriber was called. */
 int fake_san_module_load(uintptr_t module, const void *cubin, size_t len);
+/* Fires MODULE_UNLOAD_STARTING for module id. */
+void fake_san_module_unload(uintptr_t module);
 /* How many modules the tool patched (sanitizerPatchModule calls) and with
  * how many instruction kinds (sanitizerPatchInstructions calls). */
 int fake_san_patched_modules(void);

@@ -39,6 +39,7 @@
 #include "argus/pcmap.h"
 #include "argus/shim.h"
 #include "argus/workspace.h"
+#include "argus_test_util.h"
 #include "fake_sanitizer.h"
 #include "gpu_truth.h"
 #include "pcmap_dev.h"
@@ -48,12 +49,6 @@
 #define PCS_CUBIN ARGUS_SRC_DIR "/fixtures/pcs/pcs_kernel.cubin"
 #define H_3_1 0.8112781244591328
 
-#define assert_near(got, want, eps)                                                                \
-    do {                                                                                           \
-        double got_ = (got), want_ = (want);                                                       \
-        if (!(fabs(got_ - want_) <= (eps)))                                                        \
-            fail_msg("%s = %.17g, want %.17g (within %g)", #got, got_, want_, (double)(eps));      \
-    } while (0)
 
 /* Where the model puts the two functions, and the PCs it executes. */
 #define KBASE 0x7f0000010000ull
@@ -70,18 +65,7 @@ static char kernel_name[512], work_name[512];
 
 static void *read_all(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    void *b = malloc((size_t)n + 1);
-    assert_non_null(b);
-    assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    ((char *)b)[n] = '\0';
-    *len = (size_t)n;
-    return b;
+    return argus_test_slurp(path, len);
 }
 
 /* The two function names as the cubin's symbol table has them. */
@@ -191,6 +175,8 @@ typedef struct scenario {
     const char *cubin;   /* the module's image; NULL: the truth cubin */
     model m;
     int launches;
+    int reload;          /* after the launches: the module unloaded, an uninstrumented
+                            one loaded at the same handle and launched once more */
 } scenario;
 
 static char out_path[512], err_path[512], reg_path[512];
@@ -239,6 +225,14 @@ static int run(const scenario *s)
             }
             fake_san_launch(0x100, kernel_name, grid, block, calls_kernel, (void *)&s->m);
         }
+        if (s->reload) {
+            fake_san_module_unload(0x100);
+            free(img);
+            img = read_all(PCS_CUBIN, &len);
+            fake_san_module_load(0x100, img, len);
+            fake_san_launch(0x100, kernel_name, grid, block, calls_kernel, (void *)&s->m);
+        }
+        free(img);
         int (*flush)(void) = (int (*)(void))dlsym(h, "argus_pcmap_tool_flush");
         if (flush == NULL || flush() != 0)
             _exit(93);
@@ -445,6 +439,7 @@ static void test_tool_program_armed(void **state)
     scenario s = {0};
     s.m.program_arms = 1;
     s.launches = 2;
+    s.reload = 1; /* the third launch is of a module that replaced it: not mapped */
     assert_int_equal(run(&s), 0);
     argus_pcmap *m = load_out();
     assert_true(m->complete);

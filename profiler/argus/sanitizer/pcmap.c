@@ -332,17 +332,25 @@ int argus_pcmap_write(const argus_pcmap *m, const char *path, char *msg, size_t 
     } else {
         snprintf(tmp, tl, "%s.tmp.%ld", path, (long)getpid());
         f = fopen(tmp, "w");
-        if (f == NULL || fputs(text, f) < 0 || fputc('\n', f) == EOF || fclose(f) != 0 ||
-            rename(tmp, path) != 0) {
-            int e = errno;
-            if (f == NULL)
+        int e = 0;
+        if (f == NULL) {
+            e = errno;
+        } else {
+            int bad_write = fputs(text, f) < 0 || fputc('\n', f) == EOF;
+            if (bad_write)
+                e = errno ? errno : EIO;
+            if (fclose(f) != 0 && e == 0)
                 e = errno;
-            unlink(tmp);
+            if (e == 0 && rename(tmp, path) != 0)
+                e = errno;
+            if (e != 0)
+                unlink(tmp);
+        }
+        if (e != 0)
             rc = argus__fail(ARGUS_EIO, msg, msglen,
                              "%s: cannot write the PC-to-region map: %s; check that its folder "
                              "exists and is writable",
                              path, strerror(e));
-        }
     }
     free(tmp);
     cJSON_free(text);

@@ -316,6 +316,25 @@ static int has_descriptor(const char *img, size_t len)
     return img != NULL && memmem(img, len, sym, sizeof sym) != NULL; /* with its NUL */
 }
 
+/* A module going away: its record is dropped, so that a new module at the
+ * same handle is not taken for it. */
+static void module_unloading(const argus_san_module_data *d)
+{
+    module_rec *mr = find_module(d->module);
+    if (mr == NULL)
+        return;
+    if (g.launch.active && g.launch.mod == mr)
+        return; /* its launch is still being mapped; LAUNCH_END comes first */
+    argus_cubin_free(&mr->cubin);
+    argus_registry_free(mr->reg);
+    free(mr->fns);
+    module_rec *last = &g.mods[g.n_mods - 1];
+    if (g.launch.active && g.launch.mod == last)
+        g.launch.mod = mr;
+    *mr = *last;
+    g.n_mods--;
+}
+
 static void module_loaded(const argus_san_module_data *d)
 {
     if (!has_descriptor(d->cubin, d->cubin_size))
@@ -675,6 +694,9 @@ static void callback(void *ud, int domain, uint32_t cbid, const void *data)
     if (g.started && !g.dead) {
         if (domain == ARGUS_SAN_DOMAIN_RESOURCE && cbid == ARGUS_SAN_CBID_MODULE_LOADED)
             module_loaded((const argus_san_module_data *)data);
+        else if (domain == ARGUS_SAN_DOMAIN_RESOURCE &&
+                 cbid == ARGUS_SAN_CBID_MODULE_UNLOAD_STARTING)
+            module_unloading((const argus_san_module_data *)data);
         else if (domain == ARGUS_SAN_DOMAIN_LAUNCH && cbid == ARGUS_SAN_CBID_LAUNCH_BEGIN)
             launch_begin((const argus_san_launch_data *)data);
         else if (domain == ARGUS_SAN_DOMAIN_LAUNCH && cbid == ARGUS_SAN_CBID_LAUNCH_END)
@@ -705,13 +727,14 @@ EXPORT int argus_pcmap_tool_flush(void)
     return rc;
 }
 
+/* At exit the Sanitizer library, opened after this one, has already run its
+ * own destructors, so it is not called again: only this library's memory
+ * is released. */
 __attribute__((destructor)) static void on_unload(void)
 {
     argus_pcmap_tool_flush();
     pthread_mutex_lock(&g.mu);
-    if (g.sub != NULL && g.san.sanitizerUnsubscribe != NULL)
-        g.san.sanitizerUnsubscribe(g.sub);
-    g.sub = NULL;
+    g.dead = 1;
     for (size_t i = 0; i < g.n_mods; i++) {
         argus_cubin_free(&g.mods[i].cubin);
         argus_registry_free(g.mods[i].reg);
