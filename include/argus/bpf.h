@@ -23,13 +23,13 @@ typedef struct argus_bpf_caps {
     int prog_load;      /* a kprobe-type program (what uprobes run) loaded */
     int load_errno;     /* its errno when it did not */
     int uprobe_pmu;     /* /sys/bus/event_source/devices/uprobe/type exists */
-    int sched_switch;   /* the sched:sched_switch tracepoint's id is readable */
+    int sched_switch;   /* the kernel's BTF is readable (the sched_switch program needs it) */
     uint64_t cap_eff;   /* this process's effective capabilities (/proc/self/status) */
     int unpriv_disabled; /* kernel.unprivileged_bpf_disabled (-1 unknown) */
 } argus_bpf_caps;
 
 /* Probes this process: tries BPF_PROG_LOAD of a two-instruction program and
- * closes it; reads the uprobe PMU, tracefs and the capabilities. Never
+ * closes it; reads the uprobe PMU, the kernel BTF and the capabilities. Never
  * fails (what it cannot read counts as missing). */
 void argus_bpf_probe(argus_bpf_caps *c);
 
@@ -54,21 +54,27 @@ enum argus_bpf_call {
 #define ARGUS_X_CALL(name, sym, ret) name,
     ARGUS_BPF_CALLS(ARGUS_X_CALL)
 #undef ARGUS_X_CALL
-    ARGUS_BPF_NCALLS
+    ARGUS_BPF_NCALLS,
+    /* Not a call: a thread of the target left the CPU (ret 0) or got it
+     * back (ret 1), from the sched_switch raw tracepoint. */
+    ARGUS_BPF_SCHED = ARGUS_BPF_NCALLS
 };
 const char *argus_bpf_call_name(int call);
 
 typedef struct argus_bpf_event {
     uint64_t t_ns;     /* CLOCK_MONOTONIC (bpf_ktime_get_ns) */
-    uint32_t pid, tid; /* the process and the calling thread */
-    uint32_t call;     /* enum argus_bpf_call */
-    uint32_t ret;      /* 0 entry, 1 return */
+    uint32_t pid, tid; /* the process and the calling (or scheduled) thread */
+    uint32_t call;     /* enum argus_bpf_call, or ARGUS_BPF_SCHED */
+    uint32_t ret;      /* 0 entry (off the CPU), 1 return (back on) */
 } argus_bpf_event;
 
 typedef struct argus_bpf_trace argus_bpf_trace;
 
 /* Attaches a uprobe (and a uretprobe where the call waits) to each call of
- * ARGUS_BPF_CALLS found in lib's dynamic symbols, for process pid only.
+ * ARGUS_BPF_CALLS found in lib's dynamic symbols, for process pid only, and
+ * a program on the sched_switch raw tracepoint that records pid's threads
+ * leaving and regaining a CPU (needs the kernel's BTF for task_struct.pid;
+ * where it cannot be had the calls are traced alone: argus_bpf_sched).
  * Calls the library lacks are skipped (n_attached says how many held); a
  * library with none of them is ARGUS_EINVAL. Errors name the call, the
  * errno and the fix (argus_bpf_usable's sentences for a kernel that
@@ -82,6 +88,8 @@ size_t argus_bpf_poll(argus_bpf_trace *t);
 const argus_bpf_event *argus_bpf_events(const argus_bpf_trace *t, size_t *n);
 uint64_t argus_bpf_lost(const argus_bpf_trace *t);
 int argus_bpf_n_attached(const argus_bpf_trace *t);
+/* NULL when scheduling is traced, else why not. */
+const char *argus_bpf_sched(const argus_bpf_trace *t);
 /* Detaches and frees (every descriptor closed). */
 void argus_bpf_close(argus_bpf_trace *t);
 

@@ -15,9 +15,12 @@
  * OUT: a header line {"schema": "argus.bpf.events", "version": 1, "pid",
  * "lib", "clock": "CLOCK_MONOTONIC", "attached": [...], "lost",
  * "complete"}, one line per event {"t_ns", "tid", "call", "site":
- * "entry"|"return"} in order of arrival, and one {"thread": TID,
- * "launches", "syncs", "sync_wait_ns"} line per thread: a wait is a
- * synchronising call's return minus its entry on that thread. The times
+ * "entry"|"return"; for "call": "sched_switch", "off_cpu"|"on_cpu"} in
+ * order of arrival, and one {"thread": TID, "launches", "syncs",
+ * "sync_wait_ns", "off_cpu", "off_cpu_ns"} line per thread: a wait is a
+ * synchronising call's return minus its entry on that thread, an off-CPU
+ * time the thread's return to a CPU minus its leaving it. The header's
+ * "sched" says whether scheduling was traced ("sched_why" why not). The times
  * are CLOCK_MONOTONIC, the clock CUPTI's timestamps are taken on where
  * argus-shim records launches, so events join launches by thread and time.
  */
@@ -57,7 +60,8 @@ static const char *find_libcuda(void)
 typedef struct thread_sum {
     uint32_t tid;
     uint64_t launches, syncs, wait_ns, open_t;
-    int open;
+    uint64_t offs, off_ns, off_t;
+    int open, off;
 } thread_sum;
 
 static int write_out(const char *path, int pid, const char *lib, const argus_bpf_trace *t)
@@ -74,15 +78,26 @@ static int write_out(const char *path, int pid, const char *lib, const argus_bpf
     fputc('"', f);
     for (const char *p = lib; *p; p++)
         fprintf(f, (*p == '"' || *p == '\\') ? "\\%c" : "%c", *p);
-    fprintf(f, "\",\"clock\":\"CLOCK_MONOTONIC\",\"attached\":%d,\"lost\":%llu,\"complete\":%s}\n",
-            argus_bpf_n_attached(t), (unsigned long long)lost, lost ? "false" : "true");
+    const char *sw = argus_bpf_sched(t);
+    fprintf(f, "\",\"clock\":\"CLOCK_MONOTONIC\",\"attached\":%d,\"sched\":%s,\"lost\":%llu,"
+               "\"complete\":%s",
+            argus_bpf_n_attached(t), sw ? "false" : "true", (unsigned long long)lost,
+            lost ? "false" : "true");
+    if (sw != NULL) {
+        fputs(",\"sched_why\":\"", f);
+        for (const char *p = sw; *p; p++)
+            fprintf(f, (*p == '"' || *p == '\\') ? "\\%c" : "%c", *p);
+        fputc('"', f);
+    }
+    fputs("}\n", f);
     thread_sum *ts = calloc(n + 1, sizeof(*ts));
     size_t nts = 0;
     for (size_t i = 0; i < n; i++) {
         const argus_bpf_event *e = &ev[i];
+        int sched = e->call == ARGUS_BPF_SCHED;
         fprintf(f, "{\"t_ns\":%llu,\"tid\":%u,\"call\":\"%s\",\"site\":\"%s\"}\n",
                 (unsigned long long)e->t_ns, e->tid, argus_bpf_call_name((int)e->call),
-                e->ret ? "return" : "entry");
+                sched ? (e->ret ? "on_cpu" : "off_cpu") : (e->ret ? "return" : "entry"));
         if (ts == NULL)
             continue;
         size_t k = 0;
@@ -90,7 +105,16 @@ static int write_out(const char *path, int pid, const char *lib, const argus_bpf
             k++;
         if (k == nts)
             ts[nts++].tid = e->tid;
-        if (e->call == ARGUS_BPF_LAUNCH || e->call == ARGUS_BPF_LAUNCH_EX) {
+        if (sched) {
+            if (!e->ret) {
+                ts[k].off = 1;
+                ts[k].off_t = e->t_ns;
+            } else if (ts[k].off) {
+                ts[k].offs++;
+                ts[k].off_ns += e->t_ns - ts[k].off_t;
+                ts[k].off = 0;
+            }
+        } else if (e->call == ARGUS_BPF_LAUNCH || e->call == ARGUS_BPF_LAUNCH_EX) {
             ts[k].launches++;
         } else if (!e->ret) {
             ts[k].open = 1;
@@ -102,9 +126,12 @@ static int write_out(const char *path, int pid, const char *lib, const argus_bpf
         }
     }
     for (size_t k = 0; ts != NULL && k < nts; k++)
-        fprintf(f, "{\"thread\":%u,\"launches\":%llu,\"syncs\":%llu,\"sync_wait_ns\":%llu}\n",
+        fprintf(f,
+                "{\"thread\":%u,\"launches\":%llu,\"syncs\":%llu,\"sync_wait_ns\":%llu,"
+                "\"off_cpu\":%llu,\"off_cpu_ns\":%llu}\n",
                 ts[k].tid, (unsigned long long)ts[k].launches, (unsigned long long)ts[k].syncs,
-                (unsigned long long)ts[k].wait_ns);
+                (unsigned long long)ts[k].wait_ns, (unsigned long long)ts[k].offs,
+                (unsigned long long)ts[k].off_ns);
     free(ts);
     if (fclose(f) != 0) {
         fprintf(stderr, "argus-bpf: %s: cannot write: %s\n", path, strerror(errno));

@@ -3,7 +3,7 @@
  * than guessing from the user ID: a container may run as root without
  * CAP_BPF (or with a seccomp filter that refuses bpf()), and a
  * non-root process may hold CAP_BPF and CAP_PERFMON. Tested on Linux 6.18
- * (this machine: root, every program type loads; tracefs not mounted) and,
+ * (this machine: root, every program type loads, kernel BTF present) and,
  * with the effective capabilities dropped, the EPERM path (ctest
  * argus_bpf_probe).
  */
@@ -24,9 +24,6 @@
 #define CAPN_SYS_ADMIN 21
 #define CAPN_PERFMON 38
 #define CAPN_BPF 39
-
-static const char *const tracefs_ids[] = {"/sys/kernel/tracing/events/sched/sched_switch/id",
-                                          "/sys/kernel/debug/tracing/events/sched/sched_switch/id"};
 
 void argus_bpf_probe(argus_bpf_caps *c)
 {
@@ -52,8 +49,9 @@ void argus_bpf_probe(argus_bpf_caps *c)
     }
     struct stat st;
     c->uprobe_pmu = stat("/sys/bus/event_source/devices/uprobe/type", &st) == 0;
-    for (size_t i = 0; i < 2 && !c->sched_switch; i++)
-        c->sched_switch = access(tracefs_ids[i], R_OK) == 0;
+    /* The sched_switch program reads the incoming task's pid at its BTF
+     * offset (bpf_trace.c); the raw tracepoint itself needs no tracefs. */
+    c->sched_switch = access("/sys/kernel/btf/vmlinux", R_OK) == 0;
     FILE *f = fopen("/proc/self/status", "r");
     if (f != NULL) {
         char line[256];
@@ -125,9 +123,9 @@ int argus_bpf_usable(const argus_bpf_caps *c, char *why, size_t whylen)
     }
     if (!c->sched_switch)
         snprintf(why, whylen,
-                 "uprobes on the driver's calls work; the sched:sched_switch tracepoint is not "
-                 "reachable (tracefs is not mounted: mount -t tracefs nodev /sys/kernel/tracing), "
-                 "so host-thread scheduling is left out");
+                 "uprobes on the driver's calls work; the kernel has no kernel BTF "
+                 "(/sys/kernel/btf/vmlinux: CONFIG_DEBUG_INFO_BTF) for the sched_switch "
+                 "program to find task_struct.pid, so host-thread scheduling is left out");
     else if (whylen)
         why[0] = '\0';
     return 1;

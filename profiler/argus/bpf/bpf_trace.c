@@ -3,7 +3,10 @@
  * per call of ARGUS_BPF_CALLS on the target's driver library, and a
  * uretprobe where the call waits, each running a small BPF program that
  * writes (CLOCK_MONOTONIC ns, pid/tid, call) into one BPF ring buffer that
- * this process maps and reads.
+ * this process maps and reads; and a program on the sched_switch raw
+ * tracepoint (no tracefs needed) that writes the target's threads leaving
+ * a CPU (the current task) and regaining one (the incoming task, whose pid
+ * and tgid it reads at task_struct's offset from the kernel's BTF).
  *
  * Why raw bpf() and perf_event_open() and not libbpf: the programs are 19
  * instructions, assembled here, so the backend needs neither clang's BPF
@@ -47,6 +50,8 @@ const char *argus_bpf_call_name(int call)
         ARGUS_BPF_CALLS(ARGUS_X_CALL)
 #undef ARGUS_X_CALL
     };
+    if (call == ARGUS_BPF_SCHED)
+        return "sched_switch";
     return call >= 0 && call < ARGUS_BPF_NCALLS ? names[call] : "?";
 }
 
@@ -55,6 +60,8 @@ struct argus_bpf_trace {
     int prog_fd[ARGUS_BPF_NCALLS][2];
     int ev_fd[ARGUS_BPF_NCALLS][2];
     int n_attached;
+    int sched_prog, sched_fd; /* the sched_switch program and its attachment, -1 none */
+    char sched_why[256];      /* why sched_switch is not traced ("" when it is) */
     void *cons, *prod; /* the ring's consumer page and producer page + data */
     size_t page;
     argus_bpf_event *ev;
@@ -185,6 +192,177 @@ static int load_prog(int ring_fd, int lost_fd, uint32_t id, char *log, size_t lo
     return (int)sys_bpf(BPF_PROG_LOAD, &a);
 }
 
+/* ---- sched_switch --------------------------------------------------------- */
+
+/* The byte offset of task_struct.pid in this kernel, from its BTF
+ * (/sys/kernel/btf/vmlinux); tgid follows pid (both pid_t), so one 8-byte
+ * read gives both. 0 or -1. */
+static int btf_task_pid_offset(uint32_t *off)
+{
+    FILE *f = fopen("/sys/kernel/btf/vmlinux", "rb");
+    if (f == NULL)
+        return -1;
+    unsigned char *b = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len == cap) {
+            cap = cap ? cap * 2 : 1u << 22;
+            unsigned char *nb = realloc(b, cap);
+            if (nb == NULL) {
+                free(b);
+                fclose(f);
+                return -1;
+            }
+            b = nb;
+        }
+        size_t n = fread(b + len, 1, cap - len, f);
+        if (n == 0)
+            break;
+        len += n;
+    }
+    fclose(f);
+    int rc = -1;
+    uint32_t h[6];
+    if (len < 24 || (memcpy(h, b, 24), (h[0] & 0xffff) != 0xeb9f))
+        goto done;
+    uint32_t hdr_len = h[1], type_off = h[2], type_len = h[3], str_off = h[4], str_len = h[5];
+    if ((uint64_t)hdr_len + type_off + type_len > len || (uint64_t)hdr_len + str_off + str_len > len)
+        goto done;
+    const unsigned char *t = b + hdr_len + type_off, *end = t + type_len;
+    const char *strs = (const char *)b + hdr_len + str_off;
+    while (t + 12 <= end) {
+        uint32_t name, info, sz;
+        memcpy(&name, t, 4);
+        memcpy(&info, t + 4, 4);
+        memcpy(&sz, t + 8, 4);
+        uint32_t kind = (info >> 24) & 0x1f, vlen = info & 0xffff;
+        t += 12;
+        size_t extra;
+        switch (kind) {
+        case 1: case 14: case 17: extra = 4; break;            /* INT, VAR, DECL_TAG */
+        case 3: extra = 12; break;                             /* ARRAY */
+        case 4: case 5: case 15: case 19: extra = 12u * vlen; break; /* STRUCT, UNION, DATASEC, ENUM64 */
+        case 6: case 13: extra = 8u * vlen; break;            /* ENUM, FUNC_PROTO */
+        default: extra = 0; break;
+        }
+        if (t + extra > end)
+            break;
+        if (kind == 4 && name < str_len && strcmp(strs + name, "task_struct") == 0) {
+            for (uint32_t m = 0; m < vlen; m++) {
+                uint32_t mn, mo;
+                memcpy(&mn, t + 12u * m, 4);
+                memcpy(&mo, t + 12u * m + 8, 4);
+                if (mn < str_len && strcmp(strs + mn, "pid") == 0) {
+                    if (info >> 31)
+                        mo &= 0xffffff; /* kflag: the low 24 bits are the offset */
+                    if (mo % 8 == 0) {
+                        *off = mo / 8;
+                        rc = 0;
+                    }
+                    goto done;
+                }
+            }
+        }
+        t += extra;
+    }
+done:
+    free(b);
+    return rc;
+}
+
+/* Appends the 14 instructions that write {ktime, *pid_tgid in r7*, id} to
+ * the ring buffer (r7 must hold the pid_tgid; r6-r9 survive the calls). */
+static size_t emit_record(struct bpf_insn *p, size_t n, int ring_fd, uint32_t id)
+{
+    p[n++] = INSN(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_10, BPF_REG_7, -16, 0);
+    p[n++] = INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_ktime_get_ns);
+    p[n++] = INSN(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_10, BPF_REG_0, -24, 0);
+    p[n++] = INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_1, 0, 0, (int32_t)id);
+    p[n++] = INSN(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_10, BPF_REG_1, -8, 0);
+    p[n++] = INSN(BPF_LD | BPF_DW | BPF_IMM, BPF_REG_1, BPF_PSEUDO_MAP_FD, 0, ring_fd);
+    p[n++] = INSN(0, 0, 0, 0, 0);
+    p[n++] = INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_2, BPF_REG_10, 0, 0);
+    p[n++] = INSN(BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_2, 0, 0, -24);
+    p[n++] = INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_3, 0, 0, REC_BYTES);
+    p[n++] = INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_4, 0, 0, BPF_RB_NO_WAKEUP);
+    p[n++] = INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_ringbuf_output);
+    return n;
+}
+
+/* A raw sched_switch program: the outgoing task is the current one (its
+ * pid_tgid), the incoming one's pid and tgid are read from next (the
+ * tracepoint's third argument) at the BTF offset. Events of process tgid
+ * only: ARGUS_BPF_SCHED with ret 0 (off the CPU) or 1 (back on). */
+static int load_sched(int ring_fd, uint32_t tgid, uint32_t pid_off)
+{
+    struct bpf_insn p[64];
+    size_t n = 0;
+    p[n++] = INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_6, BPF_REG_1, 0, 0);
+    p[n++] = INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_get_current_pid_tgid);
+    p[n++] = INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_7, BPF_REG_0, 0, 0);
+    p[n++] = INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_1, BPF_REG_7, 0, 0);
+    p[n++] = INSN(BPF_ALU64 | BPF_RSH | BPF_K, BPF_REG_1, 0, 0, 32);
+    size_t jout = n++; /* if r1 != tgid: skip the "off" record */
+    n = emit_record(p, n, ring_fd, ARGUS_BPF_SCHED);
+    p[jout] = INSN(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_1, 0, (int16_t)(n - jout - 1), (int32_t)tgid);
+    p[n++] = INSN(BPF_LDX | BPF_MEM | BPF_DW, BPF_REG_3, BPF_REG_6, 16, 0); /* args[2]: next */
+    p[n++] = INSN(BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_3, 0, 0, (int32_t)pid_off);
+    p[n++] = INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_1, BPF_REG_10, 0, 0);
+    p[n++] = INSN(BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_1, 0, 0, -40);
+    p[n++] = INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_2, 0, 0, 8);
+    p[n++] = INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_probe_read_kernel);
+    size_t jerr = n++;
+    /* pid then tgid in memory: read as one little-endian word, tgid << 32
+     * | pid, the layout of bpf_get_current_pid_tgid's result. */
+    p[n++] = INSN(BPF_LDX | BPF_MEM | BPF_DW, BPF_REG_7, BPF_REG_10, -40, 0);
+    p[n++] = INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_1, BPF_REG_7, 0, 0);
+    p[n++] = INSN(BPF_ALU64 | BPF_RSH | BPF_K, BPF_REG_1, 0, 0, 32);
+    size_t jin = n++;
+    n = emit_record(p, n, ring_fd, ARGUS_BPF_SCHED | 1u << 8);
+    p[n++] = INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 0);
+    p[n++] = INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
+    size_t exit_at = n - 2;
+    p[jerr] = INSN(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_0, 0, (int16_t)(exit_at - jerr - 1), 0);
+    p[jin] = INSN(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_1, 0, (int16_t)(exit_at - jin - 1), (int32_t)tgid);
+    union bpf_attr a;
+    memset(&a, 0, sizeof a);
+    a.prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT;
+    a.insns = (uint64_t)(uintptr_t)p;
+    a.insn_cnt = (uint32_t)n;
+    a.license = (uint64_t)(uintptr_t) "GPL";
+    return (int)sys_bpf(BPF_PROG_LOAD, &a);
+}
+
+/* Traces the target's threads leaving and regaining a CPU; where the kernel
+ * does not allow it, says why in t->sched_why and leaves it out. */
+static void attach_sched(argus_bpf_trace *t, int pid)
+{
+    uint32_t off;
+    if (btf_task_pid_offset(&off) != 0) {
+        snprintf(t->sched_why, sizeof t->sched_why,
+                 "no task_struct.pid in /sys/kernel/btf/vmlinux (a kernel without BTF): "
+                 "scheduling is not traced");
+        return;
+    }
+    t->sched_prog = load_sched(t->ring_fd, (uint32_t)pid, off);
+    if (t->sched_prog < 0) {
+        snprintf(t->sched_why, sizeof t->sched_why,
+                 "the sched_switch program was refused: %s: scheduling is not traced",
+                 strerror(errno));
+        return;
+    }
+    union bpf_attr a;
+    memset(&a, 0, sizeof a);
+    a.raw_tracepoint.name = (uint64_t)(uintptr_t) "sched_switch";
+    a.raw_tracepoint.prog_fd = (uint32_t)t->sched_prog;
+    t->sched_fd = (int)sys_bpf(BPF_RAW_TRACEPOINT_OPEN, &a);
+    if (t->sched_fd < 0)
+        snprintf(t->sched_why, sizeof t->sched_why,
+                 "attaching to the sched_switch raw tracepoint failed: %s: scheduling is not "
+                 "traced",
+                 strerror(errno));
+}
+
 static int uprobe_type(int *retbit)
 {
     FILE *f = fopen("/sys/bus/event_source/devices/uprobe/type", "r");
@@ -220,7 +398,7 @@ int argus_bpf_attach(int pid, const char *lib, argus_bpf_trace **out, char *msg,
     argus_bpf_trace *t = calloc(1, sizeof(*t));
     if (t == NULL)
         return argus__fail(ARGUS_ENOMEM, msg, msglen, "argus-bpf: out of memory");
-    t->ring_fd = t->lost_fd = -1;
+    t->ring_fd = t->lost_fd = t->sched_prog = t->sched_fd = -1;
     for (int i = 0; i < ARGUS_BPF_NCALLS; i++)
         t->prog_fd[i][0] = t->prog_fd[i][1] = t->ev_fd[i][0] = t->ev_fd[i][1] = -1;
     t->page = (size_t)sysconf(_SC_PAGESIZE);
@@ -334,6 +512,7 @@ int argus_bpf_attach(int pid, const char *lib, argus_bpf_trace **out, char *msg,
                          lib);
         goto fail;
     }
+    attach_sched(t, pid);
     *out = t;
     return 0;
 fail:
@@ -391,6 +570,11 @@ int argus_bpf_n_attached(const argus_bpf_trace *t)
     return t->n_attached;
 }
 
+const char *argus_bpf_sched(const argus_bpf_trace *t)
+{
+    return t->sched_fd >= 0 ? NULL : t->sched_why;
+}
+
 void argus_bpf_close(argus_bpf_trace *t)
 {
     if (t == NULL)
@@ -406,6 +590,10 @@ void argus_bpf_close(argus_bpf_trace *t)
         munmap(t->cons, t->page);
     if (t->prod)
         munmap(t->prod, t->page + 2 * (size_t)RING_BYTES);
+    if (t->sched_fd >= 0)
+        close(t->sched_fd);
+    if (t->sched_prog >= 0)
+        close(t->sched_prog);
     if (t->ring_fd >= 0)
         close(t->ring_fd);
     if (t->lost_fd >= 0)
