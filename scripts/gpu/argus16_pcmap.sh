@@ -20,10 +20,11 @@
 # device call. On the GPU machine the script then: checks san_abi.h against
 # that machine's compute-sanitizer/include (pcmap_abi_check, compiled with
 # gcc; a mismatch stops the run), builds the kernel (-DARGUS_ENABLE, sm_90)
-# and tests/argus/gpu_pcmap_main.cu with nvcc, runs it with the tool as
-# its CUDA injection library (CUDA_INJECTION64_PATH), and, when that maps
-# nothing, once more with LD_PRELOAD (which of the two the Sanitizer API
-# needs is not verified), then checks the map. Results: ONE file in $OUT,
+# and tests/argus/gpu_pcmap_main.cu with nvcc, runs it with the tool
+# preloaded (LD_PRELOAD, as NVIDIA's Sanitizer samples start their tools
+# at load), and, when that maps nothing, once more as its CUDA injection
+# library (CUDA_INJECTION64_PATH; which of the two the Sanitizer API needs
+# is not verified), each under a 120 s timeout, then checks the map. Results: ONE file in $OUT,
 # argus16_pcmap.tar.gz (map.json, checks.tsv, summary.txt, env.txt, the
 # runs' logs), and summary.txt beside it, printed last.
 # --dry-run (here) builds the program for sm_90, runs it (it must say there
@@ -139,7 +140,7 @@ for f in libargus_pcmap.so argus_pcmap_patch.fatbin; do
     [[ -f $LIB/$f ]] || { log "no $LIB/$f: run --prepare on the development machine and carry $BUILD"; exit 1; }
 done
 ok=0
-for how in injection preload; do
+for how in preload injection; do
     map=$RES/map_$how.json
     rm -f "$map"
     envs=(ARGUS_PCMAP_OUT="$map" LD_LIBRARY_PATH="$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
@@ -151,7 +152,7 @@ for how in injection preload; do
     log "run ($how): $LAUNCHES launches"
     set +e
     t0=$(date +%s.%N)
-    env "${envs[@]}" timeout 300 "$work/pcmap_prog" "$LAUNCHES" >"$RES/run_$how.log" 2>&1
+    env "${envs[@]}" timeout 120 "$work/pcmap_prog" "$LAUNCHES" >"$RES/run_$how.log" 2>&1
     rc=$?
     t1=$(date +%s.%N)
     set -e
