@@ -56,7 +56,7 @@ extern "C" {
     X(ARGUS_BE_REGION_RUNTIME, "region_runtime", "Argus region markers and buffers (part 1)") \
     X(ARGUS_BE_SANITIZER, "sanitizer_patch",                                  \
       "CUDA Sanitizer patching API (dynamic PC-to-region map)")              \
-    X(ARGUS_BE_BPF, "bpf", "libbpf system tracing (host threads, driver calls)")
+    X(ARGUS_BE_BPF, "bpf", "BPF system tracing (host threads, driver calls)")
 
 enum argus_backend {
 #define ARGUS_X_BE(e, name, what) e,
@@ -247,9 +247,12 @@ typedef struct argus_plan_env {
 void argus_plan_env_all(argus_plan_env *env, unsigned sm);
 /*
  * What this machine allows: admin counters from the driver's
- * RmProfilingAdminOnly (/proc/driver/nvidia/params) and the user ID, BPF
- * from kernel.unprivileged_bpf_disabled and the user ID; without a driver
- * (this CPU machine) counters are "cannot tell" and counted as missing.
+ * RmProfilingAdminOnly (/proc/driver/nvidia/params) and the user ID; the
+ * Sanitizer from its library where argus-pcmap would open it
+ * (argus_pcmap_find_sanitizer) and an sm_75+ target; BPF by asking the
+ * kernel (argus_bpf_probe: a program loaded, the uprobe PMU); without a
+ * driver (this CPU machine) counters are "cannot tell" and counted as
+ * missing.
  * sm is the target architecture (the GPU is not opened).
  */
 void argus_plan_env_detect(argus_plan_env *env, unsigned sm);

@@ -26,6 +26,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "argus/bpf.h"
+#include "argus/pcmap.h"
 #include "argus/plan.h"
 #include "argus_internal.h"
 #include "query_internal.h"
@@ -131,30 +133,26 @@ void argus_plan_env_detect(argus_plan_env *env, unsigned sm)
         set_why(env, ARGUS_ENV_WHY_BACKEND(ARGUS_BE_SASS_METRICS),
                 "no libcupti found (looked in %s and the CUDA lib folders)", cupti[0]);
     }
-    const char *san = "/usr/local/cuda/compute-sanitizer/libsanitizer-public.so";
-    if (!file_exists(san)) {
+    /* The Sanitizer patching API: its library where argus-pcmap would open
+     * it (ARGUS_SANITIZER_LIB or the toolkit's places), and a GPU it
+     * supports (CUDA 13's Sanitizer: sm_75 and newer). */
+    char san[512], smsg[320];
+    if (argus_pcmap_find_sanitizer(san, sizeof san, smsg, sizeof smsg) != 0) {
         env->sanitizer = 0;
-        set_why(env, ARGUS_ENV_WHY_BACKEND(ARGUS_BE_SANITIZER),
-                "the Sanitizer library is not installed (%s is missing)", san);
+        set_why(env, ARGUS_ENV_WHY_BACKEND(ARGUS_BE_SANITIZER), "%s", smsg);
+    } else if (sm < 75) {
+        env->sanitizer = 0;
+        set_why(env, ARGUS_ENV_WHY_BACKEND(ARGUS_BE_SANITIZER), "%s",
+                "the CUDA 13 Sanitizer patches sm_75 and newer GPUs only");
     }
-    /* BPF: root may load programs; others only where the kernel allows
-     * unprivileged BPF, which most distributions turn off. */
-    if (!root) {
-        int disabled = 1;
-        f = fopen("/proc/sys/kernel/unprivileged_bpf_disabled", "r");
-        if (f != NULL) {
-            int v = 1;
-            if (fscanf(f, "%d", &v) == 1)
-                disabled = v != 0;
-            fclose(f);
-        }
-        if (disabled) {
-            env->bpf = 0;
-            set_why(env, ARGUS_ENV_WHY_BACKEND(ARGUS_BE_BPF),
-                    "this user is not root and the kernel does not allow unprivileged BPF "
-                    "(%s is not 0): system tracing is left out",
-                    "/proc/sys/kernel/unprivileged_bpf_disabled");
-        }
+    /* BPF: asked of the kernel (a program loaded and closed, the uprobe
+     * PMU), not guessed from the user ID (include/argus/bpf.h). */
+    argus_bpf_caps bc;
+    argus_bpf_probe(&bc);
+    char bwhy[320];
+    if (!argus_bpf_usable(&bc, bwhy, sizeof bwhy)) {
+        env->bpf = 0;
+        set_why(env, ARGUS_ENV_WHY_BACKEND(ARGUS_BE_BPF), "%s", bwhy);
     }
 }
 

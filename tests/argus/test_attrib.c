@@ -18,16 +18,10 @@
 #include <cmocka.h>
 
 #include "argus/attrib.h"
+#include "argus_test_util.h"
 
 #define FIX ARGUS_SRC_DIR "/fixtures/discover/"
 
-/* cmocka before 1.1.6 has no assert_double_equal. */
-#define assert_near(got, want, eps)                                                                \
-    do {                                                                                           \
-        double got_ = (got), want_ = (want);                                                       \
-        if (!(fabs(got_ - want_) <= (eps)))                                                        \
-            fail_msg("%s = %.17g, want %.17g (within %g)", #got, got_, want_, (double)(eps));      \
-    } while (0)
 
 /* -(3/4 log2 3/4 + 1/4 log2 1/4), computed by hand: 0.75 * 0.415037 +
  * 0.25 * 2 = 0.811278 bits. */

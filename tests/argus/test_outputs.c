@@ -17,22 +17,13 @@
 #include <cmocka.h>
 
 #include "argus/argus.h"
+#include "argus_test_util.h"
 #include "devmodel.h"
 
 static char *read_all(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    assert_int_equal(fseek(f, 0, SEEK_END), 0);
-    long n = ftell(f);
-    assert_true(n >= 0);
-    rewind(f);
-    char *b = malloc((size_t)n + 1);
-    assert_non_null(b);
-    assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
-    b[n] = '\0';
-    fclose(f);
-    return b;
+    size_t len;
+    return argus_test_slurp(path, &len);
 }
 
 static void test_scan_known_kernel(void **state)

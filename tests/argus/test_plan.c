@@ -452,9 +452,12 @@ static void test_plan_timing(void **state)
     assert_true(depends_on(s1, rt->id) && depends_on(s1, nv->id) && s1->ndeps == 2);
     assert_true(depends_on(s2, ka->id) && depends_on(s2, hs->id));
     assert_int_equal(rt->run, nv->run);
-    assert_int_equal(ka->run, hs->run);
+    /* The BPF uprobes perturb the host's timing (24 us a hit on the
+     * development VM, docs/argus-backends.md): a run of their own. */
+    assert_int_not_equal(ka->run, hs->run);
     assert_int_not_equal(rt->run, ka->run);
-    assert_int_equal(p.nruns, 2);
+    assert_int_not_equal(rt->run, hs->run);
+    assert_int_equal(p.nruns, 3);
     assert_string_equal(rt->exclusive, "gpu");
     assert_null(s1->exclusive);
     argus_plan_free(&p);

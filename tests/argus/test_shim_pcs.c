@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "argus/shim.h"
+#include "argus_test_util.h"
 
 #define FIX ARGUS_SRC_DIR "/fixtures/pcs/"
 #define KERNEL "argus_pcs_kernel"
@@ -30,18 +31,7 @@
 
 static char *slurp(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    assert_non_null(b);
-    assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
-    b[n] = '\0';
-    fclose(f);
-    *len = (size_t)n;
-    return b;
+    return argus_test_slurp(path, len);
 }
 
 /* What nvdisasm -g says: per instruction, its section offset, the function
