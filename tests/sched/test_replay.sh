@@ -120,7 +120,7 @@ replay() { # out policy p
   "$bin/mosaic-sched" --config /dev/null --policy "$policy" --slo "$p" \
     --profile-dir "$(dirname "$0")/../../profiler/data/h200" \
     --model-dir "$(dirname "$0")/../../predictor/models/h200/lockbox" --log-level error \
-    replay --mode full --json "$@" > "$out"
+    replay --json "$@" > "$out"
 }
 field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
 
@@ -201,8 +201,49 @@ refused "duplicate key" "dup.trace:2: t: the key appears twice" "$work/dup.trace
 # A FIFO would keep a reader waiting for a writer that never comes.
 mkfifo "$work/fifo.trace"
 refused "a FIFO" "not a regular file" "$work/fifo.trace" "$work/be.trace"
-if replay "$work/out" none 1.25 --mode partition "$work/hp.trace" "$work/be.trace" 2> "$work/err"; then
-  fail "--mode partition accepted"
-fi
-grep -q "replay models only full" "$work/err" || fail "--mode partition: $(cat "$work/err")"
+# Partitioned replays that cannot be made: refused by the checks the daemon
+# makes at its start, with nothing printed as a result.
+printf '%s\n' "${hp_k[@]}" > "$work/hp.keys"
+refused_mode() { # what expect args...
+  local what=$1 expect=$2
+  shift 2
+  if ASAN_OPTIONS=detect_leaks=1:verify_asan_link_order=0 \
+     "$bin/mosaic-sched" --config /dev/null --slo 1.25 \
+       --profile-dir "$(dirname "$0")/../../profiler/data/h200" \
+       --model-dir "$(dirname "$0")/../../predictor/models/h200/lockbox" --log-level error \
+       "$@" --json "$work/hp.trace" "$work/be.trace" > "$work/out" 2> "$work/err"; then
+    fail "$what: replay accepted it"
+  fi
+  grep -qF -- "$expect" "$work/err" || fail "$what: the message is '$(cat "$work/err")', not about '$expect'"
+  [ ! -s "$work/out" ] || fail "$what: replay printed a result: $(cat "$work/out")"
+  echo "refused ($what): $(cat "$work/err")"
+}
+refused_mode "--mode bogus" "--mode bogus: use full" --policy mosaic replay --mode bogus
+refused_mode "a split the GPU cannot make" "hp-sms 50: the GPU (132 SMs) cannot give HP a partition of 50 SMs (a multiple of 8, at least 8, leaving BE at least 8); the nearest it can: 48 or 56" \
+  --policy mosaic --hp-kernels "$work/hp.keys" --hp-sms 50 replay --mode partition
+refused_mode "static's split the GPU cannot make" "hp-sms 130: the GPU (132 SMs) cannot give HP a partition of 130 SMs (a multiple of 8, at least 8, leaving BE at least 8); the nearest it can: 120" \
+  --policy static --hp-sms 130 replay
+refused_mode "partition without a split" "set hp-sms" --policy mosaic --hp-kernels "$work/hp.keys" \
+  replay --mode partition
+refused_mode "partition without the HP kernels" "set hp-kernels" --policy mosaic --hp-sms 56 \
+  replay --mode partition
+refused_mode "a split where HP alone misses p" "use hp-sms" --policy mosaic --hp-sms 16 \
+  --hp-kernels "$work/hp.keys" replay --mode partition
+refused_mode "partition under policy none" "sm-mode partition is a mode of policy mosaic" \
+  --policy none --hp-sms 56 --hp-kernels "$work/hp.keys" replay --mode partition
+refused_mode "static on the full GPU" "policy static always splits the GPU" --policy static \
+  --hp-sms 56 replay --mode full
+# The split replayed: a partition the GPU can make runs, and says so.
+replay "$work/part.json" mosaic 1.6 --mode partition --hp-sms 120 --hp-kernels "$work/hp.keys" \
+  "$work/hp.trace" "$work/be.trace" || fail "replay of partition 120"
+python3 - "$work/part.json" "$work/mosaic.json" <<'PY' || fail "the partitioned replay's result"
+import json, sys
+part, full = (json.load(open(f)) for f in sys.argv[1:])
+assert part["mode"] == "partition" and part["hp_sms"] == 120 and part["be_sms"] == 12, part
+assert full["mode"] == "full" and full["hp_sms"] == 0, full
+# On 12 SMs the BE convolutions (1.5-2x slower on 48 SMs, measured) are
+# several times slower than on the whole GPU.
+assert part["be_steps_per_s"] < 0.5 * full["be_steps_per_s"], (part, full)
+print("partitioned replay OK: HP on 120 SMs, BE on 12 at", part["be_steps_per_s"], "steps/s")
+PY
 echo "PASS: record -> replay ($nreq requests, $((3 * nreq)) HP kernels, $nbe BE kernels recorded and replayed; bad traces refused)"
