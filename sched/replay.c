@@ -992,6 +992,8 @@ int mosaic__replay_run(const struct mosaic__sched_config *cfg,
         snprintf(err, errlen, "replay: out of memory");
         rc = MOSAIC_ENOMEM;
     }
+    if (rc == 0 && o->part_f0 > 0)
+        mosaic__part_f0 = o->part_f0;
     if (rc == 0) {
         /* The policy's clock is the simulated one from its opening on. */
         sim_clock_on = 1;

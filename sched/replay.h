@@ -65,6 +65,7 @@ struct mosaic__replay_opts {
     double be_lead_ms;     /* BE starts this long before the first HP request */
     double decide_us;      /* a held BE kernel is decided again this often */
     uint64_t seed;         /* dispatch order and co-run repeat draws */
+    double part_f0;        /* > 0: policy mosaic's PART_F0 for this replay */
 };
 
 struct mosaic__replay_result {

@@ -233,6 +233,8 @@ refused_mode "partition under policy none" "sm-mode partition is a mode of polic
   --policy none --hp-sms 56 --hp-kernels "$work/hp.keys" replay --mode partition
 refused_mode "static on the full GPU" "policy static always splits the GPU" --policy static \
   --hp-sms 56 replay --mode full
+refused_mode "a PART_F0 out of range" "--part-f0 '0.5' is not valid: use a number in [1, 16]" \
+  --policy mosaic replay --part-f0 0.5
 # The split replayed: a partition the GPU can make runs, and says so.
 replay "$work/part.json" mosaic 1.6 --mode partition --hp-sms 120 --hp-kernels "$work/hp.keys" \
   "$work/hp.trace" "$work/be.trace" || fail "replay of partition 120"
