@@ -23,26 +23,11 @@
 # About 2 minutes (10 recordings, 390 replays). Not a ctest: its result is
 # a choice made once, recorded in docs/tune.md with the table it prints.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-build=$(cd "${1:?usage: part_f0_lockbox.sh BUILD_DIR [OUT_DIR]}" && pwd)
+. "$(dirname "$0")/simgpu_env.sh"
+sim_env part-f0 "${1:?usage: part_f0_lockbox.sh BUILD_DIR [OUT_DIR]}" hp_service be_trainer
 out=${2:-$(mktemp -d)}
 mkdir -p "$out"
-bin=$build/bin
-for f in "$bin/mosaic-sched" "$bin/hp_service" "$bin/be_trainer" "$bin/simgpu"; do
-  [ -x "$f" ] || { echo "part_f0_lockbox: $f is missing: build first" >&2; exit 2; }
-done
-export MOSAIC_SIMGPU_SCALE=20
-export LD_LIBRARY_PATH=$build/tests/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export MOSAIC_SIMGPU=part-f0-$$
-profiles=$root/profiler/data/h200
-models=$root/predictor/models/h200/lockbox
-daemon_pid=""
-cleanup() {
-  [ -n "$daemon_pid" ] && kill -TERM "$daemon_pid" 2>/dev/null || true
-  wait 2>/dev/null || true
-  "$bin/simgpu" rm "$MOSAIC_SIMGPU" >/dev/null 2>&1 || true
-}
-trap cleanup EXIT
+trap sim_cleanup EXIT
 grid="1 1.25 1.5 2 3 4 6 8"
 splits="56 88"
 
@@ -70,21 +55,6 @@ key_of() { # variant: its first kernel's profile key
 }
 
 "$bin/simgpu" create "$MOSAIC_SIMGPU" >/dev/null
-record() { # trace role log program args...
-  local trace=$1 role=$2 log=$3 sock=$out/rec.sock i
-  shift 3
-  rm -f "$trace"
-  "$bin/mosaic-sched" --config /dev/null --socket "$sock" --policy none --metrics-port 0 \
-    --mps off --profile-dir "$profiles" --log-level warn record -o "$trace" 2> "$log" &
-  daemon_pid=$!
-  for i in $(seq 200); do [ -S "$sock" ] && break; sleep 0.05; done
-  MOSAIC_SCHED_SOCKET=$sock MOSAIC_ROLE=$role LD_PRELOAD=$build/lib/libmosaic.so "$@" > /dev/null
-  sleep 0.2
-  kill -TERM "$daemon_pid"
-  wait "$daemon_pid"
-  daemon_pid=""
-}
-
 t0=$(date +%s)
 for pr in "${pairs[@]}"; do
   read -r set name hp gap be <<< "$pr"
@@ -97,8 +67,9 @@ for pr in "${pairs[@]}"; do
   hp_args=(--requests 60 --warmup 3 --gap-ms "$gap")
   for i in $(seq "${hp##*:}"); do hp_args+=(--kernel "$hpk"); echo "$hpk" >> "$d/hp.keys"; done
   if [ ! -s "$d/hp.trace" ] || [ ! -s "$d/be.trace" ]; then
-    record "$d/hp.trace" hp "$d/rec-hp.log" "$bin/hp_service" "${hp_args[@]}"
-    record "$d/be.trace" be "$d/rec-be.log" "$bin/be_trainer" --seconds 2 --kernel "$bek"
+    sim_record "$d/hp.trace" hp "$d/rec-hp.log" "$bin/hp_service" "${hp_args[@]}" > /dev/null
+    sim_record "$d/be.trace" be "$d/rec-be.log" "$bin/be_trainer" --seconds 2 --kernel "$bek" \
+      > /dev/null
   fi
   rp() { # tag args...
     local tag=$1

@@ -23,31 +23,23 @@
 # build puts the ASan runtime ahead), REPLAY_PART_REQUESTS (HP requests a
 # run, default 100), REPLAY_PART_PAIRS (default "rmsnorm eval").
 set -euo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-build=$(cd "${1:?usage: test_replay_part.sh BUILD_DIR [OUT_DIR]}" && pwd)
+. "$(dirname "$0")/simgpu_env.sh"
+sim_env replay-part "${1:?usage: test_replay_part.sh BUILD_DIR [OUT_DIR]}" hp_service be_trainer
 out=${2:-}
-bin=$build/bin
 preload=${TEST_REPLAY_PRELOAD:-$build/lib/libmosaic.so}
-for f in "$bin/mosaic-sched" "$bin/hp_service" "$bin/be_trainer" "$bin/simgpu"; do
-  [ -x "$f" ] || { echo "test_replay_part: $f is missing: build first" >&2; exit 2; }
-done
-export MOSAIC_SIMGPU_SCALE=20
-export LD_LIBRARY_PATH=$build/tests/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export MOSAIC_SIMGPU=replay-part-$$
+sim_preload=$preload
 work=$(mktemp -d)
 daemon_pid="" be_pid=""
 cleanup() {
-  [ -n "$be_pid" ] && kill -TERM "$be_pid" 2>/dev/null || true
-  [ -n "$daemon_pid" ] && kill -TERM "$daemon_pid" 2>/dev/null || true
-  wait 2>/dev/null || true
-  "$bin/simgpu" rm "$MOSAIC_SIMGPU" >/dev/null 2>&1 || true
+  for pid in "$be_pid" "$daemon_pid"; do
+    [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null || true
+  done
+  sim_cleanup
   [ -n "$out" ] && mkdir -p "$out" && cp -r "$work"/. "$out"/ || true
   rm -rf "$work"
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
-profiles=$root/profiler/data/h200
-models=$root/predictor/models/h200/lockbox
 requests=${REPLAY_PART_REQUESTS:-100}
 "$bin/simgpu" create "$MOSAIC_SIMGPU" >/dev/null
 
@@ -106,16 +98,10 @@ for pair in $pairs; do
           --hp-kernels "$dir/hp.keys")
   # The recordings: each program alone on the whole GPU. The HP one is
   # also the isolated run that "over p" is measured against.
-  start_daemon "$work/rec.sock" "$dir/rec-hp.log" --policy none record -o "$dir/hp.trace"
-  MOSAIC_SCHED_SOCKET=$work/rec.sock MOSAIC_ROLE=hp LD_PRELOAD=$preload "$bin/hp_service" \
-    "${hp_args[@]}" --gpu-latencies "$dir/iso.gpu" > "$dir/iso.hp.json"
-  sleep 0.2
-  stop_daemon "$dir/rec-hp.log"
-  start_daemon "$work/rec.sock" "$dir/rec-be.log" --policy none record -o "$dir/be.trace"
-  MOSAIC_SCHED_SOCKET=$work/rec.sock MOSAIC_ROLE=be LD_PRELOAD=$preload "$bin/be_trainer" \
-    --seconds 3 "${be_args[@]}" > "$dir/iso.be.json"
-  sleep 0.2
-  stop_daemon "$dir/rec-be.log"
+  sim_record "$dir/hp.trace" hp "$dir/rec-hp.log" "$bin/hp_service" "${hp_args[@]}" \
+    --gpu-latencies "$dir/iso.gpu" > "$dir/iso.hp.json"
+  sim_record "$dir/be.trace" be "$dir/rec-be.log" "$bin/be_trainer" --seconds 3 "${be_args[@]}" \
+    > "$dir/iso.be.json"
   for c in full $splits static; do
     case $c in
       full) name="mosaic full" args=(--policy mosaic --sm-mode full) ;;

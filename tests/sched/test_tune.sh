@@ -34,25 +34,16 @@
 # TEST_TUNE_TRUTH_REQUESTS the truth's runs; TEST_TUNE_KEEP=DIR keeps the
 # reports, the truth and the configs.
 set -euo pipefail
-build=$(cd "$1" && pwd)
-root=$(cd "$(dirname "$0")/../.." && pwd)
-bin=$build/bin
+. "$(dirname "$0")/simgpu_env.sh"
+sim_env tune-test "${1:?usage: test_tune.sh BUILD_DIR}" hp_service be_trainer
 preload=${TEST_TUNE_PRELOAD:-$build/lib/libmosaic.so}
-for f in "$bin/mosaic-sched" "$bin/hp_service" "$bin/be_trainer" "$bin/simgpu"; do
-  [ -x "$f" ] || { echo "test_tune: $f is missing: build first" >&2; exit 2; }
-done
-export MOSAIC_SIMGPU_SCALE=20
-export LD_LIBRARY_PATH=$build/tests/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export MOSAIC_SIMGPU=tune-test-$$
 work=$(mktemp -d)
 cleanup() {
-  "$bin/simgpu" rm "$MOSAIC_SIMGPU" >/dev/null 2>&1 || true
+  sim_cleanup
   rm -rf "$work"
 }
 trap cleanup EXIT
 "$bin/simgpu" create "$MOSAIC_SIMGPU" >/dev/null
-profiles=$root/profiler/data/h200
-models=$root/predictor/models/h200/lockbox
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
