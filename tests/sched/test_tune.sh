@@ -146,8 +146,20 @@ conf=$work/old-driver.conf
 printf '# a user config\nlog-level warn\nhp-sms 64\nsm-mode partition\n' > "$conf"
 # (p = 1.6 and 2.5 s: the full trial must pass the criterion, which a
 # short trial's few requests make a matter of one host stall.)
-if ! FAKECUDA_DRIVER_VERSION=12030 tune "$conf" 1.6 2500 56 --hp-command "$hp" \
-     --be-command "$be" --json > "$work/old.json" 2> "$work/old.err"; then
+# Once more when the full trial alone missed p (a host stall: seen once at
+# load 10, a 56 ms p99 on 18 ms requests); the partition's refusal is the
+# same in both.
+old_ok=0
+for attempt in 1 2; do
+  if FAKECUDA_DRIVER_VERSION=12030 tune "$conf" 1.6 2500 56 --hp-command "$hp" \
+       --be-command "$be" --json > "$work/old.json" 2> "$work/old.err"; then
+    old_ok=1
+    break
+  fi
+  grep -q "no candidate kept at most 1%" "$work/old.err" || break
+  [ "$attempt" = 1 ] && echo "retrying the old driver's tune once: $(grep 'tune: full' "$work/old.err")"
+done
+if [ "$old_ok" != 1 ]; then
   fail "tune on a driver without green contexts failed: $(cat "$work/old.err")"
 else
   python3 - "$work/old.json" "$conf" <<'PY' || fails=$((fails + 1))
