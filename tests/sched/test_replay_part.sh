@@ -41,6 +41,13 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 requests=${REPLAY_PART_REQUESTS:-100}
+# A sanitizer build (REPLAY_TIMING_GATES=report from CMake): the daemon and
+# the shim run unoptimised under ASan/UBSan beside a simulated GPU in real
+# time, so the real runs measure the instrumentation (HP p99 up to 28% and
+# BE up to 8x off the replay there); the comparison is reported, not gated,
+# and everything else (the replays run, on the split asked) still is.
+timing_gated=1
+[ "${REPLAY_TIMING_GATES:-gate}" = report ] && timing_gated=0
 "$bin/simgpu" create "$MOSAIC_SIMGPU" >/dev/null
 
 start_daemon() { # sock log args...
@@ -155,7 +162,7 @@ print('' if max(r['hp_scale'], r['be_scale']) <= 1.12 * s else
         "$bin/hp_service" "${hp_args[@]}" --gpu-latencies "$work/$tag.gpu" > "$work/$tag.hp.json"
       kill -TERM "$be_pid"; wait "$be_pid" || true; be_pid=""
       stop_daemon "$work/$tag.daemon.log"
-      [ "$gated" = 0 ] && break
+      [ "$gated" = 0 ] || [ "$timing_gated" = 0 ] && break
       miss=$(python3 - "$work/$tag" <<'PY'
 import json, sys
 t = sys.argv[1]
@@ -177,9 +184,9 @@ PY
   done
 done
 
-python3 - "$work" "$n" <<'PY'
+python3 - "$work" "$n" "$timing_gated" <<'PY'
 import json, os, sys
-w, n = sys.argv[1], int(sys.argv[2])
+w, n, timing_gated = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
 def p99(v):
     s = sorted(v)
     return s[min(len(s) - 1, max(0, int(round(0.99 * len(s) + 0.5)) - 1))]
@@ -236,7 +243,10 @@ for (pair, p, name, size, gated), i in tags:
     row["misses"] = gate(rp["hp_gpu_p99_ms"], real_p99, rp["be_steps_per_s"], real_be)
     if os.path.exists(os.path.join(w, i + ".retried")):
         row["first_attempt"] = open(os.path.join(w, i + ".retried")).read().strip()
-    if gated:
+    if gated and not timing_gated:
+        for m in row["misses"]:
+            print(f"NOT GATED (sanitizer build): {pair}, {name} at p={p}: {m}")
+    elif gated:
         bad += [f"{pair}, {name} at p={p}: {m}" for m in row["misses"]]
         ngated += 1
     elif row["misses"]:
@@ -250,7 +260,7 @@ for pair in pairs:
         a, b = part
         m = gate(b["replay"]["hp_gpu_p99_ms"], a["real_hp_p99_ms"], b["replay"]["be_steps_per_s"],
                  a["real_be_steps_per_s"])
-        if not m:
+        if not m and timing_gated:
             bad.append(f"{pair}: the replay of partition {b['size']} passes the gate against the "
                        f"real run of partition {a['size']}: the gate cannot tell the split")
         else:
@@ -263,6 +273,11 @@ for b in bad:
     print("FAIL: " + b)
 if bad:
     sys.exit(1)
-print(f"PASS: replay within 10% of the simulated GPU on HP p99 and BE steps/s in {ngated} of {ngated} "
-      f"gated configurations ({len(rows) - ngated} reported only); the wrong split fails the gate")
+if not timing_gated:
+    print(f"PASS (sanitizer build: the {len(rows)} comparisons reported, not gated): every replay "
+          "ran on the split asked")
+else:
+    print(f"PASS: replay within 10% of the simulated GPU on HP p99 and BE steps/s in {ngated} of "
+          f"{ngated} gated configurations ({len(rows) - ngated} reported only); the wrong split "
+          "fails the gate")
 PY
