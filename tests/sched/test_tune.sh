@@ -260,7 +260,11 @@ for name in sorted(set(cands) | set(truth), key=lambda n: (n != "full", n)):
         left = f"{'(' + (c.get('failed', '')[:26] if c else 'tune refused') + ')':30}"
     right = f"{t['requests']:4d} {t['p99_ms']:7.2f} {t['over_pct']:5.1f} {t['be_kps']:7.1f}" if t else "-"
     print(f"  {name:14} {pred} |       {left:<30} |        {right}")
-bad = []
+# bad: what tune did wrong by its own numbers and files; timed: what the
+# truth's runs say, which the sanitizer build reports rather than gates
+# (TUNE_TIMING_GATES=report: the daemon and shim unoptimised under ASan
+# beside a simulated GPU in real time measure the instrumentation).
+bad, timed = [], []
 meets = {n: t for n, t in truth.items() if t["over_pct"] <= 1.0}
 best = max(meets, key=lambda n: meets[n]["be_kps"]) if meets else None
 # A candidate is reproducible when tune's trial and the truth's run of it
@@ -299,7 +303,7 @@ elif trc != 0:
     # Refused: right when no candidate meets p in the truth either, or when
     # those that do are at the line (a request over p in the truth too).
     if decided and best and any(t["over_pct"] == 0 for t in meets.values()):
-        bad.append(f"tune found no candidate within p, but {best} kept every request within p "
+        timed.append(f"tune found no candidate within p, but {best} kept every request within p "
                    f"in the truth ({meets[best]['be_kps']:.1f} BE kernels/s)")
     if hashlib.sha256(open(conf, "rb").read()).hexdigest() not in before:
         bad.append("tune refused but changed the config")
@@ -314,9 +318,9 @@ else:
             bad.append(f"the truth did not run {ch['candidate']}")
         elif t["over_pct"] > 2.0:
             # 1% of 100 is one request; a second is the margin for a stall.
-            bad.append(f"chose {ch['candidate']}, which put {t['over_pct']:.1f}% of requests over p in the truth")
+            timed.append(f"chose {ch['candidate']}, which put {t['over_pct']:.1f}% of requests over p in the truth")
         elif decided and best and t["be_kps"] < 0.85 * meets[best]["be_kps"] and meets[best]["over_pct"] == 0:
-            bad.append(f"chose {ch['candidate']} ({t['be_kps']:.1f} BE kernels/s in the truth), but "
+            timed.append(f"chose {ch['candidate']} ({t['be_kps']:.1f} BE kernels/s in the truth), but "
                        f"{best} gave {meets[best]['be_kps']:.1f} within p")
         # The one rule tune applies, checked on its own numbers too.
         ok = [c for c in r["candidates"] if c["ran"] and c["over_p_pct"] <= 1.0]
@@ -335,9 +339,14 @@ else:
 # rmsnorm (at 1.25 and 1.6; at 1.1 the splits sit at the 1% line).
 want = {"conv": "full", "rmsnorm": "partition" if p > 1.1 else None}[pair]
 if want and decided and best and not best.startswith(want):
-    bad.append(f"the truth's best is {best}, not {want}: the pair does not show what it is for")
+    timed.append(f"the truth's best is {best}, not {want}: the pair does not show what it is for")
 json.dump({"pair": pair, "p": p, "iso_p99_ms": iso, "truth": truth, "best": best,
            "decided": decided, "not_reproducible": unrepro, "tune": r}, open(os.path.join(work, f"{pair}-{sys.argv[3]}.truth.json"), "w"))
+if os.environ.get("TUNE_TIMING_GATES", "gate") == "report":
+    for b in timed:
+        print(f"NOT GATED (sanitizer build): {pair} at p={p}: {b}")
+else:
+    bad += timed
 for b in bad:
     print(f"FAIL: {pair} at p={p}: {b}")
 sys.exit(1 if bad else 0)
@@ -397,7 +406,7 @@ done
 # The check must fail a wrong pick: rmsnorm at 1.6 (where the split won by
 # 2x in every run) given to the check with tune's choice moved to the full
 # GPU must be refused for its BE throughput in the truth.
-if [ -s "$work/rmsnorm-1.6.json" ]; then
+if [ -s "$work/rmsnorm-1.6.json" ] && [ "${TUNE_TIMING_GATES:-gate}" != report ]; then
   python3 - "$work/rmsnorm-1.6.json" "$work/wrong-1.6.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
