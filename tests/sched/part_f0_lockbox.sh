@@ -28,7 +28,9 @@ sim_env part-f0 "${1:?usage: part_f0_lockbox.sh BUILD_DIR [OUT_DIR]}" hp_service
 out=${2:-$(mktemp -d)}
 mkdir -p "$out"
 trap sim_cleanup EXIT
-grid="1 1.25 1.5 2 3 4 6 8"
+# PART_F0_GRID and PART_F0_ONLY (pair names) narrow a run, for a quick look;
+# the choice in docs/tune.md is from the whole grid and every pair.
+grid=${PART_F0_GRID:-1 1.25 1.5 2 3 4 6 8}
 splits="56 88"
 
 # The pairs: "set name HP-variant:count gap-ms BE-variant". Frozen before
@@ -58,6 +60,7 @@ key_of() { # variant: its first kernel's profile key
 t0=$(date +%s)
 for pr in "${pairs[@]}"; do
   read -r set name hp gap be <<< "$pr"
+  [ -n "${PART_F0_ONLY:-}" ] && [[ " $PART_F0_ONLY " != *" $name "* ]] && continue
   d=$out/$name
   mkdir -p "$d"
   echo "$set" > "$d/set"
