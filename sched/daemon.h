@@ -173,6 +173,10 @@ int mosaic__policy_get(int id, struct mosaic__policy *out);
 int mosaic__policy_open(const struct mosaic__sched_config *cfg, struct mosaic__policy *out,
                         char *err, size_t errlen);
 void mosaic__policy_close(struct mosaic__policy *p);
+/* Policy mosaic's overlap factor for an unproven request type under
+ * sm-mode partition (policy_model.c, PART_F0); replay's --part-f0 sets it
+ * for a what-if run, nothing else writes it. */
+extern double mosaic__part_f0;
 
 /* ---- policy_static.c: the static green-context baseline --------------- */
 

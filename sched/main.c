@@ -5,7 +5,7 @@
  *   mosaic-sched [--socket PATH] status [--json]
  *   mosaic-sched [--socket PATH] partition HP_SMS
  *   mosaic-sched [--KEY VALUE ...] record -o FILE
- *   mosaic-sched [--KEY VALUE ...] replay [--mode full] [--warmup N] [--json] TRACE...
+ *   mosaic-sched [--KEY VALUE ...] replay [--mode full|partition] [--warmup N] [--json] TRACE...
  *   mosaic-sched --config FILE [--KEY VALUE ...] tune [--hp-command CMD] [--be-command CMD]
  *                [--keep DIR] [--json]
  *   mosaic-sched version
@@ -39,8 +39,9 @@ static void usage(FILE *fp)
             "       mosaic-sched [--socket PATH] status [--json]\n"
             "       mosaic-sched [--socket PATH] partition HP_SMS\n"
             "       mosaic-sched [--KEY VALUE ...] record -o FILE\n"
-            "       mosaic-sched [--KEY VALUE ...] replay [--mode full] [--warmup N]\n"
-            "                    [--be-lead-ms MS] [--decide-us US] [--seed N] [--json] TRACE...\n"
+            "       mosaic-sched [--KEY VALUE ...] replay [--mode full|partition] [--warmup N]\n"
+            "                    [--be-lead-ms MS] [--decide-us US] [--seed N] [--part-f0 F]\n"
+            "                    [--json] TRACE...\n"
             "       mosaic-sched --config FILE [--KEY VALUE ...] tune [--hp-command CMD]\n"
             "                    [--be-command CMD] [--keep DIR] [--json]\n"
             "       mosaic-sched version\n"
@@ -195,7 +196,7 @@ static int print_status(const char *json)
 
 /* The options of record and replay that are not config keys. */
 static const char *const own_opts[] = {"-o", "--mode", "--warmup", "--be-lead-ms",
-                                       "--decide-us", "--seed", "--hp-command",
+                                       "--decide-us", "--seed", "--part-f0", "--hp-command",
                                        "--be-command", "--keep", NULL};
 
 static int own_opt(const char *a)
@@ -223,6 +224,7 @@ static int parse_num(const char *opt, const char *v, double lo, double hi, doubl
 static int replay_main(const struct mosaic__sched_config *cfg, char **files, int nfiles,
                        const char *mode, struct mosaic__replay_opts *o, int json)
 {
+    static struct mosaic__sched_config rcfg;
     struct mosaic__trace **tr;
     struct mosaic__replay_result r;
     char err[1200];
@@ -233,16 +235,27 @@ static int replay_main(const struct mosaic__sched_config *cfg, char **files, int
                 "record -o FILE` wrote (an HP and a BE trace, or one of both)\n");
         return 2;
     }
-    if (strcmp(mode, "full") != 0) {
-        fprintf(stderr, "mosaic-sched replay: --mode %s: replay models only full (both "
-                "workloads on the whole GPU); SM partitions are not modelled yet\n", mode);
-        return 2;
-    }
-    if (cfg->sm_mode == MOSAIC__SM_PARTITION) {
-        fprintf(stderr, "mosaic-sched replay: sm-mode partition (from the config or a flag; "
-                "`mosaic-sched tune` writes it) cannot be replayed: replay models only the "
-                "full GPU; pass --sm-mode full\n");
-        return 2;
+    /* --mode is replay's name for sm-mode (the config key and its flag): the
+     * split itself is hp-sms, checked where the daemon checks it. Policy
+     * static is always a partition, of its own size or hp-sms. */
+    if (mode) {
+        if (strcmp(mode, "full") != 0 && strcmp(mode, "partition") != 0) {
+            fprintf(stderr, "mosaic-sched replay: --mode %s: use full (both workloads on the "
+                    "whole GPU) or partition (HP on hp-sms SMs, BE on the rest)\n", mode);
+            return 2;
+        }
+        if (cfg->policy == MOSAIC__POLICY_STATIC && strcmp(mode, "full") == 0) {
+            fprintf(stderr, "mosaic-sched replay: --mode full with policy static: policy "
+                    "static always splits the GPU (HP on hp-sms SMs, or on the fewest that "
+                    "keep it under 1.1x); drop --mode, or replay another policy on the full "
+                    "GPU\n");
+            return 2;
+        }
+        rcfg = *cfg;
+        rcfg.sm_mode = strcmp(mode, "partition") == 0 && cfg->policy != MOSAIC__POLICY_STATIC
+                           ? MOSAIC__SM_PARTITION
+                           : MOSAIC__SM_FULL;
+        cfg = &rcfg;
     }
     /* The policies log through the daemon's logger, at --log-level. */
     mosaic__dlog_level = cfg->log_level;
@@ -262,26 +275,28 @@ static int replay_main(const struct mosaic__sched_config *cfg, char **files, int
         fprintf(stderr, "mosaic-sched replay: %s\n", err);
         return 1;
     }
+    mode = r.hp_sms ? "partition" : "full";
     if (json) {
         printf("{\"schema\":\"mosaic-replay/1\",\"policy\":\"%s\",\"slo\":%g,\"mode\":\"%s\","
-               "\"hp_requests\":%u,\"hp_kernels\":%u,\"be_kernels\":%u,"
+               "\"hp_sms\":%u,\"be_sms\":%u,\"hp_requests\":%u,\"hp_kernels\":%u,\"be_kernels\":%u,"
                "\"be_step_kernels\":%u,\"unprofiled_kernels\":%u,\"hp_isolated_p99_ms\":%.4f,"
                "\"hp_p50_ms\":%.4f,\"hp_p99_ms\":%.4f,\"over_p_pct\":%.3f,"
                "\"be_steps_per_s\":%.3f,\"be_isolated_steps_per_s\":%.3f,\"hp_scale\":%.4f,"
                "\"be_scale\":%.4f,\"gpu_scale\":%.4f,\"simulated_ms\":%.3f,"
                "\"hp_gpu_isolated_p99_ms\":%.4f,\"hp_gpu_p99_ms\":%.4f,"
                "\"over_p_gpu_pct\":%.3f}\n",
-               mosaic__policy_name(cfg->policy), cfg->slo, mode, r.hp_requests, r.hp_kernels,
-               r.be_kernels, r.be_step_kernels, r.unprofiled, r.hp_iso_p99_ms, r.hp_p50_ms,
+               mosaic__policy_name(cfg->policy), cfg->slo, mode, r.hp_sms, r.be_sms,
+               r.hp_requests, r.hp_kernels, r.be_kernels, r.be_step_kernels, r.unprofiled, r.hp_iso_p99_ms, r.hp_p50_ms,
                r.hp_p99_ms, r.over_p_pct, r.be_steps_per_s, r.be_iso_steps_per_s, r.hp_scale,
                r.be_scale, r.gpu_scale, r.sim_ms, r.hp_gpu_iso_p99_ms, r.hp_gpu_p99_ms,
                r.over_p_gpu_pct);
         return 0;
     }
-    printf("replay: policy %s, p %g, mode %s: %u HP requests counted (%u HP kernels "
-           "replayed) and %u BE kernels, over %.3f s of simulated time\n",
-           mosaic__policy_name(cfg->policy), cfg->slo, mode, r.hp_requests, r.hp_kernels,
-           r.be_kernels, r.sim_ms / 1e3);
+    printf("replay: policy %s, p %g, mode %s", mosaic__policy_name(cfg->policy), cfg->slo, mode);
+    if (r.hp_sms)
+        printf(" (HP on %u SMs, BE on %u)", r.hp_sms, r.be_sms);
+    printf(": %u HP requests counted (%u HP kernels replayed) and %u BE kernels, over %.3f s "
+           "of simulated time\n", r.hp_requests, r.hp_kernels, r.be_kernels, r.sim_ms / 1e3);
     printf("HP: p50 %.2f ms, p99 %.2f ms (simulated); %.1f%% of requests over p x the "
            "trace's isolated p99 (%.2f ms)\n",
            r.hp_p50_ms, r.hp_p99_ms, r.over_p_pct, r.hp_iso_p99_ms);
@@ -301,7 +316,7 @@ int main(int argc, char **argv)
 {
     static struct mosaic__sched_config cfg;
     const char *cmd = NULL, *config = getenv("MOSAIC_SCHED_CONFIG");
-    const char *out_path = NULL, *mode = "full";
+    const char *out_path = NULL, *mode = NULL;
     const char *hp_cmd = NULL, *be_cmd = NULL, *keep = NULL;
     static char *fwd[512];
     int nfwd = 0;
@@ -343,6 +358,9 @@ int main(int argc, char **argv)
                     return 2;
             } else if (strcmp(a, "--decide-us") == 0) {
                 if (parse_num(a, v, 1, 1e6, &ro.decide_us) != 0)
+                    return 2;
+            } else if (strcmp(a, "--part-f0") == 0) {
+                if (parse_num(a, v, 1, 16, &ro.part_f0) != 0)
                     return 2;
             } else {
                 if (parse_num(a, v, 0, 1e15, &d) != 0)

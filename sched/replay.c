@@ -26,9 +26,17 @@
  *    for the order they dispatched in, or the unmeasured-pair rule. The
  *    dataset is loaded by the simulated GPU's own loader (simgpu_data.c),
  *    so the two read the same numbers the same way.
- *
- * Only the full-GPU mode is modelled: an SM partition needs the partition
- * curves and a partitioned policy, which the daemon does not run yet.
+ *  - SM partitions (sm-mode partition, policy static): HP on hp-sms SMs,
+ *    BE on the rest, as the daemon's WELCOME tells the two shims. A kernel
+ *    alone on n SMs takes its full-GPU time times its variant's measured
+ *    ratio t(n) / t(132) (the curves the loader keeps: the split sweep and
+ *    the partitioned co-runs' isolated runs), else the waves rule; beside
+ *    a kernel on the disjoint rest, one partitioned repeat of the two
+ *    variants at the split nearest this side's SM count, or the memory
+ *    rule. The rules are written here again, from docs/simgpu.md, and not
+ *    taken from simgpu.c: the simulated GPU is what replay is judged
+ *    against (tests/sched/test_replay_part.sh), so the two must be
+ *    separate implementations of one documented model.
  */
 #define _GNU_SOURCE 1
 #include <errno.h>
@@ -358,6 +366,9 @@ struct kinfo {
     uint64_t id;
     int sim;     /* index into the dataset's kernels, -1 unprofiled */
     double dur;  /* isolated ns on the H200 (the profile's) */
+    /* Its time alone on HP's SMs [0] and on BE's [1] over its full-GPU
+     * time (1 and 1 on the whole GPU). */
+    double on_side[2];
 };
 
 struct hpreq {
@@ -386,6 +397,8 @@ struct work {
     unsigned period;
     double hp_scale, be_scale, gpu_scale, hp_iso_p99_ns, be_gap_ns, hp_start_ns;
     unsigned unprofiled;
+    /* The split: HP's SMs [0] and BE's [1]; 0 and 0 for the whole GPU. */
+    unsigned sms[2];
 };
 
 static int kinfo_of(struct work *w, const struct mosaic__trace *t, uint64_t id)
@@ -409,6 +422,7 @@ static int kinfo_of(struct work *w, const struct mosaic__trace *t, uint64_t id)
             break;
         }
     }
+    w->ki[w->nki].on_side[0] = w->ki[w->nki].on_side[1] = 1.0;
     if (w->ki[w->nki].sim >= 0) {
         w->ki[w->nki].dur = w->m->kernels[w->ki[w->nki].sim].dur_ns;
     } else {
@@ -767,9 +781,90 @@ static void pair_rates(const struct work *w, struct run *a, struct run *b)
     }
 }
 
+/* ---- the split (docs/simgpu.md, "SM partitions") ----------------------- */
+
+/* How much longer a kernel (index into the dataset, -1 unprofiled) takes
+ * alone on n SMs than on all of them. A kernel of a measured variant: the
+ * variant's isolated times by SM count (the loader's curve: the split
+ * sweep's medians and the partitioned co-runs' isolated runs, sorted,
+ * ending at the whole GPU), read linearly between the two counts around n,
+ * and below the smallest as the same work on fewer SMs (t x count / n).
+ * Otherwise by its waves: the rounds of resident blocks its grid needs on
+ * n SMs over those on the whole GPU; an unprofiled kernel as filling the
+ * GPU. Never under 1: fewer SMs do not make a kernel faster, and a
+ * measured ratio under 1 is the sweep's noise. */
+static double alone_on(const struct sim_shm *m, int k, unsigned n)
+{
+    const struct sim_kernel *sk;
+    const struct sim_curve *c;
+    double slots, t;
+    unsigned j = 0;
+
+    if (n == 0 || n >= SIM_GPU_SMS)
+        return 1.0;
+    if (k < 0)
+        return (double)SIM_GPU_SMS / n;
+    sk = &m->kernels[k];
+    c = sk->variant >= 0 ? &m->curves[sk->variant] : NULL;
+    if (c && c->n >= 2 && c->sms[c->n - 1] == SIM_GPU_SMS) {
+        while (c->sms[j] < n) /* stops at the whole GPU at the latest */
+            j++;
+        if (j == 0)
+            t = c->us[0] * c->sms[0] / n;
+        else
+            t = c->us[j - 1] + (c->us[j] - c->us[j - 1]) * (double)(n - c->sms[j - 1]) /
+                                   (double)(c->sms[j] - c->sms[j - 1]);
+        return fmax(1.0, t / c->us[c->n - 1]);
+    }
+    slots = fmax(1.0, sk->blocks_per_sm);
+    return fmax(1.0, ceil(fmax(1.0, sk->blocks) / (slots * n)) /
+                         ceil(fmax(1.0, sk->blocks) / (slots * SIM_GPU_SMS)));
+}
+
+/* HP's and BE's kernels on the two sides of the split: they share only
+ * the memory system, so each keeps, while both run, the slowdown of one
+ * partitioned repeat of the two variants over its time alone on its own
+ * side, picked by the two kernels' draws among the repeats measured at the
+ * split nearest HP's SM count (the loader files each repeat under both
+ * orders, with the first one's count). A pair never measured partitioned
+ * slows alike by the two kernels' DRAM demand on their own SMs over the
+ * peak. */
+static void split_rates(const struct work *w, struct run *hp, struct run *be)
+{
+    const struct sim_kernel *kh = kern(w, hp), *kb = kern(w, be);
+    const struct sim_ppair *pp = NULL;
+    unsigned near[SIM_PSAMPLES], nn = 0, best = UINT32_MAX;
+    double sh, sb;
+
+    if (kh && kb && kh->variant >= 0 && kb->variant >= 0)
+        pp = &w->m->ppairs[kh->variant][kb->variant];
+    for (unsigned i = 0; pp && i < pp->n; i++) {
+        unsigned d = (unsigned)abs((int)pp->sms[i] - (int)w->sms[0]);
+        if (d < best) {
+            best = d;
+            nn = 0;
+        }
+        if (d == best)
+            near[nn++] = i;
+    }
+    if (nn > 0) {
+        unsigned i = near[(hp->draw ^ (be->draw * 0x9e3779b97f4a7c15ull)) % nn];
+        sh = fmax(1.0, pp->self[i]);
+        sb = fmax(1.0, pp->other[i]);
+    } else {
+        double bps = (kh ? kh->dram_bps / w->ki[hp->ki].on_side[0] : 0) +
+                     (kb ? kb->dram_bps / w->ki[be->ki].on_side[1] : 0);
+        sh = sb = fmax(1.0, bps / REPLAY_PEAK_BPS);
+    }
+    hp->rate = 1.0 / sh;
+    be->rate = 1.0 / sb;
+}
+
 static void rates(const struct work *w, struct run *hp, struct run *be)
 {
-    if (hp->on && be->on) {
+    if (hp->on && be->on && w->sms[0]) {
+        split_rates(w, hp, be);
+    } else if (hp->on && be->on) {
         pair_rates(w, hp, be);
     } else {
         hp->rate = 1.0;
@@ -817,7 +912,7 @@ static void start(struct sim *s, struct run *r, int ki, double scale, int prio)
 {
     r->on = 1;
     r->ki = ki;
-    r->rem = s->w->ki[ki].dur * scale;
+    r->rem = s->w->ki[ki].dur * scale * s->w->ki[ki].on_side[r == &s->be];
     r->dispatch = s->now + s->jitter * ((double)(rnd(&s->rng) >> 11) * 0x1.0p-53);
     r->draw = rnd(&s->rng);
     r->prio = prio;
@@ -897,11 +992,29 @@ int mosaic__replay_run(const struct mosaic__sched_config *cfg,
         snprintf(err, errlen, "replay: out of memory");
         rc = MOSAIC_ENOMEM;
     }
+    if (rc == 0 && o->part_f0 > 0)
+        mosaic__part_f0 = o->part_f0;
     if (rc == 0) {
         /* The policy's clock is the simulated one from its opening on. */
         sim_clock_on = 1;
         sim_clock_ns = REPLAY_T0;
         rc = mosaic__policy_open(cfg, &pol, err, errlen);
+    }
+    /* The split, as the daemon makes it after opening the policy (which
+     * checked sm-mode partition's hp-sms): each kernel's time alone on its
+     * side follows. */
+    if (rc == 0 && (cfg->policy == MOSAIC__POLICY_STATIC || cfg->sm_mode == MOSAIC__SM_PARTITION)) {
+        struct mosaic__partition part;
+        rc = mosaic__static_partition(cfg, &part, err, errlen);
+        if (rc != 0) {
+            mosaic__policy_close(&pol);
+        } else {
+            w.sms[0] = part.hp_sms;
+            w.sms[1] = part.be_sms;
+            for (unsigned i = 0; i < w.nki; i++)
+                for (int side = 0; side < 2; side++)
+                    w.ki[i].on_side[side] = alone_on(w.m, w.ki[i].sim, w.sms[side]);
+        }
     }
     if (rc == 0) {
         s.w = &w;
@@ -916,6 +1029,9 @@ int mosaic__replay_run(const struct mosaic__sched_config *cfg,
         s.be_state = 1;
         s.be_next_decide = 0;
         be_decide(&s);
+        /* A BE kernel granted at once runs from time 0 (without its rate
+         * it would wait for the first event: the HP service's start). */
+        rates(&w, &s.hp, &s.be);
         while (s.req < w.nreq) {
             double tn = INFINITY, dt;
             int changed = 0;
@@ -1045,6 +1161,8 @@ int mosaic__replay_run(const struct mosaic__sched_config *cfg,
         r->hp_scale = w.hp_scale;
         r->be_scale = w.be_scale;
         r->sim_ms = s.now / 1e6;
+        r->hp_sms = w.sms[0];
+        r->be_sms = w.sms[1];
     }
     free(s.lat);
     free(s.glat);

@@ -65,6 +65,7 @@ struct mosaic__replay_opts {
     double be_lead_ms;     /* BE starts this long before the first HP request */
     double decide_us;      /* a held BE kernel is decided again this often */
     uint64_t seed;         /* dispatch order and co-run repeat draws */
+    double part_f0;        /* > 0: policy mosaic's PART_F0 for this replay */
 };
 
 struct mosaic__replay_result {
@@ -82,11 +83,18 @@ struct mosaic__replay_result {
     double hp_scale, be_scale; /* trace time over profiled time */
     double gpu_scale;          /* the smaller: the GPU's; the rest is host time */
     double sim_ms;             /* simulated time covered */
+    /* The split replayed (sm-mode partition, policy static): HP on hp_sms
+     * SMs, BE on the other be_sms; both 0 for the whole GPU. */
+    unsigned hp_sms, be_sms;
 };
 
 /*
  * Replays the traces (one HP client and one BE client in all, in one trace
- * or two) through the policy of cfg at cfg->slo. MOSAIC_EINVAL with err
+ * or two) through the policy of cfg at cfg->slo, on the whole GPU or, for
+ * sm-mode partition and policy static, on the split the daemon would make
+ * (mosaic__static_partition: hp-sms, or policy static's choice); a split
+ * the GPU cannot make or that the policy refuses is MOSAIC_ECONFIG with
+ * the policy's message. MOSAIC_EINVAL with err
  * when the traces cannot be replayed (no HP or no BE, more than one of a
  * role, no isolated HP request to take durations from); MOSAIC_ECONFIG
  * when the policy cannot be opened; MOSAIC_EFORMAT when the dataset

@@ -817,12 +817,15 @@ static int write_config(struct tune *t, const struct cand *c, int nc, int best, 
     return 0;
 }
 
-static void report_json(const struct tune *t, const struct cand *c, int nc, int best)
+static void report_json(const struct tune *t, const struct cand *c, int nc, int best,
+                        const char *refused)
 {
     cJSON *j = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(j, "candidates");
     char label[64], *s;
 
     cJSON_AddStringToObject(j, "schema", "mosaic-tune/1");
+    if (refused)
+        cJSON_AddStringToObject(j, "refused", refused);
     cJSON_AddNumberToObject(j, "slo", t->cfg->slo);
     cJSON_AddNumberToObject(j, "trial_ms", t->cfg->tune_trial_ms);
     cJSON_AddNumberToObject(j, "hp_isolated_requests", t->iso_requests);
@@ -994,8 +997,11 @@ int mosaic__tune_run(const struct mosaic__sched_config *cfg, const struct mosaic
         }
     }
     if (rc == 0 || no_candidate) {
-        if (a->json && rc == 0) {
-            report_json(&t, c, nc, best);
+        /* No candidate within p is an answer too: the evidence is printed
+         * as it would be for a choice (best -1: none chosen; the reason in
+         * "refused"), and the exit status still says nothing was written. */
+        if (a->json) {
+            report_json(&t, c, nc, best, rc == 0 ? NULL : err);
         } else {
             printf("mosaic-sched tune: p = %g; HP alone: %u requests, span p99 %.2f ms\n",
                    cfg->slo, t.iso_requests, t.iso_p99_ms);

@@ -14,23 +14,11 @@
 #
 #   tests/sched/test_replay_eval.sh BUILD_DIR [OUT_DIR]
 set -euo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-build=$(cd "${1:?usage: test_replay_eval.sh BUILD_DIR [OUT_DIR]}" && pwd)
+. "$(dirname "$0")/simgpu_env.sh"
+sim_env replay-eval "${1:?usage: test_replay_eval.sh BUILD_DIR [OUT_DIR]}" hp_service be_trainer
 out=${2:-$(mktemp -d)}
 mkdir -p "$out"
-bin=$build/bin
-export MOSAIC_SIMGPU_SCALE=${MOSAIC_SIMGPU_SCALE:-20}
-export LD_LIBRARY_PATH=$build/tests/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export MOSAIC_SIMGPU=replay-eval-$$
-profiles=$root/profiler/data/h200
-models=$root/predictor/models/h200/lockbox
-daemon_pid=""
-cleanup() {
-  [ -n "$daemon_pid" ] && kill -TERM "$daemon_pid" 2>/dev/null || true
-  wait 2>/dev/null || true
-  "$bin/simgpu" rm "$MOSAIC_SIMGPU" >/dev/null 2>&1 || true
-}
-trap cleanup EXIT
+trap sim_cleanup EXIT
 
 # The eval setup's kernels and pacing, as scripts/arbiter_eval.sh has them.
 hp_args=(--requests 150 --warmup 3 --gap-ms 16
@@ -43,25 +31,11 @@ be_args=(--seconds 3
 
 reuse=${REPLAY_EVAL_REUSE:-0}
 [ "$reuse" = 1 ] || "$bin/simgpu" create "$MOSAIC_SIMGPU" >/dev/null
-record() { # trace role program args...
-  local trace=$1 role=$2 sock=$out/rec.sock i
-  shift 2
-  rm -f "$trace"
-  "$bin/mosaic-sched" --config /dev/null --socket "$sock" --policy none --metrics-port 0 \
-    --mps off --profile-dir "$profiles" --log-level warn record -o "$trace" \
-    2> "$out/record.log" &
-  daemon_pid=$!
-  for i in $(seq 100); do [ -S "$sock" ] && break; sleep 0.05; done
-  MOSAIC_SCHED_SOCKET=$sock MOSAIC_ROLE=$role LD_PRELOAD=$build/lib/libmosaic.so "$@" \
-    > "$out/$role.record.json"
-  sleep 0.2
-  kill -TERM "$daemon_pid"
-  wait "$daemon_pid"
-  daemon_pid=""
-}
 if [ "$reuse" != 1 ]; then
-  record "$out/hp.trace" hp "$bin/hp_service" "${hp_args[@]}"
-  record "$out/be.trace" be "$bin/be_trainer" "${be_args[@]}"
+  sim_record "$out/hp.trace" hp "$out/record.log" "$bin/hp_service" "${hp_args[@]}" \
+    > "$out/hp.record.json"
+  sim_record "$out/be.trace" be "$out/record.log" "$bin/be_trainer" "${be_args[@]}" \
+    > "$out/be.record.json"
   "$bin/simgpu" rm "$MOSAIC_SIMGPU" >/dev/null
 fi
 

@@ -7,9 +7,10 @@
  *     profiler/data/h200/splits/time.jsonl; sizes the GPU cannot make NaN;
  *   - the same HP request beside the same BE kernel: held under full
  *     sharing (the type is unproven, so the time-slicing bound decides),
- *     admitted on a 56/76 split at p = 1.25 (the predictor's partitioned
- *     pair, p' = p / s), and held on the same split at p = 1.1, where p' is
- *     smaller than the overlap's predicted cost;
+ *     admitted on a 56/76 split at p = 1.25 and 1.1 (the predictor's
+ *     partitioned pair, p' = p / s, at PART_F0), and held on the same
+ *     split at p = 1.05, where p' is smaller than the overlap's predicted
+ *     cost;
  *   - refusals, each with its fix: a split the GPU cannot make (the
  *     nearest offered), no hp-sms, another policy, a split where HP alone
  *     misses p (the smallest that does not offered), no hp-kernels.
@@ -162,11 +163,15 @@ static void partition_budget_admits_where_sharing_holds(void **state)
      * unproven 18 ms request whose slack at 1.25 is 4.5 ms. */
     assert_int_equal(decide_beside_request(1.25, MOSAIC__SM_FULL, 0), MOSAIC__HOLD);
     /* On 56/76 SMs the pair meets only in the memory system (predicted
-     * partitioned slowdown about 1.0, doubled excess plus the floor:
-     * about 1.2x over the overlap) and p' = 1.25 / 1.005. */
+     * partitioned slowdown about 1.0; PART_F0 = 1 times the excess plus
+     * the 0.1 floor: about 1.1x over the overlap) and p' = 1.25 / 1.005. */
     assert_int_equal(decide_beside_request(1.25, MOSAIC__SM_PARTITION, 56), MOSAIC__ADMIT);
-    /* At 1.1, p' = 1.1 / 1.005 = 1.094 leaves less than the overlap costs. */
-    assert_int_equal(decide_beside_request(1.1, MOSAIC__SM_PARTITION, 56), MOSAIC__HOLD);
+    /* At 1.1 the budget is 1.094 x 18 = 19.7 ms; the request, 1 ms in,
+     * has 17 ms of work left, slowed 1.1x over the convolution's ~10 ms on
+     * 76 SMs: about 19 ms, admitted. At 1.05 (p' = 1.045, 18.8 ms) the
+     * same overlap does not fit. */
+    assert_int_equal(decide_beside_request(1.1, MOSAIC__SM_PARTITION, 56), MOSAIC__ADMIT);
+    assert_int_equal(decide_beside_request(1.05, MOSAIC__SM_PARTITION, 56), MOSAIC__HOLD);
 }
 
 static void open_refuses(const char *keys, int policy, double slo, unsigned hp_sms,

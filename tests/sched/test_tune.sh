@@ -30,27 +30,20 @@
 #    pair in loaded Release runs: full sharing's trial at 1.5-4% over, and
 #    no split survives the prediction) passes if the config is untouched.
 # TEST_TUNE_PRELOAD: the clients' LD_PRELOAD (the ASan build puts the ASan
-# runtime ahead of the shim). TEST_TUNE_TRIAL_MS scales the trials.
+# runtime ahead of the shim). TEST_TUNE_TRIAL_MS scales the trials,
+# TEST_TUNE_TRUTH_REQUESTS the truth's runs; TEST_TUNE_KEEP=DIR keeps the
+# reports, the truth and the configs.
 set -euo pipefail
-build=$(cd "$1" && pwd)
-root=$(cd "$(dirname "$0")/../.." && pwd)
-bin=$build/bin
+. "$(dirname "$0")/simgpu_env.sh"
+sim_env tune-test "${1:?usage: test_tune.sh BUILD_DIR}" hp_service be_trainer
 preload=${TEST_TUNE_PRELOAD:-$build/lib/libmosaic.so}
-for f in "$bin/mosaic-sched" "$bin/hp_service" "$bin/be_trainer" "$bin/simgpu"; do
-  [ -x "$f" ] || { echo "test_tune: $f is missing: build first" >&2; exit 2; }
-done
-export MOSAIC_SIMGPU_SCALE=20
-export LD_LIBRARY_PATH=$build/tests/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export MOSAIC_SIMGPU=tune-test-$$
 work=$(mktemp -d)
 cleanup() {
-  "$bin/simgpu" rm "$MOSAIC_SIMGPU" >/dev/null 2>&1 || true
+  sim_cleanup
   rm -rf "$work"
 }
 trap cleanup EXIT
 "$bin/simgpu" create "$MOSAIC_SIMGPU" >/dev/null
-profiles=$root/profiler/data/h200
-models=$root/predictor/models/h200/lockbox
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
@@ -64,17 +57,19 @@ rmsnorm_hp=("$rms" "$rms" "$rms" "$rms" "$rms")
 rmsnorm_be=('_Z9k_conv3x3PKfS0_Pfiiii|grid=16,8,16|block=8,8,1|dsmem=7808')
 conv_gap=12
 rmsnorm_gap=4
-# About 150 requests a trial (a conv request takes 7 ms and 12 ms of gap,
-# an rmsnorm one 18 ms and 4), so that one request over p, which host
-# stalls on a loaded 2-core machine cause under any mode (seen: 1 of 84
-# with no BE at all), stays within 1%.
-conv_trial=${TEST_TUNE_TRIAL_MS:-3000}
-rmsnorm_trial=$(( ${TEST_TUNE_TRIAL_MS:-3000} * 11 / 10 ))
-# The split sizes tried, two a pair to keep the test short: for conv the
-# two largest predicted under 1.6 (88: 1.35x, 120: 1.10x); for rmsnorm a
-# small and a middle one (56: 1.005x, 88: 1.000x).
-conv_splits="88 120"
-rmsnorm_splits="56 88"
+# About 100 requests a trial and a truth run (a conv request takes 7 ms and
+# 12 ms of gap, an rmsnorm one 18 ms and 4), so that one request over p,
+# which host stalls on a loaded 2-core machine cause under any mode (seen:
+# 1 of 84 with no BE at all), stays within 1%, and the whole test within
+# about two minutes.
+conv_trial=${TEST_TUNE_TRIAL_MS:-2000}
+rmsnorm_trial=$(( ${TEST_TUNE_TRIAL_MS:-2000} * 11 / 10 ))
+truth_requests=${TEST_TUNE_TRUTH_REQUESTS:-100}
+# The split sizes tried, to keep the test short: for conv the largest
+# (120: 1.10x, so discarded at 1.1 and run at 1.25 and 1.6); for rmsnorm
+# 56 (1.005x), where BE keeps the most SMs beside a memory-bound HP.
+conv_splits="120"
+rmsnorm_splits="56"
 
 commands() { # pair: sets hp, be, hpk
   local -n hpkeys=${1}_hp bekeys=${1}_be
@@ -151,8 +146,20 @@ conf=$work/old-driver.conf
 printf '# a user config\nlog-level warn\nhp-sms 64\nsm-mode partition\n' > "$conf"
 # (p = 1.6 and 2.5 s: the full trial must pass the criterion, which a
 # short trial's few requests make a matter of one host stall.)
-if ! FAKECUDA_DRIVER_VERSION=12030 tune "$conf" 1.6 2500 56 --hp-command "$hp" \
-     --be-command "$be" --json > "$work/old.json" 2> "$work/old.err"; then
+# Once more when the full trial alone missed p (a host stall: seen once at
+# load 10, a 56 ms p99 on 18 ms requests); the partition's refusal is the
+# same in both.
+old_ok=0
+for attempt in 1 2; do
+  if FAKECUDA_DRIVER_VERSION=12030 tune "$conf" 1.6 2500 56 --hp-command "$hp" \
+       --be-command "$be" --json > "$work/old.json" 2> "$work/old.err"; then
+    old_ok=1
+    break
+  fi
+  grep -q "no candidate kept at most 1%" "$work/old.err" || break
+  [ "$attempt" = 1 ] && echo "retrying the old driver's tune once: $(grep 'tune: full' "$work/old.err")"
+done
+if [ "$old_ok" != 1 ]; then
   fail "tune on a driver without green contexts failed: $(cat "$work/old.err")"
 else
   python3 - "$work/old.json" "$conf" <<'PY' || fails=$((fails + 1))
@@ -185,90 +192,238 @@ if ls -A "$work" | grep -q '\.tune\.'; then
 fi
 
 # ---- 2. the two pairs -------------------------------------------------------
-for pair in conv rmsnorm; do
-  commands "$pair"
-  trialv=${pair}_trial
-  splitsv=${pair}_splits
-  conf=$work/$pair.conf
-  printf '# %s pair\nlog-level warn\n' "$pair" > "$conf"
-  for p in 1.1 1.25 1.6; do
-    # One retry: on this shared 2-core machine a host stall or two puts a
-    # trial's request over p under any mode (full sharing's trials at 1.1
-    # and 1.6 had 0.7-1.5% over in runs here), and 1% of 150 is one
-    # request. A systematic wrong pick fails both attempts.
-    for attempt in 1 2; do
-      before=$(sha256sum < "$conf")
-      if ! tune "$conf" "$p" "${!trialv}" "${!splitsv}" --hp-command "$hp" --be-command "$be" \
-           --json > "$work/$pair-$p.json" 2> "$work/$pair-$p.err"; then
-        msg="$pair at p=$p: tune failed: $(tail -3 "$work/$pair-$p.err")"
-        # At 1.1 no candidate within p is an outcome tune must handle, not
-        # a failure of it: full sharing under policy mosaic misses 1.1 on
-        # these short requests in loaded runs (docs/tune.md). It must say
-        # so and leave the config as it was.
-        if [ "$p" = 1.1 ] && grep -q "no candidate kept at most 1%" "$work/$pair-$p.err" &&
-           [ "$(sha256sum < "$conf")" = "$before" ]; then
-          echo "$pair at p=$p: no candidate within p (config untouched): $(grep -h 'mosaic-sched tune: [fp][ua]' "$work/$pair-$p.err" | tr '\n' ';')"
-          msg=""
-          break
-        fi
-      elif python3 - "$work/$pair-$p.json" "$conf" "$pair" "$p" > "$work/check.out" <<'PY'
-import json, sys
-r = json.load(open(sys.argv[1]))
-text, pair, p = open(sys.argv[2]).read(), sys.argv[3], float(sys.argv[4])
-want = {"conv": "full", "rmsnorm": "partition" if p > 1.1 else None}[pair]
-cs = r["candidates"]
-runs = " and ".join(f"{x:.2f}" for x in r["hp_isolated_p99_ms_runs"])
-print(f"{pair} at p={p}: HP alone p99 {runs} ms (two runs; the smaller, of {r['hp_isolated_requests']} requests, is the base)")
-print(f"  {'candidate':14} {'pred. HP':>8} {'requests':>8} {'HP p99 ms':>9} {'% over p':>8} {'BE kernels/s':>12}")
-for c in cs:
-    if c["discarded"]:
-        print(f"  {c['candidate']:14} {c['predicted_hp_slowdown']:8.3f}  discarded by prediction")
-    elif not c["ran"]:
-        print(f"  {c['candidate']:14} {c['predicted_hp_slowdown']:8.3f}  no result: {c.get('failed', '')}")
+# The truth, measured by this test and not by tune: every candidate that
+# tune ran is run again here, as a user would run it (a daemon of policy
+# mosaic at p in that mode, the BE trainer, 300 ms later the HP service,
+# both under the shim), and scored by the programs' own counts: the HP
+# service's request latencies (first launch to the sync's return, the
+# span tune reads from its daemon's trace, here from the HP program) over
+# p x the isolated p99 of the HP service alone (two runs without shim or
+# daemon, the smaller p99), and the BE trainer's kernels per second.
+truth_iso() { # pair
+  local dir=$work/truth-$1 i
+  mkdir -p "$dir"
+  for i in 1 2; do
+    "$bin/hp_service" "${hp_args[@]}" --latencies "$dir/iso.$i.lat" > /dev/null
+  done
+}
+truth_run() { # pair p mode hp_sms
+  local dir=$work/truth-$1 p=$2 mode=$3 sms=$4 sock=$work/truth.sock tag dpid bpid i
+  tag=$p-$mode-$sms
+  "$bin/mosaic-sched" --config /dev/null --socket "$sock" --metrics-port 0 --mps off \
+    --profile-dir "$profiles" --model-dir "$models" --log-level warn --hp-kernels "$hpk" \
+    --policy mosaic --slo "$p" --sm-mode "$mode" --hp-sms "$sms" daemon 2> "$dir/$tag.log" &
+  dpid=$!
+  for i in $(seq 200); do [ -S "$sock" ] && break; sleep 0.05; done
+  MOSAIC_SCHED_SOCKET=$sock MOSAIC_ROLE=be LD_PRELOAD=$preload "$bin/be_trainer" \
+    --seconds 600 "${be_args[@]}" > "$dir/$tag.be.json" &
+  bpid=$!
+  sleep 0.3
+  MOSAIC_SCHED_SOCKET=$sock MOSAIC_ROLE=hp LD_PRELOAD=$preload "$bin/hp_service" \
+    "${hp_args[@]}" --latencies "$dir/$tag.lat" > /dev/null
+  kill -TERM "$bpid"; wait "$bpid" || true
+  kill -TERM "$dpid"; wait "$dpid" || true
+}
+# The check of one (pair, p): tune's report against the truth's runs.
+cat > "$work/check.py" <<'PY'
+import glob, hashlib, json, os, sys
+work, pair, p, trc, conf, before = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6]
+def p99(v):
+    s = sorted(v)
+    return s[min(len(s) - 1, max(0, int(round(0.99 * len(s) + 0.5)) - 1))]
+def lat(f):
+    return [float(x) for x in open(f) if x.strip()]
+tdir = os.path.join(work, f"truth-{pair}")
+iso = min(p99(lat(os.path.join(tdir, f"iso.{i}.lat"))) for i in (1, 2))
+truth = {}
+for f in glob.glob(os.path.join(tdir, f"{sys.argv[3]}-*.lat")):
+    _, mode, sms = os.path.basename(f)[:-4].rsplit("-", 2)
+    l = lat(f)
+    be = json.loads(open(f[:-4] + ".be.json").read().strip().splitlines()[-1])
+    truth["full" if mode == "full" else f"partition {sms}"] = {
+        "requests": len(l), "p99_ms": p99(l), "over_pct": 100.0 * sum(x > p * iso for x in l) / len(l),
+        "be_kps": be["kernels_per_s"]}
+r = json.load(open(os.path.join(work, f"{pair}-{sys.argv[3]}.json")))
+cands = {c["candidate"]: c for c in r["candidates"]}
+print(f"{pair} at p={p}: HP alone p99 {iso:.2f} ms (the truth's, smaller of two runs; tune's: "
+      + " and ".join(f"{x:.2f}" for x in r["hp_isolated_p99_ms_runs"]) + ")"
+      + (f"; tune refused: {r['refused'][:80]}" if trc else ""))
+print(f"  {'candidate':14} {'pred. HP':>8} | tune: {'reqs':>4} {'p99 ms':>7} {'%>p':>5} {'BE k/s':>7} | truth: {'reqs':>4} {'p99 ms':>7} {'%>p':>5} {'BE k/s':>7}")
+for name in sorted(set(cands) | set(truth), key=lambda n: (n != "full", n)):
+    c, t = cands.get(name), truth.get(name)
+    pred = f"{c['predicted_hp_slowdown']:8.3f}" if c else f"{'':8}"
+    if c and c["discarded"]:
+        left = f"{'discarded by prediction':30}"
+    elif c and c["ran"]:
+        left = f"{c['hp_requests']:4d} {c['hp_p99_ms']:7.2f} {c['over_p_pct']:5.1f} {c['be_kernels_per_s']:7.1f}" + (" *" if c["chosen"] else "  ")
     else:
-        print(f"  {c['candidate']:14} {c['predicted_hp_slowdown']:8.3f} {c['hp_requests']:8d} {c['hp_p99_ms']:9.2f} "
-              f"{c['over_p_pct']:8.1f} {c['be_kernels_per_s']:12.1f}{'  <- chosen' if c['chosen'] else ''}")
-bad = []
-chosen = [c for c in cs if c["chosen"]]
-ok = [c for c in cs if c["ran"] and c["over_p_pct"] <= 1.0]
-if len(chosen) != 1:
-    bad.append(f"{len(chosen)} candidates chosen")
+        left = f"{'(' + (c.get('failed', '')[:26] if c else 'tune refused') + ')':30}"
+    right = f"{t['requests']:4d} {t['p99_ms']:7.2f} {t['over_pct']:5.1f} {t['be_kps']:7.1f}" if t else "-"
+    print(f"  {name:14} {pred} |       {left:<30} |        {right}")
+# bad: what tune did wrong by its own numbers and files; timed: what the
+# truth's runs say, which the sanitizer build reports rather than gates
+# (TUNE_TIMING_GATES=report: the daemon and shim unoptimised under ASan
+# beside a simulated GPU in real time measure the instrumentation).
+bad, timed = [], []
+meets = {n: t for n, t in truth.items() if t["over_pct"] <= 1.0}
+best = max(meets, key=lambda n: meets[n]["be_kps"]) if meets else None
+# A candidate is reproducible when tune's trial and the truth's run of it
+# agree: BE kernels/s within 1.5x of each other (or both under 2), and on
+# which side of 1% over p it falls. Under policy mosaic they need not: one
+# host stall early in a run puts a ratio far over its prediction into the
+# overlap window, and the policy admits little for the next 64 requests
+# (seen here: partition 56 of rmsnorm at 1.25 gave 7.7 BE kernels/s in one
+# run and 69.7 in the next). Where a candidate is not reproducible, which
+# candidate is best is not decided by one run of each, and the check says
+# so and asserts only the pick's SLO in the truth and tune's own rule.
+# Only a candidate that could change the answer counts: the pick itself,
+# or one within p in either run whose better run reaches 0.85x of the
+# pick's BE in the truth.
+chosen_name = next((c["candidate"] for c in r["candidates"] if c["chosen"]), None)
+ref = truth[chosen_name]["be_kps"] if chosen_name in truth else (meets[best]["be_kps"] if best else 0)
+unrepro, decided = [], True
+for name, t in truth.items():
+    c = cands.get(name)
+    if not c or not c["ran"]:
+        continue
+    lo, hi = sorted((t["be_kps"], c["be_kernels_per_s"]))
+    if (hi > 2.0 and hi > 1.5 * lo) or ((t["over_pct"] <= 1.0) != (c["over_p_pct"] <= 1.0)):
+        within = t["over_pct"] <= 1.0 or c["over_p_pct"] <= 1.0
+        matters = name == chosen_name or (within and hi >= 0.85 * ref)
+        decided = decided and not matters
+        unrepro.append(f"{name}: {c['be_kernels_per_s']:.1f} BE kernels/s and {c['over_p_pct']:.1f}% over "
+                       f"in tune's trial, {t['be_kps']:.1f} and {t['over_pct']:.1f}% in the truth's run"
+                       + ("" if matters else " (cannot change the answer)"))
+if unrepro:
+    print(("  not decided by one run of each: " if not decided else "  not reproducible: ")
+          + "; ".join(unrepro))
+if trc != 0 and "refused" not in r:
+    bad.append("tune failed without a refusal in its report")
+elif trc != 0:
+    # Refused: right when no candidate meets p in the truth either, or when
+    # those that do are at the line (a request over p in the truth too).
+    if decided and best and any(t["over_pct"] == 0 for t in meets.values()):
+        timed.append(f"tune found no candidate within p, but {best} kept every request within p "
+                   f"in the truth ({meets[best]['be_kps']:.1f} BE kernels/s)")
+    if hashlib.sha256(open(conf, "rb").read()).hexdigest() not in before:
+        bad.append("tune refused but changed the config")
 else:
-    ch = chosen[0]
-    if want and ch["sm_mode"] != want:
-        bad.append(f"chose {ch['candidate']}, expected {want} (docs/tune.md says why)")
-    if ch["over_p_pct"] > 1.0:
-        bad.append(f"chose {ch['candidate']} with {ch['over_p_pct']:.1f}% over p")
-    if ok and ch["be_kernels_per_s"] < max(c["be_kernels_per_s"] for c in ok):
-        bad.append(f"chose {ch['candidate']}, not the most BE kernels/s within p")
-    if ch["sm_mode"] == "full" and not ch["be_kernels_per_s"] > 0 and p > 1.1:
-        bad.append("full sharing chosen with no BE progress")
-    keys = [l for l in text.splitlines() if l and not l.startswith("#")]
-    if f"sm-mode {ch['sm_mode']}" not in keys or f"hp-sms {ch['hp_sms']}" not in keys or \
-       f"slo {sys.argv[4]}" not in keys or "policy mosaic" not in keys:
-        bad.append(f"the config does not hold the choice: {keys}")
-    if text.count("# >>> mosaic-sched tune") != 1 or "log-level warn" not in keys:
-        bad.append("the config has not exactly one tune block beside the user's lines")
-for c in cs:
-    if c["sm_mode"] == "partition" and c["discarded"] != (c["predicted_hp_slowdown"] >= p):
-        bad.append(f"{c['candidate']}: discarded {c['discarded']} with predicted {c['predicted_hp_slowdown']:.3f} at p {p}")
+    chosen = [c for c in r["candidates"] if c["chosen"]]
+    if len(chosen) != 1:
+        bad.append(f"{len(chosen)} candidates chosen")
+    else:
+        ch = chosen[0]
+        t = truth.get(ch["candidate"])
+        if t is None:
+            bad.append(f"the truth did not run {ch['candidate']}")
+        elif t["over_pct"] > 2.0:
+            # 1% of 100 is one request; a second is the margin for a stall.
+            timed.append(f"chose {ch['candidate']}, which put {t['over_pct']:.1f}% of requests over p in the truth")
+        elif decided and best and t["be_kps"] < 0.85 * meets[best]["be_kps"] and meets[best]["over_pct"] == 0:
+            timed.append(f"chose {ch['candidate']} ({t['be_kps']:.1f} BE kernels/s in the truth), but "
+                       f"{best} gave {meets[best]['be_kps']:.1f} within p")
+        # The one rule tune applies, checked on its own numbers too.
+        ok = [c for c in r["candidates"] if c["ran"] and c["over_p_pct"] <= 1.0]
+        if ch["over_p_pct"] > 1.0 or (ok and ch["be_kernels_per_s"] < max(c["be_kernels_per_s"] for c in ok)):
+            bad.append(f"chose {ch['candidate']}, not its own trials' most BE kernels/s within p")
+        keys = [l for l in open(conf).read().splitlines() if l and not l.startswith("#")]
+        if f"sm-mode {ch['sm_mode']}" not in keys or f"hp-sms {ch['hp_sms']}" not in keys or \
+           f"slo {sys.argv[3]}" not in keys or "policy mosaic" not in keys:
+            bad.append(f"the config does not hold the choice: {keys}")
+        if open(conf).read().count("# >>> mosaic-sched tune") != 1 or "log-level warn" not in keys:
+            bad.append("the config has not exactly one tune block beside the user's lines")
+    for c in r["candidates"]:
+        if c["sm_mode"] == "partition" and c["discarded"] != (c["predicted_hp_slowdown"] >= p):
+            bad.append(f"{c['candidate']}: discarded {c['discarded']} with predicted {c['predicted_hp_slowdown']:.3f} at p {p}")
+# The premise: the truth favours full sharing for conv and a split for
+# rmsnorm (at 1.25 and 1.6; at 1.1 the splits sit at the 1% line).
+want = {"conv": "full", "rmsnorm": "partition" if p > 1.1 else None}[pair]
+if want and decided and best and not best.startswith(want):
+    timed.append(f"the truth's best is {best}, not {want}: the pair does not show what it is for")
+json.dump({"pair": pair, "p": p, "iso_p99_ms": iso, "truth": truth, "best": best,
+           "decided": decided, "not_reproducible": unrepro, "tune": r}, open(os.path.join(work, f"{pair}-{sys.argv[3]}.truth.json"), "w"))
+if os.environ.get("TUNE_TIMING_GATES", "gate") == "report":
+    for b in timed:
+        print(f"NOT GATED (sanitizer build): {pair} at p={p}: {b}")
+else:
+    bad += timed
 for b in bad:
     print(f"FAIL: {pair} at p={p}: {b}")
 sys.exit(1 if bad else 0)
 PY
-      then
-        cat "$work/check.out"
-        msg=""
-        break
+for pair in conv rmsnorm; do
+  commands "$pair"
+  trialv=${pair}_trial
+  splitsv=${pair}_splits
+  gapv=${pair}_gap
+  local_hp=${pair}_hp[@]
+  local_be=${pair}_be[@]
+  hp_args=(--requests "$truth_requests" --warmup 3 --gap-ms "${!gapv}")
+  for k in "${!local_hp}"; do hp_args+=(--kernel "$k"); done
+  be_args=()
+  for k in "${!local_be}"; do be_args+=(--kernel "$k"); done
+  truth_iso "$pair"
+  conf=$work/$pair.conf
+  printf '# %s pair\nlog-level warn\n' "$pair" > "$conf"
+  for p in 1.1 1.25 1.6; do
+    # One retry, of tune and of the truth: on this shared 2-core machine a
+    # host stall or two puts a run's request over p under any mode, and 1%
+    # of 100 is one request. A systematically wrong pick fails both.
+    for attempt in 1 2; do
+      before=$(sha256sum < "$conf")
+      rm -f "$work/$pair-$p.json"
+      trc=0
+      tune "$conf" "$p" "${!trialv}" "${!splitsv}" --hp-command "$hp" --be-command "$be" \
+        --json > "$work/$pair-$p.json" 2> "$work/$pair-$p.err" || trc=$?
+      if [ "$trc" != 0 ] && ! grep -q "no candidate kept at most 1%" "$work/$pair-$p.err"; then
+        msg="$pair at p=$p: tune failed: $(tail -3 "$work/$pair-$p.err")"
       else
-        cat "$work/check.out"
-        msg="$pair at p=$p: $(grep FAIL "$work/check.out" | tr '\n' ' ')"
+        # Every candidate tune did not discard by prediction (with --json
+        # tune reports them when it refuses, too), run again for the truth.
+        rm -f "$work/truth-$pair"/"$p"-*.lat
+        while read -r mode sms; do
+          truth_run "$pair" "$p" "$mode" "$sms"
+        done < <(python3 -c "
+import json, sys
+for c in json.load(open(sys.argv[1]))['candidates']:
+    if not c['discarded']:
+        print(c['sm_mode'], c['hp_sms'])" "$work/$pair-$p.json")
+        if python3 "$work/check.py" "$work" "$pair" "$p" "$trc" "$conf" "$before" > "$work/check.out"
+        then
+          cat "$work/check.out"
+          msg=""
+          break
+        else
+          cat "$work/check.out"
+          msg="$pair at p=$p: $(grep FAIL "$work/check.out" | tr '\n' ' ')"
+        fi
       fi
       [ "$attempt" = 1 ] && echo "retrying $pair at p=$p once: $msg"
     done
     [ -n "$msg" ] && fail "$msg (after one retry)"
   done
 done
+# The check must fail a wrong pick: rmsnorm at 1.6 (where the split won by
+# 2x in every run) given to the check with tune's choice moved to the full
+# GPU must be refused for its BE throughput in the truth.
+if [ -s "$work/rmsnorm-1.6.json" ] && [ "${TUNE_TIMING_GATES:-gate}" != report ]; then
+  python3 - "$work/rmsnorm-1.6.json" "$work/wrong-1.6.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+for c in r["candidates"]:
+    c["chosen"] = c["sm_mode"] == "full"
+json.dump(r, open(sys.argv[2], "w"))
+PY
+  cp "$work/wrong-1.6.json" "$work/rmsnorm-1.6.json"
+  if python3 "$work/check.py" "$work" rmsnorm 1.6 0 "$work/rmsnorm.conf" "$(sha256sum < "$work/rmsnorm.conf")" > "$work/wrong.out"; then
+    fail "the check passed tune choosing the full GPU for rmsnorm at p=1.6: $(cat "$work/wrong.out")"
+  elif ! grep -q "BE kernels/s in the truth), but partition 56 gave" "$work/wrong.out"; then
+    fail "the check refused the wrong pick, but not for its BE throughput: $(grep FAIL "$work/wrong.out")"
+  else
+    echo "ok: the check refuses a wrong pick: $(grep -m1 'BE kernels/s in the truth' "$work/wrong.out")"
+  fi
+fi
+{ [ -z "${TEST_TUNE_KEEP:-}" ] || { mkdir -p "$TEST_TUNE_KEEP" && cp "$work"/*.json "$work"/*.conf "$TEST_TUNE_KEEP"/; }; } 2>/dev/null || true
 
 if [ "$fails" -ne 0 ]; then
   echo "test_tune: $fails failure(s)"
