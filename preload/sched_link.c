@@ -46,9 +46,10 @@
  * for the device once per connection, at its first write (request) or by
  * the first launching thread that sees the connection (kernel).
  *
- * The HP launch path is a role check, one compare of the connection's
- * generation against the one followed (everything per connection is done
- * when it changes: the partition, the mapping, which writes to make), the
+ * The HP launch path is a role check, one compare of the client's epoch
+ * (moved by a new connection and by a partition change) against the one
+ * followed (everything per connection is done when it changes: the
+ * partition, the mapping, which writes to make), the
  * kernel id from a per-thread cache and the ring post; no lock, no system
  * call.
  *
@@ -678,16 +679,14 @@ static inline void gate_load(const struct mosaic__binding *b, const void *fn)
 }
 
 /* HP: what the connection path decided for the launch path. */
-static _Atomic uint64_t hp_gen;     /* the connection followed; 0: none yet */
-static _Atomic uint64_t hp_pseq;    /* the partition change followed */
+static _Atomic uint64_t hp_epoch;   /* the client's epoch followed; 0: none yet */
 static _Atomic int hp_graph_writes; /* a completion write after each graph launch */
 static _Atomic int hp_kernel_writes; /* and after each kernel launch */
 
 /* In a child: its connections start from generation 1 again. */
 static void hp_after_fork(void)
 {
-    atomic_store(&hp_gen, 0);
-    atomic_store(&hp_pseq, 0);
+    atomic_store(&hp_epoch, 0);
     atomic_store(&hp_graph_writes, 0);
     atomic_store(&hp_kernel_writes, 0);
 }
@@ -758,6 +757,9 @@ static int hp_complete_device(struct mosaic_sched_client *c, int hook, CUstream 
  */
 static void hp_follow(const struct mosaic__binding *b, struct mosaic_sched_client *c)
 {
+    /* The epoch first: a change while this runs moves it past the one
+     * stored at the end, and the next launch follows again. */
+    uint64_t epoch = mosaic_sched_client_epoch(c);
     uint64_t gen = mosaic_sched_client_generation(c);
     int mapped = 0;
 
@@ -772,19 +774,17 @@ static void hp_follow(const struct mosaic__binding *b, struct mosaic_sched_clien
     }
     atomic_store(&hp_graph_writes, b && gdrv.hp_mode != HP_WRITES_OFF);
     atomic_store(&hp_kernel_writes, mapped);
-    atomic_store(&hp_pseq, mosaic_sched_client_partition_seq(c));
-    atomic_store(&hp_gen, gen);
+    atomic_store(&hp_epoch, epoch);
 }
 
 /* HP, the launch path's one check of the connection and its partition:
- * four loads. */
+ * the client's epoch (moved by a new connection and by a partition
+ * change) against the one followed, two loads. */
 static inline void hp_check_connection(const struct mosaic__binding *b,
                                        struct mosaic_sched_client *c)
 {
-    if (MOSAIC__UNLIKELY(mosaic_sched_client_generation(c) !=
-                             atomic_load_explicit(&hp_gen, memory_order_relaxed) ||
-                         mosaic_sched_client_partition_seq(c) !=
-                             atomic_load_explicit(&hp_pseq, memory_order_relaxed)))
+    if (MOSAIC__UNLIKELY(mosaic_sched_client_epoch(c) !=
+                         atomic_load_explicit(&hp_epoch, memory_order_relaxed)))
         hp_follow(b, c);
 }
 
