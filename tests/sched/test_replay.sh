@@ -35,7 +35,11 @@ hp_k=('_Z9k_conv3x3PKfS0_Pfiiii|grid=16,8,16|block=8,8,1|dsmem=7808'
       '_Z9k_conv3x3PKfS0_Pfiiii|grid=28,4,8|block=32,16,1|dsmem=24192')
 be_k=('_Z9k_conv3x3PKfS0_Pfiiii|grid=16,4,32|block=16,16,1|dsmem=14976'
       '_Z9k_conv3x3PKfS0_Pfiiii|grid=1,16,8|block=16,16,1|dsmem=14976')
-hp_args=(--requests 20 --warmup 3 --gap-ms 4)
+# The warm-up requests absorb the shim's background connection: it comes up
+# at the program's first launch, and under ctest -j2 on the loaded 2 cores
+# it has taken three requests (about 25 ms); 30 give it about 250 ms.
+hp_warmup=30
+hp_args=(--requests 20 --warmup "$hp_warmup" --gap-ms 4)
 for k in "${hp_k[@]}"; do hp_args+=(--kernel "$k"); done
 be_args=(--steps 30)
 for k in "${be_k[@]}"; do be_args+=(--kernel "$k"); done
@@ -66,10 +70,11 @@ head -1 "$work/hp.trace" | grep -q '"schema":"mosaic-trace/1"' || fail "no mosai
 tail -1 "$work/hp.trace" | grep -q '"ev":"end"' || fail "no end record"
 # The shim connects asynchronously (the program's start never waits), so
 # the first requests may run before the connection is up and go unseen:
-# 20 to 23 requests (20 + 3 warm-up; under ctest -j2 on the loaded 2 cores
-# the connection has come up as late as the third), each of 3 kernels.
+# the 20 measured requests and those of the warm-up after the connection,
+# each of 3 kernels: no fewer than 20, no more than the program ran.
 nreq=$(grep -c '"ev":"hp_end"' "$work/hp.trace")
-[ "$nreq" -ge 20 ] && [ "$nreq" -le 23 ] || fail "the HP trace holds $nreq request ends, not 20-23"
+[ "$nreq" -ge 20 ] && [ "$nreq" -le $((20 + hp_warmup)) ] ||
+  fail "the HP trace holds $nreq request ends, not 20-$((20 + hp_warmup))"
 # A connection that comes up inside the first request adds its last one
 # or two launches without their begin.
 n=$(grep -c '"ev":"hp_launch"' "$work/hp.trace")
@@ -139,26 +144,27 @@ cat "$work/none.json" "$work/hold.json" "$work/mosaic.json"
 [ "$(field "$work/none.json" hp_kernels)" = $((3 * nreq)) ] || fail "replay ran $(field "$work/none.json" hp_kernels) HP kernels, not $((3 * nreq))"
 [ "$(field "$work/none.json" be_step_kernels)" = 2 ] || fail "the BE step is not 2 kernels"
 [ "$(field "$work/none.json" unprofiled_kernels)" = 0 ] || fail "kernels without a profile"
-python3 - "$work" "$t0" "$t1" <<'PY' || fail "replay's results"
+python3 - "$work" "$t0" "$t1" "$nreq" <<'PY' || fail "replay's results"
 import json, sys
-w, t0, t1 = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+w, t0, t1, nreq = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
 none, hold, mos = (json.load(open(f"{w}/{n}.json")) for n in ("none", "hold", "mosaic"))
 # conv beside conv is slowed 1.5-2x on the H200: without control the
 # replayed HP median is well above hold-be's (whose HP runs alone in the
 # replay: 1.38-1.41x in the runs that failed the old test), its p99 above
-# the recorded isolated one, and BE makes progress. The isolated p99 is
-# the recording's host time over 20-23 requests, nearly their maximum,
-# which one host stall of the loaded machine moves (9.5 ms against a usual
-# 7.9): 1.3x of it failed runs whose replay was right.
+# hold-be's (HP alone, in the same replay), and BE makes progress. The p99
+# is not compared with the recorded isolated p99: that is the recording's
+# host time, nearly the maximum of its requests, which one host stall of
+# the loaded machine moves (9.5 ms against a usual 7.9) and which failed
+# runs whose replay was right; the replay's own HP-alone p99 has no host
+# in it.
 assert none["hp_p50_ms"] > 1.2 * hold["hp_p50_ms"], (none, hold)
-assert none["hp_p99_ms"] > none["hp_isolated_p99_ms"], none
 assert none["be_steps_per_s"] > 0, none
 assert hold["over_p_pct"] <= none["over_p_pct"], (hold, none)
 assert hold["hp_p99_ms"] < none["hp_p99_ms"], (hold, none)
 assert hold["be_steps_per_s"] < none["be_steps_per_s"], (hold, none)
-# The simulated time covers the run (22-23 requests of ~5.6 ms plus gaps), and
+# The simulated time covers the run (nreq requests of ~5.6 ms plus gaps), and
 # four replays took far less wall time than that.
-assert 22 * 5.0 < none["simulated_ms"] < 23 * 20.0, none
+assert nreq * 5.0 < none["simulated_ms"] < nreq * 20.0, none
 assert t1 - t0 < 20, t1 - t0
 print("replay results OK")
 PY
