@@ -233,6 +233,23 @@ static struct mosaic_sched_client *hp_client(const struct dmn *d)
 
 #define WAIT_UNTIL STU_WAIT_UNTIL
 
+/* A daemon, an HP client with request 1 open, and gate_prog as BE with
+ * args: returned once the first want is decided and held (all of the
+ * program's launches are on the device by then), and 200 ms more. */
+static struct mosaic_sched_client *be_held_by_request(struct dmn *d, struct prog *p,
+                                                      const char *const *env, const char *args)
+{
+    struct mosaic_sched_client *hp;
+
+    dmn_start(d, NULL);
+    hp = hp_client(d);
+    assert_int_equal(mosaic_sched_hp_request_begin(hp, 1, 0), 0);
+    prog_start(p, d, "be", env, args);
+    WAIT_UNTIL(be_waiting(d) >= 1, 20000);
+    stu_msleep(200);
+    return hp;
+}
+
 /* ---- tests --------------------------------------------------------------- */
 
 /*
@@ -252,13 +269,7 @@ static void be_stream_8_deep_starts_each_kernel_after_its_grant(void **state)
     int n, after_r2 = 0;
 
     (void)state;
-    dmn_start(&d, NULL);
-    hp = hp_client(&d);
-    assert_int_equal(mosaic_sched_hp_request_begin(hp, 1, 0), 0);
-    prog_start(&p, &d, "be", NULL, "--kernels 8 --us 20000");
-    /* Held: the first want is decided and held; all eight are on the device. */
-    WAIT_UNTIL(be_waiting(&d) >= 1, 20000);
-    stu_msleep(200);
+    hp = be_held_by_request(&d, &p, NULL, "--kernels 8 --us 20000");
     t1 = now_ns();
     assert_int_equal(mosaic_sched_hp_request_end(hp, 1, 0), 0);
     /* About three and a half kernels in, a second request holds the rest. */
@@ -312,12 +323,7 @@ static void first_launch_of_a_lazy_library_kernel_does_not_wait(void **state)
     uint64_t t1;
 
     (void)state;
-    dmn_start(&d, NULL);
-    hp = hp_client(&d);
-    assert_int_equal(mosaic_sched_hp_request_begin(hp, 1, 0), 0);
-    prog_start(&p, &d, "be", lazy, "--kernels 8 --us 20000 --library");
-    WAIT_UNTIL(be_waiting(&d) >= 1, 20000);
-    stu_msleep(200);
+    hp = be_held_by_request(&d, &p, lazy, "--kernels 8 --us 20000 --library");
     t1 = now_ns();
     assert_int_equal(mosaic_sched_hp_request_end(hp, 1, 0), 0);
     assert_int_equal(prog_finish(&p, k, NULL, 0), 8);
