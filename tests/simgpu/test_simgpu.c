@@ -488,6 +488,7 @@ static void lazy_case(CUstream wait_on, CUkernel load_first, CUkernel launch,
     else
         assert_true(back < w.wrote_at);
     assert_int_equal(cuCtxSynchronize(), CUDA_SUCCESS);
+    assert_int_equal(cuMemFreeHost(flag), CUDA_SUCCESS);
 }
 
 static void test_lazy_library_kernels(void **state)
@@ -512,6 +513,8 @@ static void test_lazy_library_kernels(void **state)
     lazy_case(s, NULL, a, s, 0);
     /* c's load waits for a wait on the other stream. */
     lazy_case(s2, c, NULL, s, 1);
+    assert_int_equal(cuStreamDestroy(s), CUDA_SUCCESS);
+    assert_int_equal(cuStreamDestroy(s2), CUDA_SUCCESS);
 }
 
 static void test_partial_overlap(void **state)
