@@ -15,7 +15,8 @@ scripts/arbiter_eval.sh's eval setup, and something is killed mid-run:
       with run, no request that ended before be-timeout-ms is over p, BE
       does make steps after it (requests may then go over p: that is what
       uncontrolled means, counted and printed), and no request waits on the
-      absent daemon (every one under NOT_BLOCKED x the isolated p99). Both:
+      absent daemon (every one under WAIT_S on the host, NOT_BLOCKED x the
+      isolated p99 on the GPU). Both:
       BE steps after the restart, status --json lists both clients by pid,
       both programs exit 0.
   client-kill: an HP client is SIGKILLed in the middle of a request while
@@ -24,8 +25,8 @@ scripts/arbiter_eval.sh's eval setup, and something is killed mid-run:
       no HP request stays in flight, the held BE kernel is decided again at
       once (the BE trainer steps within HELD_REDECIDED_S, not after
       hp-request-timeout-ms), and a second BE trainer and a new HP service
-      carry on, no HP request waiting on the dead client (under
-      NOT_BLOCKED x the isolated p99).
+      carry on, no HP request waiting on the dead client (under WAIT_S
+      and NOT_BLOCKED x the isolated p99).
 
 The tests in tests/sched/test_sched_daemon.c cover the same faults with the
 client library alone and no simulated work; this file is about what the HP
@@ -34,7 +35,8 @@ service and the BE trainer see.
 "Over p" is about a request's GPU span (events around it, the simulated
 GPU's time: what interference changes) against p x the isolated p99 of
 spans, as in scripts/arbiter_eval.sh; "waits on the daemon" is about its
-host latency against NOT_BLOCKED x the isolated host p99. Host latencies
+host latency against WAIT_S, and its span against NOT_BLOCKED x the
+isolated p99 of spans. Host latencies
 also hold the loaded host's scheduling delays, which put requests over p
 under any control.
 
@@ -57,11 +59,16 @@ P = 1.25
 # the waiting and the uncontrolled part, and long beside a request (23 ms).
 BE_TIMEOUT_S = 0.6
 OUTAGE_S = 1.5
-# No request may take this many isolated p99s while the daemon is away:
-# uncontrolled conv beside conv measured at most 1.85x under the `none`
-# policy (docs/arbiter-eval.md); a request waiting for the daemon would take
-# seconds.
+# No request's GPU span may be this many isolated p99s while the daemon is
+# away: uncontrolled conv beside conv measured at most 1.85x under the
+# `none` policy (docs/arbiter-eval.md).
 NOT_BLOCKED = 3.0
+# Nor may its host latency exceed this: a request waiting for the daemon
+# would take seconds (be-timeout-ms, reconnect intervals, the 10 s
+# hp-request-timeout-ms), while this loaded 2-core host has stalled a
+# request by 93 ms with nothing to wait for (3.3x the isolated host p99,
+# 2026-12-02 07:05 UTC, load 12), which the old 3x host bound failed.
+WAIT_S = 0.5
 # A BE kernel held for a dead HP client's request must be decided again at
 # once; the daemon's own fallback, hp-request-timeout-ms, is 10 s.
 HELD_REDECIDED_S = 1.0
@@ -339,9 +346,10 @@ def daemon_kill(e, iso, mode):
           f"BE used {100 * be_cpu:.0f}% of a core after be-timeout-ms")
     if not outage:
         raise Failed(f"{tag}: no HP request ran during the outage: the test shows nothing")
-    if worst > NOT_BLOCKED * iso.host:
-        raise Failed(f"{tag}: a request took {worst * 1e3:.1f} ms during the outage, {worst / iso.host:.1f}x the "
-                     f"isolated host p99: HP waited on the absent daemon")
+    if worst > WAIT_S or worst_gpu > NOT_BLOCKED * iso.gpu:
+        raise Failed(f"{tag}: a request took {worst * 1e3:.1f} ms on the host (bound {WAIT_S * 1e3:.0f}), "
+                     f"GPU span {worst_gpu / iso.gpu:.1f}x the isolated p99 (bound {NOT_BLOCKED}x) "
+                     f"during the outage: HP waited on the absent daemon")
     if mode == "hold":
         if over:
             slo_fail(f"{tag}: {len(over)} requests over p during the outage with BE held "
@@ -459,9 +467,11 @@ def client_kill(e, iso):
     # docs/arbiter-eval.md); what the kill must not do is leave anything
     # for HP to wait on.
     worst = max(l for _, l, _ in req)
-    if worst > NOT_BLOCKED * iso.host:
-        raise Failed(f"{tag}: an HP request took {worst * 1e3:.1f} ms after a BE client died, "
-                     f"{worst / iso.host:.1f}x the isolated host p99")
+    worst_gpu = max(g for _, _, g in req)
+    if worst > WAIT_S or worst_gpu > NOT_BLOCKED * iso.gpu:
+        raise Failed(f"{tag}: an HP request took {worst * 1e3:.1f} ms on the host (bound "
+                     f"{WAIT_S * 1e3:.0f}), GPU span {worst_gpu / iso.gpu:.1f}x the isolated p99 "
+                     f"(bound {NOT_BLOCKED}x) after a BE client died")
     if not steps2:
         raise Failed(f"{tag}: the other BE trainer made no step after the first one died")
     log = open(e.path(tag + ".daemon.log")).read()
