@@ -9,7 +9,8 @@
  * core/kident.c checks every entry against cuda.h's own declaration at
  * compile time, so a list that drifted from the header does not build.
  * Tested on driver 580.159.04 / CUDA 13.0 (H200); cuFuncGetName and
- * cuKernelGetName need driver 12.3 or newer (older ones leave them NULL).
+ * cuKernelGetName need driver 12.3 or newer, cuFuncIsLoaded and cuFuncLoad
+ * 12.4 (older ones leave them NULL).
  */
 #ifndef MOSAIC_CORE_CUDRV_H
 #define MOSAIC_CORE_CUDRV_H
@@ -31,6 +32,8 @@ extern "C" {
     X(cuKernelGetName, (const char **, CUkernel))                              \
     X(cuKernelGetAttribute, (int *, CUfunction_attribute, CUkernel, CUdevice)) \
     X(cuKernelGetFunction, (CUfunction *, CUkernel))                           \
+    X(cuFuncIsLoaded, (CUfunctionLoadingState *, CUfunction))                 \
+    X(cuFuncLoad, (CUfunction))                                                \
     X(cuOccupancyMaxActiveBlocksPerMultiprocessor,                             \
       (int *, CUfunction, int, size_t))                                        \
     X(cuStreamIsCapturing, (CUstream, CUstreamCaptureStatus *))                \

@@ -570,6 +570,17 @@ static const void *green_function(struct part *p, const void *fn)
     return have ? have : (const void *)f;
 }
 
+void mosaic__green_prepare(const void *fn)
+{
+    struct part *p;
+
+    if (atomic_load_explicit(&mosaic__green_on, memory_order_acquire) == MOSAIC__GREEN_PENDING)
+        change(); /* the partition this launch will enter */
+    p = atomic_load_explicit(&G.cur, memory_order_acquire);
+    if (p)
+        (void)green_function(p, fn);
+}
+
 int mosaic__green_enter(const struct mosaic__binding *b, int hook, const void *handle,
                         const void *fn, CUstream app, struct mosaic__green_launch *g)
 {

@@ -64,6 +64,12 @@ int mosaic__green_enter(const struct mosaic__binding *b, int hook, const void *h
  * in the green context; never redirected again). */
 int mosaic__green_leave(struct mosaic__green_launch *g, CUresult r);
 
+/* The BE gate, before it enqueues the wait in front of a launch of kernel
+ * fn: fn's function in the current partition's green context is made now
+ * (which loads it there), so that the launch does not load it behind the
+ * wait (sched_link.c, "lazy module loading"). */
+void mosaic__green_prepare(const void *fn);
+
 /*
  * The launch hooks' few lines (hooks.c): r = the launch, redirected when
  * green_call can be made (it names the green stream gs_ and the function

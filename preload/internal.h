@@ -200,6 +200,7 @@ struct mosaic__kernel {
     int max_threads;     /* most threads per block this kernel allows */
     int local_bytes;     /* local memory per thread */
     _Atomic uint64_t graph_runs; /* executions inside graphs (folded) */
+    _Atomic int gate_loaded;     /* BE gate: loaded in the context (sched_link.c) */
     uint64_t snap;               /* scratch for stats snapshots */
     /* The first configurations a kernel is launched with, counted; most
      * kernels have one or two. Launches of further ones are only summed. */
@@ -293,10 +294,13 @@ struct mosaic__counters {
     _Atomic uint64_t name_matched_lookups; /* wrapped by the name fallback */
     /* The arbiter's gate (sched_link.c): BE kernels gated on the device,
      * held on the host, host holds because the device gate could not be
-     * used, and HP launches followed by a device completion write. */
+     * used, kernels the gate loaded before their first gated launch (lazy
+     * module loading), and HP launches followed by a device completion
+     * write. */
     _Atomic uint64_t be_gated_device;
     _Atomic uint64_t be_held_host;
     _Atomic uint64_t be_gate_fallbacks;
+    _Atomic uint64_t be_gate_loads;
     _Atomic uint64_t hp_completion_writes;
 } __attribute__((aligned(MOSAIC__CACHE_LINE)));
 /* The process's counters, one copy per shard (summed by mosaic__ctr_sum). */

@@ -46,9 +46,10 @@
  * for the device once per connection, at its first write (request) or by
  * the first launching thread that sees the connection (kernel).
  *
- * The HP launch path is a role check, one compare of the connection's
- * generation against the one followed (everything per connection is done
- * when it changes: the partition, the mapping, which writes to make), the
+ * The HP launch path is a role check, one compare of the client's epoch
+ * (moved by a new connection and by a partition change) against the one
+ * followed (everything per connection is done when it changes: the
+ * partition, the mapping, which writes to make), the
  * kernel id from a per-thread cache and the ring post; no lock, no system
  * call.
  *
@@ -64,6 +65,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mosaic/sched.h"
@@ -588,17 +590,103 @@ void mosaic__sched_be_launched(const struct mosaic__binding *b, int hook)
     pthread_mutex_unlock(&gs->lock);
 }
 
+/* ---- lazy module loading before the gate ------------------------------- */
+
+/*
+ * With lazy module loading (CUDA_MODULE_LOADING=LAZY, the default since
+ * CUDA 12.2) a library's kernel (a CUkernel, what the CUDA runtime
+ * launches) is loaded into the context at its first launch, and that load
+ * waits for the work the context has queued on every stream. Behind the
+ * gate's own unreleased wait a first launch then does not return until the
+ * daemon's grant: the BE thread stalls in the shim (H200, driver
+ * 580.159.04: 200 ms for a grant written 200 ms later, where a loaded
+ * kernel's launch took 0.02 ms; docs/results/2026-12-02-gpu/). So the gate
+ * loads each kernel before it enqueues the first wait for it:
+ * cuKernelGetFunction loads a CUkernel into the current context (it is the
+ * call that waited there), and cuFuncIsLoaded/cuFuncLoad (driver 12.4+;
+ * without them nothing more is done) load a CUfunction that is not loaded
+ * yet (a module's functions were loaded when cuModuleGetFunction returned
+ * them, on that driver). What this cannot avoid: while other gated kernels
+ * of this process still wait for their grants, the load waits for them too
+ * (measured there also when they wait on another stream). Such a load is
+ * logged; CUDA_MODULE_LOADING=EAGER avoids it, at the cost of loading
+ * every kernel at start.
+ *
+ * Once per kernel: the kernel record keeps that it was done, and a
+ * per-thread table of the handles seen keeps the launch path's check to
+ * one load and compare.
+ */
+#define LOAD_SEEN 64
+static __thread __attribute__((tls_model("initial-exec"))) const void *load_seen[LOAD_SEEN];
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static __attribute__((noinline)) void gate_load_miss(const struct mosaic__binding *b,
+                                                     const void **seen, const void *fn)
+{
+    struct mosaic__kernel *k = mosaic__kernel_get(fn, -1);
+    const struct mosaic__drv *d = &b->drv;
+    CUfunctionLoadingState st = CU_FUNCTION_LOADING_STATE_LOADED;
+    CUfunction f = (CUfunction)(uintptr_t)fn;
+    int own = k->handle == fn; /* not the placeholder of an unknown handle */
+    int loads = 0;
+    uint64_t t0, ns;
+
+    *seen = fn;
+    if (own && atomic_load_explicit(&k->gate_loaded, memory_order_acquire))
+        return;
+    t0 = mono_ns();
+    if (k->kind == MOSAIC__KIND_KERNEL) {
+        f = NULL;
+        if (d->cuKernelGetFunction &&
+            d->cuKernelGetFunction(&f, (CUkernel)(uintptr_t)fn) == CUDA_SUCCESS)
+            loads = 1;
+    }
+    if (f && d->cuFuncIsLoaded && d->cuFuncLoad && d->cuFuncIsLoaded(&st, f) == CUDA_SUCCESS &&
+        st == CU_FUNCTION_LOADING_STATE_UNLOADED && d->cuFuncLoad(f) == CUDA_SUCCESS)
+        loads = 1;
+    ns = mono_ns() - t0;
+    if (loads)
+        MOSAIC__INC(be_gate_loads);
+    /* Tried once, whatever the outcome: a failure here (no context on this
+     * thread) leaves the launch as it was without the gate's load. */
+    if (own)
+        atomic_store_explicit(&k->gate_loaded, 1, memory_order_release);
+    if (ns > 1000000)
+        MOSAIC__LOG(MOSAIC__LOG_INFO, "loading kernel %s before its first gated launch took "
+                    "%.1f ms: the driver waited for queued work (gated kernels of this process "
+                    "waiting for their grants); CUDA_MODULE_LOADING=EAGER loads every kernel "
+                    "at start instead", k->name, (double)ns / 1e6);
+}
+
+/* BE, device mode: kernel fn is loaded before the gate's wait is enqueued
+ * in front of its launch (above); with an SM partition also its function
+ * in the partition's green context, which is made (and loaded) there. */
+static inline void gate_load(const struct mosaic__binding *b, const void *fn)
+{
+    const void **seen = &load_seen[((uintptr_t)fn >> 4) % LOAD_SEEN];
+
+    if (MOSAIC__UNLIKELY(*seen != fn))
+        gate_load_miss(b, seen, fn);
+    if (mosaic__green_wanted())
+        mosaic__green_prepare(fn);
+}
+
 /* HP: what the connection path decided for the launch path. */
-static _Atomic uint64_t hp_gen;     /* the connection followed; 0: none yet */
-static _Atomic uint64_t hp_pseq;    /* the partition change followed */
+static _Atomic uint64_t hp_epoch;   /* the client's epoch followed; 0: none yet */
 static _Atomic int hp_graph_writes; /* a completion write after each graph launch */
 static _Atomic int hp_kernel_writes; /* and after each kernel launch */
 
 /* In a child: its connections start from generation 1 again. */
 static void hp_after_fork(void)
 {
-    atomic_store(&hp_gen, 0);
-    atomic_store(&hp_pseq, 0);
+    atomic_store(&hp_epoch, 0);
     atomic_store(&hp_graph_writes, 0);
     atomic_store(&hp_kernel_writes, 0);
 }
@@ -669,6 +757,9 @@ static int hp_complete_device(struct mosaic_sched_client *c, int hook, CUstream 
  */
 static void hp_follow(const struct mosaic__binding *b, struct mosaic_sched_client *c)
 {
+    /* The epoch first: a change while this runs moves it past the one
+     * stored at the end, and the next launch follows again. */
+    uint64_t epoch = mosaic_sched_client_epoch(c);
     uint64_t gen = mosaic_sched_client_generation(c);
     int mapped = 0;
 
@@ -683,19 +774,17 @@ static void hp_follow(const struct mosaic__binding *b, struct mosaic_sched_clien
     }
     atomic_store(&hp_graph_writes, b && gdrv.hp_mode != HP_WRITES_OFF);
     atomic_store(&hp_kernel_writes, mapped);
-    atomic_store(&hp_pseq, mosaic_sched_client_partition_seq(c));
-    atomic_store(&hp_gen, gen);
+    atomic_store(&hp_epoch, epoch);
 }
 
 /* HP, the launch path's one check of the connection and its partition:
- * four loads. */
+ * the client's epoch (moved by a new connection and by a partition
+ * change) against the one followed, two loads. */
 static inline void hp_check_connection(const struct mosaic__binding *b,
                                        struct mosaic_sched_client *c)
 {
-    if (MOSAIC__UNLIKELY(mosaic_sched_client_generation(c) !=
-                             atomic_load_explicit(&hp_gen, memory_order_relaxed) ||
-                         mosaic_sched_client_partition_seq(c) !=
-                             atomic_load_explicit(&hp_pseq, memory_order_relaxed)))
+    if (MOSAIC__UNLIKELY(mosaic_sched_client_epoch(c) !=
+                         atomic_load_explicit(&hp_epoch, memory_order_relaxed)))
         hp_follow(b, c);
 }
 
@@ -962,6 +1051,8 @@ void mosaic__sched_be_gate(const struct mosaic__binding *b, int hook, const void
         if (!atomic_exchange(&first_waited, 1))
             for (int i = 0; i < 500 && !mosaic_sched_client_generation(c); i++)
                 usleep(1000);
+        if (fn)
+            gate_load(b, fn);
         if (be_gate_device(b, c, s, ptsz, id, exec)) {
             MOSAIC__INC(be_gated_device);
             partition_follow(c);

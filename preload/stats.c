@@ -222,11 +222,13 @@ int mosaic__stats_write(FILE *f)
             "\n  \"errors\": %llu,\n  \"unmatched_lookups\": %llu,"
             "\n  \"name_matched_lookups\": %llu,"
             "\n  \"be_gated_device\": %llu,\n  \"be_held_host\": %llu,"
-            "\n  \"be_gate_fallbacks\": %llu,\n  \"hp_completion_writes\": %llu\n}\n",
+            "\n  \"be_gate_fallbacks\": %llu,\n  \"be_gate_loads\": %llu,"
+            "\n  \"hp_completion_writes\": %llu\n}\n",
             g.n, MOSAIC__CTR(launch_errors), MOSAIC__CTR(errors) + g.failed,
             MOSAIC__CTR(unmatched_lookups), MOSAIC__CTR(name_matched_lookups),
             MOSAIC__CTR(be_gated_device), MOSAIC__CTR(be_held_host),
-            MOSAIC__CTR(be_gate_fallbacks), MOSAIC__CTR(hp_completion_writes));
+            MOSAIC__CTR(be_gate_fallbacks), MOSAIC__CTR(be_gate_loads),
+            MOSAIC__CTR(hp_completion_writes));
     pthread_mutex_unlock(&mosaic__stats_lock);
     free(g.v);
     return ferror(f) ? MOSAIC_EIO : 0;

@@ -83,6 +83,9 @@ struct mosaic_sched_client {
     _Atomic int be_on_timeout;
     _Atomic unsigned sms; /* the daemon's partition for this role, 0: full GPU */
     _Atomic uint64_t partition_seq; /* bumped after each PARTITION message's sms */
+    /* Bumped after the generation or partition_seq moved: one word for a
+     * caller that follows both (the shim's HP launch path). */
+    _Atomic uint64_t epoch;
     /* When a BE caller first found the daemon away (0: connected). The
      * timeout runs from then, not per kernel: once it has passed, every BE
      * kernel runs uncontrolled at once until the daemon is back. */
@@ -393,6 +396,7 @@ static int try_connect(struct mosaic_sched_client *c)
     k->gen = atomic_load(&c->generation) + 1;
     atomic_store_explicit(&c->cur, k, memory_order_release);
     atomic_fetch_add(&c->generation, 1);
+    atomic_fetch_add_explicit(&c->epoch, 1, memory_order_release);
     atomic_fetch_add(&c->gen_futex, 1);
     mosaic__futex_wake(&c->gen_futex);
     return 0;
@@ -432,6 +436,7 @@ static void partition_msg(struct mosaic_sched_client *c, const void *buf, size_t
         return;
     atomic_store(&c->sms, m.u.partition.sms);
     atomic_fetch_add_explicit(&c->partition_seq, 1, memory_order_release);
+    atomic_fetch_add_explicit(&c->epoch, 1, memory_order_release);
 }
 
 MOSAIC__EXPORT int mosaic_sched_client_poll(struct mosaic_sched_client *c)
@@ -610,6 +615,7 @@ MOSAIC__EXPORT int mosaic_sched_client_atfork_child(struct mosaic_sched_client *
     c->nretired = 0;
     memset(c->granted, 0, sizeof(c->granted));
     atomic_store(&c->generation, 0);
+    atomic_fetch_add(&c->epoch, 1);
     c->next_try_ns = 0;
     if (c->has_thread) {
         close(c->stop_fd);
@@ -660,6 +666,12 @@ MOSAIC__EXPORT const char *mosaic_sched_client_reason(struct mosaic_sched_client
 MOSAIC__EXPORT uint64_t mosaic_sched_client_generation(const struct mosaic_sched_client *c)
 {
     return atomic_load(&((struct mosaic_sched_client *)c)->generation);
+}
+
+MOSAIC__EXPORT uint64_t mosaic_sched_client_epoch(const struct mosaic_sched_client *c)
+{
+    return atomic_load_explicit(&((struct mosaic_sched_client *)c)->epoch,
+                                memory_order_acquire);
 }
 
 MOSAIC__EXPORT uint64_t mosaic_sched_client_dropped(const struct mosaic_sched_client *c)

@@ -159,7 +159,10 @@ run_setup() { # name requests
   local -n hp_keys=${1}_hp be_keys=${1}_be
   mkdir -p "$dir"
   echo "$n" > "$dir/requests"
-  hp_args=(--requests "$n" --warmup 3 --gap-ms 16)
+  # --prequeue: each request's kernels are all enqueued before the GPU
+  # starts it, so that its GPU span holds no wait for a descheduled host
+  # thread between two launches (tests/simgpu/hp_service.c).
+  hp_args=(--requests "$n" --warmup 3 --gap-ms 16 --prequeue)
   for k in "${hp_keys[@]}"; do hp_args+=(--kernel "$k"); done
   printf '%s\n' "${hp_keys[@]}" > "$dir/hp.keys"
   be_args=()

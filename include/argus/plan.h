@@ -35,6 +35,7 @@
 #include <stdio.h>
 
 #include "argus.h"
+#include "discover.h"
 #include "query.h"
 
 #ifdef __cplusplus
@@ -273,22 +274,14 @@ typedef struct argus_plan_variant {
     int task;                 /* the TRANSFORM task that makes it, -1 */
 } argus_plan_variant;
 
-/* An asynchronous operation found by discovery: the planner's view of an
- * argus_async_op of argus/discover.h, whose fields the caller copies (this
- * header does not include discover.h, so that the planner builds without
- * it). The ID has discover.h's layout, (region ID << 16) | ordinal, and is
- * printed as discovery prints it, "0x%07x.%u". */
-typedef struct argus_plan_op {
-    uint64_t id;              /* ARGUS_OP_ID(region, ordinal), not 0 */
-    uint32_t region;          /* the innermost region it is in */
-    int in_loop;              /* 1: it runs once per iteration, so a probe
-                                 picks one execution: one branch per
-                                 iteration of the query's window (the first
-                                 execution, 0, without a window); 0: one
-                                 branch, at execution 0 */
-    char kind[32];            /* "cp.async", "tma", "wgmma" */
-    char completion[64];      /* how the program waits for it */
-} argus_plan_op;
+/* An asynchronous operation found by discovery, as discovery gives it
+ * (argus_async_op of argus/discover.h, one type). The planner reads its id
+ * (ARGUS_OP_ID(region, ordinal), not 0; printed "0x%07x.%u" as discovery
+ * prints it), region and in_loop (1: it runs once per iteration, so a
+ * probe picks one execution: one branch per iteration of the query's
+ * window, the first execution, 0, without a window; 0: one branch, at
+ * execution 0); kind names it in outputs. */
+typedef argus_async_op argus_plan_op;
 
 typedef struct argus_plan_task {
     int id;                   /* its index in plan->tasks */

@@ -110,6 +110,11 @@ const char *mosaic_sched_client_reason(struct mosaic_sched_client *c, char *buf,
                                        unsigned len);
 /* How many connections this client has made (a reconnect counts again). */
 uint64_t mosaic_sched_client_generation(const struct mosaic_sched_client *c);
+/* Moves (after them) whenever the generation or the partition sequence
+ * moves, and at a fork's child: a caller following both compares this one
+ * word, then reads the two. Kept in this process (the daemon sends no
+ * epoch), so it needs nothing of the protocol. */
+uint64_t mosaic_sched_client_epoch(const struct mosaic_sched_client *c);
 /* Events dropped because the ring was full (also counted by the daemon). */
 uint64_t mosaic_sched_client_dropped(const struct mosaic_sched_client *c);
 /* Doorbell packets sent to a sleeping daemon: at most one per backlog

@@ -4,6 +4,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "argus/argus.h"
 
@@ -39,5 +40,11 @@ void argus__occ_time(const argus_trace *t, const argus_occurrence *o, double *be
  * (shim_arm.c), which enqueues the same buffer asynchronously. */
 int argus__launch_plan(const uint32_t grid[3], const uint32_t block[3], uint32_t cap,
                        argus_buf_header *h, size_t *bytes, char *msg, size_t msglen);
+
+/* Writes root (cJSON, NULL when building it ran out of memory) to f as one
+ * JSON text and a newline, indented when pretty, and frees it. Returns 0,
+ * ARGUS_ENOMEM or ARGUS_EIO. In argus_io (json.c). */
+struct cJSON;
+int argus__json_write(struct cJSON *root, FILE *f, int pretty);
 
 #endif /* ARGUS_INTERNAL_H */

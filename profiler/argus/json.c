@@ -35,14 +35,14 @@ cJSON *argus__jnum(double v, const char *unit, const char *mark)
     return o;
 }
 
-static int write_json(cJSON *root, FILE *f)
+int argus__json_write(cJSON *root, FILE *f, int pretty)
 {
-    char *text = cJSON_PrintUnformatted(root);
+    char *text = root == NULL ? NULL : pretty ? cJSON_Print(root) : cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     if (text == NULL)
         return ARGUS_ENOMEM;
     int ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-    free(text);
+    cJSON_free(text);
     return ok ? 0 : ARGUS_EIO;
 }
 
@@ -192,7 +192,7 @@ int argus_report_json_metrics(const argus_trace *t, const argus_registry *reg,
     if (m)
         add_device_metrics(root, t, m, k);
     add_diags(root, t);
-    return write_json(root, f);
+    return argus__json_write(root, f, 0);
 }
 
 /* The diagnostics array (the same for device buffers and argus-shim). */
@@ -327,7 +327,7 @@ int argus_trace_json(const argus_trace *t, const argus_registry *reg, const char
         cJSON_AddItemToArray(ev, m);
     }
     free(named);
-    return write_json(root, f);
+    return argus__json_write(root, f, 0);
 }
 
 /* ---- registry files ---------------------------------------------------- */
@@ -528,7 +528,7 @@ static int registry_write(const argus_registry *r, FILE *f)
         cJSON_AddBoolToObject(e, "role", is_role);
         cJSON_AddItemToArray(regions, e);
     }
-    return write_json(root, f);
+    return argus__json_write(root, f, 0);
 }
 
 /* ---- argus-shim: kernel-level regions on the host timebase -------------- */
@@ -921,7 +921,7 @@ int argus_shim_report_json(const argus_shim_result *res, const argus_scope *s, F
     if (in && in->pcs.state == ARGUS_SHIM_PCS_ENABLED)
         add_fregions(regions, res);
     add_diags(root, t);
-    return write_json(root, f);
+    return argus__json_write(root, f, 0);
 }
 
 int argus_shim_trace_json(const argus_shim_result *res, FILE *f)

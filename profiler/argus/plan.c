@@ -1195,12 +1195,5 @@ int argus_plan_write_json(const argus_plan *p, FILE *f)
 {
     if (p == NULL || f == NULL)
         return ARGUS_EINVAL;
-    cJSON *o = plan_json(p);
-    char *text = o ? cJSON_Print(o) : NULL;
-    cJSON_Delete(o);
-    if (text == NULL)
-        return ARGUS_ENOMEM;
-    int bad = fputs(text, f) < 0 || fputc('\n', f) == EOF;
-    cJSON_free(text);
-    return bad ? ARGUS_EIO : 0;
+    return argus__json_write(plan_json(p), f, 1);
 }

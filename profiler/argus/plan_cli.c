@@ -79,8 +79,18 @@ static uint64_t parse_op_id(const char *s)
     return (v << 16) | ord;
 }
 
+/* The kind of an operation by its name ("cp.async", "tma", "wgmma"), or -1. */
+static int async_kind(const char *name)
+{
+    for (int k = 0; k < ARGUS_ASYNC_NKINDS; k++)
+        if (strcmp(argus_async_kind_name(k), name) == 0)
+            return k;
+    return -1;
+}
+
 /* Reads discovered operations: [{"id":"0xd3fb29b.0","kind":"cp.async",
- * "completion":"...","in_loop":true}, ...]. */
+ * "in_loop":true}, ...] (a "completion" is what the kind says, and not
+ * read). */
 static int load_ops(const char *path, argus_plan_op **ops, size_t *n, char *msg, size_t msglen)
 {
     cJSON *root = NULL;
@@ -106,25 +116,22 @@ static int load_ops(const char *path, argus_plan_op **ops, size_t *n, char *msg,
         argus_plan_op *op = &(*ops)[i];
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
         const cJSON *kind = cJSON_GetObjectItemCaseSensitive(o, "kind");
-        const cJSON *comp = cJSON_GetObjectItemCaseSensitive(o, "completion");
         const cJSON *loop = cJSON_GetObjectItemCaseSensitive(o, "in_loop");
         op->id = cJSON_IsObject(o) && cJSON_IsString(id) ? parse_op_id(id->valuestring) : 0;
-        if (op->id == 0 || (loop != NULL && !cJSON_IsBool(loop))) {
+        op->kind = cJSON_IsString(kind) ? async_kind(kind->valuestring) : -1;
+        if (op->id == 0 || (loop != NULL && !cJSON_IsBool(loop)) || op->kind < 0) {
             cJSON_Delete(root);
             free(*ops);
             *ops = NULL;
             return argus__fail(ARGUS_EFORMAT, msg, msglen,
                                "%s: [%zu]: expected \"id\" as discovery prints it "
-                               "(\"0xd3fb29b.0\": region ID and ordinal) and \"in_loop\" "
-                               "true or false",
+                               "(\"0xd3fb29b.0\": region ID and ordinal), \"kind\" "
+                               "cp.async, tma or wgmma, and \"in_loop\" true or false",
                                path, i);
         }
-        op->region = (uint32_t)(op->id >> 16);
+        op->region = ARGUS_OP_REGION(op->id);
+        op->ordinal = ARGUS_OP_ORDINAL(op->id);
         op->in_loop = cJSON_IsTrue(loop);
-        if (cJSON_IsString(kind))
-            snprintf(op->kind, sizeof op->kind, "%s", kind->valuestring);
-        if (cJSON_IsString(comp))
-            snprintf(op->completion, sizeof op->completion, "%s", comp->valuestring);
     }
     *n = cnt;
     cJSON_Delete(root);

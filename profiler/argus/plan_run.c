@@ -545,8 +545,8 @@ static int control_body(argus_rt_ctx *ctx, void *user)
         snprintf(idb, sizeof idb, "0x%07x.%u", (unsigned)(op->id >> 16),
                  (unsigned)(op->id & 0xffffu));
         cJSON_AddStringToObject(e, "id", idb);
-        cJSON_AddStringToObject(e, "kind", op->kind);
-        cJSON_AddStringToObject(e, "completion", op->completion);
+        cJSON_AddStringToObject(e, "kind", argus_async_kind_name(op->kind));
+        cJSON_AddStringToObject(e, "completion", argus_async_completion(op->kind));
         cJSON_AddBoolToObject(e, "in_loop", op->in_loop);
         cJSON_AddStringToObject(e, "from", ec->x->ops_given ? "given" : "discovered");
         cJSON_AddItemToArray(a, e);

@@ -594,14 +594,7 @@ int argus_query_write_json(const argus_query *q, FILE *f)
 {
     if (q == NULL || f == NULL)
         return ARGUS_EINVAL;
-    cJSON *o = argus__query_json(q);
-    char *text = o ? cJSON_Print(o) : NULL;
-    cJSON_Delete(o);
-    if (text == NULL)
-        return ARGUS_ENOMEM;
-    int bad = fputs(text, f) < 0 || fputc('\n', f) == EOF;
-    cJSON_free(text);
-    return bad ? ARGUS_EIO : 0;
+    return argus__json_write(argus__query_json(q), f, 1);
 }
 
 /* ---- resolution ---------------------------------------------------------- */

@@ -9,6 +9,10 @@
 #     minus the host's CLOCK_REALTIME at the write (offset uncalibrated);
 #   - write64: what a cuStreamWriteValue64 after each launch costs, host ns
 #     per launch and GPU us per launch (events), with and without;
+#   - lazyload / funcload: a kernel's first launch behind an unreleased
+#     wait under lazy module loading, and which driver call loads a kernel
+#     (module or library, waits on the same or another stream) without
+#     waiting for the grant (the shim's load before its gate);
 #   - twoproc: the gate across two processes (the parent writes the grant),
 #     without MPS and, when nvidia-cuda-mps-control can be started, under
 #     MPS.
@@ -33,6 +37,8 @@ log "building scripts/gpu/probes/issue10_gate.cu for sm_90 into $work"
 "$NVCC" -std=c++17 -O2 -arch=sm_90 scripts/gpu/probes/issue10_gate.cu -o "$work/issue10_gate" \
     -L"$cuda_lib" -L"$cuda_lib/stubs" -lcuda >"$work/nvcc.log" 2>&1 ||
     { cat "$work/nvcc.log"; log "nvcc failed"; exit 1; }
+"$NVCC" -cubin -arch=sm_90 scripts/gpu/probes/issue10_probe_kernel.cu -o "$work/k_probe.cubin" \
+    >>"$work/nvcc.log" 2>&1 || { cat "$work/nvcc.log"; log "nvcc -cubin failed"; exit 1; }
 if [[ $dry == 1 ]]; then
     log "dry run: built $work/issue10_gate; not run"
     exit 0
@@ -59,6 +65,8 @@ run write64 write64 "$w64_n"
 run twoproc twoproc
 run lazyload lazyload
 CUDA_MODULE_LOADING=EAGER run lazyload_eager lazyload
+run funcload funcload "$work/k_probe.cubin"
+CUDA_MODULE_LOADING=EAGER run funcload_eager funcload "$work/k_probe.cubin"
 
 # MPS: started here only if no control daemon is running already; stopped
 # again at the end (only the one started here).
@@ -102,6 +110,10 @@ if off and on:
 for run in ("lazyload", "lazyload_eager"):
     t = get(run, "lazyload")
     print(f"  {run:14s}: first launch behind a wait {t.get('first_launch_ms', 'FAILED')} ms, waited for the grant: {t.get('waited_for_grant', '?')}")
+for run in ("funcload", "funcload_eager"):
+    for r in rows:
+        if r.get("run") == run and r.get("probe") == "funcload":
+            print(f"  {run:14s} {r['case']:31s}: call {r['call_ms']:8.3f} ms, launch {r['launch_ms']:8.3f} ms, loaded {r['state_before']} -> {r['state_after']}")
 for run in ("twoproc", "twoproc_mps"):
     t = get(run, "twoproc")
     if t:

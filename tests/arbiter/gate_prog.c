@@ -26,10 +26,13 @@
  *
  * With --graph G each of the N launches is a launch of one CUDA graph of G
  * such kernels (captured from a stream once, before the first launch), and
- * its end is the graph's.
+ * its end is the graph's. With --library the kernel is a library's CUkernel
+ * (cuLibraryLoadData + cuLibraryGetKernel), launched cast to CUfunction as
+ * the CUDA runtime launches its kernels: under lazy module loading its
+ * first launch loads it (tests/fakecuda).
  *
  *   gate_prog --kernels N --us D [--streams S] [--graph G | --one-graph]
- *             [--hp-request] [--late-end MS] [--watch-hp]
+ *             [--hp-request] [--late-end MS] [--watch-hp] [--library]
  */
 #define _GNU_SOURCE 1
 #include <dlfcn.h>
@@ -105,7 +108,7 @@ static void *watch_hp(void *arg)
 int main(int argc, char **argv)
 {
     int n = 8, us = 20000, ns = 1, hp_request = 0, watch = 0, late_ms = -1, graph = 0;
-    int one_graph = 0;
+    int one_graph = 0, library = 0;
     static struct demo_seq seq;
     char key[256];
 
@@ -124,12 +127,14 @@ int main(int argc, char **argv)
             watch = 1;
         else if (!strcmp(argv[i], "--one-graph"))
             one_graph = 1;
+        else if (!strcmp(argv[i], "--library"))
+            library = 1;
         else if (!strcmp(argv[i], "--late-end") && i + 1 < argc)
             hp_request = 1, late_ms = atoi(argv[++i]);
         else {
             fprintf(stderr, "usage: gate_prog --kernels N --us D [--streams S] "
                             "[--graph G | --one-graph] [--hp-request] [--late-end MS] "
-                            "[--watch-hp]\n");
+                            "[--watch-hp] [--library]\n");
             return 2;
         }
     }
@@ -146,6 +151,17 @@ int main(int argc, char **argv)
             return 1;
     if (demo_load(&seq) != 0)
         return 1;
+    if (library) {
+        /* The fake's code image is the kernel's name. */
+        CUlibrary lib;
+        CUkernel kern;
+        if (cuLibraryLoadData(&lib, seq.k[0].name, NULL, NULL, 0, NULL, NULL, 0) != CUDA_SUCCESS ||
+            cuLibraryGetKernel(&kern, lib, seq.k[0].name) != CUDA_SUCCESS) {
+            fprintf(stderr, "gate_prog: cuLibraryLoadData/cuLibraryGetKernel failed\n");
+            return 1;
+        }
+        seq.k[0].fn = (CUfunction)(void *)kern;
+    }
 
     CUstream st[MAX_S], idle;
     CUgraphExec exec = NULL;

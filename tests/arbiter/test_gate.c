@@ -233,6 +233,23 @@ static struct mosaic_sched_client *hp_client(const struct dmn *d)
 
 #define WAIT_UNTIL STU_WAIT_UNTIL
 
+/* A daemon, an HP client with request 1 open, and gate_prog as BE with
+ * args: returned once the first want is decided and held (all of the
+ * program's launches are on the device by then), and 200 ms more. */
+static struct mosaic_sched_client *be_held_by_request(struct dmn *d, struct prog *p,
+                                                      const char *const *env, const char *args)
+{
+    struct mosaic_sched_client *hp;
+
+    dmn_start(d, NULL);
+    hp = hp_client(d);
+    assert_int_equal(mosaic_sched_hp_request_begin(hp, 1, 0), 0);
+    prog_start(p, d, "be", env, args);
+    WAIT_UNTIL(be_waiting(d) >= 1, 20000);
+    stu_msleep(200);
+    return hp;
+}
+
 /* ---- tests --------------------------------------------------------------- */
 
 /*
@@ -252,13 +269,7 @@ static void be_stream_8_deep_starts_each_kernel_after_its_grant(void **state)
     int n, after_r2 = 0;
 
     (void)state;
-    dmn_start(&d, NULL);
-    hp = hp_client(&d);
-    assert_int_equal(mosaic_sched_hp_request_begin(hp, 1, 0), 0);
-    prog_start(&p, &d, "be", NULL, "--kernels 8 --us 20000");
-    /* Held: the first want is decided and held; all eight are on the device. */
-    WAIT_UNTIL(be_waiting(&d) >= 1, 20000);
-    stu_msleep(200);
+    hp = be_held_by_request(&d, &p, NULL, "--kernels 8 --us 20000");
     t1 = now_ns();
     assert_int_equal(mosaic_sched_hp_request_end(hp, 1, 0), 0);
     /* About three and a half kernels in, a second request holds the rest. */
@@ -289,6 +300,40 @@ static void be_stream_8_deep_starts_each_kernel_after_its_grant(void **state)
     assert_int_equal(stat_of(&p, "be_gated_device"), 8);
     assert_int_equal(stat_of(&p, "be_gate_fallbacks"), 0);
     assert_true(metric(&d, "mosaic_be_gated_grants_total") >= 8);
+    mosaic_sched_client_close(hp);
+    dmn_stop(&d);
+}
+
+/*
+ * A library's kernel (a CUkernel, as the CUDA runtime launches them) under
+ * lazy module loading: its first launch loads it, and the load waits for
+ * the context's queued work, the gate's unreleased wait included (the
+ * fake driver models the H200's behaviour, tests/fakecuda). The gate loads
+ * the kernel before it enqueues the first wait, so even the first of eight
+ * launches returns before the grant; without that load the first launch
+ * returned only when the HP request ended.
+ */
+static void first_launch_of_a_lazy_library_kernel_does_not_wait(void **state)
+{
+    static const char *const lazy[] = {"CUDA_MODULE_LOADING", "LAZY", NULL};
+    struct dmn d;
+    struct prog p;
+    struct kern k[MAXK];
+    struct mosaic_sched_client *hp;
+    uint64_t t1;
+
+    (void)state;
+    hp = be_held_by_request(&d, &p, lazy, "--kernels 8 --us 20000 --library");
+    t1 = now_ns();
+    assert_int_equal(mosaic_sched_hp_request_end(hp, 1, 0), 0);
+    assert_int_equal(prog_finish(&p, k, NULL, 0), 8);
+    for (int i = 0; i < 8; i++) {
+        assert_true(k[i].launch < t1);
+        assert_true(start_lo(&k[i]) >= t1);
+    }
+    assert_int_equal(stat_of(&p, "be_gated_device"), 8);
+    assert_int_equal(stat_of(&p, "be_gate_loads"), 1);
+    assert_int_equal(stat_of(&p, "be_gate_fallbacks"), 0);
     mosaic_sched_client_close(hp);
     dmn_stop(&d);
 }
@@ -624,6 +669,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(be_stream_8_deep_starts_each_kernel_after_its_grant),
+        cmocka_unit_test(first_launch_of_a_lazy_library_kernel_does_not_wait),
         cmocka_unit_test(host_hold_when_memops_refused_or_asked),
         cmocka_unit_test(daemon_killed_while_kernels_wait_on_the_device),
         cmocka_unit_test(hp_completion_words_advance_in_order),

@@ -540,14 +540,15 @@ static void test_compatible_rules(void **state)
 }
 
 /* Operation `ordinal` of region outer (0x23ce102), discover.h's ID layout. */
-static argus_plan_op op(unsigned ordinal, const char *kind, int in_loop)
+static argus_plan_op op(unsigned ordinal, int kind, int in_loop)
 {
     argus_plan_op o;
     memset(&o, 0, sizeof o);
     o.region = argus_region_id("outer", 0);
-    o.id = ((uint64_t)o.region << 16) | ordinal;
+    o.ordinal = ordinal;
+    o.id = ARGUS_OP_ID(o.region, ordinal);
     o.in_loop = in_loop;
-    snprintf(o.kind, sizeof o.kind, "%s", kind);
+    o.kind = kind;
     return o;
 }
 
@@ -580,7 +581,8 @@ static void test_plan_expand(void **state)
     char msg[1024] = "";
     assert_int_equal(argus_plan_expand(&p, rt->id, NULL, 0, msg, sizeof msg), ARGUS_EINVAL);
     assert_non_null(strstr(msg, "not a CONTROL task"));
-    argus_plan_op ops[3] = {op(0, "cp.async", 1), op(1, "tma", 1), op(2, "wgmma", 0)};
+    argus_plan_op ops[3] = {op(0, ARGUS_ASYNC_CP_ASYNC, 1), op(1, ARGUS_ASYNC_TMA, 1),
+                            op(2, ARGUS_ASYNC_WGMMA, 0)};
     assert_int_equal(argus_plan_expand(&p, control, ops, 3, msg, sizeof msg), 0);
     assert_int_equal(p.ntasks, before + (2 * 4 + 1) * 3); /* 9 branches of 3 tasks */
     assert_int_equal(p.nruns, runs_before + 9);
@@ -662,7 +664,7 @@ static void test_plan_expand_counts(void **state)
     const char *w[] = {"--program", "bin/known", "--signal", "async_latency"};
     argus_plan_op ops[8];
     for (unsigned i = 0; i < 8; i++)
-        ops[i] = op(i, "cp.async", 1);
+        ops[i] = op(i, ARGUS_ASYNC_CP_ASYNC, 1);
     for (size_t n = 1; n <= 8; n *= 2) {
         argus_plan p;
         build(&p, w, 4, &env);
@@ -748,7 +750,7 @@ static void test_plan_forced_wait_rule(void **state)
     argus_plan p;
     assert_int_equal(argus_plan_build(&q, &rs, &env, &p, msg, sizeof msg), 0);
     int control = task_named(&p, "control:discover_async_ops@v1")->id;
-    argus_plan_op o = op(5, "wgmma", 0);
+    argus_plan_op o = op(5, ARGUS_ASYNC_WGMMA, 0);
     assert_int_equal(argus_plan_expand(&p, control, &o, 1, msg, sizeof msg), 0);
     const argus_plan_task *pr = task_named(&p, "collect:probe@v2");
     const argus_plan_task *pk = task_named(&p, "collect:probe_kernels@v2");

@@ -86,6 +86,10 @@ has out "synthesize:probe_latency(op=0x23ce102.0,iter=4)"
 echo '[{"id": "mainloop.0"}]' >"$work/badops.json"
 expect_rc 1 "$argus" plan "${prog[@]}" --signal async_latency "${all[@]}" --discovered "$work/badops.json"
 has err "expected \"id\" as discovery prints it"
+# A kind discovery does not have: refused, the kinds named.
+echo '[{"id": "0x23ce102.0", "kind": "cp.asink", "in_loop": true}]' >"$work/badkind.json"
+expect_rc 1 "$argus" plan "${prog[@]}" --signal async_latency "${all[@]}" --discovered "$work/badkind.json"
+has err "\"kind\" cp.async, tma or wgmma"
 
 # Partial: hardware metrics without admin counters; --strict says so.
 expect_rc 0 "$argus" plan "${prog[@]}" --signal hw_metrics,kernel_time "${all[@]}" \

@@ -7,9 +7,8 @@
  * only the failed branch (executions counted), a control task adds
  * branches, and bad task descriptions are refused with the field named.
  */
-#define _GNU_SOURCE /* nftw */
+#define _GNU_SOURCE 1
 #include <errno.h>
-#include <ftw.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -26,39 +25,12 @@
 #include <cmocka.h>
 
 #include "argus/rt.h"
-
-static char base[256];
-
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-    (void)st;
-    (void)flag;
-    (void)f;
-    return remove(p);
-}
+#include "argus_test_util.h"
 
 static int setup(void **state)
 {
     (void)state;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(base, sizeof base, "%s/argus-rt-test-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
-    return mkdtemp(base) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    return nftw(base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static argus_ws *open_ws(const char *name)
-{
-    char p[512], msg[512] = "";
-    snprintf(p, sizeof p, "%s/%s", base, name);
-    argus_ws *ws = NULL;
-    if (argus_ws_open(p, 1, &ws, msg, sizeof msg) != 0)
-        fail_msg("argus_ws_open %s: %s", p, msg);
-    return ws;
+    return atu_setup("argus-rt-test");
 }
 
 static argus_rt *new_rt(argus_ws *ws, unsigned threads)
@@ -142,7 +114,7 @@ static argus_rt_task_desc cpu(const char *id, const char *const *deps, size_t nd
 static void test_order_and_inputs(void **state)
 {
     (void)state;
-    argus_ws *ws = open_ws("order");
+    argus_ws *ws = atu_open_ws("order");
     argus_rt *rt = new_rt(ws, 4);
     /* A diamond with a tail: a -> (b, c) -> d -> e. */
     body ba = {.sleep_ms = 30}, bb = {.sleep_ms = 10, .in_task = {"a"}},
@@ -196,7 +168,7 @@ static int overlap(argus_rt_status a, argus_rt_status b)
 static void test_parallel_cpu(void **state)
 {
     (void)state;
-    argus_ws *ws = open_ws("par");
+    argus_ws *ws = atu_open_ws("par");
     argus_rt *rt = new_rt(ws, 4);
     body b[4] = {{.sleep_ms = 150}, {.sleep_ms = 150}, {.sleep_ms = 150}, {.sleep_ms = 150}};
     const char *ids[] = {"p0", "p1", "p2", "p3"};
@@ -224,7 +196,7 @@ static void test_parallel_cpu(void **state)
 static void test_exclusive_classes(void **state)
 {
     (void)state;
-    argus_ws *ws = open_ws("excl");
+    argus_ws *ws = atu_open_ws("excl");
     argus_rt *rt = new_rt(ws, 4);
     body b[6];
     memset(b, 0, sizeof b);
@@ -304,7 +276,7 @@ static int badref_body(argus_rt_ctx *ctx, void *user)
 static void test_cpu_program(void **state)
 {
     (void)state;
-    argus_ws *ws = open_ws("prog");
+    argus_ws *ws = atu_open_ws("prog");
     argus_rt *rt = new_rt(ws, 2);
     body ba = {0};
     argus_rt_task_desc t = cpu("src", NULL, 0, &ba);
@@ -315,7 +287,7 @@ static void test_cpu_program(void **state)
                             .deps = deps,
                             .ndeps = 1,
                             .exec = compile_body,
-                            .user = base,
+                            .user = atu_base,
                             .outputs = OUT,
                             .noutputs = 1,
                             .config = "tr a-z A-Z, v1"};
@@ -330,7 +302,7 @@ static void test_cpu_program(void **state)
     assert_int_equal(get(rt, "compile").state, ARGUS_RT_DONE);
     assert_string_equal(argus_rt_output(rt, "compile", "out"), want);
     char path[600];
-    snprintf(path, sizeof path, "%s/compiled.bin", base);
+    snprintf(path, sizeof path, "%s/compiled.bin", atu_base);
     assert_int_equal(access(path, F_OK), -1);
     /* A dependency it does not have is refused and named. */
     argus_rt_status st = get(rt, "badref");
@@ -343,7 +315,7 @@ static void test_cpu_program(void **state)
 static void test_worker_io_and_device(void **state)
 {
     (void)state;
-    argus_ws *ws = open_ws("io");
+    argus_ws *ws = atu_open_ws("io");
     argus_rt *rt = new_rt(ws, 2);
     body ba = {0};
     argus_rt_task_desc t = cpu("src", NULL, 0, &ba);
@@ -456,10 +428,10 @@ static void test_failures_and_rerun(void **state)
     (void)state;
     graph g;
     memset(&g, 0, sizeof g);
-    snprintf(g.mark, sizeof g.mark, "%s/fixed", base);
-    snprintf(g.pidfile, sizeof g.pidfile, "%s/hang.pid", base);
+    snprintf(g.mark, sizeof g.mark, "%s/fixed", atu_base);
+    snprintf(g.pidfile, sizeof g.pidfile, "%s/hang.pid", atu_base);
 
-    argus_ws *ws = open_ws("fail");
+    argus_ws *ws = atu_open_ws("fail");
     argus_rt *rt = new_rt(ws, 2);
     build_failing(rt, &g);
     struct timespec t0, t1;
@@ -584,7 +556,7 @@ static int control_body(argus_rt_ctx *ctx, void *user)
 static void test_dynamic_tasks(void **state)
 {
     (void)state;
-    argus_ws *ws = open_ws("dyn");
+    argus_ws *ws = atu_open_ws("dyn");
     discover d;
     memset(&d, 0, sizeof d);
     for (int pass = 0; pass < 2; pass++) {
@@ -662,7 +634,7 @@ static int find_obj(const char *id, uint64_t bytes, void *user)
 static void test_task_failures(void **state)
 {
     (void)state;
-    argus_ws *ws = open_ws("tf");
+    argus_ws *ws = atu_open_ws("tf");
     argus_rt *rt = new_rt(ws, 2);
     argus_rt_task_desc slow = {.id = "slow",
                                .kind = "synthesize",
@@ -738,10 +710,10 @@ static void test_task_failures(void **state)
 static void test_join_refused(void **state)
 {
     (void)state;
-    argus_ws *ws = open_ws("join");
+    argus_ws *ws = atu_open_ws("join");
     argus_rt_opts o = {.cpu_threads = 2, .progress = argus_rt_progress_print};
     char logp[512];
-    snprintf(logp, sizeof logp, "%s/progress.log", base);
+    snprintf(logp, sizeof logp, "%s/progress.log", atu_base);
     FILE *log = fopen(logp, "w");
     assert_non_null(log);
     o.progress_user = log;
@@ -794,7 +766,7 @@ static void test_join_refused(void **state)
 static void test_sigchld_ignored(void **state)
 {
     (void)state;
-    argus_ws *ws = open_ws("sigign");
+    argus_ws *ws = atu_open_ws("sigign");
     argus_rt *rt = new_rt(ws, 1);
     const char *argv[] = {"sh", "-c", "echo x > \"$1\"", "sh", "{out:out}", NULL};
     argus_rt_task_desc w = {
@@ -816,7 +788,7 @@ static void test_sigchld_ignored(void **state)
 static void test_bad_descriptions(void **state)
 {
     (void)state;
-    argus_ws *ws = open_ws("bad");
+    argus_ws *ws = atu_open_ws("bad");
     argus_rt *rt = new_rt(ws, 1);
     char msg[512];
     body b = {0};
@@ -1061,5 +1033,5 @@ int main(void)
         cmocka_unit_test(test_many_deps_partial),
         cmocka_unit_test(test_output_check),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, atu_teardown);
 }

@@ -5,10 +5,9 @@
  * joins of incompatible evidence refused with the field named, the
  * version tree, collection, and directories that must not be used.
  */
-#define _GNU_SOURCE /* nftw */
+#define _GNU_SOURCE 1
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,47 +22,12 @@
 #include <cmocka.h>
 
 #include "argus/workspace.h"
-
-static char base[256];
-
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-    (void)st;
-    (void)flag;
-    (void)f;
-    return remove(p);
-}
+#include "argus_test_util.h"
 
 static int setup(void **state)
 {
     (void)state;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(base, sizeof base, "%s/argus-ws-test-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
-    return mkdtemp(base) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    chmod(base, 0700);
-    return nftw(base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static void path_in(char *buf, size_t len, const char *name)
-{
-    int n = snprintf(buf, len, "%s/%s", base, name);
-    assert_true(n > 0 && (size_t)n < len);
-}
-
-static argus_ws *open_ws(const char *name)
-{
-    char p[512], msg[512] = "";
-    path_in(p, sizeof p, name);
-    argus_ws *ws = NULL;
-    int rc = argus_ws_open(p, 1, &ws, msg, sizeof msg);
-    if (rc != 0)
-        fail_msg("argus_ws_open %s: %s", p, msg);
-    return ws;
+    return atu_setup("argus-ws-test");
 }
 
 static void test_sha256_fips(void **state)
@@ -119,7 +83,7 @@ static int count(argus_ws *ws, argus_ws_entry_type t)
 static void test_put_get(void **state)
 {
     (void)state;
-    argus_ws *ws = open_ws("pg");
+    argus_ws *ws = atu_open_ws("pg");
     char h[ARGUS_HASH_HEX], h2[ARGUS_HASH_HEX], want[ARGUS_HASH_HEX], msg[512];
     const char *text = "sass of gemm v1";
     assert_int_equal(argus_ws_put(ws, text, strlen(text), h, msg, sizeof msg), 0);
@@ -157,7 +121,7 @@ static void test_put_get(void **state)
 static void test_corrupt_object(void **state)
 {
     (void)state;
-    argus_ws *ws = open_ws("corrupt");
+    argus_ws *ws = atu_open_ws("corrupt");
     char h[ARGUS_HASH_HEX], key[ARGUS_HASH_HEX], msg[1024] = "";
     const char *trace = "0123456789 a trace of iterations 4..8";
     assert_int_equal(argus_ws_put(ws, trace, strlen(trace), h, msg, sizeof msg), 0);
@@ -276,7 +240,7 @@ static void test_task_keys(void **state)
 static void test_record_lookup_reuse(void **state)
 {
     (void)state;
-    argus_ws *ws = open_ws("reuse");
+    argus_ws *ws = atu_open_ws("reuse");
     char prog[ARGUS_HASH_HEX], tr[ARGUS_HASH_HEX], map[ARGUS_HASH_HEX], key[ARGUS_HASH_HEX];
     char msg[512] = "";
     assert_int_equal(argus_ws_put(ws, "cubin", 5, prog, msg, sizeof msg), 0);
@@ -294,7 +258,7 @@ static void test_record_lookup_reuse(void **state)
     assert_int_equal(argus_ws_record(ws, &t, outs, 2, key, msg, sizeof msg), 0);
 
     /* A second query computes the same key from the same facts. */
-    argus_ws *ws2 = open_ws("reuse");
+    argus_ws *ws2 = atu_open_ws("reuse");
     char key2[ARGUS_HASH_HEX];
     assert_int_equal(argus_ws_task_key(&t, key2, NULL, 0), 0);
     assert_string_equal(key, key2);
@@ -338,7 +302,7 @@ static void write_file(const char *p, const char *text)
 static void test_garbage_manifest(void **state)
 {
     (void)state;
-    argus_ws *ws = open_ws("garbage");
+    argus_ws *ws = atu_open_ws("garbage");
     char h[ARGUS_HASH_HEX], key[ARGUS_HASH_HEX], msg[1024] = "";
     assert_int_equal(argus_ws_put(ws, "x", 1, h, msg, sizeof msg), 0);
     argus_ws_task t = {.kind = "synthesize", .config = "attribution"};
@@ -346,7 +310,7 @@ static void test_garbage_manifest(void **state)
     assert_int_equal(argus_ws_record(ws, &t, &o, 1, key, msg, sizeof msg), 0);
     char p[512], rel[200];
     snprintf(rel, sizeof rel, "garbage/tasks/%.2s/%s.json", key, key);
-    path_in(p, sizeof p, rel);
+    atu_path(p, sizeof p, rel);
     argus_ws_manifest *m = NULL;
 
     write_file(p, "\x01\x02 not json at all {{{");
@@ -389,7 +353,7 @@ static void test_garbage_manifest(void **state)
     unlink(p);
     /* A symlink in its place is not followed. */
     char target[512];
-    path_in(target, sizeof target, "elsewhere.json");
+    atu_path(target, sizeof target, "elsewhere.json");
     write_file(target, "{}");
     assert_int_equal(symlink(target, p), 0);
     assert_int_equal(argus_ws_lookup(ws, key, &m, msg, sizeof msg), ARGUS_WS_EUNSAFE);
@@ -467,7 +431,7 @@ static void test_join_check(void **state)
 static void test_fork_tree(void **state)
 {
     (void)state;
-    argus_ws *ws = open_ws("fork");
+    argus_ws *ws = atu_open_ws("fork");
     char p0[ARGUS_HASH_HEX], p1[ARGUS_HASH_HEX], p2[ARGUS_HASH_HEX], msg[1024] = "";
     assert_int_equal(argus_ws_put(ws, "gemm v0", 7, p0, msg, sizeof msg), 0);
     assert_int_equal(argus_ws_put(ws, "gemm v1 (BK=64)", 15, p1, msg, sizeof msg), 0);
@@ -521,7 +485,7 @@ static void test_fork_tree(void **state)
 static void test_gc(void **state)
 {
     (void)state;
-    argus_ws *ws = open_ws("gc");
+    argus_ws *ws = atu_open_ws("gc");
     char keep[ARGUS_HASH_HEX], in[ARGUS_HASH_HEX], loose[ARGUS_HASH_HEX], key[ARGUS_HASH_HEX];
     char msg[512] = "";
     assert_int_equal(argus_ws_put(ws, "input", 5, in, msg, sizeof msg), 0);
@@ -533,18 +497,18 @@ static void test_gc(void **state)
     assert_int_equal(argus_ws_record(ws, &t, &o, 1, key, msg, sizeof msg), 0);
     /* A dead writer's temporary file, two minutes old, and a live one. */
     char p[512];
-    path_in(p, sizeof p, "gc/tmp/dead.1");
+    atu_path(p, sizeof p, "gc/tmp/dead.1");
     write_file(p, "partial");
     struct timespec old[2] = {{time(NULL) - 120, 0}, {time(NULL) - 120, 0}};
     assert_int_equal(utimensat(AT_FDCWD, p, old, 0), 0);
     /* And a dead runtime's worker folder. */
     char wd[512];
-    path_in(wd, sizeof wd, "gc/tmp/rt-dead");
+    atu_path(wd, sizeof wd, "gc/tmp/rt-dead");
     assert_int_equal(mkdir(wd, 0700), 0);
-    path_in(p, sizeof p, "gc/tmp/rt-dead/log");
+    atu_path(p, sizeof p, "gc/tmp/rt-dead/log");
     write_file(p, "worker log");
     assert_int_equal(utimensat(AT_FDCWD, wd, old, 0), 0);
-    path_in(p, sizeof p, "gc/tmp/live.1");
+    atu_path(p, sizeof p, "gc/tmp/live.1");
     write_file(p, "partial");
 
     argus_ws_gc_stats st;
@@ -572,29 +536,29 @@ static void test_unsafe_dirs(void **state)
     char p[512], q[512], msg[512];
     argus_ws *ws = NULL;
 
-    path_in(p, sizeof p, "fifo");
+    atu_path(p, sizeof p, "fifo");
     assert_int_equal(mkfifo(p, 0600), 0);
     assert_int_equal(argus_ws_open(p, 1, &ws, msg, sizeof msg), ARGUS_WS_EUNSAFE);
     assert_null(ws);
     assert_non_null(strstr(msg, "a FIFO"));
 
-    path_in(q, sizeof q, "realdir");
+    atu_path(q, sizeof q, "realdir");
     assert_int_equal(mkdir(q, 0700), 0);
-    path_in(p, sizeof p, "link");
+    atu_path(p, sizeof p, "link");
     assert_int_equal(symlink(q, p), 0);
     assert_int_equal(argus_ws_open(p, 1, &ws, msg, sizeof msg), ARGUS_WS_EUNSAFE);
     assert_non_null(strstr(msg, "symbolic link"));
 
-    path_in(p, sizeof p, "plainfile");
+    atu_path(p, sizeof p, "plainfile");
     write_file(p, "x");
     assert_int_equal(argus_ws_open(p, 1, &ws, msg, sizeof msg), ARGUS_WS_EUNSAFE);
     assert_non_null(strstr(msg, "regular file"));
 
-    path_in(p, sizeof p, "missing");
+    atu_path(p, sizeof p, "missing");
     assert_int_equal(argus_ws_open(p, 0, &ws, msg, sizeof msg), ARGUS_WS_ENOENT);
 
     /* A directory others may write into. */
-    path_in(p, sizeof p, "open");
+    atu_path(p, sizeof p, "open");
     assert_int_equal(mkdir(p, 0700), 0);
     assert_int_equal(chmod(p, 0777), 0);
     assert_int_equal(argus_ws_open(p, 1, &ws, msg, sizeof msg), ARGUS_WS_EUNSAFE);
@@ -602,10 +566,10 @@ static void test_unsafe_dirs(void **state)
 
     /* A world-writable parent: refused without the sticky bit, allowed
      * with it (as under /tmp). */
-    path_in(p, sizeof p, "shared");
+    atu_path(p, sizeof p, "shared");
     assert_int_equal(mkdir(p, 0700), 0);
     assert_int_equal(chmod(p, 0777), 0);
-    path_in(q, sizeof q, "shared/ws");
+    atu_path(q, sizeof q, "shared/ws");
     assert_int_equal(argus_ws_open(q, 1, &ws, msg, sizeof msg), ARGUS_WS_EUNSAFE);
     assert_non_null(strstr(msg, "sticky"));
     assert_int_equal(access(q, F_OK), -1); /* nothing was created there */
@@ -615,12 +579,12 @@ static void test_unsafe_dirs(void **state)
     chmod(p, 0700);
 
     /* A workspace whose objects folder was replaced by a file. */
-    ws = open_ws("broken");
+    ws = atu_open_ws("broken");
     argus_ws_close(ws);
-    path_in(p, sizeof p, "broken/versions");
+    atu_path(p, sizeof p, "broken/versions");
     assert_int_equal(rmdir(p), 0);
     write_file(p, "");
-    path_in(p, sizeof p, "broken");
+    atu_path(p, sizeof p, "broken");
     assert_int_equal(argus_ws_open(p, 1, &ws, msg, sizeof msg), ARGUS_WS_EUNSAFE);
     assert_non_null(strstr(msg, "versions"));
 }
@@ -628,18 +592,18 @@ static void test_unsafe_dirs(void **state)
 static void test_put_file(void **state)
 {
     (void)state;
-    argus_ws *ws = open_ws("pf");
+    argus_ws *ws = atu_open_ws("pf");
     char p[512], l[512], h[ARGUS_HASH_HEX], want[ARGUS_HASH_HEX], msg[512];
-    path_in(p, sizeof p, "pf-input.bin");
+    atu_path(p, sizeof p, "pf-input.bin");
     write_file(p, "a PC-to-region map");
     assert_int_equal(argus_ws_put_file(ws, p, h, msg, sizeof msg), 0);
     argus_sha256_hex("a PC-to-region map", 18, want);
     assert_string_equal(h, want);
-    path_in(l, sizeof l, "pf-link.bin");
+    atu_path(l, sizeof l, "pf-link.bin");
     assert_int_equal(symlink(p, l), 0);
     assert_int_equal(argus_ws_put_file(ws, l, h, msg, sizeof msg), ARGUS_EIO);
     assert_non_null(strstr(msg, "symbolic link"));
-    path_in(l, sizeof l, "pf-fifo");
+    atu_path(l, sizeof l, "pf-fifo");
     assert_int_equal(mkfifo(l, 0600), 0);
     assert_int_equal(argus_ws_put_file(ws, l, h, msg, sizeof msg), ARGUS_EIO);
     assert_non_null(strstr(msg, "FIFO"));
@@ -661,5 +625,5 @@ int main(void)
         cmocka_unit_test(test_gc),
         cmocka_unit_test(test_unsafe_dirs),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, atu_teardown);
 }

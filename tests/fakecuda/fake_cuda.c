@@ -80,6 +80,7 @@ struct fn {
     int regs, smem;
     struct fn *func; /* KERNEL: its CUfunction, made on first request */
     struct green *green; /* FUNCTION: the green context it was made in */
+    _Atomic int loaded;  /* KERNEL: loaded into the primary context */
 };
 
 /* CUmodule (handles are FUNCTIONs) or CUlibrary (handles are KERNELs). */
@@ -231,6 +232,47 @@ static CUresult sim_result(int r)
     }
 }
 
+/* ------------------------------------------------------------------------
+ * Lazy loading, as the H200 (driver 580.159.04) showed it: a module's
+ * CUfunction is loaded when cuModuleGetFunction returns it, while a
+ * library's CUkernel (what the CUDA runtime launches) is loaded into the
+ * context at its first launch or cuKernelGetFunction, and that load waits
+ * for the work the context has queued on every stream: behind an
+ * unreleased cuStreamWaitValue32 the call does not return until the wait
+ * is released (docs/results/2026-12-02-gpu/). CUDA_MODULE_LOADING=EAGER
+ * loads each kernel when it is made; LAZY, the real driver's default since
+ * CUDA 12.2, is the default here too. Modelled for the primary context;
+ * green-context functions are loaded when made.
+ */
+static bool lazy_loading(void)
+{
+    static int lazy = -1;
+    if (lazy < 0) {
+        const char *v = getenv("CUDA_MODULE_LOADING");
+        lazy = !(v != NULL && strcmp(v, "EAGER") == 0);
+    }
+    return lazy == 1;
+}
+
+/* Loads kernel k into the primary context: on the simulated GPU, first
+ * waits until every stream of this process has drained (the real load's
+ * wait for queued work); without it all work is already complete. */
+static CUresult kernel_load(struct fn *k)
+{
+    if (atomic_load(&k->loaded) || !lazy_loading())
+        return CUDA_SUCCESS;
+    int sim = sim_on();
+    if (sim < 0)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (sim > 0) {
+        CUresult r = sim_result(sim_ctx_sync());
+        if (r != CUDA_SUCCESS)
+            return r;
+    }
+    atomic_store(&k->loaded, 1);
+    return CUDA_SUCCESS;
+}
+
 /* The simulated slot of a stream (s NULL: the process's default stream). */
 static CUresult sim_slot(const struct stream *s, int *slot)
 {
@@ -361,6 +403,9 @@ static CUresult launch(enum fake_entry e, CUfunction f, unsigned gx,
         r = get_stream(hs, &s);
     if (r == CUDA_SUCCESS)
         r = green_launch_check(f, s != NULL ? s->green : NULL);
+    /* A CUkernel's first launch in the primary context loads it. */
+    if (r == CUDA_SUCCESS && is(f, TAG_KERNEL) && (s == NULL || s->green == NULL))
+        r = kernel_load((struct fn *)f);
     if (r != CUDA_SUCCESS)
         return r;
 
@@ -771,6 +816,9 @@ CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
     struct green *g = current_green();
     if (g != NULL)
         return green_function(k, g, pFunc);
+    CUresult r = kernel_load(k);
+    if (r != CUDA_SUCCESS)
+        return r;
     pthread_mutex_lock(&g_lock);
     if (k->func == NULL)
         k->func = fn_new(TAG_FUNCTION, k->name, k->regs, k->smem);
@@ -782,6 +830,23 @@ CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
 CUfunction fake_function_create(const char *name, int regs, int static_smem)
 {
     return (CUfunction)fn_new(TAG_FUNCTION, name, regs, static_smem);
+}
+
+/* Every CUfunction this fake hands out is loaded (a module's when it is
+ * returned, a kernel's by cuKernelGetFunction), so cuFuncLoad has nothing
+ * left to do; both check the handle as the driver does. */
+CUresult cuFuncIsLoaded(CUfunctionLoadingState *state, CUfunction function)
+{
+    CUresult bad = out_and_handle(state, function, TAG_FUNCTION);
+    if (bad != CUDA_SUCCESS)
+        return bad;
+    *state = CU_FUNCTION_LOADING_STATE_LOADED;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuFuncLoad(CUfunction function)
+{
+    return is(function, TAG_FUNCTION) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
 CUkernel fake_kernel_create(const char *name, int regs, int static_smem)
@@ -2335,6 +2400,8 @@ static const struct proc procs[] = {
     P1(cuKernelGetName, 12030),
     P1(cuFuncGetName, 12030),
     P1(cuFuncGetAttribute, 2000),
+    P1(cuFuncIsLoaded, 12040),
+    P1(cuFuncLoad, 12040),
     P2(cuLaunchKernel, 4000),
     P2(cuLaunchKernelEx, 11060),
     P2(cuLaunchCooperativeKernel, 9000),

@@ -107,6 +107,10 @@ typedef void (*fake_green_counts_fn)(int *ctxs, int *streams);
  *   primary context's modules with its green contexts would have.
  * - FAKECUDA_SMS=N (default 132), FAKECUDA_SM_ALIGN=N (8),
  *   FAKECUDA_SM_MIN=N (8): the device's SM resource.
+ * - CUDA_MODULE_LOADING=LAZY (the default, as the real driver's) or EAGER:
+ *   whether a library's CUkernel is loaded at its first launch or
+ *   cuKernelGetFunction, after the simulated context's queued work
+ *   drained (read once; fake_cuda.c, "Lazy loading").
  */
 
 typedef void (*fake_tally_fn)(struct fake_tally *out);

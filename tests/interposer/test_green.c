@@ -725,17 +725,21 @@ static int child_repartition(void)
     static int tag;
     size_t idx[1024], ih;
     int n, ordered = 1;
+    /* The same changes seen from the HP side: 72 SMs at the WELCOME, then
+     * the 80 asked for, then the full GPU. */
+    const char *role = getenv("MOSAIC_ROLE");
+    int hp = role && strcmp(role, "hp") == 0;
 
     if (cuInit(0) != CUDA_SUCCESS || cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
         return 1;
     fake_trace_start();
-    if (!launch_until(f, s, 60))
+    if (!launch_until(f, s, hp ? 72 : 60))
         return 2;
     fake_trace_start();
     if (cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL) != CUDA_SUCCESS ||
         cuLaunchHostFunc(s, host_fn, &tag) != CUDA_SUCCESS)
         return 1;
-    if (set_partition(80) != 0 || !launch_until(f, s, 52))
+    if (set_partition(80) != 0 || !launch_until(f, s, hp ? 80 : 52))
         return 3;
     if (set_partition(0) != 0 || !launch_until(f, s, 0))
         return 4;
@@ -791,6 +795,27 @@ static void partition_changes_keep_order(void **state)
     assert_int_not_equal(pclose(fp), 0);
     if (!strstr(buf, "cannot give HP a partition of 50") || !strstr(buf, "48 or 56"))
         fail_msg("partition 50: %s", buf);
+    stop_daemon(d, sock);
+    d = 0;
+}
+
+/* The HP side follows each change as well: its launch path's one check
+ * (the client's epoch, moved by a PARTITION message as by a connection)
+ * sees it, and the next launch runs on HP's new group. */
+static void hp_follows_partition_changes(void **state)
+{
+    char sock[128], env_sock[160];
+    const char *hp[] = {"MOSAIC_ROLE=hp", "MOSAIC_BE_SMS=", env_sock, NULL};
+    static pid_t d;
+    char *out;
+
+    d = start_daemon(sock, sizeof(sock));
+    *state = &d;
+    snprintf(env_sock, sizeof(env_sock), "MOSAIC_SCHED_SOCKET=%s", sock);
+    out = run_child("repartition", hp);
+    if (!strstr(out, "sms_seq=72,80,0\n") || !strstr(out, "order_kept=1") ||
+        !strstr(out, "last_on_app=1"))
+        fail_msg("the HP child saw: %s", out);
     stop_daemon(d, sock);
     d = 0;
 }
@@ -856,6 +881,7 @@ int main(int argc, char **argv)
 #ifdef MOSAIC_SCHED_BIN
         cmocka_unit_test_teardown(arbiter_size_applied, daemon_teardown),
         cmocka_unit_test_teardown(partition_changes_keep_order, daemon_teardown),
+        cmocka_unit_test_teardown(hp_follows_partition_changes, daemon_teardown),
 #endif
         cmocka_unit_test(redirect_cost_side_by_side),
     };

@@ -30,8 +30,11 @@ int stu_connect(const char *sock);
  */
 pid_t stu_daemon_spawn(const char *bin, const char *conf, const char *text, const char *log,
                        const char *sock);
-/* GET /metrics from 127.0.0.1:port; a static buffer. */
+/* GET /metrics from 127.0.0.1:port; a static buffer. stu_scrape fails
+ * the test when the daemon does not answer; stu_scrape_try gives "" (for
+ * polling a daemon that may not serve its metrics yet). */
 const char *stu_scrape(unsigned port);
+const char *stu_scrape_try(unsigned port);
 /* rm -rf dir (a test's temporary directory). */
 void stu_rmdir(const char *dir);
 

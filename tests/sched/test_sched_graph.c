@@ -34,14 +34,10 @@
 
 #include "daemon.h"
 #include "mosaic/sched.h"
+#include "policy_test_util.h"
 
 #define MS 1000000ull
 
-static const char *const hp_keys[] = {
-    "_Z9k_conv3x3PKfS0_Pfiiii|grid=16,8,16|block=8,8,1|dsmem=7808",
-    "_Z9k_conv3x3PKfS0_Pfiiii|grid=1,16,8|block=16,16,1|dsmem=14976",
-    "_Z9k_conv3x3PKfS0_Pfiiii|grid=28,4,8|block=32,16,1|dsmem=24192",
-};
 /* 0.20 ms profiled, 1.97 ms isolated at the test's scale (11 ms over 1.12
  * ms of profiled HP kernels) and its predicted slowdown beside HP on top:
  * alone within 5.5 ms of slack for any slowdown up to 2.79x, three back to
@@ -56,28 +52,6 @@ static const char *const unprofiled_key = "k_unprofiled_g|grid=4,1,1|block=128,1
 
 #define HP 1u
 #define BE 2u
-
-static struct mosaic__policy open_mosaic(double slo)
-{
-    struct mosaic__sched_config cfg;
-    struct mosaic__policy p;
-    char err[1024];
-
-    mosaic__config_defaults(&cfg);
-    cfg.policy = MOSAIC__POLICY_MOSAIC;
-    cfg.slo = slo;
-    snprintf(cfg.profile_dir, sizeof(cfg.profile_dir), "%s", PROFILE_DATA_DIR);
-    snprintf(cfg.model_dir, sizeof(cfg.model_dir), "%s", MODEL_DIR);
-    if (mosaic__policy_open(&cfg, &p, err, sizeof(err)) != 0)
-        fail_msg("policy_open: %s", err);
-    return p;
-}
-
-static void ev(struct mosaic__policy *p, uint32_t client, int type, uint64_t id, uint64_t ts)
-{
-    struct mosaic__policy_event e = {.type = type, .client_id = client, .id = id, .ts_ns = ts};
-    p->observe(p->state, &e);
-}
 
 /* Defines graph (kernels ks[0..n-1]) for client as the daemon passes a
  * client's MOSAIC__EV_BE_GRAPH entries on, in the order given by order[]
@@ -100,10 +74,10 @@ static uint64_t define(struct mosaic__policy *p, uint32_t client, const uint64_t
 static uint64_t learn(struct mosaic__policy *p, uint64_t t, int n)
 {
     for (int r = 0; r < n; r++, t += 20 * MS) {
-        ev(p, HP, MOSAIC__PEV_HP_BEGIN, (uint64_t)r + 1, t);
+        ptu_ev(p, HP, MOSAIC__PEV_HP_BEGIN, (uint64_t)r + 1, t);
         for (int k = 0; k < 3; k++)
-            ev(p, HP, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(hp_keys[k]), t);
-        ev(p, HP, MOSAIC__PEV_HP_END, (uint64_t)r + 1, t + 11 * MS);
+            ptu_ev(p, HP, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(ptu_hp_keys[k]), t);
+        ptu_ev(p, HP, MOSAIC__PEV_HP_END, (uint64_t)r + 1, t + 11 * MS);
     }
     return t;
 }
@@ -141,13 +115,13 @@ static int metric_has(struct mosaic__policy *p, const char *line)
 
 static void hp_begin(struct mosaic__policy *p, uint64_t req, uint64_t t)
 {
-    ev(p, HP, MOSAIC__PEV_HP_BEGIN, req, t);
-    ev(p, HP, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(hp_keys[0]), t);
+    ptu_ev(p, HP, MOSAIC__PEV_HP_BEGIN, req, t);
+    ptu_ev(p, HP, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(ptu_hp_keys[0]), t);
 }
 
 static void long_graph_held_beside_hp_short_granted(void **state)
 {
-    struct mosaic__policy p = open_mosaic(1.5);
+    struct mosaic__policy p = ptu_open_mosaic(1.5, PROFILE_DATA_DIR);
     uint64_t mid = mosaic_sched_kernel_id(mid_key), sh = mosaic_sched_kernel_id(short_key);
     const uint64_t three_mid[3] = {mid, mid, mid}, three_short[3] = {sh, sh, sh};
     uint64_t t = mosaic__now_ns() - 1000 * MS, g_long, g_short;
@@ -167,7 +141,7 @@ static void long_graph_held_beside_hp_short_granted(void **state)
     /* Still held later in the request, while its slack is what it was. */
     ASK(&p, BE, g_long, 1, t + 2 * MS, MOSAIC__HOLD);
     assert_true(metric_has(&p, "reason=\"over_slo\"} 2\n"));
-    ev(&p, HP, MOSAIC__PEV_HP_END, 100, t + 11 * MS);
+    ptu_ev(&p, HP, MOSAIC__PEV_HP_END, 100, t + 11 * MS);
     /* After the request: the next is due 9 ms after this end, and the
      * graph's 5.9 ms run alone before it. */
     ASK(&p, BE, g_long, 0, t + 11 * MS + 100000, MOSAIC__ADMIT);
@@ -176,7 +150,7 @@ static void long_graph_held_beside_hp_short_granted(void **state)
 
 static void granted_graph_runs_until_its_done(void **state)
 {
-    struct mosaic__policy p = open_mosaic(1.5);
+    struct mosaic__policy p = ptu_open_mosaic(1.5, PROFILE_DATA_DIR);
     uint64_t mid = mosaic_sched_kernel_id(mid_key);
     const uint64_t three_mid[3] = {mid, mid, mid};
     uint64_t t = mosaic__now_ns() - 1000 * MS, g_long;
@@ -188,7 +162,7 @@ static void granted_graph_runs_until_its_done(void **state)
      * run alone before the next one is due, 8 ms later. The next request
      * comes early, though, 1 ms after the grant. */
     ASK(&p, BE, g_long, 0, t, MOSAIC__ADMIT);
-    ev(&p, BE, MOSAIC__PEV_BE_GRANT, g_long, t);
+    ptu_ev(&p, BE, MOSAIC__PEV_BE_GRANT, g_long, t);
     hp_begin(&p, 100, t + MS);
     /* The graph's later kernels (from about 2 ms on) are still to come:
      * the bound charges the graph's whole remaining time (about 5 ms at
@@ -197,21 +171,21 @@ static void granted_graph_runs_until_its_done(void **state)
     ASK(&p, BE, mid, 1, t + MS + 100000, MOSAIC__HOLD);
     /* Its done ends every kernel of it, 0.5 ms into the request: what ran
      * beside the request is that 0.5 ms, and a mid kernel fits again. */
-    ev(&p, BE, MOSAIC__PEV_BE_DONE, g_long, t + 1500000);
+    ptu_ev(&p, BE, MOSAIC__PEV_BE_DONE, g_long, t + 1500000);
     ASK(&p, BE, mid, 1, t + 1600000, MOSAIC__ADMIT);
     /* And none of its kernels is left running: a request that begins now
      * (after a short one) has nothing beside it, where the graph's two
      * later kernels, were they left, would fill its slack. */
-    ev(&p, HP, MOSAIC__PEV_HP_END, 100, t + 1700000);
+    ptu_ev(&p, HP, MOSAIC__PEV_HP_END, 100, t + 1700000);
     hp_begin(&p, 101, t + 2 * MS);
     ASK(&p, BE, mid, 1, t + 2100000, MOSAIC__ADMIT);
-    ev(&p, HP, MOSAIC__PEV_HP_END, 101, t + 13 * MS);
+    ptu_ev(&p, HP, MOSAIC__PEV_HP_END, 101, t + 13 * MS);
     mosaic__policy_close(&p);
 }
 
 static void graph_with_unprofiled_kernel_is_unknown(void **state)
 {
-    struct mosaic__policy p = open_mosaic(1.5);
+    struct mosaic__policy p = ptu_open_mosaic(1.5, PROFILE_DATA_DIR);
     uint64_t sh = mosaic_sched_kernel_id(short_key), un = mosaic_sched_kernel_id(unprofiled_key);
     const uint64_t ks[2] = {sh, un}, three_short[3] = {sh, sh, sh};
     uint64_t t = mosaic__now_ns() - 3000 * MS, g, g_short;
@@ -223,14 +197,14 @@ static void graph_with_unprofiled_kernel_is_unknown(void **state)
     hp_begin(&p, 100, t);
     ASK(&p, BE, g, 1, t + 100000, MOSAIC__HOLD);
     assert_true(metric_has(&p, "reason=\"unknown_kernel\"} 1\n"));
-    ev(&p, HP, MOSAIC__PEV_HP_END, 100, t + 11 * MS);
+    ptu_ev(&p, HP, MOSAIC__PEV_HP_END, 100, t + 11 * MS);
     ASK(&p, BE, g, 0, t + 12 * MS, MOSAIC__ADMIT);
     /* Five runs with HP idle teach the graph's duration as a whole (the
      * unknown-kernel rule's learning, policy_learn.c): 0.5 ms each. */
     for (int i = 0; i < 5; i++) {
         uint64_t g0 = t + (uint64_t)(12 + i) * MS;
-        ev(&p, BE, MOSAIC__PEV_BE_GRANT, g, g0);
-        ev(&p, BE, MOSAIC__PEV_BE_DONE, g, g0 + 500000);
+        ptu_ev(&p, BE, MOSAIC__PEV_BE_GRANT, g, g0);
+        ptu_ev(&p, BE, MOSAIC__PEV_BE_DONE, g, g0 + 500000);
     }
     assert_true(metric_has(&p, "mosaic_policy_learned_kernels 1\n"));
     /* Then beside a request, under the worst-case bound: 0.5 ms fits. */
@@ -241,13 +215,13 @@ static void graph_with_unprofiled_kernel_is_unknown(void **state)
     /* The all-profiled short graph is decided by the model, not learned. */
     ASK(&p, BE, g_short, 1, t + 100000, MOSAIC__ADMIT);
     assert_true(metric_has(&p, "reason=\"fits\"} 1\n"));
-    ev(&p, HP, MOSAIC__PEV_HP_END, 101, t + 11 * MS);
+    ptu_ev(&p, HP, MOSAIC__PEV_HP_END, 101, t + 11 * MS);
     mosaic__policy_close(&p);
 }
 
 static void bad_definitions_are_not_used(void **state)
 {
-    struct mosaic__policy p = open_mosaic(1.5);
+    struct mosaic__policy p = ptu_open_mosaic(1.5, PROFILE_DATA_DIR);
     uint64_t sh = mosaic_sched_kernel_id(short_key);
     const uint64_t three_short[3] = {sh, sh, sh};
     const unsigned shuffled[3] = {2, 0, 1};
@@ -279,9 +253,9 @@ static void bad_definitions_are_not_used(void **state)
         ASK(&p, BE, 0x1234, 1, t + 100000, MOSAIC__HOLD);
     }
     /* A client that leaves takes its graphs along. */
-    ev(&p, BE, MOSAIC__PEV_CLIENT_GONE, 0, t + 200000);
+    ptu_ev(&p, BE, MOSAIC__PEV_CLIENT_GONE, 0, t + 200000);
     ASK(&p, BE, g, 1, t + 300000, MOSAIC__HOLD);
-    ev(&p, HP, MOSAIC__PEV_HP_END, 100, t + 11 * MS);
+    ptu_ev(&p, HP, MOSAIC__PEV_HP_END, 100, t + 11 * MS);
     mosaic__policy_close(&p);
 }
 

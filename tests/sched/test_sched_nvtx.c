@@ -44,6 +44,7 @@
 #include <cmocka.h>
 
 #include "mosaic/sched.h"
+#include "sched_test_util.h"
 
 struct dmn {
     pid_t pid;
@@ -58,77 +59,19 @@ static struct dmn d;
 static pid_t app_pid; /* the HP program running, killed if a test fails */
 static int no_preload; /* start the program without LD_PRELOAD */
 
-static void msleep(unsigned ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
-static unsigned free_port(void)
-{
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(sa);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    unsigned port;
-
-    assert_true(fd >= 0);
-    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
-    port = ntohs(sa.sin_port);
-    close(fd);
-    return port;
-}
-
-static char *scrape(unsigned port)
-{
-    static char buf[32768];
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    const char req[] = "GET /metrics HTTP/1.0\r\n\r\n";
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    size_t got = 0;
-    ssize_t n;
-
-    buf[0] = '\0';
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-        close(fd);
-        return buf;
-    }
-    if (send(fd, req, sizeof(req) - 1, 0) == (ssize_t)sizeof(req) - 1)
-        while (got < sizeof(buf) - 1 && (n = recv(fd, buf + got, sizeof(buf) - 1 - got, 0)) > 0)
-            got += (size_t)n;
-    buf[got] = '\0';
-    close(fd);
-    return buf;
-}
-
 /* A metric's value, or -1 when absent. */
 static long metric(const char *name)
 {
-    const char *m = scrape(d.port), *p = strstr(m, name);
+    const char *m = stu_scrape_try(d.port), *p = strstr(m, name);
 
     while (p && p > m && p[-1] != '\n')
         p = strstr(p + 1, name);
     return p ? atol(p + strlen(name)) : -1;
 }
 
-static int try_connect(const char *path)
-{
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-
-    memcpy(sa.sun_path, path, strlen(path));
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
 static int dmn_start(void **state)
 {
-    FILE *fp;
+    char text[512];
 
     (void)state;
     memset(&d, 0, sizeof(d));
@@ -137,35 +80,14 @@ static int dmn_start(void **state)
     snprintf(d.sock, sizeof(d.sock), "%s/s.sock", d.dir);
     snprintf(d.conf, sizeof(d.conf), "%s/d.conf", d.dir);
     snprintf(d.log, sizeof(d.log), "%s/d.log", d.dir);
-    d.port = free_port();
-    fp = fopen(d.conf, "w");
-    assert_non_null(fp);
-    fprintf(fp, "socket %s\nmetrics-port %u\nheartbeat-ms 100\nlog-level info\nmps off\n"
-                "policy orion\nhp-request-timeout-ms 60000\nrule requested any\n",
-            d.sock, d.port);
-    fclose(fp);
-    d.pid = fork();
-    assert_true(d.pid >= 0);
-    if (d.pid == 0) {
-        int fd = open(d.log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-        int null = open("/dev/null", O_RDWR);
-        dup2(fd, STDERR_FILENO);
-        dup2(null, STDOUT_FILENO);
-        execl(MOSAIC_SCHED_BIN, "mosaic-sched", "--config", d.conf, "daemon", (char *)NULL);
-        _exit(127);
-    }
-    for (int i = 0; i < 2000; i++) {
-        int fd = try_connect(d.sock);
-        if (fd >= 0) {
-            close(fd);
-            for (int j = 0; j < 500 && metric("mosaic_clients{role=\"hp\"} ") < 0; j++)
-                msleep(10);
-            return 0;
-        }
-        msleep(10);
-    }
-    fail_msg("the daemon did not listen on %s within 20 s", d.sock);
-    return -1;
+    d.port = stu_free_port();
+    snprintf(text, sizeof(text), "socket %s\nmetrics-port %u\nheartbeat-ms 100\nlog-level info\n"
+             "mps off\npolicy orion\nhp-request-timeout-ms 60000\nrule requested any\n",
+             d.sock, d.port);
+    d.pid = stu_daemon_spawn(MOSAIC_SCHED_BIN, d.conf, text, d.log, d.sock);
+    for (int j = 0; j < 500 && metric("mosaic_clients{role=\"hp\"} ") < 0; j++)
+        stu_msleep(10);
+    return 0;
 }
 
 static int dmn_stop(void **state)
@@ -176,6 +98,7 @@ static int dmn_stop(void **state)
     if (d.pid > 0) {
         kill(d.pid, SIGTERM);
         waitpid(d.pid, NULL, 0);
+        stu_untrack(d.pid);
     }
     snprintf(cmd, sizeof(cmd), "rm -rf %s", d.dir);
     return system(cmd) == 0 ? 0 : -1;
@@ -260,7 +183,7 @@ static int hp_clients_become(int n)
     for (int i = 0; i < 2000; i++) {
         if (metric("mosaic_clients{role=\"hp\"} ") == n)
             return 1;
-        msleep(10);
+        stu_msleep(10);
     }
     return 0;
 }
@@ -288,8 +211,8 @@ static long requests_after(long base, long want)
     const char *name = "mosaic_hp_request_duration_seconds_count ";
 
     for (int i = 0; i < 2000 && metric(name) - base < want; i++)
-        msleep(10);
-    msleep(300);
+        stu_msleep(10);
+    stu_msleep(300);
     return metric(name) - base;
 }
 
@@ -490,10 +413,10 @@ static void without_the_hp_role_nvtx_is_untouched(void **state)
      * above, from a cold start, in well under it). */
     for (int i = 0; i < 150; i++) {
         assert_int_equal(metric("mosaic_clients{role=\"hp\"} "), 0);
-        msleep(10);
+        stu_msleep(10);
     }
     app_end(&a);
-    msleep(300);
+    stu_msleep(300);
     assert_int_equal(base_requests(), base);
 }
 

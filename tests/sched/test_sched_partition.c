@@ -30,6 +30,7 @@
 #include "daemon.h"
 #include "mosaic/profile.h"
 #include "mosaic/sched.h"
+#include "policy_test_util.h"
 
 #define RMS "_Z9k_rmsnormPK6float4S1_PS_i|grid=16384,1,1|block=128,1,1|dsmem=0"
 #define CONV "_Z9k_conv3x3PKfS0_Pfiiii|grid=16,8,16|block=8,8,1|dsmem=7808"
@@ -118,12 +119,6 @@ static void slowdowns_from_the_split_sweep(void **state)
     assert_float_equal(sd[120], lerp(120, 112, 412.5648, 132, 352.8016) / 352.8016, 1e-9);
 }
 
-static void ev(struct mosaic__policy *p, uint32_t client, int type, uint64_t id, uint64_t ts)
-{
-    struct mosaic__policy_event e = {.type = type, .client_id = client, .id = id, .ts_ns = ts};
-    p->observe(p->state, &e);
-}
-
 /*
  * Six isolated requests of 18 ms (five RMSNorms), then one open since 1 ms
  * ago; asks for the convolution beside it.
@@ -140,13 +135,13 @@ static int decide_beside_request(double slo, int mode, unsigned hp_sms)
     if (mosaic__policy_open(&cfg, &p, err, sizeof(err)) != 0)
         fail_msg("policy_open: %s", err);
     for (int r = 0; r < 6; r++, t += 22 * MS) {
-        ev(&p, 1, MOSAIC__PEV_HP_BEGIN, (uint64_t)r + 1, t);
+        ptu_ev(&p, 1, MOSAIC__PEV_HP_BEGIN, (uint64_t)r + 1, t);
         for (int k = 0; k < 5; k++)
-            ev(&p, 1, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(RMS), t);
-        ev(&p, 1, MOSAIC__PEV_HP_END, (uint64_t)r + 1, t + 18 * MS);
+            ptu_ev(&p, 1, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(RMS), t);
+        ptu_ev(&p, 1, MOSAIC__PEV_HP_END, (uint64_t)r + 1, t + 18 * MS);
     }
-    ev(&p, 1, MOSAIC__PEV_HP_BEGIN, 100, now - MS);
-    ev(&p, 1, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(RMS), now - MS);
+    ptu_ev(&p, 1, MOSAIC__PEV_HP_BEGIN, 100, now - MS);
+    ptu_ev(&p, 1, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(RMS), now - MS);
     struct mosaic__sched_view v = {.now_ns = now, .hp_clients = 1, .hp_requests_in_flight = 1,
                                    .slo = slo};
     struct mosaic__be_want w = {.client_id = 2, .kernel_id = mosaic_sched_kernel_id(CONV)};

@@ -22,12 +22,8 @@
 #include "daemon.h"
 #include "mosaic/profile.h"
 #include "mosaic/sched.h"
+#include "policy_test_util.h"
 
-static const char *const hp_keys[] = {
-    "_Z9k_conv3x3PKfS0_Pfiiii|grid=16,8,16|block=8,8,1|dsmem=7808",
-    "_Z9k_conv3x3PKfS0_Pfiiii|grid=1,16,8|block=16,16,1|dsmem=14976",
-    "_Z9k_conv3x3PKfS0_Pfiiii|grid=28,4,8|block=32,16,1|dsmem=24192",
-};
 static const char *const be_key = "_Z9k_conv3x3PKfS0_Pfiiii|grid=16,4,32|block=16,16,1|dsmem=14976";
 
 static char dir[256];
@@ -64,9 +60,9 @@ static void store_skips_corrupt_files(void **state)
     assert_int_equal(mosaic__pstore_load(dir, &s, &loaded, &skipped, err, sizeof(err)), 0);
     assert_int_equal(loaded, 1);
     assert_int_equal(skipped, 1);
-    const struct mosaic_kernel *k = mosaic__pstore_get(s, mosaic_sched_kernel_id(hp_keys[0]));
+    const struct mosaic_kernel *k = mosaic__pstore_get(s, mosaic_sched_kernel_id(ptu_hp_keys[0]));
     assert_non_null(k);
-    assert_string_equal(k->key, hp_keys[0]);
+    assert_string_equal(k->key, ptu_hp_keys[0]);
     assert_null(mosaic__pstore_get(s, mosaic_sched_kernel_id("k_nothing|grid=1,1,1|block=1,1,1|dsmem=0")));
     mosaic__pstore_free(s);
     assert_int_equal(mosaic__pstore_load("/nonexistent/dir", &s, &loaded, &skipped, err,
@@ -74,26 +70,10 @@ static void store_skips_corrupt_files(void **state)
     assert_non_null(strstr(err, "profile-dir /nonexistent/dir"));
 }
 
-static struct mosaic__policy open_mosaic(double slo)
-{
-    struct mosaic__sched_config cfg;
-    struct mosaic__policy p;
-    char err[1024];
-
-    mosaic__config_defaults(&cfg);
-    cfg.policy = MOSAIC__POLICY_MOSAIC;
-    cfg.slo = slo;
-    snprintf(cfg.profile_dir, sizeof(cfg.profile_dir), "%s", dir);
-    snprintf(cfg.model_dir, sizeof(cfg.model_dir), "%s", MODEL_DIR);
-    if (mosaic__policy_open(&cfg, &p, err, sizeof(err)) != 0)
-        fail_msg("policy_open: %s", err);
-    return p;
-}
-
+/* The events of client 1 (the HP client). */
 static void ev(struct mosaic__policy *p, int type, uint64_t id, uint64_t ts)
 {
-    struct mosaic__policy_event e = {.type = type, .client_id = 1, .id = id, .ts_ns = ts};
-    p->observe(p->state, &e);
+    ptu_ev(p, 1, type, id, ts);
 }
 
 /* n isolated requests of 11 ms, 20 ms apart, ending 1 s before now. */
@@ -103,7 +83,7 @@ static uint64_t learn(struct mosaic__policy *p, int n)
     for (int r = 0; r < n; r++, t += 20000000ull) {
         ev(p, MOSAIC__PEV_HP_BEGIN, (uint64_t)r + 1, t);
         for (int k = 0; k < 3; k++)
-            ev(p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(hp_keys[k]), t);
+            ev(p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(ptu_hp_keys[k]), t);
         ev(p, MOSAIC__PEV_HP_END, (uint64_t)r + 1, t + 11000000ull);
     }
     return t;
@@ -125,7 +105,7 @@ static int ask(struct mosaic__policy *p, uint64_t kernel, unsigned in_flight)
 
 static void unknown_be_only_while_hp_idle(void **state)
 {
-    struct mosaic__policy p = open_mosaic(1.25);
+    struct mosaic__policy p = ptu_open_mosaic(1.25, dir);
     (void)state;
     learn(&p, 1); /* the HP client is known, and idle */
     assert_int_equal(ask(&p, 12345, 0), MOSAIC__ADMIT);
@@ -139,7 +119,7 @@ static void unknown_be_only_while_hp_idle(void **state)
         assert_int_equal(ask(&p, 12345, 0), r ? MOSAIC__HOLD : MOSAIC__ADMIT);
         ev(&p, MOSAIC__PEV_HP_BEGIN, (uint64_t)r + 1, t);
         for (int k = 0; k < 3; k++)
-            ev(&p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(hp_keys[k]), t);
+            ev(&p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(ptu_hp_keys[k]), t);
         ev(&p, MOSAIC__PEV_HP_END, (uint64_t)r + 1, t + 11000000ull);
     }
     assert_int_equal(ask(&p, 12345, 0), MOSAIC__ADMIT);
@@ -154,7 +134,7 @@ static void unknown_be_only_while_hp_idle(void **state)
  */
 static void holds_be_until_hp_is_known(void **state)
 {
-    struct mosaic__policy p = open_mosaic(1.25);
+    struct mosaic__policy p = ptu_open_mosaic(1.25, dir);
     (void)state;
     assert_int_equal(ask_view(&p, 12345, 0, 0), MOSAIC__HOLD);
     assert_int_equal(ask_view(&p, 12345, 1, 0), MOSAIC__HOLD);
@@ -173,23 +153,23 @@ static void eq5_at_tight_and_loose_slo(void **state)
 {
     (void)state;
     for (int loose = 0; loose < 2; loose++) {
-        struct mosaic__policy p = open_mosaic(loose ? 4.0 : 1.02);
+        struct mosaic__policy p = ptu_open_mosaic(loose ? 4.0 : 1.02, dir);
         uint64_t be = mosaic_sched_kernel_id(be_key), now;
 
         learn(&p, 3);
         now = mosaic__now_ns();
         ev(&p, MOSAIC__PEV_HP_BEGIN, 100, now);
-        ev(&p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(hp_keys[0]), now);
+        ev(&p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(ptu_hp_keys[0]), now);
         /* Three isolated requests are not enough to know T_iso. */
         assert_int_equal(ask(&p, be, 1), MOSAIC__HOLD);
         ev(&p, MOSAIC__PEV_HP_END, 100, now + 11000000ull);
         mosaic__policy_close(&p);
 
-        p = open_mosaic(loose ? 4.0 : 1.02);
+        p = ptu_open_mosaic(loose ? 4.0 : 1.02, dir);
         learn(&p, 8);
         now = mosaic__now_ns();
         ev(&p, MOSAIC__PEV_HP_BEGIN, 100, now);
-        ev(&p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(hp_keys[0]), now);
+        ev(&p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(ptu_hp_keys[0]), now);
         /* A 5 ms BE convolution beside an 11 ms request at its start: 2%
          * of slack cannot hold it; 4x can. */
         assert_int_equal(ask(&p, be, 1), loose ? MOSAIC__ADMIT : MOSAIC__HOLD);
@@ -207,12 +187,6 @@ static void eq5_at_tight_and_loose_slo(void **state)
 
 #define MS 1000000ull
 
-static void ev_c(struct mosaic__policy *p, uint32_t client, int type, uint64_t id, uint64_t ts)
-{
-    struct mosaic__policy_event e = {.type = type, .client_id = client, .id = id, .ts_ns = ts};
-    p->observe(p->state, &e);
-}
-
 static int ask_at(struct mosaic__policy *p, uint64_t kernel, unsigned in_flight, uint64_t now)
 {
     struct mosaic__sched_view v = {.now_ns = now, .hp_clients = 1,
@@ -224,8 +198,8 @@ static int ask_at(struct mosaic__policy *p, uint64_t kernel, unsigned in_flight,
 /* One run of BE kernel id on client 2, granted at t and done after dur. */
 static void be_run(struct mosaic__policy *p, uint64_t id, uint64_t t, uint64_t dur)
 {
-    ev_c(p, 2, MOSAIC__PEV_BE_GRANT, id, t);
-    ev_c(p, 2, MOSAIC__PEV_BE_DONE, id, t + dur);
+    ptu_ev(p, 2, MOSAIC__PEV_BE_GRANT, id, t);
+    ptu_ev(p, 2, MOSAIC__PEV_BE_DONE, id, t + dur);
 }
 
 /*
@@ -240,7 +214,7 @@ static void be_run(struct mosaic__policy *p, uint64_t id, uint64_t t, uint64_t d
 static void startup_types_do_not_crowd_out_the_service(void **state)
 {
     (void)state;
-    struct mosaic__policy p = open_mosaic(4.0);
+    struct mosaic__policy p = ptu_open_mosaic(4.0, dir);
     uint64_t be = mosaic_sched_kernel_id(be_key);
     uint64_t t = mosaic__now_ns() - 8000000000ull, now;
 
@@ -252,7 +226,7 @@ static void startup_types_do_not_crowd_out_the_service(void **state)
     learn(&p, 8);
     now = mosaic__now_ns();
     ev(&p, MOSAIC__PEV_HP_BEGIN, 100, now);
-    ev(&p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(hp_keys[0]), now);
+    ev(&p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(ptu_hp_keys[0]), now);
     assert_int_equal(ask(&p, be, 1), MOSAIC__ADMIT);
     char text[8192];
     size_t n = p.metrics(p.state, text, sizeof(text));
@@ -264,8 +238,8 @@ static void startup_types_do_not_crowd_out_the_service(void **state)
 
 static void hp_begin(struct mosaic__policy *p, uint64_t req, uint64_t t)
 {
-    ev_c(p, 1, MOSAIC__PEV_HP_BEGIN, req, t);
-    ev_c(p, 1, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(hp_keys[0]), t);
+    ptu_ev(p, 1, MOSAIC__PEV_HP_BEGIN, req, t);
+    ptu_ev(p, 1, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(ptu_hp_keys[0]), t);
 }
 
 static int metric_has(struct mosaic__policy *p, const char *line)
@@ -290,7 +264,7 @@ static int metric_has(struct mosaic__policy *p, const char *line)
  */
 static void unknown_be_learned_then_bounded(void **state)
 {
-    struct mosaic__policy p = open_mosaic(1.25);
+    struct mosaic__policy p = ptu_open_mosaic(1.25, dir);
     uint64_t u1 = mosaic_sched_kernel_id("k_unprofiled_a|grid=4,1,1|block=128,1,1|dsmem=0");
     uint64_t u2 = mosaic_sched_kernel_id("k_unprofiled_b|grid=4,1,1|block=128,1,1|dsmem=0");
     /* Median 2.70 ms (mean 3.51 ms, which would be outside the bound). */
@@ -307,14 +281,14 @@ static void unknown_be_learned_then_bounded(void **state)
     /* Five runs granted beside an open request. */
     for (int i = 0; i < 5; i++)
         be_run(&p, u1, t + (uint64_t)(1 + 2 * i) * MS, 2700000);
-    ev_c(&p, 1, MOSAIC__PEV_HP_END, 101, t + 12 * MS);
+    ptu_ev(&p, 1, MOSAIC__PEV_HP_END, 101, t + 12 * MS);
     /* Five runs granted with HP idle, but a request began before the done. */
     for (int i = 0; i < 5; i++) {
         uint64_t g = t + (uint64_t)(20 + 20 * i) * MS;
-        ev_c(&p, 2, MOSAIC__PEV_BE_GRANT, u1, g);
+        ptu_ev(&p, 2, MOSAIC__PEV_BE_GRANT, u1, g);
         hp_begin(&p, (uint64_t)(110 + i), g + MS);
-        ev_c(&p, 2, MOSAIC__PEV_BE_DONE, u1, g + 2700000);
-        ev_c(&p, 1, MOSAIC__PEV_HP_END, (uint64_t)(110 + i), g + 12 * MS);
+        ptu_ev(&p, 2, MOSAIC__PEV_BE_DONE, u1, g + 2700000);
+        ptu_ev(&p, 1, MOSAIC__PEV_HP_END, (uint64_t)(110 + i), g + 12 * MS);
     }
     assert_true(metric_has(&p, "mosaic_policy_learned_kernels 0\n"));
     assert_true(metric_has(&p, "mosaic_policy_learn_discarded_total 10\n"));
@@ -329,7 +303,7 @@ static void unknown_be_learned_then_bounded(void **state)
     t += 50 * MS;
     hp_begin(&p, 150, t);
     assert_int_equal(ask_at(&p, u1, 1, t), MOSAIC__HOLD);
-    ev_c(&p, 1, MOSAIC__PEV_HP_END, 150, t + 11 * MS);
+    ptu_ev(&p, 1, MOSAIC__PEV_HP_END, 150, t + 11 * MS);
     assert_true(metric_has(&p, "mosaic_policy_learned_kernels 0\n"));
     assert_true(metric_has(&p, "reason=\"unknown_kernel\"} 2\n"));
     /* While no request is in flight it is admitted, as before. */
@@ -349,9 +323,9 @@ static void unknown_be_learned_then_bounded(void **state)
     assert_true(metric_has(&p, "reason=\"over_slo\"} 1\n"));
     /* With u1 running, its remaining 2.70 ms counts too: a second u1 does
      * not fit. */
-    ev_c(&p, 2, MOSAIC__PEV_BE_GRANT, u1, now);
+    ptu_ev(&p, 2, MOSAIC__PEV_BE_GRANT, u1, now);
     assert_int_equal(ask_at(&p, u1, 1, now + 100000), MOSAIC__HOLD);
-    ev_c(&p, 2, MOSAIC__PEV_BE_DONE, u1, now + 2700000);
+    ptu_ev(&p, 2, MOSAIC__PEV_BE_DONE, u1, now + 2700000);
     /* Once it is done, 3 ms in, the 2.70 ms it ran are still charged to
      * the request (the type is unproven: 11 + 2.70 + 2.70 > 13.75). */
     assert_int_equal(ask_at(&p, u1, 1, now + 3 * MS), MOSAIC__HOLD);
@@ -359,14 +333,13 @@ static void unknown_be_learned_then_bounded(void **state)
     assert_true(metric_has(&p, "reason=\"over_slo\"} 3\n"));
     /* That run beside HP is not a sample. */
     assert_true(metric_has(&p, "mosaic_policy_learn_samples_total 10\n"));
-    ev_c(&p, 1, MOSAIC__PEV_HP_END, 200, now + 11 * MS);
+    ptu_ev(&p, 1, MOSAIC__PEV_HP_END, 200, now + 11 * MS);
     mosaic__policy_close(&p);
 }
 
 static void ev_be(struct mosaic__policy *p, int type, uint64_t id, uint64_t ts)
 {
-    struct mosaic__policy_event e = {.type = type, .client_id = 2, .id = id, .ts_ns = ts};
-    p->observe(p->state, &e);
+    ptu_ev(p, 2, type, id, ts);
 }
 
 static void metrics_text(struct mosaic__policy *p, char *text, size_t cap)
@@ -385,7 +358,7 @@ static void metrics_text(struct mosaic__policy *p, char *text, size_t cap)
  */
 static void trust_is_earned(void **state)
 {
-    struct mosaic__policy p = open_mosaic(1.7);
+    struct mosaic__policy p = ptu_open_mosaic(1.7, dir);
     uint64_t be = mosaic_sched_kernel_id(be_key), t, now;
     char text[8192];
     (void)state;
@@ -393,7 +366,7 @@ static void trust_is_earned(void **state)
     t = learn(&p, 8) - 1000000000ull;
     now = mosaic__now_ns();
     ev(&p, MOSAIC__PEV_HP_BEGIN, 100, now);
-    ev(&p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(hp_keys[0]), now);
+    ev(&p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(ptu_hp_keys[0]), now);
     assert_int_equal(ask(&p, be, 1), MOSAIC__HOLD);
     ev(&p, MOSAIC__PEV_HP_END, 100, now + 11000000ull);
     /* 45 requests beside a BE kernel spanning each, as fast as isolated.
@@ -402,7 +375,7 @@ static void trust_is_earned(void **state)
         ev_be(&p, MOSAIC__PEV_BE_GRANT, be, t);
         ev(&p, MOSAIC__PEV_HP_BEGIN, 200 + (uint64_t)r, t + 1000);
         for (int k = 0; k < 3; k++)
-            ev(&p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(hp_keys[k]), t + 1000);
+            ev(&p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(ptu_hp_keys[k]), t + 1000);
         ev_be(&p, MOSAIC__PEV_BE_DONE, be, t + 5000000ull);
         ev(&p, MOSAIC__PEV_HP_END, 200 + (uint64_t)r, t + 11000000ull);
         metrics_text(&p, text, sizeof(text));
@@ -413,7 +386,7 @@ static void trust_is_earned(void **state)
     assert_non_null(strstr(text, "mosaic_policy_overlap_factor 1.000"));
     now = mosaic__now_ns();
     ev(&p, MOSAIC__PEV_HP_BEGIN, 300, now);
-    ev(&p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(hp_keys[0]), now);
+    ev(&p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(ptu_hp_keys[0]), now);
     assert_int_equal(ask(&p, be, 1), MOSAIC__ADMIT);
     /* That BE kernel ran 5 ms and the request took 40 ms: more than
      * the pessimistic bound itself, beyond any factor. */
@@ -425,7 +398,7 @@ static void trust_is_earned(void **state)
     assert_non_null(strstr(text, "mosaic_policy_drift_total 1"));
     now = mosaic__now_ns();
     ev(&p, MOSAIC__PEV_HP_BEGIN, 301, now);
-    ev(&p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(hp_keys[0]), now);
+    ev(&p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(ptu_hp_keys[0]), now);
     assert_int_equal(ask(&p, be, 1), MOSAIC__HOLD);
     mosaic__policy_close(&p);
 }

@@ -9,6 +9,7 @@
  *
  *   hp_service [--requests N] [--warmup N] [--gap-ms MS] [--kernel KEY]...
  *              [--latencies FILE] [--gpu-latencies FILE] [--times FILE]
+ *              [--prequeue]
  *
  * --latencies writes every measured request's host latency (ms, one a line,
  * in request order) for the arbiter evaluation's share of requests over p.
@@ -19,6 +20,11 @@
  * --times writes "start_ms latency_ms" per measured request, the start on
  * CLOCK_MONOTONIC, so that a fault test can tell which requests ran while
  * the daemon was away (tests/arbiter/arbiter_faults.py).
+ * --prequeue holds the stream (a wait on a host word) until the request's
+ * event, kernels and closing event are all enqueued, then releases it: the
+ * GPU span then holds no gap where the GPU waited for a descheduled host
+ * thread between two launches (on a loaded 2-core machine, milliseconds:
+ * as much as p = 1.1's slack), only the GPU's own time.
  */
 #include "demo_util.h"
 
@@ -41,7 +47,7 @@ static int usage(void)
 {
     fprintf(stderr, "usage: hp_service [--requests N] [--warmup N] "
             "[--gap-ms MS] [--kernel KEY]... [--graph] [--latencies FILE] "
-            "[--gpu-latencies FILE] [--times FILE]\n"
+            "[--gpu-latencies FILE] [--times FILE] [--prequeue]\n"
             "  KEY: a profile key, NAME|grid=X,Y,Z|block=X,Y,Z|dsmem=N\n"
             "  --graph: capture the sequence once, launch it as a CUDA graph\n");
     return 2;
@@ -62,11 +68,15 @@ int main(int argc, char **argv)
     int requests = 100, warmup = 3;
     double gap_ms = 2;
     static struct demo_seq seq;
-    bool graph = false;
+    bool graph = false, prequeue = false;
     const char *lat_path = NULL, *times_path = NULL, *gpu_path = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--graph") == 0) {
             graph = true;
+            continue;
+        }
+        if (strcmp(argv[i], "--prequeue") == 0) {
+            prequeue = true;
             continue;
         }
         if (i + 1 >= argc)
@@ -107,6 +117,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "hp_service: cannot create a stream or events\n");
         return 1;
     }
+    /* --prequeue: request r's work waits until *hold reaches its number. */
+    uint32_t *hold = NULL;
+    CUdeviceptr dhold = 0;
+    if (prequeue &&
+        (cuMemHostAlloc((void **)&hold, 64, CU_MEMHOSTALLOC_DEVICEMAP) != CUDA_SUCCESS ||
+         cuMemHostGetDevicePointer(&dhold, hold, 0) != CUDA_SUCCESS)) {
+        fprintf(stderr, "hp_service: --prequeue: cannot map a host word for the device\n");
+        return 1;
+    }
     CUgraphExec exec = NULL;
     if (graph && demo_graph(&seq, s, &exec) != CUDA_SUCCESS) {
         fprintf(stderr, "hp_service: cannot capture the sequence as a "
@@ -120,12 +139,18 @@ int main(int argc, char **argv)
         return 1;
     for (int r = -warmup; r < requests; r++) {
         double t0 = demo_now_ms();
-        CUresult c = cuEventRecord(e0, s);
+        uint32_t n = (uint32_t)(r + warmup + 1);
+        CUresult c = prequeue ? cuStreamWaitValue32(s, dhold, n, CU_STREAM_WAIT_VALUE_GEQ)
+                              : CUDA_SUCCESS;
+        if (c == CUDA_SUCCESS)
+            c = cuEventRecord(e0, s);
         if (c == CUDA_SUCCESS)
             c = exec != NULL ? cuGraphLaunch(exec, s)
                              : demo_launch(&seq, s);
         if (c == CUDA_SUCCESS)
             c = cuEventRecord(e1, s);
+        if (prequeue)
+            __atomic_store_n(hold, n, __ATOMIC_RELEASE);
         if (c == CUDA_SUCCESS)
             c = cuStreamSynchronize(s);
         double t1 = demo_now_ms();
@@ -206,6 +231,8 @@ int main(int argc, char **argv)
     free(lat);
     free(gpu);
     free(start);
+    if (hold != NULL)
+        cuMemFreeHost(hold);
     cuEventDestroy(e0);
     cuEventDestroy(e1);
     if (exec != NULL)

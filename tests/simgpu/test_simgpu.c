@@ -458,6 +458,65 @@ static uint32_t *new_flag(CUdeviceptr *d)
 /* Processor sharing over a partial overlap: two unprofiled kernels slow
  * each other 2x (the rule: both count as filling the GPU). B starts delta
  * after A: A ends at 2d - delta, and B, alone after that, at 2d. */
+/* Lazy module loading as the fake models the H200's driver: a library
+ * kernel's first launch behind an unreleased wait returns only once the
+ * wait is released; one loaded (cuKernelGetFunction) before the wait was
+ * queued launches at once; and a load waits for a wait queued on another
+ * stream as well. */
+static void lazy_case(CUstream wait_on, CUkernel load_first, CUkernel launch,
+                      CUstream s, int returns_after_release)
+{
+    CUdeviceptr dflag;
+    uint32_t *flag = new_flag(&dflag);
+    struct writer w = { .flag = flag, .after_ms = 300 };
+    pthread_t t;
+    CUfunction f;
+
+    assert_int_equal(cuStreamWaitValue32(wait_on, dflag, 1, CU_STREAM_WAIT_VALUE_GEQ),
+                     CUDA_SUCCESS);
+    pthread_create(&t, NULL, write_later, &w);
+    if (load_first)
+        assert_int_equal(cuKernelGetFunction(&f, load_first), CUDA_SUCCESS);
+    if (launch)
+        assert_int_equal(cuLaunchKernel((CUfunction)(void *)launch, 1, 1, 1, 32, 1, 1, 0, s,
+                                        NULL, NULL),
+                         CUDA_SUCCESS);
+    double back = now_ms();
+    pthread_join(t, NULL);
+    if (returns_after_release)
+        assert_true(back >= w.wrote_at);
+    else
+        assert_true(back < w.wrote_at);
+    assert_int_equal(cuCtxSynchronize(), CUDA_SUCCESS);
+    assert_int_equal(cuMemFreeHost(flag), CUDA_SUCCESS);
+}
+
+static void test_lazy_library_kernels(void **state)
+{
+    (void)state;
+    CUlibrary lib;
+    CUkernel a, b, c;
+    CUfunction f;
+    assert_int_equal(cuLibraryLoadData(&lib, "k_lazy_a__simus20;k_lazy_b__simus20;"
+                                       "k_lazy_c__simus20", NULL, NULL, 0, NULL, NULL, 0),
+                     CUDA_SUCCESS);
+    assert_int_equal(cuLibraryGetKernel(&a, lib, "k_lazy_a__simus20"), CUDA_SUCCESS);
+    assert_int_equal(cuLibraryGetKernel(&b, lib, "k_lazy_b__simus20"), CUDA_SUCCESS);
+    assert_int_equal(cuLibraryGetKernel(&c, lib, "k_lazy_c__simus20"), CUDA_SUCCESS);
+    CUstream s = stream(), s2 = stream();
+    /* The stall: a's first launch waits for the release of its own wait. */
+    lazy_case(s, NULL, a, s, 1);
+    /* Loaded before the wait: b's first launch behind it returns at once,
+     * and so does a's second. */
+    assert_int_equal(cuKernelGetFunction(&f, b), CUDA_SUCCESS);
+    lazy_case(s, NULL, b, s, 0);
+    lazy_case(s, NULL, a, s, 0);
+    /* c's load waits for a wait on the other stream. */
+    lazy_case(s2, c, NULL, s, 1);
+    assert_int_equal(cuStreamDestroy(s), CUDA_SUCCESS);
+    assert_int_equal(cuStreamDestroy(s2), CUDA_SUCCESS);
+}
+
 static void test_partial_overlap(void **state)
 {
     (void)state;
@@ -1037,6 +1096,7 @@ int main(void)
         cmocka_unit_test_teardown(test_destroyed_event_slot, destroy_events),
         cmocka_unit_test_teardown(test_graph, destroy_events),
         cmocka_unit_test_teardown(test_wait_value_write_value, destroy_events),
+        cmocka_unit_test_teardown(test_lazy_library_kernels, destroy_events),
         cmocka_unit_test_teardown(test_partial_overlap, destroy_events),
         cmocka_unit_test_teardown(test_three_kernels, destroy_events),
         cmocka_unit_test_teardown(test_dispatch_order, destroy_events),

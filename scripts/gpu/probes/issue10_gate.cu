@@ -18,6 +18,14 @@
 //                           N back-to-back launches (events), with and without
 //   issue10_gate lazyload   whether a kernel's first launch (lazy module
 //                           loading) waits for a gated stream's grant
+//   issue10_gate funcload CUBIN  which driver call loads a kernel (a
+//                           module's CUfunction, a library's CUkernel) and
+//                           whether it waits for an unreleased wait on the
+//                           same or another stream: the launch,
+//                           cuFuncGetAttribute, cuFuncLoad,
+//                           cuKernelGetAttribute, cuKernelGetFunction (the
+//                           shim's load before its gate, preload/sched_link.c).
+//                           CUBIN holds extern "C" k_probe(unsigned *)
 //   issue10_gate twoproc    the gate across two processes: the parent writes
 //                           the grant 50 ms after the child enqueued its
 //                           gated kernel; the child's kernel must start
@@ -356,6 +364,93 @@ static int lazyload(void)
     return 0;
 }
 
+// funcload: which driver call loads a kernel, and whether it waits for a
+// gated stream. Each case loads the cubin named on the command line afresh
+// (a module with cuModuleLoad, or a library with cuLibraryLoadFromFile, as
+// the CUDA runtime keeps its kernels), so that every case starts unloaded;
+// then queues an unreleased wait on the launch stream or on another one,
+// makes the call under test while a second thread writes the grant 200 ms
+// later, and launches the kernel on the first stream. Each call's host time
+// says whether it waited for the grant.
+struct lz_case {
+    const char *name;
+    int wait_other; // the unreleased wait is on the other stream
+    int lib;        // the kernel is a library's CUkernel
+    int how;        // 0 none, 1 cuFuncGetAttribute, 2 cuFuncLoad, 3 cuKernelGetAttribute,
+                    // 4 cuKernelGetFunction + cuFuncLoad
+};
+
+static int fl_state(CUfunction f)
+{
+    CUfunctionLoadingState st = CU_FUNCTION_LOADING_STATE_MAX;
+    if (!f || cuFuncIsLoaded(&st, f) != CUDA_SUCCESS)
+        return -1;
+    return (int)st;
+}
+
+static void lz_run(int i, const lz_case &c, const char *cubin, page p, CUstream s1, CUstream s2)
+{
+    CUmodule m;
+    CUlibrary l;
+    CUfunction f = NULL;
+    CUkernel k = NULL;
+    CUresult r = CUDA_SUCCESS;
+    int a = 0;
+    if (c.lib) {
+        CK(cuLibraryLoadFromFile(&l, cubin, NULL, NULL, 0, NULL, NULL, 0));
+        CK(cuLibraryGetKernel(&k, l, "k_probe"));
+    } else {
+        CK(cuModuleLoad(&m, cubin));
+        CK(cuModuleGetFunction(&f, m, "k_probe"));
+    }
+    int before = fl_state(f);
+    CK(cuStreamWaitValue32(c.wait_other ? s2 : s1, p.dev + 64 * (i + 4), 1, CU_STREAM_WAIT_VALUE_GEQ));
+    pthread_t th;
+    uint64_t t0 = mono_ns();
+    pthread_create(&th, NULL, grant_later, (void *)(p.host + 16 * (i + 4)));
+    if (c.how == 1)
+        r = cuFuncGetAttribute(&a, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f);
+    if (c.how == 2)
+        r = cuFuncLoad(f);
+    if (c.how == 3)
+        r = cuKernelGetAttribute(&a, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k, 0);
+    if (c.how == 4 && (r = cuKernelGetFunction(&f, k)) == CUDA_SUCCESS)
+        r = cuFuncLoad(f);
+    uint64_t t1 = mono_ns();
+    int after = fl_state(f);
+    CUdeviceptr ack = p.dev + 2048 + 64 * i;
+    void *args[] = {(void *)&ack};
+    CUresult lr = cuLaunchKernel(c.lib ? (CUfunction)k : f, 1, 1, 1, 32, 1, 1, 0, s1, args, NULL);
+    uint64_t t2 = mono_ns();
+    pthread_join(th, NULL);
+    CK(cuCtxSynchronize());
+    const char *ml = getenv("CUDA_MODULE_LOADING");
+    printf("{\"probe\":\"funcload\",\"case\":\"%s\",\"module_loading\":\"%s\",\"wait_on\":\"%s\","
+           "\"state_before\":%d,\"call_rc\":%d,\"call_ms\":%.3f,\"state_after\":%d,\"launch_rc\":%d,"
+           "\"launch_ms\":%.3f,\"grant_after_ms\":200,\"method\":\"host CLOCK_MONOTONIC around "
+           "the call and the launch; state: cuFuncIsLoaded (1 loaded, 0 not, -1 no CUfunction)\"}\n",
+           c.name, ml ? ml : "default", c.wait_other ? "other stream" : "same stream", before, (int)r,
+           (double)(t1 - t0) / 1e6, after, (int)lr, (double)(t2 - t1) / 1e6);
+}
+
+static int funcload(const char *cubin)
+{
+    init_ctx();
+    page p = map_page(shared_page());
+    CUstream s1, s2;
+    CK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
+    CK(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
+    static const lz_case cs[] = {
+        {"module_launch", 0, 0, 0},         {"module_launch_other", 1, 0, 0},
+        {"module_getattr", 0, 0, 1},        {"module_funcload", 0, 0, 2},
+        {"library_launch", 0, 1, 0},        {"library_kernelgetattr", 0, 1, 3},
+        {"library_getfunction_load", 0, 1, 4}, {"library_getfunction_load_other", 1, 1, 4},
+    };
+    for (int i = 0; i < (int)(sizeof(cs) / sizeof(cs[0])); i++)
+        lz_run(i, cs[i], cubin, p, s1, s2);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0); // each JSON line survives a timeout
@@ -367,6 +462,9 @@ int main(int argc, char **argv)
         return twoproc();
     if (argc >= 2 && !strcmp(argv[1], "lazyload"))
         return lazyload();
-    fprintf(stderr, "usage: issue10_gate wake [N] | write64 [N] | twoproc | lazyload\n");
+    if (argc >= 3 && !strcmp(argv[1], "funcload"))
+        return funcload(argv[2]);
+    fprintf(stderr, "usage: issue10_gate wake [N] | write64 [N] | twoproc | lazyload | "
+                    "funcload CUBIN\n");
     return 2;
 }
