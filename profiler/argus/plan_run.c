@@ -478,12 +478,7 @@ static int discover_ops(argus_rt_ctx *ctx, cpu_task *c, char *why, size_t whylen
         const argus_async_op *a = &d->ops[i];
         if (!in_subtree(ec->reg, a->region, p->query.region_id) || a->id == 0)
             continue;
-        argus_plan_op *o = &ops[k++];
-        o->id = a->id;
-        o->region = a->region;
-        o->in_loop = a->in_loop;
-        snprintf(o->kind, sizeof o->kind, "%s", argus_async_kind_name(a->kind));
-        snprintf(o->completion, sizeof o->completion, "%s", argus_async_completion(a->kind));
+        ops[k++] = *a; /* argus_plan_op is argus_async_op: plain data */
     }
     argus_discovery_free(d);
     free(ec->found);

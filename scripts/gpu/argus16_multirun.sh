@@ -149,13 +149,14 @@ for n in 1 2 4 8; do
     st=$?
     set -e
     t1=$(now)
-    wall=$(echo "$t1 - $t0" | bc)
+    # awk, not bc: the GPU image has no bc (the first H200 run stopped here).
+    wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
     bytes=$(du -sb "$ws" | cut -f1)
     files=$(find "$ws" -type f | wc -l)
     td=$(grep -cE '^done +t[0-9]+ +transform' "$RES/query$n.txt" || true)
     rd=$(grep -cE '^done +run[0-9]+ ' "$RES/query$n.txt" || true)
     rf=$(grep -cE '^failed +run[0-9]+ ' "$RES/query$n.txt" || true)
-    printf '%s\t%.3f\t%.3f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$wall" "$(echo "$wall / $n" | bc -l)" \
+    printf '%s\t%.3f\t%.3f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$wall" "$(awk -v w="$wall" -v n="$n" 'BEGIN { printf "%.6f", w / n }')" \
         "$bytes" $((bytes / n)) "$files" "$td" "$rd" "$rf" "$st" >>"$RES/batches.tsv"
     log "batch $n: exit $st, ${wall}s, $bytes bytes, transforms done $td, runs done $rd, failed $rf"
 done

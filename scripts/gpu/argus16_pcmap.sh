@@ -34,6 +34,8 @@
 # whose callB calls work() twice (must fail). Tested here with nvcc 13.0,
 # gcc 12, Python 3.11 (dry run); not yet run on a GPU.
 set -euo pipefail
+# Arithmetic on seconds with awk: the GPU image has no bc.
+calc() { awk "BEGIN { printf \"%.3f\", $1 }"; }
 cd "$(dirname "$0")/../.."
 REPO=$PWD
 mode=run
@@ -156,7 +158,7 @@ for how in preload injection; do
     rc=$?
     t1=$(date +%s.%N)
     set -e
-    echo "exit $rc, $(echo "$t1 - $t0" | bc) s" >>"$RES/run_$how.log"
+    echo "exit $rc, $(calc "$t1 - $t0") s" >>"$RES/run_$how.log"
     cat "$RES/run_$how.log" >&2
     [[ $rc == 3 ]] && { log "no GPU here: nothing measured"; exit 0; }
     if [[ $rc == 0 && -f $map ]] && python3 -c "import json,sys; m=json.load(open(sys.argv[1])); sys.exit(0 if m['launches'] else 1)" "$map"; then

@@ -24,6 +24,8 @@
 # no GPU), and claims nothing.
 # Tested here with nvcc 13.0 and gcc 12 (dry run); not yet run on a GPU.
 set -euo pipefail
+# Arithmetic on seconds with awk: the GPU image has no bc.
+calc() { awk "BEGIN { printf \"%.3f\", $1 }"; }
 cd "$(dirname "$0")/../.."
 mode=run
 case ${1:-} in
@@ -70,7 +72,7 @@ tb=$(now)
 "$NVCC" -std=c++17 -arch=sm_90 -DARGUS_ENABLE -Iinclude -ptx tests/argus/async_cpasync.cu \
     -o "$work/base.ptx"
 "$NVCC" -arch=sm_90 -cubin "$work/base.ptx" -o "$work/base.cubin"
-base_s=$(echo "$(now) - $tb" | bc)
+base_s=$(calc "$(now) - $tb")
 "$work/discover_tool" discover "$work/base.ptx" >"$RES/discovery.tsv"
 mapfile -t ops < <("$work/discover_tool" ids "$work/base.ptx" | awk -F'\t' '$3 == "loop" {print $1}')
 ((${#ops[@]} > 0)) || { log "no loop operation discovered"; exit 1; }
@@ -113,7 +115,7 @@ for n in 1 2 4 8; do
     t2=$(now)
     cat "$d/run.log" >>"$RES/script.log"
     if [[ $st == 3 ]]; then
-        log "batch $n: no GPU: built only ($(echo "$t1 - $t0" | bc)s for $n variants)"
+        log "batch $n: no GPU: built only ($(calc "$t1 - $t0")s for $n variants)"
     elif [[ $st != 0 ]]; then
         log "batch $n: async_probe exit $st (see script.log)"
     fi
@@ -124,11 +126,11 @@ for n in 1 2 4 8; do
         awk -v n="$n" 'NR == 1 && n == 1 {print "batch\t" $0} NR > 1 {print n "\t" $0}' \
             "$d/probes.tsv" >>"$RES/probes.tsv"
     fi
-    build_s=$(echo "$t1 - $t0" | bc)
-    run_s=$(echo "$t2 - $t1" | bc)
+    build_s=$(calc "$t1 - $t0")
+    run_s=$(calc "$t2 - $t1")
     [[ $st == 3 ]] && run_s=0
-    per=$(echo "scale=3; ($t2 - $t0) / $n" | bc)
-    [[ $st == 3 ]] && per=$(echo "scale=3; ($t1 - $t0) / $n" | bc)
+    per=$(calc "($t2 - $t0) / $n")
+    [[ $st == 3 ]] && per=$(calc "($t1 - $t0) / $n")
     printf '%s\t%.3f\t%.3f\t%s\t%s\t%s\n' "$n" "$build_s" "$run_s" "$per" $((bytes / n)) \
         "$([[ $st == 0 ]] && echo ok || { [[ $st == 3 ]] && echo no_gpu_built_only || echo "exit_$st"; })" \
         >>"$RES/batches.tsv"

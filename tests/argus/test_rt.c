@@ -887,7 +887,7 @@ static void run_checked(argus_ws *ws, const char *word, argus_rt_state want, int
 static void test_output_check(void **state)
 {
     (void)state;
-    argus_ws *ws = open_ws("check");
+    argus_ws *ws = atu_open_ws("check");
     int below = 0;
     check_calls = 0;
     run_checked(ws, "bad", ARGUS_RT_FAILED, &below);
@@ -998,7 +998,7 @@ static void run_many(argus_ws *ws, int fail_at)
 static void test_many_deps_partial(void **state)
 {
     (void)state;
-    argus_ws *ws = open_ws("many");
+    argus_ws *ws = atu_open_ws("many");
     memset(&mg, 0, sizeof mg);
     run_many(ws, 7);
     assert_int_equal(atomic_load(&mg.runs), MANY);
