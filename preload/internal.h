@@ -199,8 +199,10 @@ struct mosaic__kernel {
     int static_smem;     /* bytes of static shared memory per block */
     int max_threads;     /* most threads per block this kernel allows */
     int local_bytes;     /* local memory per thread */
+    /* BE gate: loaded in the context (sched_link.c); in what was padding
+     * before graph_runs, so the hot fields below keep their offsets. */
+    _Atomic int gate_loaded;
     _Atomic uint64_t graph_runs; /* executions inside graphs (folded) */
-    _Atomic int gate_loaded;     /* BE gate: loaded in the context (sched_link.c) */
     uint64_t snap;               /* scratch for stats snapshots */
     /* The first configurations a kernel is launched with, counted; most
      * kernels have one or two. Launches of further ones are only summed. */
