@@ -135,14 +135,17 @@ for n in 1 2 4 8; do
         "$([[ $st == 0 ]] && echo ok || { [[ $st == 3 ]] && echo no_gpu_built_only || echo "exit_$st"; })" \
         >>"$RES/batches.tsv"
 done
+# Tab-separated columns aligned (the GPU image has no column(1)).
+tcol() { awk -F'\t' '{ for (i = 1; i <= NF; i++) { c[NR, i] = $i; if (length($i) > w[i]) w[i] = length($i) } if (NF > nf) nf = NF }
+    END { for (r = 1; r <= NR; r++) { for (i = 1; i <= nf; i++) printf "%-*s%s", w[i], c[r, i], i < nf ? "  " : "\n" } }' "$@"; }
 {
     echo "argus16_probes ($mode): seconds per probe = (make + compile + run of a batch) / probes;"
     echo "bytes per probe = variant PTX + cubin + armed region buffer; base build ${base_s}s (shared)"
-    column -t -s $'\t' "$RES/batches.tsv"
+    tcol "$RES/batches.tsv"
     if [[ -s $RES/probes.tsv ]]; then
         echo
         echo "per probe: mainloop/load cycles at the probed iteration, base and forced (observed), added (derived)"
-        cut -f1,3-7,10 "$RES/probes.tsv" | column -t -s $'\t'
+        cut -f1,3-7,10 "$RES/probes.tsv" | tcol
     else
         echo "no GPU run: nothing measured"
     fi
