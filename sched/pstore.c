@@ -7,7 +7,11 @@
  *
  * A profile file that cannot be read is skipped and named in the log, the
  * others loaded: a deployment with one bad capture keeps the rest. When two
- * files profile the same key, the first one read (in name order) wins.
+ * files profile the same key, the first one read (in name order) wins,
+ * unless it has no duration_ns and a later one has: on the H200 (call 3,
+ * issue 15) bert.profile.json's duration-less entries of two of PyTorch's
+ * grid-1 elementwise kernels shadowed resnet18_train.profile.json's timed
+ * ones, and the policy held those BE kernels as unknown beside HP.
  */
 #define _GNU_SOURCE 1
 #include <dirent.h>
@@ -42,8 +46,14 @@ static void put(struct mosaic__pstore *s, const struct mosaic_kernel *k)
     uint64_t id = mosaic__kernel_id(k->key);
 
     for (size_t i = id & s->mask;; i = (i + 1) & s->mask) {
-        if (s->tab[i].id == id)
-            return; /* the first file's profile of a key wins */
+        if (s->tab[i].id == id) {
+            /* The first file's profile of a key wins, unless only a later
+             * one has a duration (the policy needs it to predict). */
+            if (!(s->tab[i].k->metrics[MOSAIC_M_duration_ns] > 0) &&
+                k->metrics[MOSAIC_M_duration_ns] > 0)
+                s->tab[i].k = k;
+            return;
+        }
         if (s->tab[i].id == 0) {
             s->tab[i] = (struct slot){id, k};
             s->count++;

@@ -70,6 +70,29 @@ static void store_skips_corrupt_files(void **state)
     assert_non_null(strstr(err, "profile-dir /nonexistent/dir"));
 }
 
+/* Two files profile one key, the first read (a_...) without duration_ns:
+ * the timed entry of the later file is the one kept (call 3 on the H200:
+ * bert.profile.json's duration-less entry shadowed resnet18_train's). */
+static void store_prefers_timed_duplicate(void **state)
+{
+    struct mosaic__pstore *s = NULL;
+    unsigned loaded, skipped;
+    char err[512], d[4096];
+    const char *key = "_ZN2at6native29vectorized_elementwise_kernelILi2ENS0_21CUDAFunctorOnSelf_"
+                      "addIlEESt5arrayIPcLm2EEEEviT0_T1_|grid=1,1,1|block=128,1,1|dsmem=0";
+    const char *slash = strrchr(__FILE__, '/');
+    (void)state;
+
+    assert_non_null(slash);
+    snprintf(d, sizeof(d), "%.*s/pstore_shadow", (int)(slash - __FILE__), __FILE__);
+    assert_int_equal(mosaic__pstore_load(d, &s, &loaded, &skipped, err, sizeof(err)), 0);
+    assert_int_equal(loaded, 2);
+    const struct mosaic_kernel *k = mosaic__pstore_get(s, mosaic_sched_kernel_id(key));
+    assert_non_null(k);
+    assert_true(k->metrics[MOSAIC_M_duration_ns] == 2016);
+    mosaic__pstore_free(s);
+}
+
 /* The events of client 1 (the HP client). */
 static void ev(struct mosaic__policy *p, int type, uint64_t id, uint64_t ts)
 {
@@ -423,6 +446,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(store_skips_corrupt_files),
+        cmocka_unit_test(store_prefers_timed_duplicate),
         cmocka_unit_test(unknown_be_only_while_hp_idle),
         cmocka_unit_test(eq5_at_tight_and_loose_slo),
         cmocka_unit_test(startup_types_do_not_crowd_out_the_service),
