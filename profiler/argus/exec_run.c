@@ -539,8 +539,6 @@ static void ext_spawn(const ext_run *x, const char *be, const char *const *pre,
     int st = 0;
     char err[1024], tail[1024];
     int rc = argus__spawn(argv, env, log, x->timeout_s, &st, secs, err, sizeof err);
-    for (size_t i = 0; i < no; i++)
-        free(owned[i]);
     copy_log(log);
     argus__log_tail(log, tail, sizeof tail);
     *code = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 255;
@@ -562,6 +560,8 @@ static void ext_spawn(const ext_run *x, const char *be, const char *const *pre,
         snprintf(fail, flen, "%s: the program under %s %s: %s; the other backends' evidence is "
                              "kept",
                  be, argv[0], how, tail[0] ? tail : "(no output)");
+    for (size_t i = 0; i < no; i++)
+        free(owned[i]);
 }
 
 /* A JSON file the tool wrote, or NULL with why. */
