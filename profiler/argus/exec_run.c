@@ -591,13 +591,6 @@ static int jl_collect(void *ctx, const char *where, long line, cJSON *doc, char 
     return 0;
 }
 
-/* The metric names for SASS metrics: ARGUS_EXEC_METRICS (a comma list),
- * else argus-sass's defaults. */
-static const char *exec_metrics(void)
-{
-    const char *m = getenv("ARGUS_EXEC_METRICS");
-    return m != NULL && m[0] ? m : NULL;
-}
 
 /* argus.pcmap v1 as the evidence's "map": one entry per (PC, region
  * path, iteration, role), PCs of no function left out (attribution keys by
@@ -687,10 +680,98 @@ static void sass_to_pcs(const cJSON *s, cJSON *e)
     cJSON_AddItemToObject(e, "pcs", pcs);
 }
 
-/* mosaic-profile/1 as the evidence's "kernels": each kernel's known
- * metric values with the unit its feature table gives. */
-static cJSON *profile_to_kernels(const cJSON *prof)
+/* The query's metric names: ARGUS_EXEC_METRICS (a comma list), given to
+ * argus-sass and kept of the range profiler's kernels; unset: the tools'
+ * defaults, all kept. */
+static const char *exec_metrics(void)
 {
+    const char *m = getenv("ARGUS_EXEC_METRICS");
+    return m != NULL && m[0] ? m : NULL;
+}
+
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b), row[128];
+    if (lb >= 128)
+        return (size_t)-1;
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t c = diag + (a[i - 1] != b[j - 1]);
+            if (row[j] + 1 < c)
+                c = row[j] + 1;
+            if (row[j - 1] + 1 < c)
+                c = row[j - 1] + 1;
+            row[j] = c;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+/* The feature key a requested metric name means (the key itself or its
+ * counter, e.g. dram__bytes_read.sum), or NULL with the nearest known names
+ * in why. */
+static const char *feature_key(const cJSON *feats, const char *want, char *why, size_t wlen)
+{
+    const cJSON *f;
+    const char *best[3] = {NULL, NULL, NULL};
+    size_t bd[3] = {(size_t)-1, (size_t)-1, (size_t)-1};
+    cJSON_ArrayForEach(f, feats)
+    {
+        const cJSON *key = cJSON_GetObjectItemCaseSensitive(f, "key");
+        const cJSON *met = cJSON_GetObjectItemCaseSensitive(f, "metric");
+        if (!cJSON_IsString(key))
+            continue;
+        if (strcmp(key->valuestring, want) == 0 ||
+            (cJSON_IsString(met) && strcmp(met->valuestring, want) == 0))
+            return key->valuestring;
+        const char *nm = cJSON_IsString(met) ? met->valuestring : key->valuestring;
+        size_t d = edit_distance(want, nm);
+        for (int k = 0; k < 3; k++)
+            if (d < bd[k]) {
+                for (int m = 2; m > k; m--) {
+                    bd[m] = bd[m - 1];
+                    best[m] = best[m - 1];
+                }
+                bd[k] = d;
+                best[k] = nm;
+                break;
+            }
+    }
+    snprintf(why, wlen,
+             "the range profiler does not know the metric \"%s\" (mosaic-profile's feature "
+             "table names what it collects); nearest: %s%s%s%s%s",
+             want, best[0] ? best[0] : "(none)", best[1] ? ", " : "", best[1] ? best[1] : "",
+             best[2] ? ", " : "", best[2] ? best[2] : "");
+    return NULL;
+}
+
+/* mosaic-profile/1 as the evidence's "kernels": each kernel's known
+ * metric values with the unit its feature table gives; only the metrics of
+ * ARGUS_EXEC_METRICS where it is set (NULL with why when it names one the
+ * profile does not have). */
+static cJSON *profile_to_kernels(const cJSON *prof, char *why, size_t wlen)
+{
+    const char *want = exec_metrics();
+    const cJSON *feats0 = cJSON_GetObjectItemCaseSensitive(prof, "features");
+    const char *keys[64];
+    size_t nk = 0;
+    if (want != NULL) {
+        char copy[2048];
+        snprintf(copy, sizeof copy, "%s", want);
+        for (char *sv = NULL, *t = strtok_r(copy, ",", &sv); t != NULL && nk < 64;
+             t = strtok_r(NULL, ",", &sv)) {
+            const char *k = feature_key(feats0, t, why, wlen);
+            if (k == NULL)
+                return NULL;
+            keys[nk++] = k;
+        }
+    }
     cJSON *out = cJSON_CreateArray();
     const cJSON *feats = cJSON_GetObjectItemCaseSensitive(prof, "features");
     const cJSON *k;
@@ -709,6 +790,11 @@ static cJSON *profile_to_kernels(const cJSON *prof)
         {
             if (!cJSON_IsNumber(m))
                 continue; /* null: not collected, never a zero */
+            int keep = want == NULL;
+            for (size_t q = 0; q < nk; q++)
+                keep |= strcmp(keys[q], m->string) == 0;
+            if (!keep)
+                continue;
             const char *unit = "1";
             const cJSON *f;
             cJSON_ArrayForEach(f, feats)
@@ -825,9 +911,13 @@ static int ext_collect(const ext_run *x, int be, cJSON *e)
         ext_spawn(x, name, pre, NULL, okc, &code, &secs, fail, sizeof fail);
         doc = read_out(out, "mosaic-profile capture", why, sizeof why);
         if (doc != NULL) {
-            cJSON_AddItemToObject(e, "kernels", profile_to_kernels(doc));
+            cJSON *ks = profile_to_kernels(doc, why, sizeof why);
             cJSON_Delete(doc);
-            doc = cJSON_CreateTrue();
+            doc = NULL;
+            if (ks != NULL) {
+                cJSON_AddItemToObject(e, "kernels", ks);
+                doc = cJSON_CreateTrue();
+            }
         }
     } else {
         /* sass_metrics: argus-sass (branch h-sass), beside argus or on PATH. */

@@ -10,7 +10,8 @@
 # argus-sass missing -> unavailable, saying so; BPF refused -> unavailable
 # naming CAP_BPF and CAP_PERFMON; a crashing collector and a hanging one
 # (killed at the limit) fail their evidence alone, the others kept, exit 1;
-# evidence against its schema where jsonschema is.
+# the query's metric names passed on, kept, and an unknown one refused
+# naming the nearest; evidence against its schema where jsonschema is.
 # usage: test_exec_collect.sh ARGUS SRC_DIR WORK
 set -euo pipefail
 argus=$1 src=$2 work=$3
@@ -116,8 +117,7 @@ PY
 }
 
 # 1. All four, with known answers; the metric names passed to argus-sass.
-ARGUS_EXEC_METRICS=inst_executed,thread_inst_executed \
-    "$argus" exec run v0 $be prog.json s.json b.json r.json m.json 2>log || { cat log; fail "run exited $?"; }
+"$argus" exec run v0 $be prog.json s.json b.json r.json m.json 2>log || { cat log; fail "run exited $?"; }
 for f in s b r m; do [[ $(ev $f.json 'd["status"]') == ok ]] || { cat $f.json; fail "$f not ok"; }; done
 [[ $(ev s.json '[(x["region"],x["count"]) for x in d["map"] if x["pc"]==64]') == "[('callA/work', 3072), ('callB/work', 1024)]" ]] || fail "map: $(ev s.json 'd["map"]')"
 [[ $(ev s.json 'len(d["map"])') == 2 ]] || fail "a PC of no function kept in the map"
@@ -129,7 +129,23 @@ for f in s b r m; do [[ $(ev $f.json 'd["status"]') == ok ]] || { cat $f.json; f
 [[ $(ev b.json 'd["events"][1]["call"]') == cuLaunchKernel ]] || fail "bpf events"
 [[ $(sort -u devices) == 3 ]] || fail "device not bound in every run: $(cat devices)"
 [[ $(wc -l <devices) == 4 ]] || fail "4 runs of the program, one per collector: $(wc -l <devices)"
+validate s.json b.json r.json m.json
+
+# 1b. The query's metric names (ARGUS_EXEC_METRICS): passed to argus-sass;
+# the range profiler's kernels keep only those asked (a counter name means
+# its feature), and a name it does not know fails, naming the nearest.
+ARGUS_EXEC_METRICS=inst_executed,thread_inst_executed \
+    "$argus" exec run v0 sass_metrics prog.json m1.json 2>log || { cat log; fail "sass with names"; }
 grep -q -- '--metrics inst_executed,thread_inst_executed' log || fail "metric names not passed to argus-sass"
+ARGUS_EXEC_METRICS=dram__bytes_read.sum "$argus" exec run v0 range_profiler prog.json r1.json 2>log ||
+    { cat log; fail "range with names"; }
+[[ $(ev r1.json 'sorted(d["kernels"][0]["metrics"])') == "['dram_read_bytes']" ]] || fail "names not kept: $(cat r1.json)"
+set +e; ARGUS_EXEC_METRICS=dram__bytes_red.sum "$argus" exec run v0 range_profiler prog.json r2.json 2>log; rc=$?; set -e
+[[ $rc == 1 && $(ev r2.json 'd["status"]') == failed ]] || fail "an unknown metric: rc $rc $(cat r2.json)"
+[[ $(ev r2.json '"dram__bytes_red.sum" in d["why"] and "nearest: dram__bytes_read.sum" in d["why"]') == True ]] ||
+    fail "an unknown metric's why: $(cat r2.json)"
+[[ $(ev r2.json '"kernels" in d') == False ]] || fail "an unknown metric's kernels given"
+validate m1.json r1.json r2.json
 validate s.json b.json r.json m.json
 
 # 2. argus-sass missing: unavailable, naming it; BPF refused: unavailable, naming the capabilities.
