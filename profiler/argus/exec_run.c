@@ -955,6 +955,12 @@ static int ext_collect(const ext_run *x, int be, cJSON *e)
     }
     cJSON_AddNumberToObject(e, "collector_s", secs);
     cJSON_AddNumberToObject(e, "collector_exit", code);
+    /* What ran is this collector, not argus-shim. */
+    char desc[PATH_MAX + 256];
+    snprintf(desc, sizeof desc,
+             "argus exec 1 with %s; CUDA_VISIBLE_DEVICES=%s; exit %d after %.3f s (limit %.0f s)",
+             tool, x->dev, code, secs, x->timeout_s);
+    cJSON_ReplaceItemInObjectCaseSensitive(e, "tool", cJSON_CreateString(desc));
     if (fail[0]) {
         if (why[0])
             snprintf(fail + strlen(fail), sizeof fail - strlen(fail), "; %s", why);

@@ -127,6 +127,7 @@ for f in s b r m; do [[ $(ev $f.json 'd["status"]') == ok ]] || { cat $f.json; f
 [[ $(ev r.json '"l2_hit" in d["kernels"][0]["metrics"]') == False ]] || fail "a null metric given as a number"
 [[ $(ev r.json 'd["kernels"][0]["launch"]') == 3 ]] || fail "launches"
 [[ $(ev b.json 'd["events"][1]["call"]') == cuLaunchKernel ]] || fail "bpf events"
+[[ $(ev r.json '"fake-profile; CUDA_VISIBLE_DEVICES=3; exit 0" in d["tool"]') == True ]] || fail "tool: $(ev r.json 'd["tool"]')"
 [[ $(sort -u devices) == 3 ]] || fail "device not bound in every run: $(cat devices)"
 [[ $(wc -l <devices) == 4 ]] || fail "4 runs of the program, one per collector: $(wc -l <devices)"
 validate s.json b.json r.json m.json
