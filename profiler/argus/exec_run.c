@@ -385,27 +385,6 @@ static int write_json(const char *path, cJSON *doc, char *msg, size_t msglen)
     return ok ? 0 : argus__fail(ARGUS_EIO, msg, msglen, "%s: cannot write the evidence", path);
 }
 
-/* Why a backend that this build has no collector for is unavailable. */
-static const char *not_built(const char *be)
-{
-    static const struct {
-        const char *be, *why;
-    } none[] = {
-        {"sass_metrics", "argus-shim collects no CUPTI SASS metrics (per-PC instruction counts): "
-                         "this build has no collector for them, so no counts are given"},
-        {"range_profiler", "argus-shim collects no hardware counters (CUPTI range profiler): "
-                           "this build has no collector for them, so no counters are given"},
-        {"sanitizer_patch", "the CUDA Sanitizer PC-to-region map has no collector in argus exec "
-                            "in this build, so no map is given"},
-        {"bpf", "BPF system tracing has no collector in argus exec in this build, so no host "
-                "scheduling is given"},
-    };
-    for (size_t i = 0; i < sizeof none / sizeof none[0]; i++)
-        if (strcmp(be, none[i].be) == 0)
-            return none[i].why;
-    return NULL;
-}
-
 static int shim_backend(const char *be)
 {
     return strcmp(be, "cupti_activity") == 0 || strcmp(be, "nvtx") == 0 ||
@@ -463,6 +442,545 @@ static void copy_log(const char *path)
     fwrite(t + off, 1, n - off, stderr);
     free(t);
 }
+
+/* ---- the collectors that run the program under their own tool ------------------
+
+ * sanitizer_patch (libargus_pcmap.so as the CUDA injection library),
+ * bpf (argus-bpf run), range_profiler (mosaic-profile capture) and
+ * sass_metrics (argus-sass) each run the variant's program once more, alone,
+ * after argus-shim's run: the Sanitizer and CUPTI take one subscriber per
+ * process, the range profiler and SASS metrics need CUPTI exclusively, and
+ * the uprobes perturb timing (24 us a call here), so none of them shares a
+ * run with another collection. Each is bound to the same device and limit as
+ * the shim's run; a crash or hang of one fails its evidence only (the rest
+ * is kept), and the run exits 1 so that the runtime reruns its branch. */
+
+/* Messages below may be cut at their buffers' ends; paths are the only
+ * long parts and a cut one still names the file. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+
+/* The tool: ENV if set, else NAME beside this binary (REL is the path from
+ * its folder), else, where path_ok, NAME on PATH. 0 when found. */
+static int find_tool(const char *env, const char *rel, int path_ok, char *buf, size_t len,
+                     char *tried, size_t tlen)
+{
+    const char *e = getenv(env);
+    if (e != NULL && e[0]) {
+        snprintf(buf, len, "%s", e);
+        snprintf(tried, tlen, "%s (from %s)", e, env);
+        return access(buf, R_OK);
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        snprintf(buf, len, "%s/%s", dirname(exe), rel);
+        snprintf(tried, tlen, "%s", buf);
+        if (access(buf, R_OK) == 0)
+            return 0;
+    }
+    const char *path = getenv("PATH");
+    const char *base = strrchr(rel, '/') ? strrchr(rel, '/') + 1 : rel;
+    for (const char *s = path; path_ok && s != NULL && *s;) {
+        size_t k = strcspn(s, ":");
+        int w = snprintf(buf, len, "%.*s/%s", (int)k, s, base);
+        if (w > 0 && (size_t)w < len && k > 0 && access(buf, X_OK) == 0)
+            return 0;
+        s += k;
+        if (*s == ':')
+            s++;
+    }
+    if (path_ok)
+        snprintf(tried + strlen(tried), tlen - strlen(tried), " nor %s on PATH", base);
+    return -1;
+}
+
+typedef struct ext_run {
+    const argus__prog *p;
+    const char *variant, *cubin, *dev, *tmp;
+    double timeout_s;
+} ext_run;
+
+/* Runs PRE... then the program's run command, with the description's env,
+ * the device and EXTRA ("NAME=VALUE", may be NULL). *code gets the exit
+ * status (128 + signal); fail gets why it failed ("" when it exited 0 or
+ * with one of the codes in ok_codes, a 0-terminated list beside 0). */
+static void ext_spawn(const ext_run *x, const char *be, const char *const *pre,
+                      const char *const *extra, const int *ok_codes, int *code, double *secs,
+                      char *fail, size_t flen)
+{
+    const char *argv[96];
+    char *owned[64];
+    size_t k = 0, no = 0;
+    for (size_t i = 0; pre != NULL && pre[i] != NULL && k < 24; i++)
+        argv[k++] = pre[i];
+    for (size_t i = 0; i < x->p->nrun && no < 64; i++) {
+        owned[no] = subst(x->p->run[i], x->cubin, x->variant);
+        argv[k++] = owned[no] ? owned[no] : "";
+        no++;
+    }
+    argv[k] = NULL;
+    char e_dev[128], log[PATH_MAX + 64];
+    snprintf(e_dev, sizeof e_dev, "CUDA_VISIBLE_DEVICES=%s", x->dev);
+    snprintf(log, sizeof log, "%s/%s.log", x->tmp, be);
+    const char *env[64 + 8];
+    size_t ne = 0;
+    for (size_t i = 0; i < x->p->nenv && ne < 64; i++)
+        env[ne++] = x->p->env[i];
+    env[ne++] = e_dev;
+    for (size_t i = 0; extra != NULL && extra[i] != NULL && ne < 70; i++)
+        env[ne++] = extra[i];
+    env[ne] = NULL;
+    fprintf(stderr, "argus exec: run %s (%s) on CUDA_VISIBLE_DEVICES=%s:", x->variant, be, x->dev);
+    for (size_t i = 0; i < k; i++)
+        fprintf(stderr, " %s", argv[i]);
+    fputc('\n', stderr);
+    int st = 0;
+    char err[1024], tail[1024];
+    int rc = argus__spawn(argv, env, log, x->timeout_s, &st, secs, err, sizeof err);
+    copy_log(log);
+    argus__log_tail(log, tail, sizeof tail);
+    *code = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 255;
+    fail[0] = '\0';
+    char how[160];
+    argus__status_text(st, how, sizeof how);
+    int ok = rc == 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    for (size_t i = 0; rc == 0 && WIFEXITED(st) && ok_codes != NULL && ok_codes[i]; i++)
+        ok |= WEXITSTATUS(st) == ok_codes[i];
+    if (rc == ARGUS_ELIMIT)
+        snprintf(fail, flen,
+                 "%s: the program under %s ran past its limit of %.0f s (the description's "
+                 "timeout_s) and was killed with everything it started; the other backends' "
+                 "evidence is kept",
+                 be, argv[0], x->timeout_s);
+    else if (rc != 0)
+        snprintf(fail, flen, "%s: %s", be, err);
+    else if (!ok)
+        snprintf(fail, flen, "%s: the program under %s %s: %s; the other backends' evidence is "
+                             "kept",
+                 be, argv[0], how, tail[0] ? tail : "(no output)");
+    for (size_t i = 0; i < no; i++)
+        free(owned[i]);
+}
+
+/* A JSON file the tool wrote, or NULL with why. */
+static cJSON *read_out(const char *path, const char *what, char *why, size_t wlen)
+{
+    cJSON *doc = NULL;
+    char err[512];
+    if (access(path, R_OK) != 0) {
+        snprintf(why, wlen, "%s wrote no output (%s)", what, path);
+        return NULL;
+    }
+    if (mosaic__json_read_file(path, 1L << 30, &doc, err, sizeof err) != 0) {
+        snprintf(why, wlen, "%s's output cannot be read: %s", what, err);
+        return NULL;
+    }
+    return doc;
+}
+
+static int jl_collect(void *ctx, const char *where, long line, cJSON *doc, char *err,
+                      size_t errlen)
+{
+    (void)where;
+    (void)line;
+    (void)err;
+    (void)errlen;
+    cJSON_AddItemToArray((cJSON *)ctx, cJSON_Duplicate(doc, 1));
+    return 0;
+}
+
+
+/* argus.pcmap v1 as the evidence's "map": one entry per (PC, region
+ * path, iteration, role), PCs of no function left out (attribution keys by
+ * function and offset). */
+static cJSON *pcmap_to_map(const cJSON *m)
+{
+    cJSON *out = cJSON_CreateArray();
+    const cJSON *regions = cJSON_GetObjectItemCaseSensitive(m, "regions");
+    const cJSON *pc;
+    cJSON_ArrayForEach(pc, cJSON_GetObjectItemCaseSensitive(m, "pcs"))
+    {
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(pc, "function");
+        const cJSON *off = cJSON_GetObjectItemCaseSensitive(pc, "offset");
+        const cJSON *it = cJSON_GetObjectItemCaseSensitive(pc, "iter");
+        const cJSON *ro = cJSON_GetObjectItemCaseSensitive(pc, "role");
+        if (!cJSON_IsString(fn) || !cJSON_IsString(off))
+            continue;
+        const cJSON *pair;
+        cJSON_ArrayForEach(pair, cJSON_GetObjectItemCaseSensitive(pc, "exec"))
+        {
+            const cJSON *ri = cJSON_GetArrayItem(pair, 0), *n = cJSON_GetArrayItem(pair, 1);
+            const cJSON *r = cJSON_IsNumber(ri) ? cJSON_GetArrayItem(regions, ri->valueint) : NULL;
+            const cJSON *path = cJSON_GetObjectItemCaseSensitive(r, "path");
+            if (!cJSON_IsString(path) || !cJSON_IsNumber(n))
+                continue;
+            cJSON *x = cJSON_CreateObject();
+            cJSON_AddStringToObject(x, "function", fn->valuestring);
+            cJSON_AddNumberToObject(x, "pc", (double)strtoull(off->valuestring, NULL, 0));
+            cJSON_AddStringToObject(x, "region", path->valuestring);
+            cJSON_AddNumberToObject(x, "count", n->valuedouble);
+            if (cJSON_IsNumber(it))
+                cJSON_AddNumberToObject(x, "iter", it->valuedouble);
+            if (cJSON_IsString(ro))
+                cJSON_AddStringToObject(x, "role", ro->valuestring);
+            cJSON_AddItemToArray(out, x);
+        }
+    }
+    return out;
+}
+
+/* argus.sassmetrics v1 as the evidence's "metrics" and "pcs": per kernel
+ * ("name" or "function"), per PC ("offset" or "pc", a number or "0x.."),
+ * every other numeric member a metric value. */
+static void sass_to_pcs(const cJSON *s, cJSON *e)
+{
+    cJSON *names = cJSON_CreateArray(), *pcs = cJSON_CreateArray();
+    const cJSON *k;
+    cJSON_ArrayForEach(k, cJSON_GetObjectItemCaseSensitive(s, "kernels"))
+    {
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(k, "function");
+        if (!cJSON_IsString(fn))
+            fn = cJSON_GetObjectItemCaseSensitive(k, "name");
+        if (!cJSON_IsString(fn))
+            continue;
+        const cJSON *pc;
+        cJSON_ArrayForEach(pc, cJSON_GetObjectItemCaseSensitive(k, "pcs"))
+        {
+            const cJSON *off = cJSON_GetObjectItemCaseSensitive(pc, "offset");
+            if (off == NULL)
+                off = cJSON_GetObjectItemCaseSensitive(pc, "pc");
+            double o = cJSON_IsNumber(off)   ? off->valuedouble
+                       : cJSON_IsString(off) ? (double)strtoull(off->valuestring, NULL, 0)
+                                             : -1;
+            if (o < 0)
+                continue;
+            cJSON *x = cJSON_CreateObject();
+            cJSON_AddStringToObject(x, "function", fn->valuestring);
+            cJSON_AddNumberToObject(x, "pc", o);
+            cJSON *v = cJSON_AddObjectToObject(x, "values");
+            const cJSON *m;
+            cJSON_ArrayForEach(m, pc)
+            {
+                if (!cJSON_IsNumber(m) || strcmp(m->string, "offset") == 0 ||
+                    strcmp(m->string, "pc") == 0 || m->valuedouble < 0)
+                    continue;
+                cJSON_AddNumberToObject(v, m->string, m->valuedouble);
+                int seen = 0;
+                const cJSON *nm;
+                cJSON_ArrayForEach(nm, names) seen |= strcmp(nm->valuestring, m->string) == 0;
+                if (!seen)
+                    cJSON_AddItemToArray(names, cJSON_CreateString(m->string));
+            }
+            cJSON_AddItemToArray(pcs, x);
+        }
+    }
+    cJSON_AddItemToObject(e, "metrics", names);
+    cJSON_AddItemToObject(e, "pcs", pcs);
+}
+
+/* The query's metric names: ARGUS_EXEC_METRICS (a comma list), given to
+ * argus-sass and kept of the range profiler's kernels; unset: the tools'
+ * defaults, all kept. */
+static const char *exec_metrics(void)
+{
+    const char *m = getenv("ARGUS_EXEC_METRICS");
+    return m != NULL && m[0] ? m : NULL;
+}
+
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b), row[128];
+    if (lb >= 128)
+        return (size_t)-1;
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t c = diag + (a[i - 1] != b[j - 1]);
+            if (row[j] + 1 < c)
+                c = row[j] + 1;
+            if (row[j - 1] + 1 < c)
+                c = row[j - 1] + 1;
+            row[j] = c;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+/* The feature key a requested metric name means (the key itself or its
+ * counter, e.g. dram__bytes_read.sum), or NULL with the nearest known names
+ * in why. */
+static const char *feature_key(const cJSON *feats, const char *want, char *why, size_t wlen)
+{
+    const cJSON *f;
+    const char *best[3] = {NULL, NULL, NULL};
+    size_t bd[3] = {(size_t)-1, (size_t)-1, (size_t)-1};
+    cJSON_ArrayForEach(f, feats)
+    {
+        const cJSON *key = cJSON_GetObjectItemCaseSensitive(f, "key");
+        const cJSON *met = cJSON_GetObjectItemCaseSensitive(f, "metric");
+        if (!cJSON_IsString(key))
+            continue;
+        if (strcmp(key->valuestring, want) == 0 ||
+            (cJSON_IsString(met) && strcmp(met->valuestring, want) == 0))
+            return key->valuestring;
+        const char *nm = cJSON_IsString(met) ? met->valuestring : key->valuestring;
+        size_t d = edit_distance(want, nm);
+        for (int k = 0; k < 3; k++)
+            if (d < bd[k]) {
+                for (int m = 2; m > k; m--) {
+                    bd[m] = bd[m - 1];
+                    best[m] = best[m - 1];
+                }
+                bd[k] = d;
+                best[k] = nm;
+                break;
+            }
+    }
+    snprintf(why, wlen,
+             "the range profiler does not know the metric \"%s\" (mosaic-profile's feature "
+             "table names what it collects); nearest: %s%s%s%s%s",
+             want, best[0] ? best[0] : "(none)", best[1] ? ", " : "", best[1] ? best[1] : "",
+             best[2] ? ", " : "", best[2] ? best[2] : "");
+    return NULL;
+}
+
+/* mosaic-profile/1 as the evidence's "kernels": each kernel's known
+ * metric values with the unit its feature table gives; only the metrics of
+ * ARGUS_EXEC_METRICS where it is set (NULL with why when it names one the
+ * profile does not have). */
+static cJSON *profile_to_kernels(const cJSON *prof, char *why, size_t wlen)
+{
+    const char *want = exec_metrics();
+    const cJSON *feats0 = cJSON_GetObjectItemCaseSensitive(prof, "features");
+    const char *keys[64];
+    size_t nk = 0;
+    if (want != NULL) {
+        char copy[2048];
+        snprintf(copy, sizeof copy, "%s", want);
+        for (char *sv = NULL, *t = strtok_r(copy, ",", &sv); t != NULL && nk < 64;
+             t = strtok_r(NULL, ",", &sv)) {
+            const char *k = feature_key(feats0, t, why, wlen);
+            if (k == NULL)
+                return NULL;
+            keys[nk++] = k;
+        }
+    }
+    cJSON *out = cJSON_CreateArray();
+    const cJSON *feats = cJSON_GetObjectItemCaseSensitive(prof, "features");
+    const cJSON *k;
+    cJSON_ArrayForEach(k, cJSON_GetObjectItemCaseSensitive(prof, "kernels"))
+    {
+        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(k, "name");
+        const cJSON *ln = cJSON_GetObjectItemCaseSensitive(k, "launches");
+        if (!cJSON_IsString(nm) || nm->valuestring[0] == '\0')
+            continue;
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddStringToObject(x, "name", nm->valuestring);
+        cJSON_AddNumberToObject(x, "launch", cJSON_IsNumber(ln) ? ln->valuedouble : 0);
+        cJSON *mv = cJSON_AddObjectToObject(x, "metrics");
+        const cJSON *m;
+        cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(k, "metrics"))
+        {
+            if (!cJSON_IsNumber(m))
+                continue; /* null: not collected, never a zero */
+            int keep = want == NULL;
+            for (size_t q = 0; q < nk; q++)
+                keep |= strcmp(keys[q], m->string) == 0;
+            if (!keep)
+                continue;
+            const char *unit = "1";
+            const cJSON *f;
+            cJSON_ArrayForEach(f, feats)
+            {
+                const cJSON *key = cJSON_GetObjectItemCaseSensitive(f, "key");
+                const cJSON *u = cJSON_GetObjectItemCaseSensitive(f, "unit");
+                if (cJSON_IsString(key) && strcmp(key->valuestring, m->string) == 0 &&
+                    cJSON_IsString(u) && u->valuestring[0])
+                    unit = u->valuestring;
+            }
+            cJSON *o = cJSON_AddObjectToObject(mv, m->string);
+            cJSON_AddNumberToObject(o, "value", m->valuedouble);
+            cJSON_AddStringToObject(o, "unit", unit);
+        }
+        cJSON_AddItemToArray(out, x);
+    }
+    return out;
+}
+
+/* One external backend's evidence into e (status and payload). Returns 1
+ * when it failed (the run then exits 1), else 0. */
+static int ext_collect(const ext_run *x, int be, cJSON *e)
+{
+    char tool[PATH_MAX], tried[2 * PATH_MAX + 64], out[PATH_MAX + 64], fail[8192] = "",
+                                                                   why[8192] = "";
+    const char *name = argus_backend_name(be);
+    int code = 0;
+    double secs = 0;
+    cJSON *doc = NULL;
+    if (be == ARGUS_BE_SANITIZER) {
+        if (find_tool("ARGUS_PCMAP_LIB", "../lib/libargus_pcmap.so", 0, tool, sizeof tool, tried,
+                      sizeof tried) != 0) {
+            snprintf(why, sizeof why,
+                     "the PC-to-region map's tool is missing: no %s; build the argus_pcmap "
+                     "target or set ARGUS_PCMAP_LIB",
+                     tried);
+            set_status(e, "unavailable", why);
+            return 0;
+        }
+        snprintf(out, sizeof out, "%s/pcmap.json", x->tmp);
+        char e1[2 * PATH_MAX + 32], e2[2 * PATH_MAX + 32];
+        snprintf(e1, sizeof e1, "CUDA_INJECTION64_PATH=%s", tool);
+        snprintf(e2, sizeof e2, "ARGUS_PCMAP_OUT=%s", out);
+        const char *extra[] = {e1, e2, NULL};
+        ext_spawn(x, name, NULL, extra, NULL, &code, &secs, fail, sizeof fail);
+        doc = read_out(out, "argus-pcmap", why, sizeof why);
+        if (doc != NULL) {
+            cJSON_AddItemToObject(e, "map", pcmap_to_map(doc));
+            const cJSON *cp = cJSON_GetObjectItemCaseSensitive(doc, "complete");
+            if (!cJSON_IsTrue(cp))
+                cJSON_AddStringToObject(e, "incomplete", "the map says it is incomplete "
+                                                         "(its problems in the log)");
+            cJSON_Delete(doc);
+            doc = cJSON_CreateTrue();
+        }
+    } else if (be == ARGUS_BE_BPF) {
+        if (find_tool("ARGUS_BPF_BIN", "argus-bpf", 0, tool, sizeof tool, tried, sizeof tried) !=
+            0) {
+            snprintf(why, sizeof why, "argus-bpf is missing: no %s; build it or set ARGUS_BPF_BIN",
+                     tried);
+            set_status(e, "unavailable", why);
+            return 0;
+        }
+        /* Can this process trace? argus-bpf probe says why not (CAP_BPF and
+         * CAP_PERFMON, the uprobe PMU, the kernel's bpf()). */
+        const char *pargv[] = {tool, "probe", NULL};
+        char plog[PATH_MAX + 64], err[512], ptail[2048];
+        snprintf(plog, sizeof plog, "%s/bpf_probe.log", x->tmp);
+        int st = 0;
+        int rc = argus__spawn(pargv, NULL, plog, 30, &st, NULL, err, sizeof err);
+        argus__log_tail(plog, ptail, sizeof ptail);
+        if (rc != 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            snprintf(why, sizeof why,
+                     "BPF tracing is not possible for this process (argus-bpf probe: %s): it "
+                     "needs CAP_BPF and CAP_PERFMON (or root) and the uprobe PMU",
+                     ptail[0] ? ptail : rc ? err : "no reason given");
+            set_status(e, "unavailable", why);
+            return 0;
+        }
+        snprintf(out, sizeof out, "%s/bpf.jsonl", x->tmp);
+        const char *pre[] = {tool, "run", "-o", out, "--", NULL};
+        const char *lib = getenv("ARGUS_BPF_LIB");
+        const char *pre_lib[] = {tool, "run", "-o", out, "--lib", lib, "--", NULL};
+        ext_spawn(x, name, lib && lib[0] ? pre_lib : pre, NULL, NULL, &code, &secs, fail,
+                  sizeof fail);
+        cJSON *ev = cJSON_CreateArray();
+        char rerr[512];
+        if (access(out, R_OK) != 0) {
+            snprintf(why, sizeof why, "argus-bpf wrote no output (%s)", out);
+            cJSON_Delete(ev);
+        } else if (mosaic__jsonl_read_file(out, 1L << 30, jl_collect, ev, rerr, sizeof rerr) !=
+                   0) {
+            snprintf(why, sizeof why, "argus-bpf's output cannot be read: %s", rerr);
+            cJSON_Delete(ev);
+        } else {
+            doc = ev;
+            cJSON_AddItemToObject(e, "events", ev);
+        }
+    } else if (be == ARGUS_BE_RANGE_PROFILER) {
+        if (find_tool("MOSAIC_PROFILE_BIN", "mosaic-profile", 0, tool, sizeof tool, tried,
+                      sizeof tried) != 0) {
+            snprintf(why, sizeof why,
+                     "mosaic-profile (the range profiler's collector) is missing: no %s; build "
+                     "it or set MOSAIC_PROFILE_BIN",
+                     tried);
+            set_status(e, "unavailable", why);
+            return 0;
+        }
+        snprintf(out, sizeof out, "%s/profile.json", x->tmp);
+        const char *pre[] = {tool, "capture", "-o", out, "--", NULL};
+        /* docs/profile-schema.md: 2 no kernel, 3 incomplete: a profile
+         * that says so; 4 the program failed, 5 cannot start. */
+        static const int okc[] = {2, 3, 0};
+        ext_spawn(x, name, pre, NULL, okc, &code, &secs, fail, sizeof fail);
+        doc = read_out(out, "mosaic-profile capture", why, sizeof why);
+        if (doc != NULL) {
+            cJSON *ks = profile_to_kernels(doc, why, sizeof why);
+            cJSON_Delete(doc);
+            doc = NULL;
+            if (ks != NULL) {
+                cJSON_AddItemToObject(e, "kernels", ks);
+                doc = cJSON_CreateTrue();
+            }
+        }
+    } else {
+        /* sass_metrics: argus-sass (branch h-sass), beside argus or on PATH. */
+        if (find_tool("ARGUS_SASS", "argus-sass", 1, tool, sizeof tool, tried, sizeof tried) !=
+            0) {
+            snprintf(why, sizeof why,
+                     "argus-sass (the CUPTI SASS Metrics collector) is not installed: not "
+                     "found as %s; build it (docs/argus.md) or set ARGUS_SASS, and instructions "
+                     "executed per PC can be collected",
+                     tried);
+            set_status(e, "unavailable", why);
+            return 0;
+        }
+        snprintf(out, sizeof out, "%s/sass.json", x->tmp);
+        const char *m = exec_metrics();
+        const char *pre[] = {tool, "--out", out, "--", NULL};
+        const char *pre_m[] = {tool, "--out", out, "--metrics", m, "--", NULL};
+        ext_spawn(x, name, m ? pre_m : pre, NULL, NULL, &code, &secs, fail, sizeof fail);
+        doc = read_out(out, "argus-sass", why, sizeof why);
+        if (doc != NULL) {
+            const cJSON *sc = cJSON_GetObjectItemCaseSensitive(doc, "schema");
+            if (!cJSON_IsString(sc) || strcmp(sc->valuestring, "argus.sassmetrics") != 0) {
+                snprintf(why, sizeof why,
+                         "argus-sass's output is not \"argus.sassmetrics\" v1 (schema %s): not "
+                         "joined",
+                         cJSON_IsString(sc) ? sc->valuestring : "missing");
+                cJSON_Delete(doc);
+                doc = NULL;
+            } else {
+                sass_to_pcs(doc, e);
+                cJSON_Delete(doc);
+                doc = cJSON_CreateTrue();
+            }
+        }
+    }
+    cJSON_AddNumberToObject(e, "collector_s", secs);
+    cJSON_AddNumberToObject(e, "collector_exit", code);
+    /* What ran is this collector, not argus-shim. */
+    char desc[PATH_MAX + 256];
+    snprintf(desc, sizeof desc,
+             "argus exec 1 with %s; CUDA_VISIBLE_DEVICES=%s; exit %d after %.3f s (limit %.0f s)",
+             tool, x->dev, code, secs, x->timeout_s);
+    cJSON_ReplaceItemInObjectCaseSensitive(e, "tool", cJSON_CreateString(desc));
+    if (fail[0]) {
+        if (why[0])
+            snprintf(fail + strlen(fail), sizeof fail - strlen(fail), "; %s", why);
+        set_status(e, "failed", fail);
+        fprintf(stderr, "argus exec: run %s: %s\n", x->variant, fail);
+        return 1;
+    }
+    int got = doc != NULL;
+    if (be != ARGUS_BE_BPF)
+        cJSON_Delete(doc);
+    if (!got) {
+        set_status(e, "failed", why);
+        fprintf(stderr, "argus exec: run %s: %s: %s\n", x->variant, name, why);
+        return 1;
+    }
+    set_status(e, "ok", NULL);
+    return 0;
+}
+
+#pragma GCC diagnostic pop
 
 int argus__exec_run(int argc, char **argv)
 {
@@ -673,10 +1191,27 @@ int argus__exec_run(int argc, char **argv)
     for (size_t i = 0; i < nbe; i++) {
         const char *be = bel[i];
         cJSON *e = evidence_new(be, &ri, &a);
-        const char *nb = not_built(be);
         char why[4096] = "";
-        if (nb != NULL) {
-            set_status(e, "unavailable", nb);
+        int beid = -1;
+        for (int b = 0; b < ARGUS_BE_COUNT; b++)
+            if (strcmp(argus_backend_name(b), be) == 0)
+                beid = b;
+        if (!shim_backend(be)) {
+            if (cb == NULL) {
+                set_status(e, "failed", "the artifact has no cubin");
+                status = 1;
+            } else {
+                if (!need_shim) {
+                    FILE *f = fopen(cubin, "wb");
+                    if (f != NULL) {
+                        fwrite(cb->data, 1, cb->len, f);
+                        fclose(f);
+                    }
+                }
+                ext_run x = {.p = &p, .variant = variant, .cubin = cubin, .dev = dev,
+                             .tmp = tmp, .timeout_s = ri.timeout_s};
+                status |= ext_collect(&x, beid, e);
+            }
         } else if (ri.fail[0]) {
             set_status(e, "failed", ri.fail);
         } else if (strcmp(be, "cupti_activity") == 0 || strcmp(be, "nvtx") == 0) {
