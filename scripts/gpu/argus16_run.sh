@@ -13,7 +13,9 @@
 #   (-DARGUS_ENABLE: names *_on; without: *_off, the marker-free twin), and
 #   the overhead kernels a third time with the previous marker design
 #   (-DARGUS_MARKER_DESIGN=1, names *_prev: region.cuh), so that one call
-#   times both designs against the same marker-free kernel;
+#   times both designs against the same marker-free kernel; and twice more
+#   with the candidate designs 3 and 4 (-DARGUS_MARKER_DESIGN=3|4
+#   -DG16_TAG=d3|d4, names *_d3, *_d4), all in the same process;
 #   tests/argus/gpu_argus16_main.cu, linked with all five into build/argus16
 #   (under $OUT with --build-only and --dry-run, else in the staging directory).
 # Then, on a GPU: `argus16 truth` (arms, runs and decodes the four truth
@@ -24,8 +26,8 @@
 # argus16/: results.tsv, results.json, env.txt, truth.txt, truth.tsv,
 # overhead.txt, overhead.tsv, overhead_checks.tsv, *.raw, the spin logs
 # truth_*_spinlog.bin, ptxas.txt,
-# sass.txt, sass_overhead_{on,off,prev}.txt, sass_loops.txt (the SASS
-# gate's numbers of tests/argus/check_ptx.sh for the three overhead
+# sass.txt, sass_overhead_{on,off,prev,d3,d4}.txt, sass_loops.txt (the SASS
+# gate's numbers of tests/argus/check_ptx.sh for the five overhead
 # builds), summary.txt, the logs; no build
 # products) and
 # summary.txt and results.json beside it. The device tool brings back at
