@@ -53,6 +53,8 @@ cudaError_t g16_ovh_launch_d3(int body, const float *in, float *out, int iters, 
 const void *g16_ovh_kernel_d4(int body);
 cudaError_t g16_ovh_launch_d4(int body, const float *in, float *out, int iters, unsigned mask,
                               cudaStream_t s);
+cudaError_t g16_ovh_launch_d5(int body, const float *in, float *out, int iters, unsigned mask,
+                              cudaStream_t s);
 }
 
 #define G16_WARMUP 10
@@ -426,10 +428,12 @@ static int run_truth(const char *out)
 
 /* Which build of the overhead kernels a launch runs: marker-free, then the
  * marker builds (B_ON the default design, B_PREV design 1, B_D3 and B_D4
- * the candidates of region.cuh). */
-enum { B_OFF, B_ON, B_PREV, B_D3, B_D4, B_COUNT };
-#define G16_NMARKED (B_COUNT - 1) /* builds with markers: B_ON.. */
-static const char *const build_tags[B_COUNT] = {"off", "", "_prev", "_d3", "_d4"};
+ * the candidates of region.cuh), and B_FLOOR, region.cuh's design 5:
+ * markers that write nothing, timed unarmed only, the floor of any marker
+ * that keeps the kernel's loops as a marker does. */
+enum { B_OFF, B_ON, B_PREV, B_D3, B_D4, B_FLOOR, B_COUNT };
+#define G16_NMARKED 4 /* builds with markers that are armed: B_ON..B_D4 */
+static const char *const build_tags[B_COUNT] = {"off", "", "_prev", "_d3", "_d4", "_floor"};
 
 typedef struct ovh_ctx {
     int body, iters;
@@ -451,6 +455,8 @@ static cudaError_t ovh_launch(void *p, cudaStream_t s)
         return g16_ovh_launch_d3(c->body, c->in, c->out, c->iters, c->mask, s);
     case B_D4:
         return g16_ovh_launch_d4(c->body, c->in, c->out, c->iters, c->mask, s);
+    case B_FLOOR:
+        return g16_ovh_launch_d5(c->body, c->in, c->out, c->iters, c->mask, s);
     default:
         return g16_ovh_launch_off(c->body, c->in, c->out, c->iters, c->mask, s);
     }
@@ -467,8 +473,8 @@ static bool set_desc(const argus_launch *l, const argus_device_desc *d)
 
 /* The default marker design's unarmed and armed builds, the marker-free
  * build twice (A/A), the previous design (ARGUS_MARKER_DESIGN=1) and the
- * candidates 3 and 4, unarmed and armed: added % is against V_FREE in
- * every row. */
+ * candidates 3 and 4, unarmed and armed, and the floor (design 5,
+ * unarmed): added % is against V_FREE in every row. */
 enum {
     V_FREE,
     V_UNARMED,
@@ -480,11 +486,13 @@ enum {
     V_D3_ARMED,
     V_D4_UNARMED,
     V_D4_ARMED,
+    V_FLOOR,
     V_COUNT
 };
 static const char *const variant_names[V_COUNT] = {
     "marker_free", "unarmed",    "armed",    "marker_free_again", "prev_unarmed",
-    "prev_armed",  "d3_unarmed", "d3_armed", "d4_unarmed",        "d4_armed"};
+    "prev_armed",  "d3_unarmed", "d3_armed", "d4_unarmed",        "d4_armed",
+    "floor"};
 static int variant_build(int v)
 {
     switch (v) {
@@ -500,6 +508,8 @@ static int variant_build(int v)
     case V_D4_UNARMED:
     case V_D4_ARMED:
         return B_D4;
+    case V_FLOOR:
+        return B_FLOOR;
     default:
         return B_ON;
     }
@@ -599,9 +609,9 @@ static int run_overhead(const char *out, int rounds)
         }
     }
     memset(&unarmed, 0, sizeof(unarmed));
-    printf("%-8s %5s %11s %11s %11s %9s %9s %9s %8s %11s %8s %9s %9s %9s %9s\n", "body", "iters",
+    printf("%-8s %5s %11s %11s %11s %9s %9s %9s %8s %11s %8s %9s %9s %9s %9s %9s\n", "body", "iters",
            "free_us", "unarmed_us", "armed_us", "armed_%", "spread_%", "unarm_%", "A/A_%",
-           "prev_arm_%", "new/prev", "d3_arm_%", "d3_unarm%", "d4_arm_%", "d4_unarm%");
+           "prev_arm_%", "new/prev", "d3_arm_%", "d3_unarm%", "d4_arm_%", "d4_unarm%", "floor_%");
     for (int body = 0; body < 2 && rc == 0; body++) {
         for (int ii = 0; ii < niters && rc == 0; ii++) {
             ovh_ctx cx[B_COUNT];
@@ -629,7 +639,7 @@ static int run_overhead(const char *out, int rounds)
                 for (int k = 0; k < V_COUNT && rc == 0; k++) {
                     int v = (k + r) % V_COUNT, b = variant_build(v);
                     bool ok = true;
-                    if (b != B_OFF)
+                    if (b != B_OFF && b != B_FLOOR)
                         ok = set_desc(&ls[b - 1], variant_armed(v) ? &armed[b - 1] : &unarmed);
                     ok = ok && timer_median(&tm[b], s, &t[v][r]);
                     if (!ok)
@@ -655,11 +665,11 @@ static int run_overhead(const char *out, int rounds)
              * armed, against the same marker-free time. */
             double ratio = amed[V_PREV_ARMED] != 0.0 ? amed[V_ARMED] / amed[V_PREV_ARMED] : 0.0;
             printf("%-8s %5d %11.3f %11.3f %11.3f %9.3f %4.2f:%4.2f %9.3f %8.3f %11.3f %8.3f %9.3f "
-                   "%9.3f %9.3f %9.3f\n",
+                   "%9.3f %9.3f %9.3f %9.3f\n",
                    bodies[body], iters_list[ii], med[V_FREE], med[V_UNARMED], med[V_ARMED],
                    amed[V_ARMED], alo[V_ARMED], ahi[V_ARMED], amed[V_UNARMED], amed[V_FREE2],
                    amed[V_PREV_ARMED], ratio, amed[V_D3_ARMED], amed[V_D3_UNARMED],
-                   amed[V_D4_ARMED], amed[V_D4_UNARMED]);
+                   amed[V_D4_ARMED], amed[V_D4_UNARMED], amed[V_FLOOR]);
             fflush(stdout);
             for (int b = 0; b < B_COUNT; b++)
                 timer_free(&tm[b]);
