@@ -124,13 +124,32 @@ namespace argus {
 /* ARGUS_MARKER_DESIGN picks the device writer: 2, the default (below), or
  * 1, the previous design (c400b64: the ring mask in a register and the
  * clock read predicated), kept only so that scripts/gpu/argus16_run.sh
- * can time both in one device call; both write the same records. Remove
- * design 1 once the H200 has measured the two side by side (issue 16). */
+ * can time both in one device call; all write the same records. The
+ * candidates, timed beside them in the same call (issue 16, the markers'
+ * code-generation cost; docs/argus.md has the SASS of each):
+ *  3  design 2 behind a warp-uniform arming test at every marker
+ *     (`argus_desc_v1.slots != 0`, a __constant__ read ptxas keeps in a
+ *     predicate across the kernel's loops): an unarmed build runs one
+ *     branch per marker instead of the marker; an armed one runs the
+ *     branch and the marker (in the Fig. 14a kernels' SASS: 16
+ *     instructions and 64 stall cycles per region against design 2's 13
+ *     and 30, and the load loop's first wait after 6 loads, not 7);
+ *  4  design 2 with the record stored st.global.cs (evict-first,
+ *     STG.E.EF): the same SASS but for the store's cache policy, so that
+ *     the records do not take L2 lines from a memory-bound body.
+ *  5  the floor, not a design: every marker an empty `asm volatile("")`
+ *     (no clock read, no store; ARGUS_CTA_BEGIN and _END as design 2), so
+ *     the kernel's loops keep the shape any marker forces on them (the
+ *     Fig. 14a compute kernel: the inner loop's zero-trip test stays inside
+ *     the outer loop, +2 instructions and +18 stall cycles per region of
+ *     design 2's +13 and +30). It writes no records: time it, never arm
+ *     it for a trace.
+ * Remove the losers once the H200 has measured them side by side. */
 #if !defined(ARGUS_MARKER_DESIGN)
 #define ARGUS_MARKER_DESIGN 2
 #endif
-#if ARGUS_MARKER_DESIGN != 1 && ARGUS_MARKER_DESIGN != 2
-#error "ARGUS_MARKER_DESIGN: 2 (the default) or 1 (the previous design, for timing it)"
+#if ARGUS_MARKER_DESIGN < 1 || ARGUS_MARKER_DESIGN > 5
+#error "ARGUS_MARKER_DESIGN: 2 (the default), 1 (the previous design), 3 or 4 (candidates), 5 (the floor, writes nothing), for timing them"
 #endif
 
 /* One warp's writer state, kept in registers across the kernel's loops,
@@ -151,7 +170,7 @@ namespace argus {
  * lane 0 of an armed warp writes, so only lane 0 holds a ring pointer and
  * the flag. (tests/argus/check_ptx.sh and docs/argus.md have the SASS
  * counts of both designs.) */
-#if ARGUS_MARKER_DESIGN == 2
+#if ARGUS_MARKER_DESIGN >= 2
 struct Warp {
     unsigned long long *ring; /* lane 0 of a writing warp: its slot's records; else NULL */
     uint32_t n;               /* records written so far */
@@ -206,7 +225,7 @@ __device__ __forceinline__ void start_slot(argus_slot_header *h, uint32_t cta, u
     h->magic = ARGUS_SLOT_MAGIC;
 }
 
-#if ARGUS_MARKER_DESIGN == 2
+#if ARGUS_MARKER_DESIGN >= 2
 /* The slot header of this thread's warp if this thread is the warp's
  * writer (lane 0 of a warp inside an armed launch of the armed shape),
  * else NULL; *cta and *warp get the linear CTA and warp indices. A launch
@@ -226,7 +245,7 @@ __device__ __forceinline__ argus_slot_header *writer_slot(uint32_t *cta, uint32_
 }
 #endif
 
-#if ARGUS_MARKER_DESIGN == 2
+#if ARGUS_MARKER_DESIGN >= 2
 __device__ __forceinline__ Warp cta_begin()
 {
     Warp w;
@@ -327,9 +346,26 @@ __device__ __forceinline__ Warp cta_begin()
 #else
 #error "ARGUS_CLOCK_FENCE_KIND: 0 (none), 1 (nanosleep 0) or 2 (bar.warp.sync)"
 #endif
+/* The record store: design 4 marks it evict-first (.cs). */
+#if ARGUS_MARKER_DESIGN == 4
+#define ARGUS__REC_STORE "@argus_p st.global.cs.v2.u32 [%0], {argus_l, %1};\n\t"
+#else
+#define ARGUS__REC_STORE "@argus_p st.global.v2.u32 [%0], {argus_l, %1};\n\t"
+#endif
 __device__ __forceinline__ void emit(Warp &w, uint32_t kind, uint32_t value)
 {
-#if ARGUS_MARKER_DESIGN == 2
+#if ARGUS_MARKER_DESIGN == 3
+    /* Warp-uniform (a __constant__ word): a branch, no divergence. */
+    if (argus_desc_v1.slots == 0)
+        return;
+#endif
+
+#if ARGUS_MARKER_DESIGN == 5 /* the floor: no record (above) */
+    (void)w;
+    (void)kind;
+    (void)value;
+    asm volatile("");
+#elif ARGUS_MARKER_DESIGN >= 2
     uint32_t hi = (kind << ARGUS_VALUE_BITS) | (value & ARGUS_VALUE_MASK);
     /* Outside the writer lane ring is NULL: the address is garbage there,
      * and never stored to. */
@@ -342,7 +378,7 @@ __device__ __forceinline__ void emit(Warp &w, uint32_t kind, uint32_t value)
                  "setp.ne.u32 argus_p, %2, 0;\n\t"
                  "mov.u64 argus_c, %%clock64;\n\t"
                  "cvt.u32.u64 argus_l, argus_c;\n\t"
-                 "@argus_p st.global.v2.u32 [%0], {argus_l, %1};\n\t"
+                 ARGUS__REC_STORE
                  "}"
                  :
                  : "l"(p), "r"(hi), "r"(w.on));
@@ -370,7 +406,7 @@ __device__ __forceinline__ void emit(Warp &w, uint32_t kind, uint32_t value)
 
 __device__ __forceinline__ void cta_end(Warp &w)
 {
-#if ARGUS_MARKER_DESIGN == 2
+#if ARGUS_MARKER_DESIGN >= 2
     if (w.on) {
         argus_slot_header *h = (argus_slot_header *)((char *)w.ring - ARGUS_SLOT_HEADER_BYTES);
 #else

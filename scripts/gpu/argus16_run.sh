@@ -13,7 +13,11 @@
 #   (-DARGUS_ENABLE: names *_on; without: *_off, the marker-free twin), and
 #   the overhead kernels a third time with the previous marker design
 #   (-DARGUS_MARKER_DESIGN=1, names *_prev: region.cuh), so that one call
-#   times both designs against the same marker-free kernel;
+#   times both designs against the same marker-free kernel; and twice more
+#   with the candidate designs 3 and 4 (-DARGUS_MARKER_DESIGN=3|4
+#   -DG16_TAG=d3|d4, names *_d3, *_d4) and once with the floor (design 5:
+#   markers that write nothing, *_d5, timed unarmed as "floor"), all in
+#   the same process;
 #   tests/argus/gpu_argus16_main.cu, linked with all five into build/argus16
 #   (under $OUT with --build-only and --dry-run, else in the staging directory).
 # Then, on a GPU: `argus16 truth` (arms, runs and decodes the four truth
@@ -24,8 +28,8 @@
 # argus16/: results.tsv, results.json, env.txt, truth.txt, truth.tsv,
 # overhead.txt, overhead.tsv, overhead_checks.tsv, *.raw, the spin logs
 # truth_*_spinlog.bin, ptxas.txt,
-# sass.txt, sass_overhead_{on,off,prev}.txt, sass_loops.txt (the SASS
-# gate's numbers of tests/argus/check_ptx.sh for the three overhead
+# sass.txt, sass_overhead_{on,off,prev,d3,d4,d5}.txt, sass_loops.txt (the SASS
+# gate's numbers of tests/argus/check_ptx.sh for the six overhead
 # builds), summary.txt, the logs; no build
 # products) and
 # summary.txt and results.json beside it. The device tool brings back at
@@ -163,6 +167,33 @@ for body in ("compute", "memory"):
               f"unarmed {t['unarmed_added_pct']:+.3f}%, A/A {t['aa_pct']:+.3f}%: {verdict} (<= {limit}%){note}"
               + (f"; previous design +{t['prev_added_pct']:.3f}%" if pa else "")
               + (f", new/previous added {t['new_over_prev']:.2f}" if t["new_over_prev"] is not None else ""))
+# The designs side by side (region.cuh, ARGUS_MARKER_DESIGN): armed and
+# unarmed added % (median of the rounds) per target configuration, the
+# default (2) in the "armed"/"unarmed" rows, design 1 in "prev_*".
+designs = (("1", "prev_"), ("2 (default)", ""), ("3", "d3_"), ("4", "d4_"))
+if targets:
+    print("designs, added % over the marker-free build (median of the rounds; armed / unarmed):")
+    print("%-8s %6s %5s %9s %8s" % ("body", "near", "iters", "free_us", "floor") +
+          "".join(" %19s" % ("design " + d) for d, _ in designs))
+for t in targets:
+    pick = {r["variant"]: r for r in ovh if r["body"] == t["body"] and r["iters"] == t["iters"]}
+    fl = pick.get("floor")
+    t["floor_pct"] = fl["added_pct_median"] if fl else None
+    cells, best = [" %7.3f%%" % fl["added_pct_median"] if fl else " %8s" % "-"], None
+    for d, pre in designs:
+        a, u = pick.get(pre + "armed"), pick.get(pre + "unarmed")
+        if a is None or u is None:
+            cells.append(" %19s" % "-")
+            continue
+        t["design_" + d.split()[0] + "_armed_pct"] = a["added_pct_median"]
+        t["design_" + d.split()[0] + "_unarmed_pct"] = u["added_pct_median"]
+        cells.append(" %9.3f / %7.3f" % (a["added_pct_median"], u["added_pct_median"]))
+        if best is None or a["added_pct_median"] < best[1]:
+            best = (d.split()[0], a["added_pct_median"])
+    t["best_design"] = best[0] if best else None
+    print("%-8s %4.0fus %5d %9.3f" % (t["body"], t["near_us"], t["iters"], t["free_us"]) + "".join(cells) +
+          ("  best armed: design %s (%s the %.2g%% target)" %
+           (best[0], "meets" if best[1] <= t["target_pct"] else "misses", t["target_pct"]) if best else ""))
 fails = [r for r in truth + buf if r.get("verdict") == "fail"]
 checks = [r for r in truth + buf if r.get("verdict") in ("pass", "fail")]
 print(f"checks: {len(checks)} ({len([r for r in truth if r.get('verdict') in ('pass', 'fail')])} truth), "
@@ -190,7 +221,10 @@ ar rcs "$work/libargus16.a" "${objs[@]}"
 kobjs=()
 for k in truth overhead; do
     vs=(on off)
-    [[ $k == overhead ]] && vs+=(prev)
+    # The overhead kernels also with design 1 (prev), the candidate
+    # designs 3 and 4 and the floor, design 5 (region.cuh): all timed in
+    # the same process.
+    [[ $k == overhead ]] && vs+=(prev d3 d4 d5)
     for v in "${vs[@]}"; do
         flags=()
         # ARGUS_FENCE=0|1|2: the markers' clock fence (region.cuh,
@@ -198,6 +232,7 @@ for k in truth overhead; do
         [[ $v != off ]] && flags=(-DARGUS_ENABLE ${ARGUS_FENCE:+-DARGUS_CLOCK_FENCE_KIND=$ARGUS_FENCE})
         # The previous marker design (region.cuh, ARGUS_MARKER_DESIGN=1).
         [[ $v == prev ]] && flags+=(-DARGUS_MARKER_DESIGN=1 -DG16_PREV)
+        [[ $v == d[0-9] ]] && flags+=(-DARGUS_MARKER_DESIGN=${v#d} -DG16_TAG=$v)
         o=$work/${k}_$v.o
         # -Xptxas -v: registers, spills and stack per kernel, kept in
         # ptxas.txt (markers must not add spills).
@@ -220,7 +255,7 @@ log "built $work/argus16"
 # cost beside the measured one.
 CUOBJDUMP=${CUOBJDUMP:-$(command -v cuobjdump || echo "$(dirname "$NVCC")/cuobjdump")}
 if [[ -x $CUOBJDUMP ]]; then
-    for o in "$work"/truth_on.o "$work"/truth_off.o "$work"/overhead_{on,off,prev}.o; do
+    for o in "$work"/truth_on.o "$work"/truth_off.o "$work"/overhead_{on,off,prev,d3,d4,d5}.o; do
         "$CUOBJDUMP" -sass "$o" 2>/dev/null | awk -v obj="$(basename "$o")" '
             /Function :/ { f = $3 }
             /^ +\/\*[0-9a-f]+\*\// { if ($0 !~ /NOP/) n[f]++; if ($0 ~ /STG\.E\.64/) st[f]++ }
@@ -229,7 +264,7 @@ if [[ -x $CUOBJDUMP ]]; then
     # The whole SASS of the overhead kernels, with the control words, so
     # that a marker's instructions and stall counts can be read beside the
     # times measured below.
-    for v in on off prev; do
+    for v in on off prev d3 d4 d5; do
         "$CUOBJDUMP" -sass "$work/overhead_$v.o" >"$RES/sass_overhead_$v.txt" 2>&1 || true
     done
     # The numbers tests/argus/check_ptx.sh gates (tests/argus/sass_loops.py):
@@ -237,7 +272,7 @@ if [[ -x $CUOBJDUMP ]]; then
     # compute kernel's region (instructions, encoded stall cycles), per
     # build, so that the times below sit beside the SASS they ran.
     if command -v python3 >/dev/null 2>&1; then
-        for v in off on prev; do
+        for v in off on prev d3 d4 d5; do
             m=$(python3 tests/argus/sass_loops.py loads "$RES/sass_overhead_$v.txt" \
                 "$(grep -oE '_Z[0-9]+g16_ovh_memory_'"$v"'PKfPfij' "$RES/sass_overhead_$v.txt" | head -1)" 2>&1)
             c=$(python3 tests/argus/sass_loops.py region "$RES/sass_overhead_$v.txt" \
@@ -245,7 +280,7 @@ if [[ -x $CUOBJDUMP ]]; then
             printf '%s\tmemory %s\tcompute %s\n' "$v" "$m" "$c"
         done >"$RES/sass_loops.txt" || true
     fi
-    log "SASS counts in $RES/sass.txt, overhead kernels' SASS in sass_overhead_{on,off,prev}.txt, loop numbers in sass_loops.txt"
+    log "SASS counts in $RES/sass.txt, overhead kernels' SASS in sass_overhead_{on,off,prev,d3,d4,d5}.txt, loop numbers in sass_loops.txt"
 else
     log "no cuobjdump: SASS counts not written"
 fi

@@ -9,9 +9,10 @@
  *                             the Fig. 14a overhead kernels
  *                             (gpu_overhead_kernels.cu): marker-free, built in
  *                             but unarmed, and armed, each marker design
- *                             (the default and the previous one,
- *                             ARGUS_MARKER_DESIGN=1), interleaved in one
- *                             process, rows in OUTDIR/overhead.tsv
+ *                             (the default, the previous one,
+ *                             ARGUS_MARKER_DESIGN=1, and the candidates 3
+ *                             and 4: include/argus/region.cuh), interleaved
+ *                             in one process, rows in OUTDIR/overhead.tsv
  *
  * Timing (docs/argus.md, "Issue 16 runs"): 10 warm-up launches; a CUDA
  * graph of n launches, n chosen so that one replay takes about 1 ms
@@ -46,6 +47,14 @@ cudaError_t g16_ovh_launch_off(int body, const float *in, float *out, int iters,
 const void *g16_ovh_kernel_prev(int body);
 cudaError_t g16_ovh_launch_prev(int body, const float *in, float *out, int iters, unsigned mask,
                                 cudaStream_t s);
+const void *g16_ovh_kernel_d3(int body);
+cudaError_t g16_ovh_launch_d3(int body, const float *in, float *out, int iters, unsigned mask,
+                              cudaStream_t s);
+const void *g16_ovh_kernel_d4(int body);
+cudaError_t g16_ovh_launch_d4(int body, const float *in, float *out, int iters, unsigned mask,
+                              cudaStream_t s);
+cudaError_t g16_ovh_launch_d5(int body, const float *in, float *out, int iters, unsigned mask,
+                              cudaStream_t s);
 }
 
 #define G16_WARMUP 10
@@ -417,8 +426,14 @@ static int run_truth(const char *out)
 
 /* ---- overhead -------------------------------------------------------------- */
 
-/* Which build of the overhead kernels a launch runs. */
-enum { B_OFF, B_ON, B_PREV };
+/* Which build of the overhead kernels a launch runs: marker-free, then the
+ * marker builds (B_ON the default design, B_PREV design 1, B_D3 and B_D4
+ * the candidates of region.cuh), and B_FLOOR, region.cuh's design 5:
+ * markers that write nothing, timed unarmed only, the floor of any marker
+ * that keeps the kernel's loops as a marker does. */
+enum { B_OFF, B_ON, B_PREV, B_D3, B_D4, B_FLOOR, B_COUNT };
+#define G16_NMARKED 4 /* builds with markers that are armed: B_ON..B_D4 */
+static const char *const build_tags[B_COUNT] = {"off", "", "_prev", "_d3", "_d4", "_floor"};
 
 typedef struct ovh_ctx {
     int body, iters;
@@ -436,6 +451,12 @@ static cudaError_t ovh_launch(void *p, cudaStream_t s)
         return g16_ovh_launch_on(c->body, c->in, c->out, c->iters, c->mask, s);
     case B_PREV:
         return g16_ovh_launch_prev(c->body, c->in, c->out, c->iters, c->mask, s);
+    case B_D3:
+        return g16_ovh_launch_d3(c->body, c->in, c->out, c->iters, c->mask, s);
+    case B_D4:
+        return g16_ovh_launch_d4(c->body, c->in, c->out, c->iters, c->mask, s);
+    case B_FLOOR:
+        return g16_ovh_launch_d5(c->body, c->in, c->out, c->iters, c->mask, s);
     default:
         return g16_ovh_launch_off(c->body, c->in, c->out, c->iters, c->mask, s);
     }
@@ -451,16 +472,51 @@ static bool set_desc(const argus_launch *l, const argus_device_desc *d)
 }
 
 /* The default marker design's unarmed and armed builds, the marker-free
- * build twice (A/A), and the previous design (ARGUS_MARKER_DESIGN=1)
- * unarmed and armed: added % is against V_FREE in every row. */
-enum { V_FREE, V_UNARMED, V_ARMED, V_FREE2, V_PREV_UNARMED, V_PREV_ARMED, V_COUNT };
-static const char *const variant_names[V_COUNT] = {"marker_free", "unarmed", "armed",
-                                                   "marker_free_again", "prev_unarmed",
-                                                   "prev_armed"};
+ * build twice (A/A), the previous design (ARGUS_MARKER_DESIGN=1) and the
+ * candidates 3 and 4, unarmed and armed, and the floor (design 5,
+ * unarmed): added % is against V_FREE in every row. */
+enum {
+    V_FREE,
+    V_UNARMED,
+    V_ARMED,
+    V_FREE2,
+    V_PREV_UNARMED,
+    V_PREV_ARMED,
+    V_D3_UNARMED,
+    V_D3_ARMED,
+    V_D4_UNARMED,
+    V_D4_ARMED,
+    V_FLOOR,
+    V_COUNT
+};
+static const char *const variant_names[V_COUNT] = {
+    "marker_free", "unarmed",    "armed",    "marker_free_again", "prev_unarmed",
+    "prev_armed",  "d3_unarmed", "d3_armed", "d4_unarmed",        "d4_armed",
+    "floor"};
 static int variant_build(int v)
 {
-    return v == V_FREE || v == V_FREE2 ? B_OFF : v == V_PREV_UNARMED || v == V_PREV_ARMED ? B_PREV
-                                                                                          : B_ON;
+    switch (v) {
+    case V_FREE:
+    case V_FREE2:
+        return B_OFF;
+    case V_PREV_UNARMED:
+    case V_PREV_ARMED:
+        return B_PREV;
+    case V_D3_UNARMED:
+    case V_D3_ARMED:
+        return B_D3;
+    case V_D4_UNARMED:
+    case V_D4_ARMED:
+        return B_D4;
+    case V_FLOOR:
+        return B_FLOOR;
+    default:
+        return B_ON;
+    }
+}
+static bool variant_armed(int v)
+{
+    return v == V_ARMED || v == V_PREV_ARMED || v == V_D3_ARMED || v == V_D4_ARMED;
 }
 
 static void spread(const double *v, int n, double *med, double *lo, double *hi)
@@ -505,7 +561,7 @@ static int run_overhead(const char *out, int rounds)
                  "replays\trounds\tmethod\n");
     float *in, *dout;
     cudaStream_t s;
-    CUmodule mod, mod_prev;
+    CUmodule mods[G16_NMARKED];
     argus_driver drv;
     char msg[1024];
     if (!cuda_ok(cudaMalloc(&in, G16_INPUT_FLOATS * sizeof(float)), "cudaMalloc") ||
@@ -513,8 +569,9 @@ static int run_overhead(const char *out, int rounds)
          * differently from real data. */
         !cuda_ok(cudaMemset(in, 0x3c, G16_INPUT_FLOATS * sizeof(float)), "cudaMemset") ||
         !cuda_ok(cudaMalloc(&dout, G16_OVH_CTAS * G16_OVH_THREADS * sizeof(float)), "cudaMalloc") ||
-        !cuda_ok(cudaStreamCreate(&s), "cudaStreamCreate") || !module_of(g16_ovh_kernel_on(0), &mod) ||
-        !module_of(g16_ovh_kernel_prev(0), &mod_prev))
+        !cuda_ok(cudaStreamCreate(&s), "cudaStreamCreate") || !module_of(g16_ovh_kernel_on(0), &mods[0]) ||
+        !module_of(g16_ovh_kernel_prev(0), &mods[1]) || !module_of(g16_ovh_kernel_d3(0), &mods[2]) ||
+        !module_of(g16_ovh_kernel_d4(0), &mods[3]))
         return 2;
     if (argus_driver_cuda(&drv, msg, sizeof(msg)) != 0) {
         fprintf(stderr, "%s\n", msg);
@@ -532,39 +589,47 @@ static int run_overhead(const char *out, int rounds)
      * descriptor write, so switching between armed and unarmed is copying
      * the armed descriptor or zeros into argus_desc_v1 (synchronous,
      * between replays). */
-    argus_launch l, lp;
+    /* ls[b - 1], armed[b - 1]: build b's launch and armed descriptor. */
+    argus_launch ls[G16_NMARKED];
+    argus_device_desc armed[G16_NMARKED], unarmed;
     uint32_t grid[3] = {G16_OVH_CTAS, 1, 1}, block[3] = {G16_OVH_THREADS, 1, 1};
-    if (argus_launch_arm(&drv, mod, grid, block, 2 * G16_OVH_REGIONS, &l, msg, sizeof(msg)) != 0) {
-        fprintf(stderr, "argus16: arm: %s\n", msg);
-        return 2;
+    int narmed = 0, rc = 0;
+    for (; narmed < G16_NMARKED; narmed++) {
+        if (argus_launch_arm(&drv, mods[narmed], grid, block, 2 * G16_OVH_REGIONS, &ls[narmed], msg,
+                             sizeof(msg)) != 0) {
+            fprintf(stderr, "argus16: arm (build %s): %s\n", build_tags[narmed + 1], msg);
+            rc = 2;
+            break;
+        }
+        if (!cu_ok(cu.dtoh(&armed[narmed], (CUdeviceptr)ls[narmed].desc, sizeof(armed[narmed])),
+                   "reading argus_desc_v1")) {
+            narmed++;
+            rc = 2;
+            break;
+        }
     }
-    if (argus_launch_arm(&drv, mod_prev, grid, block, 2 * G16_OVH_REGIONS, &lp, msg, sizeof(msg)) !=
-        0) {
-        fprintf(stderr, "argus16: arm (previous marker design): %s\n", msg);
-        argus_launch_release(&l);
-        return 2;
-    }
-    argus_device_desc armed, armed_prev, unarmed;
     memset(&unarmed, 0, sizeof(unarmed));
-    int rc = cu_ok(cu.dtoh(&armed, (CUdeviceptr)l.desc, sizeof(armed)), "reading argus_desc_v1") &&
-                     cu_ok(cu.dtoh(&armed_prev, (CUdeviceptr)lp.desc, sizeof(armed_prev)),
-                           "reading argus_desc_v1 (previous marker design)")
-                 ? 0
-                 : 2;
-    printf("%-8s %5s %11s %11s %11s %9s %9s %9s %8s %11s %8s\n", "body", "iters", "free_us",
-           "unarmed_us", "armed_us", "armed_%", "spread_%", "unarm_%", "A/A_%", "prev_arm_%",
-           "new/prev");
+    printf("%-8s %5s %11s %11s %11s %9s %9s %9s %8s %11s %8s %9s %9s %9s %9s %9s\n", "body", "iters",
+           "free_us", "unarmed_us", "armed_us", "armed_%", "spread_%", "unarm_%", "A/A_%",
+           "prev_arm_%", "new/prev", "d3_arm_%", "d3_unarm%", "d4_arm_%", "d4_unarm%", "floor_%");
     for (int body = 0; body < 2 && rc == 0; body++) {
         for (int ii = 0; ii < niters && rc == 0; ii++) {
-            ovh_ctx cx[3];
-            timer tm[3];
-            for (int b = 0; b < 3; b++)
+            ovh_ctx cx[B_COUNT];
+            timer tm[B_COUNT];
+            int made = 0;
+            for (int b = 0; b < B_COUNT; b++)
                 cx[b] = (ovh_ctx){body, iters_list[ii], b, in, dout, G16_INPUT_FLOATS - 1};
-            if (!set_desc(&l, &armed) || !set_desc(&lp, &armed_prev) ||
-                !timer_make(&tm[B_OFF], ovh_launch, &cx[B_OFF], s) ||
-                !timer_make(&tm[B_ON], ovh_launch, &cx[B_ON], s) ||
-                !timer_make(&tm[B_PREV], ovh_launch, &cx[B_PREV], s)) {
-                rc = 2;
+            /* Every build armed while its graph is captured and warmed up
+             * (as before); each variant then sets its own descriptor. */
+            for (int b = 0; b < G16_NMARKED && rc == 0; b++)
+                if (!set_desc(&ls[b], &armed[b]))
+                    rc = 2;
+            for (; made < B_COUNT && rc == 0; made++)
+                if (!timer_make(&tm[made], ovh_launch, &cx[made], s))
+                    rc = 2;
+            if (rc != 0) {
+                for (int b = 0; b < made; b++)
+                    timer_free(&tm[b]);
                 break;
             }
             double t[V_COUNT][64], added[V_COUNT][64];
@@ -572,13 +637,11 @@ static int run_overhead(const char *out, int rounds)
                 /* Rotate the order each round, so that no variant always
                  * runs first (after the previous configuration). */
                 for (int k = 0; k < V_COUNT && rc == 0; k++) {
-                    int v = (k + r) % V_COUNT;
+                    int v = (k + r) % V_COUNT, b = variant_build(v);
                     bool ok = true;
-                    if (v == V_ARMED || v == V_UNARMED)
-                        ok = set_desc(&l, v == V_ARMED ? &armed : &unarmed);
-                    if (v == V_PREV_ARMED || v == V_PREV_UNARMED)
-                        ok = set_desc(&lp, v == V_PREV_ARMED ? &armed_prev : &unarmed);
-                    ok = ok && timer_median(&tm[variant_build(v)], s, &t[v][r]);
+                    if (b != B_OFF && b != B_FLOOR)
+                        ok = set_desc(&ls[b - 1], variant_armed(v) ? &armed[b - 1] : &unarmed);
+                    ok = ok && timer_median(&tm[b], s, &t[v][r]);
                     if (!ok)
                         rc = 2;
                 }
@@ -601,29 +664,31 @@ static int run_overhead(const char *out, int rounds)
             /* The new design's added time over the previous one's, both
              * armed, against the same marker-free time. */
             double ratio = amed[V_PREV_ARMED] != 0.0 ? amed[V_ARMED] / amed[V_PREV_ARMED] : 0.0;
-            printf("%-8s %5d %11.3f %11.3f %11.3f %9.3f %4.2f:%4.2f %9.3f %8.3f %11.3f %8.3f\n",
+            printf("%-8s %5d %11.3f %11.3f %11.3f %9.3f %4.2f:%4.2f %9.3f %8.3f %11.3f %8.3f %9.3f "
+                   "%9.3f %9.3f %9.3f %9.3f\n",
                    bodies[body], iters_list[ii], med[V_FREE], med[V_UNARMED], med[V_ARMED],
                    amed[V_ARMED], alo[V_ARMED], ahi[V_ARMED], amed[V_UNARMED], amed[V_FREE2],
-                   amed[V_PREV_ARMED], ratio);
+                   amed[V_PREV_ARMED], ratio, amed[V_D3_ARMED], amed[V_D3_UNARMED],
+                   amed[V_D4_ARMED], amed[V_D4_UNARMED], amed[V_FLOOR]);
             fflush(stdout);
-            for (int b = 0; b < 3; b++)
+            for (int b = 0; b < B_COUNT; b++)
                 timer_free(&tm[b]);
             /* One armed launch of each design into a cleared buffer,
              * decoded: every warp's 64 occurrences are there, and the
              * device's own span. */
-            for (int d = 0; d < 2 && rc == 0; d++) {
-                argus_launch *ld = d == 0 ? &l : &lp;
+            for (int d = 0; d < G16_NMARKED && rc == 0; d++) {
+                argus_launch *ld = &ls[d];
                 void *raw = malloc(ld->bytes);
-                bool ran = raw != NULL && set_desc(ld, d == 0 ? &armed : &armed_prev) &&
+                bool ran = raw != NULL && set_desc(ld, &armed[d]) &&
                            cu_ok(cu.memset8((CUdeviceptr)(ld->buf + ARGUS_HEADER_BYTES), 0,
                                             ld->bytes - ARGUS_HEADER_BYTES),
                                  "clearing the region buffer") &&
-                           cuda_ok(ovh_launch(&cx[d == 0 ? B_ON : B_PREV], s), "armed launch") &&
+                           cuda_ok(ovh_launch(&cx[d + 1], s), "armed launch") &&
                            cuda_ok(cudaStreamSynchronize(s), "armed kernel") &&
                            cu_ok(cu.dtoh(raw, (CUdeviceptr)ld->buf, ld->bytes), "reading the buffer");
                 char test[64];
                 snprintf(test, sizeof(test), "ovh_%s_%d%s", bodies[body], iters_list[ii],
-                         d == 0 ? "" : "_prev");
+                         build_tags[d + 1]);
                 double mean_ns = 0;
                 if (!ran ||
                     g16_check_overhead(raw, ld->bytes, test, &mean_ns, &sink, msg, sizeof(msg)) != 0) {
@@ -641,8 +706,8 @@ static int run_overhead(const char *out, int rounds)
             }
         }
     }
-    argus_launch_release(&lp);
-    argus_launch_release(&l);
+    for (int b = 0; b < narmed; b++)
+        argus_launch_release(&ls[b]);
     fclose(tsv);
     fclose(ctsv);
     cudaFree(in);

@@ -8,9 +8,10 @@
  * Built three times into one program (scripts/gpu/argus16_run.sh): with
  * -DARGUS_ENABLE (names end in _on), without (_off), and with the previous
  * marker design (-DARGUS_ENABLE -DARGUS_MARKER_DESIGN=1 -DG16_PREV: _prev,
- * include/argus/region.cuh), the same source, so that the marker-free
- * build and both marker designs are timed in the same process,
- * interleaved. tests/argus/check_ptx.sh gates the SASS of these kernels.
+ * include/argus/region.cuh), and with each candidate design
+ * (-DARGUS_ENABLE -DARGUS_MARKER_DESIGN=N -DG16_TAG=dN: _dN), the same
+ * source, so that the marker-free build and every marker design are timed
+ * in the same process, interleaved. tests/argus/check_ptx.sh gates the SASS of these kernels.
  */
 #include <cuda_runtime.h>
 
@@ -21,7 +22,17 @@
 #if defined(G16_PREV) && !(defined(ARGUS_ENABLE) && ARGUS_MARKER_DESIGN == 1)
 #error "G16_PREV: build with -DARGUS_ENABLE -DARGUS_MARKER_DESIGN=1"
 #endif
-#if defined(G16_PREV)
+/* G16_TAG=d3 (with -DARGUS_ENABLE -DARGUS_MARKER_DESIGN=3): the names end
+ * in _d3, so that every candidate marker design (region.cuh) is a build of
+ * its own in the same program. */
+#define G16_CAT2(x, t) x##_##t
+#define G16_CAT(x, t) G16_CAT2(x, t)
+#if defined(G16_TAG) && (defined(G16_PREV) || !defined(ARGUS_ENABLE))
+#error "G16_TAG: build with -DARGUS_ENABLE -DARGUS_MARKER_DESIGN=N, without G16_PREV"
+#endif
+#if defined(G16_TAG)
+#define G16_NAME(x) G16_CAT(x, G16_TAG)
+#elif defined(G16_PREV)
 #define G16_NAME(x) x##_prev
 #elif defined(ARGUS_ENABLE)
 #define G16_NAME(x) x##_on
