@@ -72,6 +72,15 @@ def main():
     ap.add_argument("--format", choices=("svg", "png"), default="svg")
     a = ap.parse_args()
     try:
+        with open(a.results) as f:
+            res = json.load(f)
+    except (OSError, ValueError) as e:
+        sys.exit(f"issue15_plot: {a.results}: {e}: give the results.json of "
+                 "scripts/gpu/issue15_services.sh")
+    if res.get("schema") != "mosaic-issue15/2":
+        sys.exit(f"issue15_plot: {a.results} is {res.get('schema')!r}, not mosaic-issue15/2: "
+                 "summarise the run again with scripts/gpu/issue15_summary.py RUNDIR PAIRS PS")
+    try:
         import matplotlib
         matplotlib.use("Agg")
         # Text as text, not glyph paths: a third of the size, and searchable.
@@ -81,15 +90,6 @@ def main():
     except ImportError:
         sys.exit("issue15_plot: matplotlib is not installed: pip install matplotlib "
                  "(on the machine the results came back to; the GPU machine needs none)")
-    try:
-        with open(a.results) as f:
-            res = json.load(f)
-    except (OSError, ValueError) as e:
-        sys.exit(f"issue15_plot: {a.results}: {e}: give the results.json of "
-                 "scripts/gpu/issue15_services.sh")
-    if res.get("schema") != "mosaic-issue15/2":
-        sys.exit(f"issue15_plot: {a.results} is {res.get('schema')!r}, not mosaic-issue15/2: "
-                 "summarise the run again with scripts/gpu/issue15_summary.py RUNDIR PAIRS PS")
     os.makedirs(a.out_dir, exist_ok=True)
     made = 0
     for pair in res["pairs"]:
