@@ -50,6 +50,7 @@
 
 #include "argus/argus.h"
 #include "argus/plan.h"
+#include "argus/query.h"
 #include "argus/workspace.h"
 #include "argus_internal.h"
 #include "exec.h"
@@ -689,38 +690,14 @@ static const char *exec_metrics(void)
     return m != NULL && m[0] ? m : NULL;
 }
 
-static size_t edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b), row[128];
-    if (lb >= 128)
-        return (size_t)-1;
-    for (size_t j = 0; j <= lb; j++)
-        row[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        size_t diag = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t up = row[j];
-            size_t c = diag + (a[i - 1] != b[j - 1]);
-            if (row[j] + 1 < c)
-                c = row[j] + 1;
-            if (row[j - 1] + 1 < c)
-                c = row[j - 1] + 1;
-            row[j] = c;
-            diag = up;
-        }
-    }
-    return row[lb];
-}
-
 /* The feature key a requested metric name means (the key itself or its
  * counter, e.g. dram__bytes_read.sum), or NULL with the nearest known names
  * in why. */
 static const char *feature_key(const cJSON *feats, const char *want, char *why, size_t wlen)
 {
+    const char *names[128];
+    size_t n = 0;
     const cJSON *f;
-    const char *best[3] = {NULL, NULL, NULL};
-    size_t bd[3] = {(size_t)-1, (size_t)-1, (size_t)-1};
     cJSON_ArrayForEach(f, feats)
     {
         const cJSON *key = cJSON_GetObjectItemCaseSensitive(f, "key");
@@ -730,24 +707,16 @@ static const char *feature_key(const cJSON *feats, const char *want, char *why, 
         if (strcmp(key->valuestring, want) == 0 ||
             (cJSON_IsString(met) && strcmp(met->valuestring, want) == 0))
             return key->valuestring;
-        const char *nm = cJSON_IsString(met) ? met->valuestring : key->valuestring;
-        size_t d = edit_distance(want, nm);
-        for (int k = 0; k < 3; k++)
-            if (d < bd[k]) {
-                for (int m = 2; m > k; m--) {
-                    bd[m] = bd[m - 1];
-                    best[m] = best[m - 1];
-                }
-                bd[k] = d;
-                best[k] = nm;
-                break;
-            }
+        if (n < sizeof names / sizeof names[0])
+            names[n++] = cJSON_IsString(met) ? met->valuestring : key->valuestring;
     }
+    char near[512];
+    if (argus_nearest_names(want, names, n, 3, near, sizeof near) == 0)
+        snprintf(near, sizeof near, "(none close)");
     snprintf(why, wlen,
              "the range profiler does not know the metric \"%s\" (mosaic-profile's feature "
-             "table names what it collects); nearest: %s%s%s%s%s",
-             want, best[0] ? best[0] : "(none)", best[1] ? ", " : "", best[1] ? best[1] : "",
-             best[2] ? ", " : "", best[2] ? best[2] : "");
+             "table names what it collects); nearest: %s",
+             want, near);
     return NULL;
 }
 
