@@ -341,12 +341,15 @@ def daemon_kill(e, iso, mode):
     after = [t for t in steps if t_back < t < t_hp_end]
     worst = max((l for _, l, _ in outage), default=0.0)
     worst_gpu = max((g for _, _, g in outage), default=0.0)
+    first = min((t for t in steps if t > t_restart), default=None)
+    first_after = f"{1e3 * (first - t_restart):.0f} ms" if first is not None else "never"
     print(f"{tag}: isolated p99 {iso.gpu * 1e3:.2f} ms GPU, {iso.host * 1e3:.2f} ms host; "
           f"{len(req)} requests, {len(outage)} in the outage ({OUTAGE_S} s, reconnected "
           f"{t_back - t_restart:.2f} s after the restart), {len(over)} of them over p={P} "
           f"(worst {worst_gpu / iso.gpu:.2f}x the isolated GPU p99, host {worst / iso.host:.2f}x); "
           f"BE steps: {len([t for t in steps if t_kill < t < t_restart])} in the outage, "
-          f"{len(after)} after the reconnection ({len(after) / max(t_hp_end - t_back, 1e-9):.1f}/s); "
+          f"{len(after)} after the reconnection ({len(after) / max(t_hp_end - t_back, 1e-9):.1f}/s), "
+          f"the first {first_after} after the restart; "
           f"BE used {100 * be_cpu:.0f}% of a core after be-timeout-ms")
     if not outage:
         raise Failed(f"{tag}: no HP request ran during the outage: the test shows nothing")
