@@ -73,7 +73,21 @@ struct conn {
     uint64_t last_beat;    /* monitor only: the daemon's counter last seen */
     uint64_t beat_seen_ns; /* monitor only: when it last changed */
     struct conn *next;     /* retired list */
+    /* BE: the kernel each gate slot last asked for (a hint for the want
+     * that asks a new daemon on the slot's behalf, below). */
+    _Atomic uint64_t slot_kernel[MOSAIC__GATE_SLOTS];
+    /* BE, once retired (under c->lock): each slot's stand-in want on a
+     * new daemon's connection (stale_gates). */
+    struct {
+        uint64_t gen;    /* the connection it was posted on, 0: none */
+        uint32_t ticket; /* its ticket there */
+        uint32_t seq;    /* released up to this: BE_DONE once done reaches it */
+        int state;       /* PROXY_* */
+    } proxy[MOSAIC__GATE_SLOTS];
 };
+
+/* A retired BE connection's gate slot, as stale_gates takes it through. */
+enum { PROXY_NONE, PROXY_ASKED, PROXY_RUNNING, PROXY_SETTLED };
 
 struct mosaic_sched_client {
     char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -98,6 +112,9 @@ struct mosaic_sched_client {
     _Atomic uint64_t dropped;
     _Atomic uint64_t doorbells; /* doorbell packets sent */
     _Atomic uint64_t released; /* gate slots released for a daemon that went away */
+    /* Stale gate slots whose stand-in want is asked or whose kernels run
+     * (under c->lock): the monitor then looks every millisecond. */
+    unsigned proxies;
     pthread_mutex_t lock;      /* reason, retired list, retiring */
     pthread_mutex_t poll_lock; /* one monitor step (and connect) at a time */
     char reason[MOSAIC__SCHED_REASON_LEN + 64];
@@ -261,6 +278,13 @@ static void release_gates(struct mosaic_sched_client *c, struct conn *k)
         struct mosaic__gate_slot *g = &k->shm.gate[i];
         uint32_t want = atomic_load_explicit(&g->want, memory_order_acquire);
 
+        /* A slot asked of a new daemon (stale_gates) is settled here. */
+        if (k->proxy[i].state == PROXY_ASKED || k->proxy[i].state == PROXY_RUNNING)
+            c->proxies--;
+        if (k->proxy[i].state == PROXY_RUNNING || k->proxy[i].state == PROXY_SETTLED)
+            continue; /* released already, and counted */
+        k->proxy[i].state = PROXY_SETTLED;
+
         /* Every slot, used or not (a sequence may have wrapped to 0). */
         atomic_store_explicit(&g->released, 1, memory_order_relaxed);
         atomic_store_explicit(&g->grant, want + MOSAIC__GATE_RELEASE, memory_order_release);
@@ -402,26 +426,7 @@ static int try_connect(struct mosaic_sched_client *c)
     return 0;
 }
 
-/*
- * BE kernels enqueued behind a device-side wait on a connection that ended
- * have nobody to grant them. They are released (the waits pass) once a new
- * daemon is there, since that one never heard of them, or, with
- * be-on-timeout run, once the daemon has been away be-timeout-ms; with
- * hold they wait for the daemon's return. So no stream is stuck forever
- * unless the configuration says hold and no daemon ever returns.
- */
-static void release_stale_gates(struct mosaic_sched_client *c, uint64_t now)
-{
-    uint64_t limit = (uint64_t)atomic_load(&c->be_timeout_ms) * 1000000ull;
-    int run = atomic_load(&c->be_on_timeout) == MOSAIC_SCHED_TIMEOUT_RUN;
-    int back = atomic_load(&c->cur) != NULL;
-
-    pthread_mutex_lock(&c->lock);
-    for (struct conn *k = c->retired; k; k = k->next)
-        if (!k->gates_released && (back || (run && now - k->dead_ns >= limit)))
-            release_gates(c, k);
-    pthread_mutex_unlock(&c->lock);
-}
+static void release_stale_gates(struct mosaic_sched_client *c, uint64_t now);
 
 /* A message from the daemon after the handshake: a PARTITION is stored
  * (the size first, then the sequence, which the shim reads in the other
@@ -500,6 +505,12 @@ static void *monitor(void *arg)
         p[0] = (struct pollfd){.fd = c->stop_fd, .events = POLLIN};
         p[1] = (struct pollfd){.fd = k ? k->sock : -1, .events = POLLIN};
         ms = k ? (int)(k->heartbeat_ms / 2 + 1) : (int)c->reconnect_ms;
+        /* A stale slot asked of the new daemon: its grant comes on the
+         * ring, not the socket, and the kernels behind it wait for it. */
+        pthread_mutex_lock(&c->lock);
+        if (c->proxies)
+            ms = 1;
+        pthread_mutex_unlock(&c->lock);
         if (poll(p, 2, ms) > 0 && (p[0].revents & POLLIN))
             break;
     }
@@ -835,6 +846,135 @@ static int take_grant(struct mosaic_sched_client *c, struct conn *k, uint32_t ti
     return found;
 }
 
+/* Cyclic compare of stream sequence numbers, as CU_STREAM_WAIT_VALUE_GEQ. */
+static int seq_geq(uint32_t a, uint32_t b)
+{
+    return (int32_t)(a - b) >= 0;
+}
+
+/* Under c->lock: lets the waits on one gate slot of k pass (as
+ * release_gates does for all of them). */
+static void release_slot(struct mosaic_sched_client *c, struct conn *k, unsigned s)
+{
+    struct mosaic__gate_slot *g = &k->shm.gate[s];
+    uint32_t want = atomic_load_explicit(&g->want, memory_order_acquire);
+
+    atomic_store_explicit(&g->released, 1, memory_order_relaxed);
+    atomic_store_explicit(&g->grant, want + MOSAIC__GATE_RELEASE, memory_order_release);
+    if (want)
+        atomic_fetch_add_explicit(&c->released, 1, memory_order_relaxed);
+}
+
+/*
+ * Under c->lock, with a new daemon's BE connection `cur`: one step of
+ * retired connection k's gate slots. A slot whose last kernel was granted
+ * (or that never waited) is released at once: nothing of it waits at the
+ * gate. A slot with a kernel waiting there is asked for on cur, as a plain
+ * want of the slot's last kernel, and released when the new daemon grants
+ * that want, which its policy decides as any other (its grace after a
+ * start, HP's requests); once the released kernels are done (the old done
+ * word, which the device still writes), BE_DONE tells the daemon. Before,
+ * every such slot was released as soon as a new daemon was there, beside
+ * whatever HP request that daemon did not know of yet (arbiter_faults'
+ * kill-hold, BE back before HP: one request 1.01x over p). Returns 1 once
+ * every slot of k is released and settled.
+ */
+static int stale_gates(struct mosaic_sched_client *c, struct conn *k, struct conn *cur)
+{
+    int settled = 1;
+
+    for (unsigned s = 0; s < MOSAIC__GATE_SLOTS; s++) {
+        struct mosaic__gate_slot *g = &k->shm.gate[s];
+        uint32_t want = atomic_load_explicit(&g->want, memory_order_acquire);
+        uint32_t grant = atomic_load_explicit(&g->grant, memory_order_acquire);
+        uint64_t kid = atomic_load_explicit(&k->slot_kernel[s], memory_order_relaxed);
+
+        switch (k->proxy[s].state) {
+        case PROXY_NONE:
+            if (!want || seq_geq(grant, want)) {
+                release_slot(c, k, s);
+                k->proxy[s].state = PROXY_SETTLED;
+                break;
+            }
+            k->proxy[s].gen = 0;
+            k->proxy[s].state = PROXY_ASKED;
+            c->proxies++;
+            __attribute__((fallthrough)); /* ask now */
+        case PROXY_ASKED:
+            if (k->proxy[s].gen != cur->gen) {
+                struct mosaic__entry e = {.type = MOSAIC__EV_BE_WANT,
+                                          .ticket = atomic_fetch_add(&c->next_ticket, 1),
+                                          .id = kid ? kid : 0};
+                if (post(c, cur, &e) != 0) {
+                    settled = 0; /* ring full: next step */
+                    break;
+                }
+                k->proxy[s].gen = cur->gen;
+                k->proxy[s].ticket = e.ticket;
+                ring_doorbell(c, cur);
+            } else if (take_grant(c, cur, k->proxy[s].ticket)) {
+                release_slot(c, k, s);
+                k->proxy[s].seq = want;
+                k->proxy[s].state = PROXY_RUNNING;
+                break;
+            }
+            settled = 0;
+            break;
+        case PROXY_RUNNING:
+            if (seq_geq(atomic_load_explicit(&g->done, memory_order_acquire), k->proxy[s].seq) ||
+                k->proxy[s].gen != cur->gen) {
+                /* The grant's daemon hears that its kernels finished (a
+                 * daemon after it never heard of them). */
+                if (k->proxy[s].gen == cur->gen) {
+                    struct mosaic__entry e = {.type = MOSAIC__EV_BE_DONE, .id = kid};
+                    if (post(c, cur, &e) != 0) {
+                        settled = 0;
+                        break;
+                    }
+                }
+                k->proxy[s].state = PROXY_SETTLED;
+                c->proxies--;
+                break;
+            }
+            settled = 0;
+            break;
+        default:
+            break;
+        }
+    }
+    return settled;
+}
+
+/*
+ * BE kernels enqueued behind a device-side wait on a connection that ended
+ * have nobody to grant them. Once a new daemon is there they are asked of
+ * it (stale_gates), since that one never heard of them; with
+ * be-on-timeout run, while no daemon is there, they are released once the
+ * daemon has been away be-timeout-ms (counted from the last connection's
+ * end); with hold they wait for a daemon's return. So no stream is stuck
+ * forever unless the configuration says hold and no daemon ever returns.
+ */
+static void release_stale_gates(struct mosaic_sched_client *c, uint64_t now)
+{
+    uint64_t limit = (uint64_t)atomic_load(&c->be_timeout_ms) * 1000000ull;
+    int run = atomic_load(&c->be_on_timeout) == MOSAIC_SCHED_TIMEOUT_RUN;
+    struct conn *cur = atomic_load(&c->cur);
+
+    pthread_mutex_lock(&c->lock);
+    for (struct conn *k = c->retired; k; k = k->next) {
+        if (k->gates_released || k->role != MOSAIC_SCHED_ROLE_BE || !k->shm.gate)
+            continue;
+        if (cur && cur->role == MOSAIC_SCHED_ROLE_BE && !atomic_load(&cur->dead)) {
+            if (stale_gates(c, k, cur))
+                k->gates_released = 1;
+        } else if (cur || (run && now - c->retired->dead_ns >= limit)) {
+            /* Connected in another role (nobody to ask), or run's timeout. */
+            release_gates(c, k);
+        }
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
 MOSAIC__EXPORT int mosaic_sched_be_admit(struct mosaic_sched_client *c, uint64_t kernel_id,
                                          uint64_t predicted_ns, int *outcome)
 {
@@ -960,6 +1100,7 @@ MOSAIC__EXPORT int mosaic_sched_be_want_gated(struct mosaic_sched_client *c,
         return MOSAIC_EDISCONNECTED;
     /* Before the daemon can see the want, so that a monitor releasing the
      * slot covers this kernel too. */
+    atomic_store_explicit(&k->slot_kernel[slot], kernel_id, memory_order_relaxed);
     atomic_store_explicit(&k->shm.gate[slot].want, seq, memory_order_release);
     rc = post(c, k, &e);
     /* A BE kernel waits for this want: wake a sleeping daemon now. */

@@ -234,6 +234,7 @@ struct daemon {
     uint64_t hist[NBUCKETS + 1], hist_count;
     double hist_sum;
     uint64_t clients_total;
+    unsigned hp_clients_seen; /* HP clients welcomed since the start */
 };
 
 static char tag_listen, tag_signal, tag_metrics;
@@ -470,6 +471,8 @@ static void handle_hello(struct daemon *d, struct client *c, const struct mosaic
     }
     c->active = 1;
     d->clients_total++;
+    if (role == MOSAIC_SCHED_ROLE_HP)
+        d->hp_clients_seen++;
     mosaic__dlog(MOSAIC__L_INFO, "client %u: pid %d uid %u %s granted %s", c->id,
                  (int)c->peer.pid, (unsigned)c->peer.uid, c->peer.exe[0] ? c->peer.exe : "?",
                  mosaic__role_str(role));
@@ -839,7 +842,8 @@ static unsigned drain(struct daemon *d)
 
 static struct mosaic__sched_view view(struct daemon *d)
 {
-    struct mosaic__sched_view v = {.slo = d->cfg->slo, .now_ns = mosaic__now_ns()};
+    struct mosaic__sched_view v = {.slo = d->cfg->slo, .now_ns = mosaic__now_ns(),
+                                   .hp_clients_seen = d->hp_clients_seen};
 
     for (unsigned i = 0; i < d->nclients; i++) {
         struct client *c = d->clients[i];

@@ -112,6 +112,11 @@ int mosaic__role_decide(const struct mosaic__sched_config *cfg, const struct mos
 struct mosaic__sched_view {
     uint64_t now_ns; /* CLOCK_MONOTONIC, the clients' clock too */
     unsigned hp_clients;
+    /* HP clients this daemon has welcomed since it started, those gone
+     * since too: a policy's restart grace (hold BE until HP can have
+     * reconnected) is over once one came, and does not begin again when
+     * it dies (the daemon then knows HP is gone, and says so at once). */
+    unsigned hp_clients_seen;
     unsigned hp_requests_in_flight;
     unsigned be_in_flight;
     double slo;

@@ -1231,8 +1231,8 @@ static int orion_check(struct model *m, struct hpc *h, const struct kinfo *b, ui
  * before the HP client, and an HP client that reconnects in the middle of
  * a request sends no event until its next one begins (the end of the
  * open one is rejected as never begun). So BE is held while the policy
- * cannot know HP's state: in the grace period after the start while no
- * HP client is connected, and while a connected HP client has sent no
+ * cannot know HP's state: in the grace period after the start until the
+ * first HP client connects, and while a connected HP client has sent no
  * event (the daemon counts it, the policy has no state for it), counted
  * as in a request for up to HP_IDLE_NS, after which it is idle by the
  * same rule as hp_active's.
@@ -1249,7 +1249,10 @@ static int reconnecting(struct model *m, const struct mosaic__sched_view *v, uin
         return now - m->unseen_since < HP_IDLE_NS;
     }
     m->unseen_since = 0;
-    return v->hp_clients == 0 && now - m->t_open < RECONNECT_GRACE_NS;
+    /* Only until the first HP client came: one that came and died has
+     * been seen going (its EOF), and BE waiting out the rest of the grace
+     * for it held BE for up to 1 s after an HP kill early in the run. */
+    return v->hp_clients == 0 && !v->hp_clients_seen && now - m->t_open < RECONNECT_GRACE_NS;
 }
 
 static int model_decide(void *state, const struct mosaic__sched_view *v,

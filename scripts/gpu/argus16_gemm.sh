@@ -37,22 +37,13 @@ NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 CC=${CC:-gcc}
 ARCH=(-gencode=arch=compute_90a,code=sm_90a)
 mkdir -p "$OUT"
-stage=${ARGUS16_STAGE:-$(mktemp -d "${TMPDIR:-/tmp}/argus16gemm.XXXXXX")}
-RES=$stage/argus16_gemm
+# shellcheck source=scripts/gpu/lib.sh
+source scripts/gpu/lib.sh --staged
+stage_results argus16_gemm gemm argus16gemm "${ARGUS16_STAGE:-}"
 work=$RES/build
 mkdir -p "$work"
-T0=$SECONDS
-log() { printf '[gemm +%3ds] %s\n' $((SECONDS - T0)) "$*" | tee -a "$RES/script.log" >&2; }
-pack() {
-    local rc=$?
-    set +e
-    tar -czf "$OUT/argus16_gemm.tar.gz" -C "$stage" --exclude='argus16_gemm/build/*.o' \
-        --exclude='argus16_gemm/build/*.a' --exclude='argus16_gemm/build/argus16_gemm' argus16_gemm &&
-        echo "== argus16_gemm: results packed into $OUT/argus16_gemm.tar.gz" >&2
-    [[ -f $RES/summary.txt ]] && cp "$RES/summary.txt" "$OUT/summary.txt"
-    exit "$rc"
-}
-trap pack EXIT
+PACK_EXCLUDE=('argus16_gemm/build/*.o' 'argus16_gemm/build/*.a' 'argus16_gemm/build/argus16_gemm')
+trap pack_results EXIT
 werr=()
 nvwerr=()
 [[ ${WERROR:-0} == 1 ]] && werr=(-Werror) && nvwerr=(-Werror all-warnings)

@@ -38,6 +38,8 @@
 # (nvcc 13.0, no GPU); not yet run on the H200.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/gpu/lib.sh
+source scripts/gpu/lib.sh --staged
 REPO=$PWD
 mode=run
 for a in "$@"; do
@@ -51,34 +53,19 @@ done
 BDIR=$REPO/$BUILD
 [[ $BUILD == /* ]] && BDIR=$BUILD
 if [[ $mode == prepare ]]; then
-    cmake -S . -B "$BDIR" -DCMAKE_BUILD_TYPE=Release -DMOSAIC_BUILD_TESTS=OFF >/dev/null
-    cmake --build "$BDIR" -j"${JOBS:-2}" --target argus argus-shim argus_inject
-    cjson=$(ldd "$BDIR/bin/argus" | awk '/libcjson/ { print $3 }')
-    [[ -n $cjson ]] && cp -L "$cjson" "$BDIR/lib/"
+    prepare_carry "$BDIR" "argus argus-shim argus_inject" libcjson bin/argus
     echo "prepared $BUILD: carry it to the GPU machine (bin/argus, bin/argus-shim, lib/)"
     exit 0
 fi
 OUT=${OUT:-$PWD/out-argus16-multirun}
 mkdir -p "$OUT"
-stage=$(mktemp -d "${TMPDIR:-/tmp}/argus16m.XXXXXX")
-RES=$stage/argus16_multirun
+stage_results argus16_multirun multirun argus16m
 work=$RES/work
 mkdir -p "$work"
-T0=$SECONDS
-log() { printf '[multirun +%3ds] %s\n' $((SECONDS - T0)) "$*" | tee -a "$RES/script.log" >&2; }
-pack() {
-    local rc=$?
-    set +e
-    # The workspaces' objects are measured, not kept (they are the bulk).
-    tar -czf "$OUT/argus16_multirun.tar.gz" -C "$stage" --exclude='argus16_multirun/work/ws*' \
-        --exclude='argus16_multirun/work/*.art' --exclude='argus16_multirun/work/async_run' argus16_multirun &&
-        echo "== argus16_multirun: results packed into $OUT/argus16_multirun.tar.gz" >&2
-    [[ -f $RES/results.json ]] && cp "$RES/results.json" "$OUT/results.json"
-    [[ -f $RES/summary.txt ]] && cp "$RES/summary.txt" "$OUT/summary.txt" && cat "$RES/summary.txt"
-    rm -rf "$stage"
-    exit "$rc"
-}
-trap pack EXIT
+# The workspaces' objects are measured, not kept (they are the bulk).
+PACK_EXCLUDE=('argus16_multirun/work/ws*' 'argus16_multirun/work/*.art' 'argus16_multirun/work/async_run')
+PACK_COPY="results.json summary.txt" PACK_CAT=1 PACK_RM=1
+trap pack_results EXIT
 
 ARGUS=$BDIR/bin/argus
 [[ -x $ARGUS && -x $BDIR/bin/argus-shim && -f $BDIR/lib/libargus_inject.so ]] ||

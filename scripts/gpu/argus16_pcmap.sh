@@ -37,6 +37,8 @@ set -euo pipefail
 # Arithmetic on seconds with awk: the GPU image has no bc.
 calc() { awk "BEGIN { printf \"%.3f\", $1 }"; }
 cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/gpu/lib.sh
+source scripts/gpu/lib.sh --staged
 REPO=$PWD
 mode=run
 case ${1:-} in
@@ -50,10 +52,7 @@ CC=${CC:-gcc}
 LAUNCHES=${LAUNCHES:-2}
 if [[ $mode == prepare ]]; then
     BUILD=${BUILD:-build-gpu-pcmap}
-    cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DMOSAIC_BUILD_TESTS=OFF >/dev/null
-    cmake --build "$BUILD" -j"${JOBS:-2}" --target argus_pcmap argus_pcmap_patch
-    cjson=$(ldd "$BUILD/lib/libargus_pcmap.so" | awk '/libcjson/ { print $3 }')
-    [[ -n $cjson ]] && cp -L "$cjson" "$BUILD/lib/"
+    prepare_carry "$BUILD" "argus_pcmap argus_pcmap_patch" libcjson lib/libargus_pcmap.so
     echo "prepared $BUILD: carry it to the GPU machine (lib/libargus_pcmap.so, lib/argus_pcmap_patch.fatbin, lib/libcjson.so.1)"
     exit 0
 fi
@@ -61,25 +60,12 @@ fi
 [[ $BUILD == /* ]] || BUILD=$REPO/$BUILD
 OUT=${OUT:-$PWD/out-argus16-pcmap}
 mkdir -p "$OUT"
-stage=$(mktemp -d "${TMPDIR:-/tmp}/argus16m.XXXXXX")
-RES=$stage/argus16_pcmap
+stage_results argus16_pcmap pcmap argus16m
 work=$RES/build
 mkdir -p "$work"
-T0=$SECONDS
-log() { printf '[pcmap +%3ds] %s\n' $((SECONDS - T0)) "$*" | tee -a "$RES/script.log" >&2; }
-pack() {
-    local rc=$?
-    set +e
-    if [[ $mode == run ]]; then
-        tar -czf "$OUT/argus16_pcmap.tar.gz" -C "$stage" --exclude='argus16_pcmap/build' \
-            argus16_pcmap && echo "== packed $OUT/argus16_pcmap.tar.gz" >&2
-        [[ -f $RES/summary.txt ]] && cp "$RES/summary.txt" "$OUT/summary.txt"
-    fi
-    [[ -f $RES/summary.txt ]] && cat "$RES/summary.txt"
-    rm -rf "$stage"
-    exit "$rc"
-}
-trap pack EXIT
+PACK_EXCLUDE=('argus16_pcmap/build') PACK_SAY=short PACK_CAT=1 PACK_RM=1
+[[ $mode == run ]] || PACK_TAR=0
+trap pack_results EXIT
 [[ -x $NVCC ]] || { log "no nvcc at $NVCC (set NVCC)"; exit 1; }
 
 # The Sanitizer headers: the toolkit's, or ARGUS_SANITIZER_INCLUDE.

@@ -37,22 +37,13 @@ OUT=${OUT:-$PWD/out-argus16-probes}
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 CC=${CC:-gcc}
 mkdir -p "$OUT"
-stage=$(mktemp -d "${TMPDIR:-/tmp}/argus16p.XXXXXX")
-RES=$stage/argus16_probes
+# shellcheck source=scripts/gpu/lib.sh
+source scripts/gpu/lib.sh --staged
+stage_results argus16_probes probes argus16p
 work=$RES/build
 mkdir -p "$work"
-T0=$SECONDS
-log() { printf '[probes +%3ds] %s\n' $((SECONDS - T0)) "$*" | tee -a "$RES/script.log" >&2; }
-pack() {
-    local rc=$?
-    set +e
-    tar -czf "$OUT/argus16_probes.tar.gz" -C "$stage" --exclude='argus16_probes/build' \
-        argus16_probes && echo "== packed $OUT/argus16_probes.tar.gz" >&2
-    [[ -f $RES/summary.txt ]] && cat "$RES/summary.txt"
-    rm -rf "$stage"
-    exit "$rc"
-}
-trap pack EXIT
+PACK_EXCLUDE=('argus16_probes/build') PACK_SAY=short PACK_COPY="" PACK_CAT=1 PACK_RM=1
+trap pack_results EXIT
 [[ -x $NVCC ]] || { log "no nvcc at $NVCC (set NVCC)"; exit 1; }
 now() { date +%s.%N; }
 

@@ -33,6 +33,8 @@
 # sm_90 where nvcc is. Without a GPU a run says so and exits 0.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/gpu/lib.sh
+source scripts/gpu/lib.sh --staged
 REPO=$PWD
 mode=run
 while [[ $# -gt 0 ]]; do
@@ -45,13 +47,8 @@ while [[ $# -gt 0 ]]; do
 done
 if [[ $mode == prepare ]]; then
     BUILD=${BUILD:-build-gpu}
-    cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DMOSAIC_BUILD_TESTS=OFF >/dev/null
-    cmake --build "$BUILD" -j"${JOBS:-2}" --target argus-shim argus_inject argus mosaic-profile mosaic_capture
-    for bin in "$BUILD/bin/argus-shim" "$BUILD/bin/mosaic-profile"; do
-        for lib in $(ldd "$bin" | awk '/libcjson|libcsv/ { print $3 }'); do
-            cp -L "$lib" "$BUILD/lib/"
-        done
-    done
+    prepare_carry "$BUILD" "argus-shim argus_inject argus mosaic-profile mosaic_capture" \
+        'libcjson|libcsv' bin/argus-shim bin/mosaic-profile
     echo "prepared $BUILD: carry it to the GPU machine (bin/argus-shim, bin/mosaic-profile, lib/)"
     exit 0
 fi
@@ -60,20 +57,8 @@ BDIR=$REPO/$BUILD
 [[ $BUILD == /* ]] && BDIR=$BUILD
 OUT=${OUT:-$PWD/out-argus-metrics}
 mkdir -p "$OUT"
-stage=${ARGUS_STAGE:-$(mktemp -d "${TMPDIR:-/tmp}/argusmetrics.XXXXXX")}
-RES=$stage/argus_metrics
-mkdir -p "$RES"
-T0=$SECONDS
-log() { printf '[argus-metrics +%3ds] %s\n' $((SECONDS - T0)) "$*" | tee -a "$RES/script.log" >&2; }
-pack() {
-    local rc=$?
-    set +e
-    tar -czf "$OUT/argus_metrics.tar.gz" -C "$stage" argus_metrics &&
-        echo "== argus_metrics: results packed into $OUT/argus_metrics.tar.gz" >&2
-    [[ -f $RES/summary.txt ]] && cp "$RES/summary.txt" "$OUT/summary.txt"
-    exit "$rc"
-}
-trap pack EXIT
+stage_results argus_metrics argus-metrics argusmetrics "${ARGUS_STAGE:-}"
+trap pack_results EXIT
 SHIM=$BDIR/bin/argus-shim
 [[ -x $SHIM ]] || { log "no argus-shim in $BUILD: run --prepare on the development machine and carry $BUILD"; exit 1; }
 

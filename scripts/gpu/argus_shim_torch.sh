@@ -44,6 +44,8 @@
 # Without torch or a GPU a run says so and exits 0.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/gpu/lib.sh
+source scripts/gpu/lib.sh --staged
 REPO=$PWD
 mode=run reps=5 steps=20
 while [[ $# -gt 0 ]]; do
@@ -58,10 +60,7 @@ while [[ $# -gt 0 ]]; do
 done
 if [[ $mode == prepare ]]; then
     BUILD=${BUILD:-build-gpu}
-    cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DMOSAIC_BUILD_TESTS=OFF >/dev/null
-    cmake --build "$BUILD" -j"${JOBS:-2}" --target argus-shim argus_inject argus
-    cjson=$(ldd "$BUILD/bin/argus-shim" | awk '/libcjson/ { print $3 }')
-    [[ -n $cjson ]] && cp -L "$cjson" "$BUILD/lib/"
+    prepare_carry "$BUILD" "argus-shim argus_inject argus" libcjson bin/argus-shim
     echo "prepared $BUILD: carry it to the GPU machine (bin/argus-shim, lib/)"
     exit 0
 fi
@@ -71,21 +70,10 @@ BDIR=$REPO/$BUILD
 [[ $BUILD == /* ]] && BDIR=$BUILD
 OUT=${OUT:-$PWD/out-argus-shim-torch}
 mkdir -p "$OUT"
-stage=${ARGUS_STAGE:-$(mktemp -d "${TMPDIR:-/tmp}/argusshim.XXXXXX")}
-RES=$stage/argus_shim_torch
-mkdir -p "$RES"
-T0=$SECONDS
-log() { printf '[shim-torch +%3ds] %s\n' $((SECONDS - T0)) "$*" | tee -a "$RES/script.log" >&2; }
-pack() {
-    local rc=$?
-    set +e
-    # The recordings are kept for the first repetition only (they are large).
-    tar -czf "$OUT/argus_shim_torch.tar.gz" -C "$stage" argus_shim_torch &&
-        echo "== argus_shim_torch: results packed into $OUT/argus_shim_torch.tar.gz ($(du -k "$OUT/argus_shim_torch.tar.gz" | cut -f1) KiB)" >&2
-    [[ -f $RES/summary.txt ]] && cp "$RES/summary.txt" "$OUT/summary.txt"
-    exit "$rc"
-}
-trap pack EXIT
+stage_results argus_shim_torch shim-torch argusshim "${ARGUS_STAGE:-}"
+# The recordings are kept for the first repetition only (they are large).
+PACK_SAY=size
+trap pack_results EXIT
 SHIM=$BDIR/bin/argus-shim
 [[ -x $SHIM && -f $BDIR/lib/libargus_inject.so ]] ||
     { log "no argus-shim in $BUILD (bin/argus-shim, lib/libargus_inject.so): run --prepare on the development machine and carry $BUILD"; exit 1; }

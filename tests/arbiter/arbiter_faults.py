@@ -24,7 +24,7 @@ scripts/arbiter_eval.sh's eval setup, and something is killed mid-run:
       the daemon must free each one's state: status no longer lists it,
       no HP request stays in flight, the held BE kernel is decided again at
       once (the BE trainer steps within HELD_REDECIDED_S, not after
-      hp-request-timeout-ms), and a second BE trainer and a new HP service
+      hp-request-timeout-ms nor the policy's restart grace), and a second BE trainer and a new HP service
       carry on, no HP request waiting on the dead client (under WAIT_S
       and NOT_BLOCKED x the isolated p99).
 
@@ -70,8 +70,12 @@ NOT_BLOCKED = 3.0
 # 2026-12-02 07:05 UTC, load 12), which the old 3x host bound failed.
 WAIT_S = 0.5
 # A BE kernel held for a dead HP client's request must be decided again at
-# once; the daemon's own fallback, hp-request-timeout-ms, is 10 s.
-HELD_REDECIDED_S = 1.0
+# once; the daemon's own fallback, hp-request-timeout-ms, is 10 s. From the
+# kill to BE's next step: the daemon seeing the socket's EOF, the grant, the
+# rest of BE's step (about 15 ms at scale 20). Measured 18-25 ms; before
+# the fix of the policy's restart grace (it began again when the only HP
+# client died in the daemon's first second) 537-602 ms, which this fails.
+HELD_REDECIDED_S = 0.25
 # The client monitor reconnects every 200 ms; a loaded 2-core machine may
 # take a few of those to schedule it.
 RECONNECT_S = 5.0
@@ -240,7 +244,7 @@ def wait_for(what, cond, limit):
         if v:
             return v
         time.sleep(0.02)
-    raise Failed(f"{what}: not within {limit:.1f} s")
+    raise Failed(f"{what}: not within {limit:.2f} s")
 
 
 def ended_ok(p, name):
@@ -324,9 +328,10 @@ def daemon_kill(e, iso, mode):
                   + (" (after the restart)" if s >= t_restart else ""))
     log2 = open(e.path(tag + "-2.daemon.log")).read()
     be_first = log2.find("be_trainer granted be") < log2.find("hp_service granted hp")
+    in_race = [g for s, _, g in req if race_from <= s < t_back + RACE_WINDOW_S]
     print(f"{tag}: reconnection (BE back {'before' if be_first else 'after'} HP): "
-          f"{len([1 for s, _, _ in req if race_from <= s < t_back + RACE_WINDOW_S])} requests begun in it, "
-          f"{len(racing)} over p")
+          f"{len(in_race)} requests begun in it, {len(racing)} over p "
+          f"(worst GPU span {max(in_race, default=0.0) / bound:.3f} of the bound)")
     if racing:
         slo_fail(f"{tag}: {len(racing)} requests over p begun in the reconnection (BE back "
                      f"{'before' if be_first else 'after'} HP; latencies "
@@ -337,12 +342,15 @@ def daemon_kill(e, iso, mode):
     after = [t for t in steps if t_back < t < t_hp_end]
     worst = max((l for _, l, _ in outage), default=0.0)
     worst_gpu = max((g for _, _, g in outage), default=0.0)
+    first = min((t for t in steps if t > t_restart), default=None)
+    first_after = f"{1e3 * (first - t_restart):.0f} ms" if first is not None else "never"
     print(f"{tag}: isolated p99 {iso.gpu * 1e3:.2f} ms GPU, {iso.host * 1e3:.2f} ms host; "
           f"{len(req)} requests, {len(outage)} in the outage ({OUTAGE_S} s, reconnected "
           f"{t_back - t_restart:.2f} s after the restart), {len(over)} of them over p={P} "
           f"(worst {worst_gpu / iso.gpu:.2f}x the isolated GPU p99, host {worst / iso.host:.2f}x); "
           f"BE steps: {len([t for t in steps if t_kill < t < t_restart])} in the outage, "
-          f"{len(after)} after the reconnection ({len(after) / max(t_hp_end - t_back, 1e-9):.1f}/s); "
+          f"{len(after)} after the reconnection ({len(after) / max(t_hp_end - t_back, 1e-9):.1f}/s), "
+          f"the first {first_after} after the restart; "
           f"BE used {100 * be_cpu:.0f}% of a core after be-timeout-ms")
     if not outage:
         raise Failed(f"{tag}: no HP request ran during the outage: the test shows nothing")
@@ -427,9 +435,14 @@ def client_kill(e, iso):
     if st["hp_requests_in_flight"] != 0:
         raise Failed(f"{tag}: {st['hp_requests_in_flight']} HP requests still in flight after "
                      f"their client died")
+    # Waited for longer than the bound, so that a failure says how late.
     wait_for("a BE step after the HP client died",
-             lambda: any(t > t_kill for t in e.steps(tag)), HELD_REDECIDED_S)
+             lambda: any(t > t_kill for t in e.steps(tag)), 4 * HELD_REDECIDED_S + 1.0)
     first = min(t for t in e.steps(tag) if t > t_kill)
+    if first - t_kill > HELD_REDECIDED_S:
+        raise Failed(f"{tag}: BE's next step {1e3 * (first - t_kill):.0f} ms after the kill of the HP "
+                     f"client it was held for (bound {1e3 * HELD_REDECIDED_S:.0f} ms): the held kernel "
+                     f"was not decided again at once")
     print(f"{tag}: HP killed mid-request with a BE kernel held; gone from status, no request in "
           f"flight; BE's next step {1e3 * (first - t_kill):.0f} ms after the kill")
 

@@ -680,6 +680,79 @@ static void gated_wants_follow_the_done_word_and_are_released(void **state)
     dmn_stop(&d);
 }
 
+/* Polls a client without a monitor thread for ms milliseconds. */
+static void poll_for(struct mosaic_sched_client *c, unsigned ms)
+{
+    for (uint64_t end = mosaic__now_ns() + ms * 1000000ull; mosaic__now_ns() < end;) {
+        mosaic_sched_client_poll(c);
+        stu_msleep(2);
+    }
+}
+
+/*
+ * A BE kernel that waits on the device when the daemon dies is the new
+ * daemon's to admit, not the client's to let go. Before, the client
+ * released every wait of the dead connection as soon as it reconnected,
+ * beside an HP request that the new daemon held BE for (arbiter_faults'
+ * kill-hold, BE back before HP: a request 1.01x over p). Here the BE
+ * client has no monitor thread, so the test decides that it reconnects
+ * after HP, which is in a request on the new daemon by then: the wait
+ * stays held through the request, passes once it ends, and its end (the
+ * old done word) is the new daemon's BE_DONE.
+ */
+static void stale_gates_wait_for_the_new_daemon(void **state)
+{
+    struct dmn d;
+    struct mosaic_sched_client *hp, *be;
+    struct mosaic_sched_client_opts o;
+    struct mosaic_sched_gate g;
+    _Atomic uint32_t *grant, *done, *grant1;
+
+    (void)state;
+    dmn_start(&d, "rule requested any\nbe-on-timeout hold");
+    hp = client(&d, MOSAIC_SCHED_ROLE_HP);
+    o = (struct mosaic_sched_client_opts){.socket_path = d.sock, .role = MOSAIC_SCHED_ROLE_BE,
+                                          .reconnect_ms = 50, .no_monitor_thread = 1};
+    assert_int_equal(mosaic_sched_client_open(&o, &be), 0);
+    assert_int_equal(mosaic_sched_client_state(be), MOSAIC_SCHED_CONNECTED);
+    assert_int_equal(mosaic_sched_gate_get(be, &g), 0);
+    grant = (_Atomic uint32_t *)((char *)g.base + g.grant_off);
+    done = (_Atomic uint32_t *)((char *)g.base + g.done_off);
+    grant1 = (_Atomic uint32_t *)((char *)g.base + g.stride + g.grant_off);
+    /* Slot 0: kernel 1 waits, held by HP's request. Slot 1: kernel 1 was
+     * granted (HP idle then) and still runs: nothing of it waits. */
+    assert_int_equal(mosaic_sched_be_want_gated(be, g.generation, 1, 1, 50, 1000), 0);
+    WAIT_UNTIL((poll_for(be, 1), atomic_load(grant1) == 1), 5000);
+    assert_int_equal(mosaic_sched_hp_request_begin(hp, 1, 0), 0);
+    WAIT_UNTIL(strstr(status(&d), "\"hp_requests_in_flight\":1"), 5000);
+    assert_int_equal(mosaic_sched_be_want_gated(be, g.generation, 0, 1, 41, 1000), 0);
+    poll_for(be, 100);
+    assert_int_equal(atomic_load(grant), 0);
+
+    dmn_kill(&d, SIGKILL);
+    WAIT_UNTIL((poll_for(be, 1), mosaic_sched_client_state(be) == MOSAIC_SCHED_DISCONNECTED),
+               5000);
+    dmn_spawn(&d);
+    WAIT_UNTIL(mosaic_sched_client_generation(hp) == 2, 5000);
+    assert_int_equal(mosaic_sched_hp_request_begin(hp, 2, 0), 0);
+    WAIT_UNTIL(strstr(status(&d), "\"hp_requests_in_flight\":1"), 5000);
+    WAIT_UNTIL((poll_for(be, 1), mosaic_sched_client_generation(be) == 2), 5000);
+    /* Slot 1 had nothing waiting: let go at once. Slot 0 is asked of the
+     * new daemon, which holds it while HP's request is open. */
+    assert_int_equal(atomic_load(grant1), 1u + MOSAIC__GATE_RELEASE);
+    poll_for(be, 150);
+    assert_int_equal(atomic_load(grant), 0);
+    assert_non_null(strstr(status(&d), "\"be_waiting\":1"));
+    assert_int_equal(mosaic_sched_hp_request_end(hp, 2, 0), 0);
+    WAIT_UNTIL((poll_for(be, 1), atomic_load(grant) == 1u + MOSAIC__GATE_RELEASE), 5000);
+    WAIT_UNTIL(strstr(status(&d), "\"be_in_flight\":1") != NULL, 5000);
+    atomic_store(done, 1); /* the device finished kernel 1 */
+    WAIT_UNTIL((poll_for(be, 1), strstr(status(&d), "\"be_in_flight\":0") != NULL), 5000);
+    mosaic_sched_client_close(hp);
+    mosaic_sched_client_close(be);
+    dmn_stop(&d);
+}
+
 static void a_stopped_daemon_is_noticed_by_its_heartbeat(void **state)
 {
     struct dmn d;
@@ -899,6 +972,7 @@ int main(void)
         cmocka_unit_test(ring_full_is_reported_and_never_blocks_hp),
         cmocka_unit_test(daemon_sigkill_and_restart),
         cmocka_unit_test(gated_wants_follow_the_done_word_and_are_released),
+        cmocka_unit_test(stale_gates_wait_for_the_new_daemon),
         cmocka_unit_test(a_stopped_daemon_is_noticed_by_its_heartbeat),
         cmocka_unit_test(forked_child_becomes_its_own_client),
         cmocka_unit_test(command_line_and_precedence),

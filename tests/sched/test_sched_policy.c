@@ -172,6 +172,29 @@ static void holds_be_until_hp_is_known(void **state)
     mosaic__policy_close(&p);
 }
 
+/*
+ * The grace period is for HP clients that have not come yet, not for one
+ * that came and died: after an HP client killed within the first second
+ * of the daemon's life, BE waited out the rest of it (arbiter_faults'
+ * client-kill: BE's next step 537-602 ms after the kill). With the HP
+ * client gone and the daemon saying one was seen, BE runs at once; a
+ * daemon that never saw one still holds (the grace itself).
+ */
+static void an_hp_client_gone_ends_the_grace(void **state)
+{
+    struct mosaic__policy p = ptu_open_mosaic(1.25, dir);
+    struct mosaic__sched_view v = {.now_ns = mosaic__now_ns()};
+    struct mosaic__be_want w = {.client_id = 2, .kernel_id = 12345};
+    (void)state;
+    learn(&p, 5);
+    ev(&p, MOSAIC__PEV_CLIENT_GONE, 0, mosaic__now_ns());
+    v.now_ns = mosaic__now_ns();
+    assert_int_equal(p.decide(p.state, &v, &w), MOSAIC__HOLD); /* none seen: the grace */
+    v.hp_clients_seen = 1;
+    assert_int_equal(p.decide(p.state, &v, &w), MOSAIC__ADMIT);
+    mosaic__policy_close(&p);
+}
+
 static void eq5_at_tight_and_loose_slo(void **state)
 {
     (void)state;
@@ -453,6 +476,7 @@ int main(void)
         cmocka_unit_test(unknown_be_learned_then_bounded),
         cmocka_unit_test(trust_is_earned),
         cmocka_unit_test(holds_be_until_hp_is_known),
+        cmocka_unit_test(an_hp_client_gone_ends_the_grace),
         cmocka_unit_test(mosaic_needs_model_dir),
     };
     mosaic__dlog_level = MOSAIC__L_ERROR;
