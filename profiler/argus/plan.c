@@ -580,13 +580,19 @@ static int check_metrics(const argus_query *q, char *msg, size_t msglen)
 }
 
 /* The query's metrics that backend be collects, as a comma list in the
- * query's order, into t->metrics. */
+ * query's order, into t->metrics (left NULL when there are none). */
 static int collect_metrics(const argus_query *q, int be, argus_plan_task *t)
 {
-    size_t used = 0;
-    t->metrics[0] = '\0';
+    t->metrics = NULL;
     if (be != ARGUS_BE_RANGE_PROFILER && be != ARGUS_BE_SASS_METRICS)
         return 0;
+    size_t cap = 1, used = 0;
+    for (size_t i = 0; i < q->nmetrics; i++)
+        cap += strlen(q->metrics[i]) + 1;
+    char *list = malloc(cap);
+    if (list == NULL)
+        return ARGUS_ENOMEM;
+    list[0] = '\0';
     for (size_t i = 0; i < q->nmetrics; i++) {
         const char *m = q->metrics[i];
         int mine = be == ARGUS_BE_RANGE_PROFILER
@@ -594,11 +600,12 @@ static int collect_metrics(const argus_query *q, int be, argus_plan_task *t)
                        : in_list(m, sass_metric_names, N_SASS_METRICS);
         if (!mine)
             continue;
-        int n = snprintf(t->metrics + used, sizeof t->metrics - used, "%s%s", used ? "," : "", m);
-        if (n < 0 || (size_t)n >= sizeof t->metrics - used)
-            return ARGUS_ERANGE;
-        used += (size_t)n;
+        used += (size_t)snprintf(list + used, cap - used, "%s%s", used ? "," : "", m);
     }
+    if (used == 0)
+        free(list);
+    else
+        t->metrics = list;
     return 0;
 }
 
@@ -879,8 +886,10 @@ void argus_plan_free(argus_plan *plan)
 {
     if (plan == NULL)
         return;
-    for (size_t i = 0; i < plan->ntasks; i++)
+    for (size_t i = 0; i < plan->ntasks; i++) {
         free(plan->tasks[i].deps);
+        free(plan->tasks[i].metrics);
+    }
     for (size_t i = 0; i < plan->nruns; i++)
         free(plan->runs[i].tasks);
     free(plan->tasks);
@@ -1148,7 +1157,7 @@ int argus_plan_write_text(const argus_plan *p, FILE *f)
             mask_names(b2, sizeof b2, t->observes, argus_observes_name, ARGUS_OBS_COUNT);
             fprintf(f, " backend=%s run=r%d observes=%s effects=%s", argus_backend_name(t->backend),
                     t->run, b2, b1);
-            if (t->metrics[0])
+            if (t->metrics != NULL)
                 fprintf(f, " metrics=%s", t->metrics);
         }
         if (t->type == ARGUS_TASK_CONTROL)
@@ -1271,13 +1280,13 @@ static cJSON *plan_json(const argus_plan *p)
                                   names_json(t->observes, argus_observes_name, ARGUS_OBS_COUNT));
             cJSON_AddItemToObject(j, "retains", names_json(t->retains, argus_coord_name, ARGUS_CO_COUNT));
             cJSON_AddNumberToObject(j, "run", t->run);
-            if (t->metrics[0]) {
+            if (t->metrics != NULL) {
                 cJSON *ms = cJSON_AddArrayToObject(j, "metrics");
-                char copy[sizeof t->metrics];
-                memcpy(copy, t->metrics, sizeof copy);
-                for (char *sv = NULL, *m = strtok_r(copy, ",", &sv); ms && m;
+                char *copy = strdup(t->metrics);
+                for (char *sv = NULL, *m = copy ? strtok_r(copy, ",", &sv) : NULL; ms && m;
                      m = strtok_r(NULL, ",", &sv))
                     cJSON_AddItemToArray(ms, cJSON_CreateString(m));
+                free(copy);
             }
         }
         if (t->analysis >= 0)

@@ -502,8 +502,23 @@ static int add_run(exec_ctx *ec, add_fn add, void *where, int run, char *msg, si
     const char **outs = calloc(r->ntasks + 1, sizeof(*outs));
     char (*outn)[32] = calloc(r->ntasks + 1, sizeof(*outn));
     char (*outa)[48] = calloc(r->ntasks + 1, sizeof(*outa));
-    char (*mets)[4160] = calloc(r->ntasks + 1, sizeof(*mets));
-    char backends[512] = "", config[16384] = "", art[4200], id[24], dep[24];
+    char **mets = calloc(r->ntasks + 1, sizeof(*mets));
+    /* The configuration (in the key) holds every collection's name, effects
+     * and metric names whole: sized for them, never cut. */
+    size_t ccap = 64 + strlen(v->name);
+    for (size_t i = 0; i < r->ntasks; i++) {
+        const argus_plan_task *t = &p->tasks[r->tasks[i]];
+        ccap += strlen(t->name) + 96 + (t->metrics ? strlen(t->metrics) : 1);
+        if (mets != NULL && t->metrics != NULL &&
+            (mets[i] = malloc(strlen(t->metrics) + 40)) != NULL)
+            snprintf(mets[i], strlen(t->metrics) + 40, "%s=%s", argus_backend_name(t->backend),
+                     t->metrics);
+    }
+    char *config = malloc(ccap);
+    int mets_ok = mets != NULL;
+    for (size_t i = 0; mets_ok && i < r->ntasks; i++)
+        mets_ok = p->tasks[r->tasks[i]].metrics == NULL || mets[i] != NULL;
+    char backends[512] = "", art[4200], id[24], dep[24];
     run_check *chk = calloc(1, sizeof *chk);
     if (chk != NULL) {
         chk->out = calloc(r->ntasks + 1, sizeof *chk->out);
@@ -512,13 +527,17 @@ static int add_run(exec_ctx *ec, add_fn add, void *where, int run, char *msg, si
     void **kept = realloc(ec->keep_checks, (ec->nchecks + 1) * sizeof(void *));
     if (kept != NULL)
         ec->keep_checks = kept;
-    if (argv == NULL || outs == NULL || outn == NULL || outa == NULL || mets == NULL ||
-        chk == NULL || chk->out == NULL || chk->backend == NULL || kept == NULL) {
+    if (argv == NULL || outs == NULL || outn == NULL || outa == NULL || !mets_ok ||
+        config == NULL || chk == NULL || chk->out == NULL || chk->backend == NULL ||
+        kept == NULL) {
         free(argv);
         free(outs);
         free(outn);
         free(outa);
+        for (size_t i = 0; mets != NULL && i < r->ntasks; i++)
+            free(mets[i]);
         free(mets);
+        free(config);
         free_run_check(chk);
         return ARGUS_ENOMEM;
     }
@@ -526,7 +545,7 @@ static int add_run(exec_ctx *ec, add_fn add, void *where, int run, char *msg, si
     snprintf(chk->variant, sizeof chk->variant, "%s", v->name);
     chk->n = r->ntasks;
     size_t bu = 0, cu = 0;
-    int w = snprintf(config, sizeof config, "run of %s:", v->name);
+    int w = snprintf(config, ccap, "run of %s:", v->name);
     cu = w > 0 ? (size_t)w : 0;
     for (size_t i = 0; i < r->ntasks; i++) {
         const argus_plan_task *t = &p->tasks[r->tasks[i]];
@@ -539,10 +558,10 @@ static int add_run(exec_ctx *ec, add_fn add, void *where, int run, char *msg, si
                      argus_backend_name(t->backend));
         if (w > 0 && (size_t)w < sizeof backends - bu)
             bu += (size_t)w;
-        w = snprintf(config + cu, sizeof config - cu,
-                     " %s(effects=%u,observes=%u,retains=%u,metrics=%s)", t->name, t->effects,
-                     t->observes, t->retains, t->metrics);
-        if (w > 0 && (size_t)w < sizeof config - cu)
+        w = snprintf(config + cu, ccap - cu, " %s(effects=%u,observes=%u,retains=%u,metrics=%s)",
+                     t->name, t->effects, t->observes, t->retains,
+                     t->metrics ? t->metrics : "-");
+        if (w > 0 && (size_t)w < ccap - cu)
             cu += (size_t)w;
     }
     artifact_arg(p, r->variant, art, sizeof art);
@@ -558,9 +577,8 @@ static int add_run(exec_ctx *ec, add_fn add, void *where, int run, char *msg, si
      * the arguments are as they always were. */
     for (size_t i = 0; i < r->ntasks; i++) {
         const argus_plan_task *t = &p->tasks[r->tasks[i]];
-        if (t->metrics[0] == '\0')
+        if (t->metrics == NULL)
             continue;
-        snprintf(mets[i], sizeof mets[i], "%s=%s", argus_backend_name(t->backend), t->metrics);
         argv[k++] = "--metrics";
         argv[k++] = mets[i];
     }
@@ -597,7 +615,10 @@ static int add_run(exec_ctx *ec, add_fn add, void *where, int run, char *msg, si
     free(outs);
     free(outn);
     free(outa);
+    for (size_t i = 0; i < r->ntasks; i++)
+        free(mets[i]);
     free(mets);
+    free(config);
     if (rc == 0)
         ec->run_added[run] = 1;
     return rc;
