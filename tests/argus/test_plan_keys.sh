@@ -158,4 +158,13 @@ assert m["range_profiler"] == ["dram__bytes_read.sum"], m
 assert m["sass_metrics"] == ["smsp__sass_inst_executed"], m
 assert m["sanitizer_patch"] is None, m
 PY
+# The plan with metrics against its schema, where jsonschema is.
+python3 - "$src/../../profiler/argus/schema/argus.plan.v1.json" p3.json <<'PY'
+import json, sys
+try:
+    import jsonschema
+except ImportError:
+    sys.exit(0)
+jsonschema.validate(json.load(open(sys.argv[2])), json.load(open(sys.argv[1])))
+PY
 echo "argus_plan_keys: ok"
