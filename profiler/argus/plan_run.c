@@ -1117,16 +1117,16 @@ int argus_plan_execute(argus_plan *plan, const argus_plan_exec *x, FILE *report,
     /* The worker's shell first replaces the word PROGRAM_WORD with the
      * program's path (the for loop's list is fixed when it starts, so the
      * arguments are rotated through once, in order). */
-    cl += sizeof "for a; do shift; [ \"$a\" = '" PROGRAM_WORD
-                 "' ] && a=$ARGUS_PLAN_PROGRAM; set -- \"$@\" \"$a\"; done; ";
+    cl += sizeof "for argus_w; do shift; [ \"$argus_w\" = '" PROGRAM_WORD
+                 "' ] && argus_w=$ARGUS_PLAN_PROGRAM; set -- \"$@\" \"$argus_w\"; done; ";
     ec.cmd = malloc(cl);
     if (ec.cmd == NULL) {
         pthread_mutex_destroy(&ec.mu);
         return ARGUS_ENOMEM;
     }
     snprintf(ec.cmd, cl,
-             "for a; do shift; [ \"$a\" = '" PROGRAM_WORD
-             "' ] && a=$ARGUS_PLAN_PROGRAM; set -- \"$@\" \"$a\"; done; %s \"$@\"",
+             "for argus_w; do shift; [ \"$argus_w\" = '" PROGRAM_WORD
+             "' ] && argus_w=$ARGUS_PLAN_PROGRAM; set -- \"$@\" \"$argus_w\"; done; %s \"$@\"",
              x->executor);
     int rc = program_identity(plan->query.program, ec.program_id, sizeof ec.program_id, msg,
                               msglen);
