@@ -308,6 +308,12 @@ typedef struct argus_plan_task {
     const char *exclusive;    /* exclusivity class for the runtime: "gpu"
                                  for collections, NULL for CPU tasks */
     double timeout_s;
+    /* COLLECT on range_profiler or sass_metrics: the query's metric names
+     * this backend collects, a comma list in the query's order (malloc'd,
+     * freed with the plan; NULL: none asked, the tool's defaults). Part of
+     * the run's configuration, so of its key: other metrics are other
+     * evidence. */
+    char *metrics;
 } argus_plan_task;
 
 #define ARGUS_PLAN_MAX_WHY 8u

@@ -103,9 +103,10 @@ void argus_query_init(argus_query *q);
  * Fills q from command-line words (argv[0] is the first option, not the
  * command):
  *   --program P  --registry REG  --region R  --signal S (repeatable, or a
- *   comma list)  --metric NAME (repeatable)  --scope SPEC (repeatable; SPEC
- *   is role=NAME, iter=LO:HI, cta=LO:HI, sm=LO:HI or warp=LO:HI, several
- *   joined by commas) and the shorthands --role, --iter, --cta, --sm, --warp.
+ *   comma list)  --metric NAME (repeatable)  --metrics A,B (a comma list)
+ *   --scope SPEC (repeatable; SPEC is role=NAME, iter=LO:HI, cta=LO:HI,
+ *   sm=LO:HI or warp=LO:HI, several joined by commas) and the shorthands
+ *   --role, --iter, --cta, --sm, --warp. A metric given twice asks once.
  * Words it does not know are left for the caller: *used gets how many of
  * argv[0..argc) it took, stopping at the first unknown option. ARGUS_EINVAL
  * with a message for a malformed value.

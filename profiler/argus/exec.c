@@ -1159,7 +1159,7 @@ int argus__exec_build(const argus__prog *p, const argus__artifact *parent, const
 static void exec_usage(FILE *f)
 {
     fputs("usage: argus exec transform TX VARIANT PARENT OP ITER OUT\n"
-          "       argus exec run VARIANT BACKENDS ARTIFACT OUT...\n"
+          "       argus exec run [--metrics BACKEND=a,b]... VARIANT BACKENDS ARTIFACT OUT...\n"
           "       argus exec show ARTIFACT [PART]\n"
           "       argus exec discover ARTIFACT\n"
           "The executor of argus query --run --executor \"argus exec\" (docs/argus-plan.md,\n"

@@ -5,7 +5,7 @@
  * runs a variant under argus-shim and writes each backend's evidence.
  *
  *   argus exec transform TX VARIANT PARENT OP ITER OUT
- *   argus exec run VARIANT BACKENDS ARTIFACT OUT...
+ *   argus exec run [--metrics BACKEND=a,b]... VARIANT BACKENDS ARTIFACT OUT...
  *   argus exec show ARTIFACT [PART]         the header, or one part's bytes
  *   argus exec discover ARTIFACT            its operations, as --discovered takes them
  *

@@ -501,7 +501,26 @@ typedef struct ext_run {
     const argus__prog *p;
     const char *variant, *cubin, *dev, *tmp;
     double timeout_s;
+    /* The task's metric names per backend (`run --metrics BACKEND=a,b`),
+     * NULL where the plan gave none. */
+    const char *metrics_range, *metrics_sass;
 } ext_run;
+
+/* A collector, or its evidence marked unavailable: ENV if set, else NAME
+ * beside argus (REL from its folder) or, where path_ok, on PATH
+ * (find_tool); not found, the evidence's why is "WHAT is not installed:
+ * not found as TRIED; FIX". 0 when found (tool gets its path), 1 when the
+ * evidence was marked. */
+static int tool_or_unavailable(cJSON *e, const char *env, const char *rel, int path_ok,
+                               const char *what, const char *fix, char *tool, size_t len)
+{
+    char tried[2 * PATH_MAX + 64], why[4 * PATH_MAX];
+    if (find_tool(env, rel, path_ok, tool, len, tried, sizeof tried) == 0)
+        return 0;
+    snprintf(why, sizeof why, "%s is not installed: not found as %s; %s", what, tried, fix);
+    set_status(e, "unavailable", why);
+    return 1;
+}
 
 /* Runs PRE... then the program's run command, with the description's env,
  * the device and EXTRA ("NAME=VALUE", may be NULL). *code gets the exit
@@ -681,13 +700,23 @@ static void sass_to_pcs(const cJSON *s, cJSON *e)
     cJSON_AddItemToObject(e, "pcs", pcs);
 }
 
-/* The query's metric names: ARGUS_EXEC_METRICS (a comma list), given to
- * argus-sass and kept of the range profiler's kernels; unset: the tools'
- * defaults, all kept. */
-static const char *exec_metrics(void)
+/* The metric names a backend collects: the task's (the plan's Collect
+ * configuration, `run --metrics BACKEND=a,b`, part of the run's key), or
+ * ARGUS_EXEC_METRICS (a comma list) where it is set, an override for
+ * trying a collector by hand: it is not in the task key, so evidence made
+ * under it is stored as if the task's names had been asked, and the
+ * evidence's `tool` says it was used. NULL: the tool's defaults, all kept.
+ * *from gets "task", "ARGUS_EXEC_METRICS" or "defaults". */
+static const char *exec_metrics(const ext_run *x, int be, const char **from)
 {
     const char *m = getenv("ARGUS_EXEC_METRICS");
-    return m != NULL && m[0] ? m : NULL;
+    if (m != NULL && m[0]) {
+        *from = "ARGUS_EXEC_METRICS";
+        return m;
+    }
+    const char *t = be == ARGUS_BE_RANGE_PROFILER ? x->metrics_range : x->metrics_sass;
+    *from = t != NULL && t[0] ? "task" : "defaults";
+    return t != NULL && t[0] ? t : NULL;
 }
 
 /* The feature key a requested metric name means (the key itself or its
@@ -724,9 +753,8 @@ static const char *feature_key(const cJSON *feats, const char *want, char *why, 
  * metric values with the unit its feature table gives; only the metrics of
  * ARGUS_EXEC_METRICS where it is set (NULL with why when it names one the
  * profile does not have). */
-static cJSON *profile_to_kernels(const cJSON *prof, char *why, size_t wlen)
+static cJSON *profile_to_kernels(const cJSON *prof, const char *want, char *why, size_t wlen)
 {
-    const char *want = exec_metrics();
     const cJSON *feats0 = cJSON_GetObjectItemCaseSensitive(prof, "features");
     const char *keys[64];
     size_t nk = 0;
@@ -787,22 +815,18 @@ static cJSON *profile_to_kernels(const cJSON *prof, char *why, size_t wlen)
  * when it failed (the run then exits 1), else 0. */
 static int ext_collect(const ext_run *x, int be, cJSON *e)
 {
-    char tool[PATH_MAX], tried[2 * PATH_MAX + 64], out[PATH_MAX + 64], fail[8192] = "",
-                                                                   why[8192] = "";
+    char tool[PATH_MAX], out[PATH_MAX + 64], fail[8192] = "", why[8192] = "";
     const char *name = argus_backend_name(be);
     int code = 0;
     double secs = 0;
     cJSON *doc = NULL;
+    const char *m_asked = NULL, *m_from = NULL; /* the metrics: which, from where */
     if (be == ARGUS_BE_SANITIZER) {
-        if (find_tool("ARGUS_PCMAP_LIB", "../lib/libargus_pcmap.so", 0, tool, sizeof tool, tried,
-                      sizeof tried) != 0) {
-            snprintf(why, sizeof why,
-                     "the PC-to-region map's tool is missing: no %s; build the argus_pcmap "
-                     "target or set ARGUS_PCMAP_LIB",
-                     tried);
-            set_status(e, "unavailable", why);
+        if (tool_or_unavailable(e, "ARGUS_PCMAP_LIB", "../lib/libargus_pcmap.so", 0,
+                                "the PC-to-region map's tool (libargus_pcmap.so)",
+                                "build the argus_pcmap target or set ARGUS_PCMAP_LIB", tool,
+                                sizeof tool))
             return 0;
-        }
         snprintf(out, sizeof out, "%s/pcmap.json", x->tmp);
         char e1[2 * PATH_MAX + 32], e2[2 * PATH_MAX + 32];
         snprintf(e1, sizeof e1, "CUDA_INJECTION64_PATH=%s", tool);
@@ -820,13 +844,10 @@ static int ext_collect(const ext_run *x, int be, cJSON *e)
             doc = cJSON_CreateTrue();
         }
     } else if (be == ARGUS_BE_BPF) {
-        if (find_tool("ARGUS_BPF_BIN", "argus-bpf", 0, tool, sizeof tool, tried, sizeof tried) !=
-            0) {
-            snprintf(why, sizeof why, "argus-bpf is missing: no %s; build it or set ARGUS_BPF_BIN",
-                     tried);
-            set_status(e, "unavailable", why);
+        if (tool_or_unavailable(e, "ARGUS_BPF_BIN", "argus-bpf", 0,
+                                "argus-bpf (the BPF system-tracing collector)",
+                                "build it or set ARGUS_BPF_BIN", tool, sizeof tool))
             return 0;
-        }
         /* Can this process trace? argus-bpf probe says why not (CAP_BPF and
          * CAP_PERFMON, the uprobe PMU, the kernel's bpf()). */
         const char *pargv[] = {tool, "probe", NULL};
@@ -863,15 +884,10 @@ static int ext_collect(const ext_run *x, int be, cJSON *e)
             cJSON_AddItemToObject(e, "events", ev);
         }
     } else if (be == ARGUS_BE_RANGE_PROFILER) {
-        if (find_tool("MOSAIC_PROFILE_BIN", "mosaic-profile", 0, tool, sizeof tool, tried,
-                      sizeof tried) != 0) {
-            snprintf(why, sizeof why,
-                     "mosaic-profile (the range profiler's collector) is missing: no %s; build "
-                     "it or set MOSAIC_PROFILE_BIN",
-                     tried);
-            set_status(e, "unavailable", why);
+        if (tool_or_unavailable(e, "MOSAIC_PROFILE_BIN", "mosaic-profile", 0,
+                                "mosaic-profile (the range profiler's collector)",
+                                "build it or set MOSAIC_PROFILE_BIN", tool, sizeof tool))
             return 0;
-        }
         snprintf(out, sizeof out, "%s/profile.json", x->tmp);
         const char *pre[] = {tool, "capture", "-o", out, "--", NULL};
         /* docs/profile-schema.md: 2 no kernel, 3 incomplete: a profile
@@ -879,8 +895,9 @@ static int ext_collect(const ext_run *x, int be, cJSON *e)
         static const int okc[] = {2, 3, 0};
         ext_spawn(x, name, pre, NULL, okc, &code, &secs, fail, sizeof fail);
         doc = read_out(out, "mosaic-profile capture", why, sizeof why);
+        m_asked = exec_metrics(x, be, &m_from);
         if (doc != NULL) {
-            cJSON *ks = profile_to_kernels(doc, why, sizeof why);
+            cJSON *ks = profile_to_kernels(doc, m_asked, why, sizeof why);
             cJSON_Delete(doc);
             doc = NULL;
             if (ks != NULL) {
@@ -890,18 +907,14 @@ static int ext_collect(const ext_run *x, int be, cJSON *e)
         }
     } else {
         /* sass_metrics: argus-sass (branch h-sass), beside argus or on PATH. */
-        if (find_tool("ARGUS_SASS", "argus-sass", 1, tool, sizeof tool, tried, sizeof tried) !=
-            0) {
-            snprintf(why, sizeof why,
-                     "argus-sass (the CUPTI SASS Metrics collector) is not installed: not "
-                     "found as %s; build it (docs/argus.md) or set ARGUS_SASS, and instructions "
-                     "executed per PC can be collected",
-                     tried);
-            set_status(e, "unavailable", why);
+        if (tool_or_unavailable(e, "ARGUS_SASS", "argus-sass", 1,
+                                "argus-sass (the CUPTI SASS Metrics collector)",
+                                "build it (docs/argus-backends.md) or set ARGUS_SASS, and "
+                                "instructions executed per PC can be collected",
+                                tool, sizeof tool))
             return 0;
-        }
         snprintf(out, sizeof out, "%s/sass.json", x->tmp);
-        const char *m = exec_metrics();
+        const char *m = m_asked = exec_metrics(x, be, &m_from);
         const char *pre[] = {tool, "--out", out, "--", NULL};
         const char *pre_m[] = {tool, "--out", out, "--metrics", m, "--", NULL};
         ext_spawn(x, name, m ? pre_m : pre, NULL, NULL, &code, &secs, fail, sizeof fail);
@@ -925,10 +938,14 @@ static int ext_collect(const ext_run *x, int be, cJSON *e)
     cJSON_AddNumberToObject(e, "collector_s", secs);
     cJSON_AddNumberToObject(e, "collector_exit", code);
     /* What ran is this collector, not argus-shim. */
-    char desc[PATH_MAX + 256];
-    snprintf(desc, sizeof desc,
-             "argus exec 1 with %s; CUDA_VISIBLE_DEVICES=%s; exit %d after %.3f s (limit %.0f s)",
-             tool, x->dev, code, secs, x->timeout_s);
+    char desc[PATH_MAX + 4096];
+    int dl = snprintf(desc, sizeof desc,
+                      "argus exec 1 with %s; CUDA_VISIBLE_DEVICES=%s; exit %d after %.3f s "
+                      "(limit %.0f s)",
+                      tool, x->dev, code, secs, x->timeout_s);
+    if (m_from != NULL && dl > 0 && (size_t)dl < sizeof desc)
+        snprintf(desc + dl, sizeof desc - (size_t)dl, "; metrics %s (from %s)",
+                 m_asked ? m_asked : "the tool's defaults", m_from);
     cJSON_ReplaceItemInObjectCaseSensitive(e, "tool", cJSON_CreateString(desc));
     if (fail[0]) {
         if (why[0])
@@ -953,8 +970,33 @@ static int ext_collect(const ext_run *x, int be, cJSON *e)
 
 int argus__exec_run(int argc, char **argv)
 {
+    /* run [--metrics BACKEND=a,b]... VARIANT BACKENDS ARTIFACT OUT...: the
+     * plan's metric names per backend (range_profiler, sass_metrics),
+     * taken off the front so that the rest reads as it always did. */
+    const char *m_range = NULL, *m_sass = NULL;
+    while (argc > 3 && strcmp(argv[2], "--metrics") == 0) {
+        const char *v = argv[3];
+        const char *eq = strchr(v, '=');
+        size_t bl = eq ? (size_t)(eq - v) : 0;
+        if (eq != NULL && bl == strlen("range_profiler") && strncmp(v, "range_profiler", bl) == 0)
+            m_range = eq + 1;
+        else if (eq != NULL && bl == strlen("sass_metrics") &&
+                 strncmp(v, "sass_metrics", bl) == 0)
+            m_sass = eq + 1;
+        else {
+            fprintf(stderr,
+                    "argus exec: run: --metrics %s: expected BACKEND=NAME,NAME... with BACKEND "
+                    "range_profiler or sass_metrics (the backends that take metric names)\n",
+                    v);
+            return 2;
+        }
+        memmove(argv + 2, argv + 4, (size_t)(argc - 4 + 1) * sizeof *argv);
+        argc -= 2;
+    }
     if (argc < 6) {
-        fputs("usage: argus exec run VARIANT BACKENDS ARTIFACT OUT...\n", stderr);
+        fputs("usage: argus exec run [--metrics BACKEND=a,b]... VARIANT BACKENDS ARTIFACT "
+              "OUT...\n",
+              stderr);
         return 2;
     }
     const char *variant = argv[2], *backends = argv[3], *artifact = argv[4];
@@ -1178,6 +1220,7 @@ int argus__exec_run(int argc, char **argv)
                     }
                 }
                 ext_run x = {.p = &p, .variant = variant, .cubin = cubin, .dev = dev,
+                             .metrics_range = m_range, .metrics_sass = m_sass,
                              .tmp = tmp, .timeout_s = ri.timeout_s};
                 status |= ext_collect(&x, beid, e);
             }

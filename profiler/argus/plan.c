@@ -29,6 +29,7 @@
 #include "argus/bpf.h"
 #include "argus/pcmap.h"
 #include "argus/plan.h"
+#include "mosaic/profile_metrics.h"
 #include "argus_internal.h"
 #include "query_internal.h"
 
@@ -485,6 +486,129 @@ static void mark_chain(argus_plan *p, int v, int signal)
 /* The COLLECT task for collection c on variant v (one per name and
  * variant); the same name defined differently by two recipes is an
  * error, since one of them would be measured wrongly. */
+/* ---- metric names ------------------------------------------------------------ */
+
+/* The metric names a query may ask, and the backend that collects each:
+ * the range profiler's (hw_metrics) are the kernel profile's features,
+ * by feature key or by CUPTI/ncu counter name (mosaic/profile_metrics.h,
+ * what mosaic-profile collects); the SASS metrics (inst_executed_pc) are
+ * CUPTI's per-PC SASS counters that argus-sass passes to
+ * cuptiSassMetricsSetConfig. A device may offer more SASS metrics than
+ * this list (cuptiSassMetricsGetMetrics says which); one missing here is
+ * added here, so that a misspelt name is refused at plan time and never
+ * becomes a run that collects nothing. */
+static const char *const range_metric_names[] = {
+#define X_RANGE(key, name, unit, dim) #key, name,
+    MOSAIC_METRICS(X_RANGE)
+#undef X_RANGE
+};
+
+static const char *const sass_metric_names[] = {
+    "smsp__sass_inst_executed",
+    "smsp__sass_thread_inst_executed",
+    "smsp__sass_thread_inst_executed_pred_on",
+    "smsp__sass_inst_executed_op_global_ld",
+    "smsp__sass_inst_executed_op_global_st",
+    "smsp__sass_inst_executed_op_shared_ld",
+    "smsp__sass_inst_executed_op_shared_st",
+    "smsp__sass_inst_executed_op_local_ld",
+    "smsp__sass_inst_executed_op_local_st",
+    "smsp__sass_inst_executed_op_ldgsts",
+    "smsp__sass_sectors_mem_global",
+    "smsp__sass_sectors_mem_global_ideal",
+    "smsp__sass_sectors_mem_shared",
+    "smsp__sass_sectors_mem_shared_ideal",
+};
+
+#define N_RANGE_METRICS (sizeof range_metric_names / sizeof range_metric_names[0])
+#define N_SASS_METRICS (sizeof sass_metric_names / sizeof sass_metric_names[0])
+
+static int in_list(const char *name, const char *const *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(name, list[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* The backend that collects the metric `name` (ARGUS_BE_RANGE_PROFILER or
+ * ARGUS_BE_SASS_METRICS), or -1 with the nearest known names in msg. */
+static int metric_backend(const char *name, char *msg, size_t msglen)
+{
+    if (in_list(name, range_metric_names, N_RANGE_METRICS))
+        return ARGUS_BE_RANGE_PROFILER;
+    if (in_list(name, sass_metric_names, N_SASS_METRICS))
+        return ARGUS_BE_SASS_METRICS;
+    const char *all[N_RANGE_METRICS + N_SASS_METRICS];
+    for (size_t i = 0; i < N_RANGE_METRICS; i++)
+        all[i] = range_metric_names[i];
+    for (size_t i = 0; i < N_SASS_METRICS; i++)
+        all[N_RANGE_METRICS + i] = sass_metric_names[i];
+    char near[1024];
+    if (argus_nearest_names(name, all, N_RANGE_METRICS + N_SASS_METRICS, 3, near,
+                            sizeof near) == 0)
+        snprintf(near, sizeof near, "(none close)");
+    argus__fail(ARGUS_EINVAL, msg, msglen,
+                "no metric \"%s\": did you mean %s? hw_metrics takes the kernel profile's "
+                "counters (a feature key or its CUPTI name, e.g. dram_read_bytes or "
+                "dram__bytes_read.sum: include/mosaic/profile_metrics.h), inst_executed_pc "
+                "CUPTI's SASS metrics (e.g. smsp__sass_inst_executed)",
+                name, near);
+    return -1;
+}
+
+/* Checks every metric of the query: known, and collected by a signal the
+ * query asks (hw_metrics for a counter, inst_executed_pc for a SASS
+ * metric), so that no name is silently dropped. */
+static int check_metrics(const argus_query *q, char *msg, size_t msglen)
+{
+    for (size_t i = 0; i < q->nmetrics; i++) {
+        int be = metric_backend(q->metrics[i], msg, msglen);
+        if (be < 0)
+            return ARGUS_EINVAL;
+        int sig = be == ARGUS_BE_RANGE_PROFILER ? ARGUS_SIG_HW_METRICS : ARGUS_SIG_INST_PC;
+        if (!(q->signals & (1u << sig)))
+            return argus__fail(ARGUS_EINVAL, msg, msglen,
+                               "metric \"%s\" is %s, which only the signal %s collects, and the "
+                               "query does not ask for it: add --signal %s or drop the metric",
+                               q->metrics[i],
+                               be == ARGUS_BE_RANGE_PROFILER ? "a hardware counter per kernel"
+                                                             : "a SASS metric per PC",
+                               argus_signal_name(sig), argus_signal_name(sig));
+    }
+    return 0;
+}
+
+/* The query's metrics that backend be collects, as a comma list in the
+ * query's order, into t->metrics (left NULL when there are none). */
+static int collect_metrics(const argus_query *q, int be, argus_plan_task *t)
+{
+    t->metrics = NULL;
+    if (be != ARGUS_BE_RANGE_PROFILER && be != ARGUS_BE_SASS_METRICS)
+        return 0;
+    size_t cap = 1, used = 0;
+    for (size_t i = 0; i < q->nmetrics; i++)
+        cap += strlen(q->metrics[i]) + 1;
+    char *list = malloc(cap);
+    if (list == NULL)
+        return ARGUS_ENOMEM;
+    list[0] = '\0';
+    for (size_t i = 0; i < q->nmetrics; i++) {
+        const char *m = q->metrics[i];
+        int mine = be == ARGUS_BE_RANGE_PROFILER
+                       ? in_list(m, range_metric_names, N_RANGE_METRICS)
+                       : in_list(m, sass_metric_names, N_SASS_METRICS);
+        if (!mine)
+            continue;
+        used += (size_t)snprintf(list + used, cap - used, "%s%s", used ? "," : "", m);
+    }
+    if (used == 0)
+        free(list);
+    else
+        t->metrics = list;
+    return 0;
+}
+
 static int get_collect(argus_plan *p, const argus_recipe_collect *c, int v, int signal,
                        const char *recipe_file, char *msg, size_t msglen)
 {
@@ -518,8 +642,8 @@ static int get_collect(argus_plan *p, const argus_recipe_collect *c, int v, int 
     t->retains = c->retains;
     t->exclusive = "gpu";
     t->timeout_s = c->timeout_s;
-    int rc = 0;
-    if (p->variants[v].task >= 0)
+    int rc = collect_metrics(&p->query, c->backend, t);
+    if (rc == 0 && p->variants[v].task >= 0)
         rc = add_dep(p, id, p->variants[v].task);
     if (rc == 0)
         rc = assign_run(p, id);
@@ -721,6 +845,8 @@ int argus_plan_build(const argus_query *q, const argus_recipes *rs, const argus_
                                "no recipe for signal %s in the recipes loaded; add one "
                                "(docs/argus-plan.md)",
                                argus_signal_name(sig));
+    if (check_metrics(q, msg, msglen) != 0)
+        return ARGUS_EINVAL;
     plan->query = *q;
     plan->env = *env;
     plan->priv = calloc(1, sizeof(*plan->priv));
@@ -760,8 +886,10 @@ void argus_plan_free(argus_plan *plan)
 {
     if (plan == NULL)
         return;
-    for (size_t i = 0; i < plan->ntasks; i++)
+    for (size_t i = 0; i < plan->ntasks; i++) {
         free(plan->tasks[i].deps);
+        free(plan->tasks[i].metrics);
+    }
     for (size_t i = 0; i < plan->nruns; i++)
         free(plan->runs[i].tasks);
     free(plan->tasks);
@@ -1029,6 +1157,8 @@ int argus_plan_write_text(const argus_plan *p, FILE *f)
             mask_names(b2, sizeof b2, t->observes, argus_observes_name, ARGUS_OBS_COUNT);
             fprintf(f, " backend=%s run=r%d observes=%s effects=%s", argus_backend_name(t->backend),
                     t->run, b2, b1);
+            if (t->metrics != NULL)
+                fprintf(f, " metrics=%s", t->metrics);
         }
         if (t->type == ARGUS_TASK_CONTROL)
             fprintf(f, " %s", t->expanded ? "(expanded)"
@@ -1150,6 +1280,14 @@ static cJSON *plan_json(const argus_plan *p)
                                   names_json(t->observes, argus_observes_name, ARGUS_OBS_COUNT));
             cJSON_AddItemToObject(j, "retains", names_json(t->retains, argus_coord_name, ARGUS_CO_COUNT));
             cJSON_AddNumberToObject(j, "run", t->run);
+            if (t->metrics != NULL) {
+                cJSON *ms = cJSON_AddArrayToObject(j, "metrics");
+                char *copy = strdup(t->metrics);
+                for (char *sv = NULL, *m = copy ? strtok_r(copy, ",", &sv) : NULL; ms && m;
+                     m = strtok_r(NULL, ",", &sv))
+                    cJSON_AddItemToArray(ms, cJSON_CreateString(m));
+                free(copy);
+            }
         }
         if (t->analysis >= 0)
             cJSON_AddStringToObject(j, "analysis", argus_analysis_name(t->analysis));

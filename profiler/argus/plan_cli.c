@@ -49,7 +49,7 @@ static void usage(FILE *f)
           "       argus query (--program P --signal S [...] | --json FILE|-) [options]\n"
           "                   [--run --executor CMD [--ws DIR] [--results DIR] [--discovered OPS.json]]\n"
           "query: --program P  --registry REG  --region NAME|PATH|0xID  --signal S[,S]\n"
-          "       --metric NAME  --scope role=R,iter=LO:HI,cta=LO:HI,sm=LO:HI,warp=LO:HI\n"
+          "       --metrics M[,M] (or --metric M)  --scope role=R,iter=LO:HI,cta=LO:HI,sm=LO:HI,warp=LO:HI\n"
           "       (--role --iter --cta --sm --warp as shorthands)\n"
           "signals: region_time kernel_time stall_reasons_pc inst_executed_pc hw_metrics\n"
           "         async_latency\n"

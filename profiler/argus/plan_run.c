@@ -25,6 +25,7 @@
  * and so its reuse, depends on what it does and not on how it is named.
  */
 #define _GNU_SOURCE /* memmem */
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -47,6 +48,8 @@ typedef struct exec_ctx {
     const argus_plan_exec *x;
     pthread_mutex_t mu;   /* the plan, while a CONTROL task expands it */
     char scope[512];
+    char program_id[80];  /* the program in the task keys: its content's hash */
+    char registry_id[4200]; /* the registry in the CPU tasks' keys, the same */
     argus_registry *reg;  /* the query's, read-only while the graph runs */
     argus_scope ascope;   /* the query's scope as the decoder's */
     argus_plan_op *found; /* what discovery found (freed at the end) */
@@ -103,12 +106,16 @@ static void rt_id(const argus_plan *p, int task, char *buf, size_t len)
 }
 
 /* The variant's artifact as a worker argument: its TRANSFORM's output, or
- * the program itself for the base variant. */
+ * the program itself for the base variant, as the word "{program}" that
+ * the worker's shell replaces with $ARGUS_PLAN_PROGRAM (the program's
+ * path), so that the path, which the argv brings into the task key, stays
+ * out of it (see program_identity). */
+#define PROGRAM_WORD "{program}"
 static void artifact_arg(const argus_plan *p, int variant, char *buf, size_t len)
 {
     int tt = p->variants[variant].task;
     if (tt < 0)
-        snprintf(buf, len, "%s", p->query.program);
+        snprintf(buf, len, "%s", PROGRAM_WORD);
     else
         snprintf(buf, len, "{in:t%d/artifact}", tt);
 }
@@ -125,6 +132,250 @@ static void free_cpu(void *u)
     free(c->dep_backend);
     free(c->dep_variant);
     free(c);
+}
+
+/* ---- the program's identity in the task keys ------------------------------- */
+
+/* A task key names what the program *is*, not where it lies: the SHA-256
+ * of its bytes, and for a program description (argus.exec.program v1, what
+ * `argus exec` builds from) of the description and of every file it lists:
+ * its source or PTX, its registry, the run command's words that name files
+ * (the host program) and the headers under its include folders. An edited
+ * source is then a new key (its evidence is not reused), and the same
+ * files at another path are the same key (reused). Each file enters as its
+ * name as the description writes it and the hash of its bytes, so moving
+ * the folder changes nothing. Headers: files ending .h, .hh, .hpp, .cuh or
+ * .inc, up to IDENT_MAX_HEADERS files and IDENT_MAX_BYTES bytes of them
+ * per include folder; past that (a toolkit's whole include folder) the
+ * rest enter by name, size and modification time, which still changes
+ * when a header is edited. */
+#define IDENT_MAX_HEADERS 4096
+#define IDENT_MAX_BYTES (64L << 20)
+#define IDENT_MAX_DEPTH 8
+
+static void ident_put(argus_sha256 *s, const char *tag, const char *v)
+{
+    char len[32];
+    snprintf(len, sizeof len, "\n%s:%zu:", tag, strlen(v));
+    argus_sha256_update(s, len, strlen(len));
+    argus_sha256_update(s, v, strlen(v));
+}
+
+/* The SHA-256 of the file at path, as hex. 0, or -errno. */
+static int file_sha256(const char *path, char hex[ARGUS_HASH_HEX])
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return -errno;
+    argus_sha256 s;
+    argus_sha256_init(&s);
+    unsigned char buf[65536];
+    size_t k;
+    while ((k = fread(buf, 1, sizeof buf, f)) > 0)
+        argus_sha256_update(&s, buf, k);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad)
+        return -EIO;
+    unsigned char d[32];
+    argus_sha256_final(&s, d);
+    for (int i = 0; i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", d[i]);
+    return 0;
+}
+
+static int is_header(const char *name)
+{
+    static const char *const ext[] = {".h", ".hh", ".hpp", ".cuh", ".inc"};
+    size_t n = strlen(name);
+    for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++) {
+        size_t e = strlen(ext[i]);
+        if (n > e && strcmp(name + n - e, ext[i]) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+typedef struct ident_walk {
+    argus_sha256 *s;
+    size_t files;
+    long bytes;
+} ident_walk;
+
+/* The headers under dir (rel: their names below the include folder), in
+ * name order, so that the hash does not depend on the directory's order. */
+static void ident_dir(ident_walk *w, const char *dir, const char *rel, int depth)
+{
+    DIR *d = depth < IDENT_MAX_DEPTH ? opendir(dir) : NULL;
+    if (d == NULL)
+        return;
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        if (argus__grow((void **)&names, &cap, n + 1, sizeof *names) != 0)
+            break;
+        if ((names[n] = strdup(e->d_name)) == NULL)
+            break;
+        n++;
+    }
+    closedir(d);
+    if (n > 1)
+        qsort(names, n, sizeof *names, cmp_str);
+    for (size_t i = 0; i < n; i++) {
+        char path[4096], sub[4096];
+        struct stat st;
+        int n1 = snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        int n2 = snprintf(sub, sizeof sub, "%s%s%s", rel, rel[0] ? "/" : "", names[i]);
+        if (n1 < 0 || (size_t)n1 >= sizeof path || n2 < 0 || (size_t)n2 >= sizeof sub ||
+            stat(path, &st) != 0) {
+            free(names[i]);
+            continue;
+        }
+        if (S_ISDIR(st.st_mode)) {
+            ident_dir(w, path, sub, depth + 1);
+        } else if (S_ISREG(st.st_mode) && is_header(names[i])) {
+            char hex[ARGUS_HASH_HEX], v[128];
+            if (w->files < IDENT_MAX_HEADERS && w->bytes + st.st_size <= IDENT_MAX_BYTES &&
+                file_sha256(path, hex) == 0) {
+                w->files++;
+                w->bytes += st.st_size;
+                ident_put(w->s, "header", sub);
+                ident_put(w->s, "sha256", hex);
+            } else {
+                snprintf(v, sizeof v, "%lld:%lld.%09ld", (long long)st.st_size,
+                         (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+                ident_put(w->s, "header-stat", sub);
+                ident_put(w->s, "stat", v);
+            }
+        }
+        free(names[i]);
+    }
+    free(names);
+}
+
+/* A path of the description (relative to its folder, or absolute). */
+static void ident_resolve(const char *dir, const char *v, char *out, size_t len)
+{
+    int n = v[0] == '/' ? snprintf(out, len, "%s", v) : snprintf(out, len, "%s/%s", dir, v);
+    if (n < 0 || (size_t)n >= len)
+        out[0] = '\0'; /* too long: read as missing */
+}
+
+/* One file the description lists, by the name it gives and its bytes'
+ * hash; a file that cannot be read is an error naming it. */
+static int ident_file(argus_sha256 *s, const char *desc, const char *dir, const char *field,
+                      const char *v, char *msg, size_t msglen)
+{
+    char path[4096], hex[ARGUS_HASH_HEX];
+    ident_resolve(dir, v, path, sizeof path);
+    int e = file_sha256(path, hex);
+    if (e != 0)
+        return argus__fail(ARGUS_EIO, msg, msglen,
+                           "%s: %s: cannot read %s (%s): the task keys hash the program's files, "
+                           "so each file the description lists must be there",
+                           desc, field, path, strerror(-e));
+    ident_put(s, field, v);
+    ident_put(s, "sha256", hex);
+    return 0;
+}
+
+/* The program's identity for the task keys ("sha256:HEX", see above) into
+ * out. The program must be readable: a plan is run on a program that is
+ * there. */
+static int program_identity(const char *program, char *out, size_t outlen, char *msg,
+                            size_t msglen)
+{
+    char hex[ARGUS_HASH_HEX];
+    int e = file_sha256(program, hex);
+    if (e != 0)
+        return argus__fail(ARGUS_EIO, msg, msglen,
+                           "the program %s cannot be read (%s): a plan runs a program that is "
+                           "there, and its task keys hash its content",
+                           program, strerror(-e));
+    argus_sha256 s;
+    argus_sha256_init(&s);
+    ident_put(&s, "argus-program-identity", "1");
+    ident_put(&s, "program-sha256", hex);
+    /* A program description: the files it lists, too. Anything else (a
+     * PTX file, a binary, a stand-in's input) is its bytes. */
+    char *text = NULL, err[512];
+    cJSON *doc = NULL;
+    if (mosaic__read_file(program, 1L << 20, &text, err, sizeof err) == 0)
+        doc = cJSON_Parse(text);
+    free(text);
+    const cJSON *schema = cJSON_GetObjectItemCaseSensitive(doc, "schema");
+    int rc = 0;
+    if (cJSON_IsString(schema) && strcmp(schema->valuestring, "argus.exec.program") == 0) {
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s", program);
+        char *slash = strrchr(dir, '/');
+        if (slash == NULL)
+            snprintf(dir, sizeof dir, ".");
+        else
+            *(slash == dir ? slash + 1 : slash) = '\0';
+        static const char *const single[] = {"source", "ptx", "registry"};
+        for (size_t i = 0; rc == 0 && i < sizeof single / sizeof single[0]; i++) {
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, single[i]);
+            if (cJSON_IsString(v))
+                rc = ident_file(&s, program, dir, single[i], v->valuestring, msg, msglen);
+        }
+        /* The run command's words that name files: the host program and
+         * what it reads ({cubin} and other placeholders are not files). */
+        const cJSON *w;
+        cJSON_ArrayForEach(w, cJSON_GetObjectItemCaseSensitive(doc, "run"))
+        {
+            char path[4096];
+            struct stat st;
+            if (rc != 0 || !cJSON_IsString(w) || strchr(w->valuestring, '{') != NULL)
+                continue;
+            ident_resolve(dir, w->valuestring, path, sizeof path);
+            if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
+                rc = ident_file(&s, program, dir, "run", w->valuestring, msg, msglen);
+        }
+        cJSON_ArrayForEach(w, cJSON_GetObjectItemCaseSensitive(doc, "include"))
+        {
+            if (rc != 0 || !cJSON_IsString(w))
+                continue;
+            char path[4096];
+            ident_resolve(dir, w->valuestring, path, sizeof path);
+            ident_put(&s, "include", w->valuestring);
+            ident_walk walk = {.s = &s};
+            ident_dir(&walk, path, "", 0);
+        }
+    }
+    cJSON_Delete(doc);
+    if (rc != 0)
+        return rc;
+    unsigned char d[32];
+    argus_sha256_final(&s, d);
+    int n = snprintf(out, outlen, "sha256:");
+    for (int i = 0; i < 32 && n > 0 && (size_t)n + 2 < outlen; i++)
+        n += snprintf(out + n, outlen - (size_t)n, "%02x", d[i]);
+    return 0;
+}
+
+/* The registry's part of a CPU task's key: the hash of the file the query
+ * names (or the one beside the program), not its path; "embedded" when
+ * there is none (then it is in the program, whose bytes are in the key). */
+static void registry_identity(const argus_query *q, char *out, size_t outlen)
+{
+    char path[4200], hex[ARGUS_HASH_HEX];
+    if (q->registry[0])
+        snprintf(path, sizeof path, "%s", q->registry);
+    else
+        snprintf(path, sizeof path, "%s.argus.json", q->program);
+    if (file_sha256(path, hex) == 0)
+        snprintf(out, outlen, "sha256:%s", hex);
+    else
+        snprintf(out, outlen, "%s", q->registry[0] ? q->registry : "(embedded or none)");
 }
 
 /* ---- callbacks -------------------------------------------------------------- */
@@ -246,12 +497,28 @@ static int add_run(exec_ctx *ec, add_fn add, void *where, int run, char *msg, si
         return 0;
     const argus_plan_run *r = &p->runs[run];
     const argus_plan_variant *v = &p->variants[r->variant];
-    size_t nargs = 9 + r->ntasks;
+    size_t nargs = 9 + 3 * r->ntasks;
     const char **argv = calloc(nargs + 1, sizeof(*argv));
     const char **outs = calloc(r->ntasks + 1, sizeof(*outs));
     char (*outn)[32] = calloc(r->ntasks + 1, sizeof(*outn));
     char (*outa)[48] = calloc(r->ntasks + 1, sizeof(*outa));
-    char backends[512] = "", config[4096] = "", art[4200], id[24], dep[24];
+    char **mets = calloc(r->ntasks + 1, sizeof(*mets));
+    /* The configuration (in the key) holds every collection's name, effects
+     * and metric names whole: sized for them, never cut. */
+    size_t ccap = 64 + strlen(v->name);
+    for (size_t i = 0; i < r->ntasks; i++) {
+        const argus_plan_task *t = &p->tasks[r->tasks[i]];
+        ccap += strlen(t->name) + 96 + (t->metrics ? strlen(t->metrics) : 1);
+        if (mets != NULL && t->metrics != NULL &&
+            (mets[i] = malloc(strlen(t->metrics) + 40)) != NULL)
+            snprintf(mets[i], strlen(t->metrics) + 40, "%s=%s", argus_backend_name(t->backend),
+                     t->metrics);
+    }
+    char *config = malloc(ccap);
+    int mets_ok = mets != NULL;
+    for (size_t i = 0; mets_ok && i < r->ntasks; i++)
+        mets_ok = p->tasks[r->tasks[i]].metrics == NULL || mets[i] != NULL;
+    char backends[512] = "", art[4200], id[24], dep[24];
     run_check *chk = calloc(1, sizeof *chk);
     if (chk != NULL) {
         chk->out = calloc(r->ntasks + 1, sizeof *chk->out);
@@ -260,12 +527,17 @@ static int add_run(exec_ctx *ec, add_fn add, void *where, int run, char *msg, si
     void **kept = realloc(ec->keep_checks, (ec->nchecks + 1) * sizeof(void *));
     if (kept != NULL)
         ec->keep_checks = kept;
-    if (argv == NULL || outs == NULL || outn == NULL || outa == NULL || chk == NULL ||
-        chk->out == NULL || chk->backend == NULL || kept == NULL) {
+    if (argv == NULL || outs == NULL || outn == NULL || outa == NULL || !mets_ok ||
+        config == NULL || chk == NULL || chk->out == NULL || chk->backend == NULL ||
+        kept == NULL) {
         free(argv);
         free(outs);
         free(outn);
         free(outa);
+        for (size_t i = 0; mets != NULL && i < r->ntasks; i++)
+            free(mets[i]);
+        free(mets);
+        free(config);
         free_run_check(chk);
         return ARGUS_ENOMEM;
     }
@@ -273,7 +545,7 @@ static int add_run(exec_ctx *ec, add_fn add, void *where, int run, char *msg, si
     snprintf(chk->variant, sizeof chk->variant, "%s", v->name);
     chk->n = r->ntasks;
     size_t bu = 0, cu = 0;
-    int w = snprintf(config, sizeof config, "run of %s:", v->name);
+    int w = snprintf(config, ccap, "run of %s:", v->name);
     cu = w > 0 ? (size_t)w : 0;
     for (size_t i = 0; i < r->ntasks; i++) {
         const argus_plan_task *t = &p->tasks[r->tasks[i]];
@@ -286,9 +558,10 @@ static int add_run(exec_ctx *ec, add_fn add, void *where, int run, char *msg, si
                      argus_backend_name(t->backend));
         if (w > 0 && (size_t)w < sizeof backends - bu)
             bu += (size_t)w;
-        w = snprintf(config + cu, sizeof config - cu, " %s(effects=%u,observes=%u,retains=%u)",
-                     t->name, t->effects, t->observes, t->retains);
-        if (w > 0 && (size_t)w < sizeof config - cu)
+        w = snprintf(config + cu, ccap - cu, " %s(effects=%u,observes=%u,retains=%u,metrics=%s)",
+                     t->name, t->effects, t->observes, t->retains,
+                     t->metrics ? t->metrics : "-");
+        if (w > 0 && (size_t)w < ccap - cu)
             cu += (size_t)w;
     }
     artifact_arg(p, r->variant, art, sizeof art);
@@ -299,6 +572,16 @@ static int add_run(exec_ctx *ec, add_fn add, void *where, int run, char *msg, si
     argv[k++] = ec->cmd;
     argv[k++] = "argus-exec";
     argv[k++] = "run";
+    /* The metric names of its collections, one option per backend that
+     * has some (the protocol's `run [--metrics BACKEND=a,b]...`); none:
+     * the arguments are as they always were. */
+    for (size_t i = 0; i < r->ntasks; i++) {
+        const argus_plan_task *t = &p->tasks[r->tasks[i]];
+        if (t->metrics == NULL)
+            continue;
+        argv[k++] = "--metrics";
+        argv[k++] = mets[i];
+    }
     argv[k++] = v->name;
     argv[k++] = backends;
     argv[k++] = art;
@@ -323,7 +606,7 @@ static int add_run(exec_ctx *ec, add_fn add, void *where, int run, char *msg, si
     d.outputs = outs;
     d.noutputs = r->ntasks;
     d.config = config;
-    d.program = p->query.program;
+    d.program = ec->program_id;
     d.scope = ec->scope;
     d.check = check_evidence;
     d.user = chk;
@@ -332,6 +615,10 @@ static int add_run(exec_ctx *ec, add_fn add, void *where, int run, char *msg, si
     free(outs);
     free(outn);
     free(outa);
+    for (size_t i = 0; i < r->ntasks; i++)
+        free(mets[i]);
+    free(mets);
+    free(config);
     if (rc == 0)
         ec->run_added[run] = 1;
     return rc;
@@ -571,18 +858,18 @@ static int add_task(exec_ctx *ec, add_fn add, void *where, int task, char *msg, 
     d.id = id;
     d.kind = argus_task_type_name(t->type);
     d.timeout_s = t->timeout_s;
-    d.program = p->query.program;
+    d.program = ec->program_id;
     d.scope = ec->scope;
-    char config[5200];
+    char config[9000];
     /* A CPU task's key cannot see its code: the config names the rule's
      * implementation (argus.synthesis v1, this file's discovery) and the
-     * registry that names the regions. */
+     * registry that names the regions (its content's hash). */
     snprintf(config, sizeof config, "%s rule=%s variant=%s impl=%s registry=%s", t->name, t->rule,
              t->variant >= 0 ? p->variants[t->variant].name : "-",
              t->type == ARGUS_TASK_CONTROL
                  ? (ec->x->ops_given ? "ops-given" : "discover-ptx-1")
                  : "argus.synthesis.v1",
-             p->query.registry[0] ? p->query.registry : "(beside the program)");
+             ec->registry_id);
     d.config = config;
     if (t->type == ARGUS_TASK_TRANSFORM) {
         const argus_plan_variant *v = &p->variants[t->variant];
@@ -827,13 +1114,32 @@ int argus_plan_execute(argus_plan *plan, const argus_plan_exec *x, FILE *report,
     /* sh -c 'CMD "$@"' argus-exec ARGS...: the executor may be a command
      * with its own arguments, and gets the task's as its last ones. */
     size_t cl = strlen(x->executor) + 8;
+    /* The worker's shell first replaces the word PROGRAM_WORD with the
+     * program's path (the for loop's list is fixed when it starts, so the
+     * arguments are rotated through once, in order). */
+    cl += sizeof "for argus_w; do shift; [ \"$argus_w\" = '" PROGRAM_WORD
+                 "' ] && argus_w=$ARGUS_PLAN_PROGRAM; set -- \"$@\" \"$argus_w\"; done; ";
     ec.cmd = malloc(cl);
     if (ec.cmd == NULL) {
         pthread_mutex_destroy(&ec.mu);
         return ARGUS_ENOMEM;
     }
-    snprintf(ec.cmd, cl, "%s \"$@\"", x->executor);
-    int rc = argus_ws_open(x->ws_dir, 1, &ws, msg, msglen);
+    snprintf(ec.cmd, cl,
+             "for argus_w; do shift; [ \"$argus_w\" = '" PROGRAM_WORD
+             "' ] && argus_w=$ARGUS_PLAN_PROGRAM; set -- \"$@\" \"$argus_w\"; done; %s \"$@\"",
+             x->executor);
+    int rc = program_identity(plan->query.program, ec.program_id, sizeof ec.program_id, msg,
+                              msglen);
+    registry_identity(&plan->query, ec.registry_id, sizeof ec.registry_id);
+    /* The workers inherit the environment: the program's path goes to them
+     * there, outside their argv (and so outside the task keys). Set before
+     * the runtime starts its threads, restored after it stopped. */
+    char *old_prog = getenv("ARGUS_PLAN_PROGRAM");
+    old_prog = old_prog ? strdup(old_prog) : NULL;
+    if (rc == 0 && setenv("ARGUS_PLAN_PROGRAM", plan->query.program, 1) != 0)
+        rc = argus__fail(ARGUS_ENOMEM, msg, msglen, "cannot set ARGUS_PLAN_PROGRAM");
+    if (rc == 0)
+        rc = argus_ws_open(x->ws_dir, 1, &ws, msg, msglen);
     if (rc == 0) {
         argus_rt_opts o;
         memset(&o, 0, sizeof o);
@@ -885,6 +1191,11 @@ int argus_plan_execute(argus_plan *plan, const argus_plan_exec *x, FILE *report,
     free(order);
     argus_rt_free(rt);
     argus_ws_close(ws);
+    if (old_prog != NULL)
+        setenv("ARGUS_PLAN_PROGRAM", old_prog, 1);
+    else
+        unsetenv("ARGUS_PLAN_PROGRAM");
+    free(old_prog);
     argus_registry_free(ec.reg);
     free(ec.found);
     for (size_t i = 0; i < ec.nkeep; i++)

@@ -211,6 +211,10 @@ static int add_metric(argus_query *q, const char *name, const char *field, char 
                                "%s \"%.128s\": a metric name has letters, digits, '_', '.' "
                                "and ':' only (e.g. dram__bytes_read.sum)",
                                field, name);
+    /* A name given twice (an option beside the request's field) asks once. */
+    for (size_t i = 0; i < q->nmetrics; i++)
+        if (strcmp(q->metrics[i], name) == 0)
+            return 0;
     return set_str(q->metrics[q->nmetrics++], ARGUS_QUERY_MAX_NAME, name, field, msg, msglen);
 }
 
@@ -277,7 +281,8 @@ int argus_query_from_args(argus_query *q, int argc, char **argv, int *used, char
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         static const char *const opts[] = {"--program", "--registry", "--region", "--signal",
                                            "--metric",  "--scope",    "--role",   "--iter",
-                                           "--cta",     "--sm",       "--warp"};
+                                           "--cta",     "--sm",       "--warp",
+                                           "--metrics"};
         size_t k = 0;
         while (k < sizeof opts / sizeof opts[0] && strcmp(a, opts[k]) != 0)
             k++;
@@ -312,6 +317,17 @@ int argus_query_from_args(argus_query *q, int argc, char **argv, int *used, char
         case 5:
             rc = scope_spec(q, v, msg, msglen);
             break;
+        case 11: {
+            /* --metrics a,b: the same as --metric a --metric b. */
+            char buf[4096];
+            if (strnlen(v, sizeof buf) >= sizeof buf)
+                return argus__fail(ARGUS_EINVAL, msg, msglen, "--metrics: too long");
+            strcpy(buf, v);
+            char *save = NULL;
+            for (char *s = strtok_r(buf, ",", &save); s && rc == 0; s = strtok_r(NULL, ",", &save))
+                rc = add_metric(q, s, "--metrics", msg, msglen);
+            break;
+        }
         default:
             rc = scope_item(q, a + 2, v, msg, msglen);
             break;
