@@ -22,6 +22,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -677,6 +678,76 @@ static void test_tool_reenter(void **state)
     free(t);
 }
 
+/* A callback stuck on one thread (its device-to-host copy never returns)
+ * holds the tool's lock: a launch on another thread waits
+ * ARGUS_PCMAP_LOCK_WAIT (1 s) and goes on unmapped, and the flush gives up
+ * the same way, said on stderr, instead of hanging the program. */
+static void *stuck_launch(void *arg)
+{
+    (void)arg;
+    uint32_t grid[3] = {G16_CTAS, 1, 1}, block[3] = {G16_CALL_THREADS, 1, 1};
+    model m = {0};
+    fake_san_launch(0x100, kernel_name, grid, block, calls_kernel, &m);
+    return NULL;
+}
+
+static void test_tool_lock_bounded(void **state)
+{
+    (void)state;
+    char log[600];
+    snprintf(log, sizeof log, "%s/trace_lock.log", dir);
+    unlink(log);
+    snprintf(err_path, sizeof err_path, "%s/stderr.txt", dir);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        alarm(30);
+        int fd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0 || dup2(fd, 2) < 0)
+            _exit(91);
+        snprintf(out_path, sizeof out_path, "%s/map_lock.json", dir);
+        setenv("ARGUS_PCMAP_OUT", out_path, 1);
+        setenv("ARGUS_PCMAP_LOG", log, 1);
+        setenv("ARGUS_PCMAP_LOCK_WAIT", "1", 1);
+        setenv("ARGUS_SANITIZER_LIB", FAKE_SAN_LIB, 1);
+        setenv("ARGUS_PCMAP_CUDA_LIB", FAKE_SAN_LIB, 1);
+        setenv("ARGUS_PCMAP_PATCH", CUBIN, 1);
+        fake_san_function(kernel_name, KBASE, 0x1000);
+        fake_san_function(work_name, WBASE, 0x200);
+        void *h = dlopen(PCMAP_TOOL, RTLD_NOW | RTLD_LOCAL);
+        if (h == NULL)
+            _exit(92);
+        size_t len;
+        void *img = read_all(CUBIN, &len);
+        fake_san_module_load(0x100, img, len);
+        setenv("FAKE_SAN_HANG", "sanitizerMemcpyDeviceToHost", 1);
+        pthread_t t;
+        if (pthread_create(&t, NULL, stuck_launch, NULL) != 0)
+            _exit(93);
+        usleep(200 * 1000);
+        unsetenv("FAKE_SAN_HANG");
+        stuck_launch(NULL); /* waits 1 s for the lock, then goes on */
+        int (*flush)(void) = (int (*)(void))dlsym(h, "argus_pcmap_tool_flush");
+        if (flush == NULL || flush() != -1)
+            _exit(94);
+        _exit(0); /* the stuck thread goes with the process */
+    }
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    char *err = child_stderr();
+    assert_non_null(strstr(err, "the tool's lock was held for 1 s by a callback stuck in step launch"));
+    free(err);
+    size_t len;
+    char *t = read_all(log, &len);
+    assert_non_null(strstr(t, " lock: callback 5/1 waited 1 s for the lock held by tid "));
+    assert_non_null(strstr(t, " in step launch"));
+    assert_non_null(strstr(t, " lock: the flush waited 1 s"));
+    free(t);
+}
+
 static void test_find_sanitizer(void **state)
 {
     (void)state;
@@ -919,9 +990,10 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_tool_trace),
         cmocka_unit_test(test_tool_no_sync),
         cmocka_unit_test(test_tool_reenter),
+        cmocka_unit_test(test_tool_lock_bounded),
         cmocka_unit_test(test_find_sanitizer),
         cmocka_unit_test(test_attrib_through_map),
         cmocka_unit_test(test_file_roundtrip_and_bad),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, getenv("PCMAP_KEEP") ? NULL : teardown);
 }

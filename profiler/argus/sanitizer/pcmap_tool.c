@@ -38,7 +38,9 @@
  * stderr, written into the map's problems (marked incomplete), and
  * instrumentation stops while the program goes on (fail-open).
  *
- * Environment: ARGUS_PCMAP_OUT (required), ARGUS_PCMAP_PATCH,
+ * Environment: ARGUS_PCMAP_OUT (required), ARGUS_PCMAP_LOG (the step trace:
+ * a path or "stderr"; off by default), ARGUS_PCMAP_LOCK_WAIT (seconds a
+ * callback waits for another's lock, default 10), ARGUS_PCMAP_PATCH,
  * ARGUS_SANITIZER_LIB, ARGUS_PCMAP_REGISTRY, ARGUS_PCMAP_TABLE (count
  * table entries per launch, a power of two, default 65536),
  * ARGUS_PCMAP_CUDA_LIB (the driver library, default libcuda.so.1).
@@ -160,7 +162,10 @@ static long tid_now(void)
 
 __attribute__((format(printf, 2, 3))) static void trace(const char *step, const char *fmt, ...)
 {
-    g.step = step;
+    /* The step of the lock's holder; a waiter's lines (lock, reenter) are
+     * not its step. */
+    if (strcmp(step, "lock") != 0 && strcmp(step, "reenter") != 0)
+        g.step = step;
     if (trace_fd < 0)
         return;
     struct timespec t;
@@ -244,6 +249,12 @@ static const char *kind_name(uint32_t kind)
         return "unknown";
     }
 }
+
+/* How long a callback (or the flush) waits for the lock held by another
+ * thread before it gives up on its event (the program goes on; the map says
+ * so): ARGUS_PCMAP_LOCK_WAIT seconds, default 10. */
+static int lock_wait_s = 10;
+#define LOCK_WAIT_S lock_wait_s
 
 static void callback(void *ud, int domain, uint32_t cbid, const void *data);
 
@@ -366,6 +377,16 @@ static void start(void)
             return;
         }
         g.table_cap = (uint32_t)v;
+    }
+    const char *lw = getenv("ARGUS_PCMAP_LOCK_WAIT");
+    if (lw != NULL && lw[0] != '\0') {
+        char *end;
+        long v = strtol(lw, &end, 10);
+        if (*end != '\0' || v < 1 || v > 600) {
+            problem(1, "ARGUS_PCMAP_LOCK_WAIT=%s: must be whole seconds from 1 to 600", lw);
+            return;
+        }
+        lock_wait_s = (int)v;
     }
     const char *rp = getenv("ARGUS_PCMAP_REGISTRY");
     if (rp != NULL && rp[0] != '\0') {
@@ -842,9 +863,6 @@ static void synchronized(uint32_t cbid, const argus_san_sync_data *d)
  * very thread. */
 static __thread int in_callback;
 
-/* How long a callback waits for the lock held by another thread before it
- * gives up on its event (the program goes on; the map says so). */
-#define LOCK_WAIT_S 10
 
 static int handled(int domain, uint32_t cbid)
 {
@@ -861,22 +879,28 @@ static int handled(int domain, uint32_t cbid)
     }
 }
 
-/* 0 with the lock held, -1 when it was not had in LOCK_WAIT_S (said). */
-static int lock_bounded(int domain, uint32_t cbid)
+/* 0 with the lock held, -1 when it was not had in `wait_s` seconds (said;
+ * domain -1: the flush). */
+static int lock_bounded(int domain, uint32_t cbid, int wait_s)
 {
     if (pthread_mutex_trylock(&g.mu) == 0)
         return 0;
-    for (int waited = 1; waited <= LOCK_WAIT_S; waited++) {
+    for (int waited = 1; waited <= wait_s; waited++) {
         struct timespec dl;
         clock_gettime(CLOCK_REALTIME, &dl);
         dl.tv_sec += 1;
         if (pthread_mutex_timedlock(&g.mu, &dl) == 0)
             return 0;
         const char *st = g.step;
-        trace("lock", "callback %d/%u waited %d s for the lock held by tid %ld in step %s",
-              domain, cbid, waited, g.step_tid, st ? st : "?");
+        if (domain < 0)
+            trace("lock", "the flush waited %d s for the lock held by tid %ld in step %s", waited,
+                  g.step_tid, st ? st : "?");
+        else
+            trace("lock", "callback %d/%u waited %d s for the lock held by tid %ld in step %s",
+                  domain, cbid, waited, g.step_tid, st ? st : "?");
     }
-    __atomic_store_n(&g.lock_gave_up, 1, __ATOMIC_RELAXED);
+    if (domain >= 0)
+        __atomic_store_n(&g.lock_gave_up, 1, __ATOMIC_RELAXED);
     return -1;
 }
 
@@ -893,7 +917,7 @@ static void callback(void *ud, int domain, uint32_t cbid, const void *data)
         return;
     }
     in_callback = 1;
-    if (lock_bounded(domain, cbid) != 0) {
+    if (lock_bounded(domain, cbid, LOCK_WAIT_S) != 0) {
         in_callback = 0;
         return;
     }
@@ -918,10 +942,21 @@ static void callback(void *ud, int domain, uint32_t cbid, const void *data)
 }
 
 /* Writes the map; a launch not collected yet is collected first when the
- * Sanitizer may still be called (an explicit flush, not the destructor). */
+ * Sanitizer may still be called (an explicit flush, not the destructor).
+ * 0, -1 (not written, said) or -2 (the lock was not had, said). */
 static int flush_map(int may_collect)
 {
-    pthread_mutex_lock(&g.mu);
+    /* A callback stuck on another thread (in a driver call) must not hang
+     * the program's exit too: the map is then not written, and that said. */
+    if (lock_bounded(-1, 0, LOCK_WAIT_S) != 0) {
+        if (g.started)
+            fprintf(stderr, "argus-pcmap: the tool's lock was held for %d s by a callback stuck "
+                            "in step %s: the map %s is not written (ARGUS_PCMAP_LOG=stderr "
+                            "shows the steps)\n",
+                    LOCK_WAIT_S, g.step ? g.step : "?", g.out);
+        return -2;
+    }
+    g.step_tid = tid_now();
     int rc = 0;
     if (g.started && g.map != NULL) {
         char msg[1024];
@@ -951,6 +986,8 @@ static int flush_map(int may_collect)
             trace("write", "done");
         }
     }
+    g.step = NULL;
+    g.step_tid = 0;
     pthread_mutex_unlock(&g.mu);
     return rc;
 }
@@ -958,7 +995,7 @@ static int flush_map(int may_collect)
 /* Writes the map now (also done at exit); 0 or -1 (said on stderr). */
 EXPORT int argus_pcmap_tool_flush(void)
 {
-    return flush_map(1);
+    return flush_map(1) == 0 ? 0 : -1;
 }
 
 /* At exit the Sanitizer library, opened after this one, has already run its
@@ -967,7 +1004,12 @@ EXPORT int argus_pcmap_tool_flush(void)
 __attribute__((destructor)) static void on_unload(void)
 {
     trace("exit", "the library's destructor");
-    flush_map(0);
+    if (flush_map(0) == -2) {
+        /* A callback still holds the lock: its memory stays (the process
+         * is ending), rather than a wait for ever. */
+        trace("exit", "the lock is still held: the tool's memory is left to the exit");
+        return;
+    }
     pthread_mutex_lock(&g.mu);
     g.dead = 1;
     for (size_t i = 0; i < g.n_mods; i++) {
