@@ -50,7 +50,8 @@
 # --dry-run (here) runs the same ladder against the fake Sanitizer
 # (tests/argus/fake_sanitizer.c) with test_argus_pcmap --prog as the
 # program, then a fifth run that hangs on purpose (FAKE_SAN_HANG=
-# sanitizerMemcpyDeviceToHost: the fake blocks there) to show the limit,
+# sanitizerMemcpyDeviceToHost, or DRY_HANG_AT: the fake blocks there) to
+# show the limit,
 # the gdb dump and the trace's last step working, and a sixth like it with
 # gdb off (the /proc dump alone); it also builds both CUDA programs for
 # sm_90 (each must say there is no GPU), runs the ABI check where the
@@ -290,8 +291,11 @@ one_run 3_preload_trivial preload trivial
 one_run 4_preload_regions preload regions
 if [[ $mode == dry ]]; then
     # A simulated hang: the fake's device-to-host copy blocks for ever.
-    one_run 5_preload_hang_gdb preload regions FAKE_SAN_HANG=sanitizerMemcpyDeviceToHost
-    NO_GDB=1 one_run 6_preload_hang_proc preload regions FAKE_SAN_HANG=sanitizerMemcpyDeviceToHost
+    # DRY_HANG_AT=none (ctest argus_pcmap_dry_bad): nothing hangs, and the
+    # dry run must fail.
+    hang_at=${DRY_HANG_AT:-sanitizerMemcpyDeviceToHost}
+    one_run 5_preload_hang_gdb preload regions FAKE_SAN_HANG="$hang_at"
+    NO_GDB=1 one_run 6_preload_hang_proc preload regions FAKE_SAN_HANG="$hang_at"
 fi
 [[ $nogpu == 1 ]] && { log "no GPU here: nothing measured"; cat "$RES/table.txt" >"$RES/summary.txt"; exit 0; }
 
