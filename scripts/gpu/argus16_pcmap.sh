@@ -158,6 +158,11 @@ for f in libargus_pcmap.so argus_pcmap_patch.fatbin; do
     [[ -f $LIB/$f ]] || { log "no $LIB/$f: run --prepare on the development machine and carry $BUILD"; exit 1; }
 done
 TOOL=$LIB/libargus_pcmap.so
+# A sanitizer build of the tool (the ctest of build-asan) preloads its
+# runtime first, as ASan requires.
+PRELOAD=$TOOL
+asan_rt=$(ldd "$TOOL" 2>/dev/null | awk '/libasan\.so/ { print $3 }' | head -1)
+[[ -n $asan_rt ]] && PRELOAD=$asan_rt:$TOOL
 if [[ $mode == dry ]]; then
     T=$BUILD/bin/test_argus_pcmap
     FAKE=$LIB/libargus_fake_sanitizer.so
@@ -251,7 +256,7 @@ one_run() {
         env "${envs[@]}" CUDA_INJECTION64_PATH="$TOOL" "${cmd[@]}" >"$RES/run_$name.log" 2>&1 &
     else
         # The shell execs the program with LD_PRELOAD set for it alone.
-        env "${envs[@]}" sh -c 'LD_PRELOAD="$0" exec "$@"' "$TOOL" "${cmd[@]}" \
+        env "${envs[@]}" sh -c 'LD_PRELOAD="$0" exec "$@"' "$PRELOAD" "${cmd[@]}" \
             >"$RES/run_$name.log" 2>&1 &
     fi
     pid=$!
