@@ -23,9 +23,11 @@
  *     with a ring of one record per warp (the markers then store, and the
  *     store is what the patch reads; nobody decodes that ring), allocates
  *     the device tables (pcmap_dev.h) and hands them to the launch;
- *   - at the launch's end: waits for the stream (the backend serialises
- *     kernels: its recipe says so), copies the tables back, disarms what it
- *     armed and adds the counts to the map: each PC as (function, offset)
+ *   - at the program's next synchronisation of the launch's stream or
+ *     context (SYNCHRONIZE domain; no launch callback waits for the GPU)
+ *     or at argus_pcmap_tool_flush: copies the tables back, disarms what
+ *     it armed and adds the counts to the map (one launch at a time: the
+ *     backend serialises kernels, its recipe says so): each PC as (function, offset)
  *     from the cubin's symbols and sanitizerGetFunctionPcAndSize, each path
  *     named through the registry (embedded in the cubin, or
  *     ARGUS_PCMAP_REGISTRY);
@@ -48,10 +50,13 @@
  * Tested on: the fake Sanitizer (tests/argus/fake_sanitizer.c, ctest
  * argus_pcmap) against the CUDA 13.0 headers' layouts (san_abi.h, checked
  * by ctest argus_pcmap_abi). On the H200 (driver 580, CUDA 13.0):
- * scripts/gpu/argus16_pcmap.sh; not run there yet. Unverified: that the
- * patch callbacks see only the threads whose predicate is on (the markers'
- * store is lane 0's alone), and that cuModuleGetGlobal may be called from
- * a launch callback.
+ * scripts/gpu/argus16_pcmap.sh; session 8's preload run hung there with no
+ * output (cause not known; the candidates this file removed are in
+ * docs/argus-backends.md). Unverified: that the patch callbacks see only
+ * the threads whose predicate is on (the markers' store is lane 0's
+ * alone), that cuModuleGetGlobal may be called from a launch callback, and
+ * that subscribing inside cuInit (injection) is safe; ARGUS_PCMAP_LOG
+ * names the step if one of them hangs.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -109,7 +114,7 @@ typedef struct launch_rec {
     int active;
     module_rec *mod;
     argus_san_stream hstream;
-    argus_san_launch hlaunch;
+    long tid;           /* the thread of its LAUNCH_BEGIN */
     int ended;          /* LAUNCH_END seen */
     CUcontext ctx;
     argus_pcmap_dev host;
@@ -614,7 +619,7 @@ static void launch_begin(const argus_san_launch_data *d)
     memset(l, 0, sizeof(*l));
     l->mod = mr;
     l->hstream = d->hstream;
-    l->hlaunch = d->hlaunch;
+    l->tid = tid_now();
     l->ctx = d->context;
     snprintf(l->info.kernel, sizeof l->info.kernel, "%s",
              d->function_name ? d->function_name : "?");
@@ -837,7 +842,7 @@ static void collect(const char *why)
 static void launch_end(const argus_san_launch_data *d)
 {
     launch_rec *l = &g.launch;
-    int ours = l->active && find_module(d->module) == l->mod && d->hlaunch == l->hlaunch;
+    int ours = l->active && find_module(d->module) == l->mod;
     trace("launch", "LAUNCH_END %.200s%s", d->function_name ? d->function_name : "?",
           ours ? ": its tables are read at the next synchronisation" : "");
     if (ours)
@@ -848,7 +853,9 @@ static void synchronized(uint32_t cbid, const argus_san_sync_data *d)
 {
     launch_rec *l = &g.launch;
     int ctx = cbid == ARGUS_SAN_CBID_CONTEXT_SYNCHRONIZED;
-    int match = l->active && l->ended &&
+    /* Not before the launch's end, unless on its own thread (which is past
+     * it: a driver that sends no LAUNCH_END does not lose the launch). */
+    int match = l->active && (l->ended || tid_now() == l->tid) &&
                 (ctx ? d->context == NULL || d->context == l->ctx : d->hstream == l->hstream);
     trace("sync", "%s synchronised (ctx %p, stream %p)%s", ctx ? "context" : "stream",
           (void *)d->context, (void *)d->hstream, match ? ": collecting" : "");
@@ -961,7 +968,7 @@ static int flush_map(int may_collect)
     if (g.started && g.map != NULL) {
         char msg[1024];
         trace("flush", "writing the map (%zu launches mapped)", g.map->n_launches);
-        if (g.launch.active && g.launch.ended && may_collect && !g.dead)
+        if (g.launch.active && may_collect && !g.dead)
             collect("the flush");
         if (g.launch.active)
             argus_pcmap_problem(g.map, "kernel %s was not synchronised by the program before the "
