@@ -16,8 +16,11 @@
 # A run past its limit is not just killed: its threads' stacks are dumped
 # first (gdb -batch "thread apply all bt" when gdb is on the image and may
 # attach; always /proc/PID/task/*/{comm,stat,wchan,syscall,stack}, with each
-# task's user PC placed in /proc/PID/maps) into stack_<run>.txt, and the
-# table says which of the two it got. The trace's last line names the step
+# task's user PC placed in /proc/PID/maps; and a scan of each thread's
+# stack for code addresses, with a futex wait's lock word placed in its
+# library, scripts/gpu/pcmap_stackscan.py) into stack_<run>.txt, and the
+# table says which it got (gdb, proc, scan). The lead's 15:20 probe: no gdb
+# on the image, /proc readable, the region program stuck in a futex wait. The trace's last line names the step
 # the tool was in; a trace that ends at "init: constructor done" or
 # "subscribe: subscribed" with the program stuck says the hang is not in the
 # tool's callbacks. The regions map of the first run that mapped a launch is
@@ -207,12 +210,15 @@ PY
                 sed 's/^/   kstack: /' "$t/stack" 2>/dev/null || true
             fi
         done
+        echo "== stack scan (scripts/gpu/pcmap_stackscan.py: code addresses on each thread's stack)"
+        timeout 10 python3 scripts/gpu/pcmap_stackscan.py "$pid" || echo "(stack scan exited $?)"
     } >"$to" 2>&1
-    grep -q '^#[0-9]' "$to" && got=gdb
-    if grep -q 'syscall: [0-9-]' "$to"; then
-        [[ $got == gdb ]] && got=gdb+proc || got=proc
-    fi
-    echo "$got"
+    local parts=()
+    grep -q '^#[0-9]' "$to" && parts+=(gdb)
+    grep -q 'syscall: [0-9-]' "$to" && parts+=(proc)
+    grep -q '^   sp+0x' "$to" && parts+=(scan)
+    [[ ${#parts[@]} == 0 ]] && { echo none; return; }
+    (IFS=+; echo "${parts[*]}")
 }
 
 # The last trace line's step and what, short: "launch: sanitizerMemcpy...".
@@ -227,7 +233,7 @@ launches_of() {
 }
 
 # One run: NAME MODE PROGRAM [EXTRA ENV...]; appends a row to table.txt.
-printf '%-22s %-9s %-8s %-7s %7s  %-8s %-8s %s\n' run mode program rc seconds launches stack \
+printf '%-22s %-9s %-8s %-7s %7s  %-8s %-14s %s\n' run mode program rc seconds launches stack \
     "last trace step" >"$RES/table.txt"
 regions_map=
 one_run() {
@@ -237,7 +243,7 @@ one_run() {
     rm -f "$map" "$tr"
     if past "$(now) - $t_start + $RUN_TIMEOUT + $GDB_TIMEOUT + 2 > $BUDGET"; then
         log "run $name: skipped, it could end past the budget of $BUDGET s"
-        printf '%-22s %-9s %-8s %-7s %7s  %-8s %-8s %s\n' "$name" "$how" "$prog" skipped - - - \
+        printf '%-22s %-9s %-8s %-7s %7s  %-8s %-14s %s\n' "$name" "$how" "$prog" skipped - - - \
             "(over the ${BUDGET}s budget)" >>"$RES/table.txt"
         return 0
     fi
@@ -272,15 +278,28 @@ one_run() {
         fi
         sleep 0.2
     done
-    wait "$pid"
-    rc=$?
+    # A process in uninterruptible sleep inside the driver outlives
+    # SIGKILL for a while: 5 s, then it is left (and said), not waited for.
+    local k
+    for k in $(seq 25); do
+        state=$(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null || echo gone)
+        [[ $state == gone || $state == Z ]] && break
+        sleep 0.2
+    done
+    if [[ $state == gone || $state == Z ]]; then
+        wait "$pid"
+        rc=$?
+    else
+        rc=$state
+        log "run $name: pid $pid is still there in state $state after SIGKILL: left running"
+    fi
     set -e
     t1=$(now)
     secs=$(calc "$t1 - $t0")
-    [[ $stack != - ]] && rc="timeout"
+    [[ $stack != - && $rc =~ ^[0-9]+$ ]] && rc="timeout"
     echo "exit $rc, $secs s" >>"$RES/run_$name.log"
     log "run $name: exit $rc after $secs s; trace: $(last_step "$tr")"
-    printf '%-22s %-9s %-8s %-7s %7s  %-8s %-8s %s\n' "$name" "$how" "$prog" "$rc" "$secs" \
+    printf '%-22s %-9s %-8s %-7s %7s  %-8s %-14s %s\n' "$name" "$how" "$prog" "$rc" "$secs" \
         "$(launches_of "$map")" "$stack" "$(last_step "$tr")" >>"$RES/table.txt"
     if [[ $rc == 0 && $prog == regions && -z $regions_map && $(launches_of "$map") =~ ^[1-9] ]]; then
         regions_map=$map
@@ -325,9 +344,12 @@ if [[ $mode == dry ]]; then
     want "run 3 must exit 0" '^3_preload_trivial +preload +trivial +0 '
     want "run 4 must exit 0 and map 2 launches" '^4_preload_regions +preload +regions +0 +[0-9.]+ +2 '
     want "run 5 must time out with a gdb stack and name its step" \
-        '^5_preload_hang_gdb +preload +regions +timeout .* gdb(\+proc)? +launch: sanitizerMemcpyDeviceToHost\(descriptor'
+        '^5_preload_hang_gdb +preload +regions +timeout .* gdb\+proc\+scan +launch: sanitizerMemcpyDeviceToHost\(descriptor'
     want "run 6 must time out with the /proc dump and name its step" \
-        '^6_preload_hang_proc +preload +regions +timeout .* proc +launch: sanitizerMemcpyDeviceToHost\(descriptor'
+        '^6_preload_hang_proc +preload +regions +timeout .* proc\+scan +launch: sanitizerMemcpyDeviceToHost\(descriptor'
+    grep -q 'sp+0x.*libargus_fake_sanitizer.so' "$RES/stack_6_preload_hang_proc.txt" 2>/dev/null &&
+        grep -q 'sp+0x.*libargus_pcmap.so' "$RES/stack_6_preload_hang_proc.txt" 2>/dev/null ||
+        { log "dry run: the stack scan of run 6 does not show the fake's and the tool's code"; fail=1; }
     grep -q 'maybe_hang' "$RES/stack_5_preload_hang_gdb.txt" 2>/dev/null ||
         { log "dry run: the gdb stack of run 5 does not show the fake's blocking call"; fail=1; }
     grep -q 'no launch of an instrumented kernel' "$RES/map_1_injection_trivial.json" 2>/dev/null ||
