@@ -5,6 +5,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fake_sanitizer.h"
 #include "san_abi.h"
@@ -36,6 +37,23 @@ static struct {
     size_t live;
 } fk;
 
+/* FAKE_SAN_HANG: blocks for ever in the entry point named (until killed). */
+static void maybe_hang(const char *fn)
+{
+    const char *h = getenv("FAKE_SAN_HANG");
+    if (h != NULL && strcmp(h, fn) == 0)
+        for (;;)
+            pause();
+}
+
+void fake_san_sync(void)
+{
+    if (!fk.subscribed || !fk.domains[ARGUS_SAN_DOMAIN_SYNCHRONIZE])
+        return;
+    argus_san_sync_data d = {(CUcontext)0x1, NULL, NULL};
+    fk.cb(fk.cb_ud, ARGUS_SAN_DOMAIN_SYNCHRONIZE, ARGUS_SAN_CBID_CONTEXT_SYNCHRONIZED, &d);
+}
+
 void fake_san_faults(unsigned faults)
 {
     fk.faults = faults;
@@ -65,6 +83,7 @@ void *fake_san_desc(uintptr_t module)
 
 int fake_san_module_load(uintptr_t module, const void *cubin, size_t len)
 {
+    maybe_hang("module_load");
     fake_san_desc(module);
     if (!fk.subscribed || !fk.domains[ARGUS_SAN_DOMAIN_RESOURCE])
         return -1;
@@ -124,6 +143,7 @@ size_t fake_san_live_bytes(void)
 FAKE_EXPORT argus_san_result sanitizerSubscribe(argus_san_subscriber *s, argus_san_callback cb,
                                                 void *ud)
 {
+    maybe_hang("sanitizerSubscribe");
     if (fk.faults & FAKE_SAN_BUSY)
         return ARGUS_SAN_ERROR_MAX_LIMIT_REACHED;
     if (fk.subscribed)
@@ -137,6 +157,7 @@ FAKE_EXPORT argus_san_result sanitizerSubscribe(argus_san_subscriber *s, argus_s
 
 FAKE_EXPORT argus_san_result sanitizerUnsubscribe(argus_san_subscriber s)
 {
+    maybe_hang("sanitizerUnsubscribe");
     (void)s;
     fk.subscribed = 0;
     return ARGUS_SAN_SUCCESS;
@@ -144,6 +165,7 @@ FAKE_EXPORT argus_san_result sanitizerUnsubscribe(argus_san_subscriber s)
 
 FAKE_EXPORT argus_san_result sanitizerEnableDomain(uint32_t on, argus_san_subscriber s, int domain)
 {
+    maybe_hang("sanitizerEnableDomain");
     (void)s;
     if (domain < 0 || domain >= 16)
         return ARGUS_SAN_ERROR_INVALID_PARAMETER;
@@ -153,14 +175,21 @@ FAKE_EXPORT argus_san_result sanitizerEnableDomain(uint32_t on, argus_san_subscr
 
 FAKE_EXPORT argus_san_result sanitizerAddPatchesFromFile(const char *path, CUcontext ctx)
 {
+    maybe_hang("sanitizerAddPatchesFromFile");
     (void)ctx;
     if (fk.faults & FAKE_SAN_WRONG_ARCH)
         return ARGUS_SAN_ERROR_NOT_COMPATIBLE;
+    if ((fk.faults & FAKE_SAN_REENTER) && fk.subscribed && fk.domains[ARGUS_SAN_DOMAIN_RESOURCE]) {
+        /* The patches' own module, loaded on the caller's thread. */
+        argus_san_module_data d = {ctx, (CUmodule)0x9999, 0, NULL, NULL};
+        fk.cb(fk.cb_ud, ARGUS_SAN_DOMAIN_RESOURCE, ARGUS_SAN_CBID_MODULE_LOADED, &d);
+    }
     return path != NULL ? ARGUS_SAN_SUCCESS : ARGUS_SAN_ERROR_INVALID_PARAMETER;
 }
 
 FAKE_EXPORT argus_san_result sanitizerPatchInstructions(int id, CUmodule m, const char *cb)
 {
+    maybe_hang("sanitizerPatchInstructions");
     (void)m;
     if (cb == NULL || strncmp(cb, "argus_pcmap_", 12) != 0 || id <= 0)
         return ARGUS_SAN_ERROR_INVALID_PARAMETER;
@@ -170,6 +199,7 @@ FAKE_EXPORT argus_san_result sanitizerPatchInstructions(int id, CUmodule m, cons
 
 FAKE_EXPORT argus_san_result sanitizerPatchModule(CUmodule m)
 {
+    maybe_hang("sanitizerPatchModule");
     (void)m;
     fk.patched_modules++;
     return ARGUS_SAN_SUCCESS;
@@ -178,6 +208,7 @@ FAKE_EXPORT argus_san_result sanitizerPatchModule(CUmodule m)
 FAKE_EXPORT argus_san_result sanitizerSetLaunchCallbackData(argus_san_launch l, CUfunction f,
                                                             argus_san_stream s, const void *ud)
 {
+    maybe_hang("sanitizerSetLaunchCallbackData");
     (void)l, (void)f, (void)s;
     fk.launch_ud = ud;
     return ARGUS_SAN_SUCCESS;
@@ -186,6 +217,7 @@ FAKE_EXPORT argus_san_result sanitizerSetLaunchCallbackData(argus_san_launch l, 
 FAKE_EXPORT argus_san_result sanitizerGetFunctionPcAndSize(CUmodule m, const char *name,
                                                            uint64_t *pc, uint64_t *size)
 {
+    maybe_hang("sanitizerGetFunctionPcAndSize");
     (void)m;
     for (size_t i = 0; i < fk.nfns; i++)
         if (strcmp(fk.fns[i].name, name) == 0) {
@@ -199,6 +231,7 @@ FAKE_EXPORT argus_san_result sanitizerGetFunctionPcAndSize(CUmodule m, const cha
 /* Each allocation carries its size in front, so that free can count. */
 FAKE_EXPORT argus_san_result sanitizerAlloc(CUcontext ctx, void **p, size_t n)
 {
+    maybe_hang("sanitizerAlloc");
     (void)ctx;
     size_t *b = calloc(1, n + 16);
     if (b == NULL)
@@ -211,6 +244,7 @@ FAKE_EXPORT argus_san_result sanitizerAlloc(CUcontext ctx, void **p, size_t n)
 
 FAKE_EXPORT argus_san_result sanitizerFree(CUcontext ctx, void *p)
 {
+    maybe_hang("sanitizerFree");
     (void)ctx;
     if (p == NULL)
         return ARGUS_SAN_ERROR_INVALID_PARAMETER;
@@ -222,6 +256,7 @@ FAKE_EXPORT argus_san_result sanitizerFree(CUcontext ctx, void *p)
 
 FAKE_EXPORT argus_san_result sanitizerMemset(void *p, int v, size_t n, argus_san_stream s)
 {
+    maybe_hang("sanitizerMemset");
     (void)s;
     memset(p, v, n);
     return ARGUS_SAN_SUCCESS;
@@ -230,6 +265,7 @@ FAKE_EXPORT argus_san_result sanitizerMemset(void *p, int v, size_t n, argus_san
 FAKE_EXPORT argus_san_result sanitizerMemcpyHostToDeviceAsync(void *dst, void *src, size_t n,
                                                               argus_san_stream s)
 {
+    maybe_hang("sanitizerMemcpyHostToDeviceAsync");
     (void)s;
     memcpy(dst, src, n);
     return ARGUS_SAN_SUCCESS;
@@ -238,19 +274,24 @@ FAKE_EXPORT argus_san_result sanitizerMemcpyHostToDeviceAsync(void *dst, void *s
 FAKE_EXPORT argus_san_result sanitizerMemcpyDeviceToHost(void *dst, void *src, size_t n,
                                                          argus_san_stream s)
 {
+    maybe_hang("sanitizerMemcpyDeviceToHost");
     (void)s;
+    if (fk.faults & FAKE_SAN_REENTER)
+        fake_san_sync(); /* a synchronous copy that reports itself as a synchronisation */
     memcpy(dst, src, n);
     return ARGUS_SAN_SUCCESS;
 }
 
 FAKE_EXPORT argus_san_result sanitizerStreamSynchronize(argus_san_stream s)
 {
+    maybe_hang("sanitizerStreamSynchronize");
     (void)s;
     return ARGUS_SAN_SUCCESS;
 }
 
 FAKE_EXPORT argus_san_result sanitizerGetResultString(argus_san_result r, const char **s)
 {
+    maybe_hang("sanitizerGetResultString");
     *s = r == 0 ? "SANITIZER_SUCCESS" : "fake Sanitizer error";
     return ARGUS_SAN_SUCCESS;
 }
@@ -259,6 +300,7 @@ FAKE_EXPORT argus_san_result sanitizerGetResultString(argus_san_result r, const 
 FAKE_EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule m,
                                           const char *name)
 {
+    maybe_hang("cuModuleGetGlobal");
     if (strcmp(name, "argus_desc_v1") != 0)
         return CUDA_ERROR_NOT_FOUND;
     void *d = fake_san_desc((uintptr_t)m);

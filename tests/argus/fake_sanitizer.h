@@ -17,6 +17,13 @@
 /* Faults the fake can be told to show. */
 #define FAKE_SAN_BUSY 1u       /* sanitizerSubscribe: another subscriber (MAX_LIMIT_REACHED) */
 #define FAKE_SAN_WRONG_ARCH 2u /* sanitizerAddPatchesFromFile: NOT_COMPATIBLE */
+#define FAKE_SAN_REENTER 4u    /* sanitizerAddPatchesFromFile and sanitizerMemcpyDeviceToHost fire
+                                  a callback on the caller's thread (a module load; a context
+                                  synchronisation), as a driver may */
+/* FAKE_SAN_HANG=NAME in the environment: the entry point NAME (e.g.
+ * sanitizerMemcpyDeviceToHost, sanitizerSubscribe) blocks for ever, as a
+ * hung driver call would; the dry run of scripts/gpu/argus16_pcmap.sh shows
+ * its timeout and stack dump on it. */
 void fake_san_faults(unsigned faults);
 
 /* Functions the fake "loaded" (sanitizerGetFunctionPcAndSize answers for
@@ -26,6 +33,8 @@ void fake_san_function(const char *name, uint64_t pc, uint64_t size);
 /* Fires MODULE_LOADED for module id with a cubin image; 0 when the tool's
  * subscriber was called. */
 int fake_san_module_load(uintptr_t module, const void *cubin, size_t len);
+/* Fires CONTEXT_SYNCHRONIZED (the program's cudaDeviceSynchronize). */
+void fake_san_sync(void);
 /* Fires MODULE_UNLOAD_STARTING for module id. */
 void fake_san_module_unload(uintptr_t module);
 /* How many modules the tool patched (sanitizerPatchModule calls) and with

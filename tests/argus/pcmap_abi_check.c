@@ -32,6 +32,9 @@ SAME(ARGUS_SAN_CBID_MODULE_LOADED, SANITIZER_CBID_RESOURCE_MODULE_LOADED);
 SAME(ARGUS_SAN_CBID_MODULE_UNLOAD_STARTING, SANITIZER_CBID_RESOURCE_MODULE_UNLOAD_STARTING);
 SAME(ARGUS_SAN_CBID_LAUNCH_BEGIN, SANITIZER_CBID_LAUNCH_BEGIN);
 SAME(ARGUS_SAN_CBID_LAUNCH_END, SANITIZER_CBID_LAUNCH_END);
+SAME(ARGUS_SAN_DOMAIN_SYNCHRONIZE, SANITIZER_CB_DOMAIN_SYNCHRONIZE);
+SAME(ARGUS_SAN_CBID_STREAM_SYNCHRONIZED, SANITIZER_CBID_SYNCHRONIZE_STREAM_SYNCHRONIZED);
+SAME(ARGUS_SAN_CBID_CONTEXT_SYNCHRONIZED, SANITIZER_CBID_SYNCHRONIZE_CONTEXT_SYNCHRONIZED);
 SAME(ARGUS_PCMAP_K_GLOBAL, SANITIZER_INSTRUCTION_GLOBAL_MEMORY_ACCESS);
 SAME(ARGUS_PCMAP_K_SHARED, SANITIZER_INSTRUCTION_SHARED_MEMORY_ACCESS);
 SAME(ARGUS_PCMAP_K_LOCAL, SANITIZER_INSTRUCTION_LOCAL_MEMORY_ACCESS);
@@ -66,6 +69,12 @@ SAME_FIELD(argus_san_launch_data, block[2], Sanitizer_LaunchData, blockDim_z);
 SAME_FIELD(argus_san_launch_data, grid_id, Sanitizer_LaunchData, gridId);
 SAME_FIELD(argus_san_launch_data, hlaunch, Sanitizer_LaunchData, hLaunch);
 SAME_FIELD(argus_san_launch_data, device, Sanitizer_LaunchData, device);
+
+_Static_assert(sizeof(argus_san_sync_data) == sizeof(Sanitizer_SynchronizeData),
+               "Sanitizer_SynchronizeData has another size");
+SAME_FIELD(argus_san_sync_data, context, Sanitizer_SynchronizeData, context);
+SAME_FIELD(argus_san_sync_data, stream, Sanitizer_SynchronizeData, stream);
+SAME_FIELD(argus_san_sync_data, hstream, Sanitizer_SynchronizeData, hStream);
 
 /* The entry points exist with these names in the headers (a misspelt one
  * does not compile; sizeof refers to them without linking them). */

@@ -22,6 +22,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -177,6 +178,8 @@ typedef struct scenario {
     int launches;
     int reload;          /* after the launches: the module unloaded, an uninstrumented
                             one loaded at the same handle and launched once more */
+    int no_sync;         /* the program does not synchronise: the flush collects */
+    const char *log;     /* ARGUS_PCMAP_LOG; NULL: unset */
 } scenario;
 
 static char out_path[512], err_path[512], reg_path[512];
@@ -191,6 +194,7 @@ static int run(const scenario *s)
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
+        alarm(30); /* a deadlock in the tool fails the test, not the suite's time */
         int fd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (fd < 0 || dup2(fd, 2) < 0)
             _exit(91);
@@ -203,6 +207,10 @@ static int run(const scenario *s)
         setenv("ARGUS_PCMAP_PATCH", CUBIN, 1); /* the fake does not read it */
         setenv("ARGUS_PCMAP_REGISTRY", reg_path, 1);
         setenv("ARGUS_PCMAP_TABLE", "1024", 1);
+        if (s->log)
+            setenv("ARGUS_PCMAP_LOG", s->log, 1);
+        else
+            unsetenv("ARGUS_PCMAP_LOG");
         fake_san_faults(s->faults);
         fake_san_function(kernel_name, KBASE, 0x1000);
         fake_san_function(work_name, WBASE, 0x200);
@@ -224,6 +232,8 @@ static int run(const scenario *s)
                 memcpy(fake_san_desc(0x100), &d, sizeof d);
             }
             fake_san_launch(0x100, kernel_name, grid, block, calls_kernel, (void *)&s->m);
+            if (!s->no_sync)
+                fake_san_sync();
         }
         if (s->reload) {
             fake_san_module_unload(0x100);
@@ -231,6 +241,7 @@ static int run(const scenario *s)
             img = read_all(PCS_CUBIN, &len);
             fake_san_module_load(0x100, img, len);
             fake_san_launch(0x100, kernel_name, grid, block, calls_kernel, (void *)&s->m);
+            fake_san_sync();
         }
         free(img);
         int (*flush)(void) = (int (*)(void))dlsym(h, "argus_pcmap_tool_flush");
@@ -559,6 +570,184 @@ static void test_tool_errors(void **state)
     free(err);
 }
 
+/* The trace (ARGUS_PCMAP_LOG): one line per step, in the order the tool
+ * takes them, in the documented format; nothing on stderr; no file when it
+ * is not asked for. */
+static void test_tool_trace(void **state)
+{
+    (void)state;
+    char log[600];
+    snprintf(log, sizeof log, "%s/trace.log", dir);
+    unlink(log);
+    scenario s = {0};
+    assert_int_equal(run(&s), 0); /* not asked: no file */
+    assert_int_equal(access(log, F_OK), -1);
+    s.log = log;
+    assert_int_equal(run(&s), 0);
+    argus_pcmap *m = load_out();
+    assert_true(m->complete);
+    check_calls_map(m, 1, 0);
+    argus_pcmap_free(m);
+    char *err = child_stderr();
+    assert_string_equal(err, "");
+    free(err);
+    size_t len;
+    char *t = read_all(log, &len);
+    /* The steps of one launch, in order (each the start of a line's step). */
+    static const char *const order[] = {
+        " init: pid ",
+        " subscribe: sanitizerSubscribe\n",
+        " subscribe: subscribed\n",
+        " module: module 0x100 loaded",
+        " patch: sanitizerAddPatchesFromFile(",
+        " patch: sanitizerPatchModule(0x100)",
+        " launch: LAUNCH_BEGIN ",
+        " launch: cuModuleGetGlobal(argus_desc_v1)",
+        " launch: sanitizerMemcpyDeviceToHost(descriptor",
+        " launch: arming: ",
+        " launch: tables handed to the launch (0)",
+        " launch: LAUNCH_END ",
+        " sync: context synchronised",
+        " collect: kernel ",
+        " collect: done\n",
+        " flush: writing the map",
+        " write: done\n",
+    };
+    const char *at = t;
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+        const char *p = strstr(at, order[i]);
+        if (p == NULL)
+            fail_msg("trace step %zu \"%s\" missing or out of order in:\n%s", i, order[i], t);
+        at = p + 1;
+    }
+    /* Every line: "argus-pcmap +S.mmm tid N step: what". */
+    int lines = 0;
+    for (char *line = strtok(t, "\n"); line != NULL; line = strtok(NULL, "\n"), lines++) {
+        double sec;
+        long tid;
+        char step[32];
+        int used = 0;
+        if (sscanf(line, "argus-pcmap +%lf tid %ld %31[a-z]:%n", &sec, &tid, step, &used) != 3 ||
+            used == 0 || sec < 0 || tid <= 0)
+            fail_msg("trace line not in the format: %s", line);
+    }
+    assert_true(lines >= (int)(sizeof order / sizeof order[0]));
+    free(t);
+}
+
+/* A program that never synchronises: the flush reads the launch back. */
+static void test_tool_no_sync(void **state)
+{
+    (void)state;
+    scenario s = {0};
+    s.no_sync = 1;
+    assert_int_equal(run(&s), 0);
+    argus_pcmap *m = load_out();
+    assert_true(m->complete);
+    check_calls_map(m, 1, 0);
+    argus_pcmap_free(m);
+}
+
+/* A callback fired on the tool's own thread from inside one of its calls
+ * (the patches' module load inside sanitizerAddPatchesFromFile, a
+ * synchronisation inside a device-to-host copy) is skipped, not waited for
+ * (a non-recursive lock held by the same thread would hang the program:
+ * the child's alarm would kill it), and the map says so. */
+static void test_tool_reenter(void **state)
+{
+    (void)state;
+    char log[600];
+    snprintf(log, sizeof log, "%s/trace_re.log", dir);
+    unlink(log);
+    scenario s = {0};
+    s.faults = FAKE_SAN_REENTER;
+    s.log = log;
+    assert_int_equal(run(&s), 0);
+    argus_pcmap *m = load_out();
+    assert_false(m->complete);
+    check_calls_map(m, 1, 0); /* what was counted is exact */
+    int said = 0;
+    for (size_t i = 0; i < m->n_problems; i++)
+        said |= strstr(m->problems[i], "came in inside another on the same thread") != NULL;
+    assert_true(said);
+    argus_pcmap_free(m);
+    size_t len;
+    char *t = read_all(log, &len);
+    assert_non_null(strstr(t, " reenter: callback 3/9 came in inside step patch"));
+    assert_non_null(strstr(t, " reenter: callback 4/2 came in inside step launch"));
+    free(t);
+}
+
+/* A callback stuck on one thread (its device-to-host copy never returns)
+ * holds the tool's lock: a launch on another thread waits
+ * ARGUS_PCMAP_LOCK_WAIT (1 s) and goes on unmapped, and the flush gives up
+ * the same way, said on stderr, instead of hanging the program. */
+static void *stuck_launch(void *arg)
+{
+    (void)arg;
+    uint32_t grid[3] = {G16_CTAS, 1, 1}, block[3] = {G16_CALL_THREADS, 1, 1};
+    model m = {0};
+    fake_san_launch(0x100, kernel_name, grid, block, calls_kernel, &m);
+    return NULL;
+}
+
+static void test_tool_lock_bounded(void **state)
+{
+    (void)state;
+    char log[600];
+    snprintf(log, sizeof log, "%s/trace_lock.log", dir);
+    unlink(log);
+    snprintf(err_path, sizeof err_path, "%s/stderr.txt", dir);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        alarm(30);
+        int fd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0 || dup2(fd, 2) < 0)
+            _exit(91);
+        snprintf(out_path, sizeof out_path, "%s/map_lock.json", dir);
+        setenv("ARGUS_PCMAP_OUT", out_path, 1);
+        setenv("ARGUS_PCMAP_LOG", log, 1);
+        setenv("ARGUS_PCMAP_LOCK_WAIT", "1", 1);
+        setenv("ARGUS_SANITIZER_LIB", FAKE_SAN_LIB, 1);
+        setenv("ARGUS_PCMAP_CUDA_LIB", FAKE_SAN_LIB, 1);
+        setenv("ARGUS_PCMAP_PATCH", CUBIN, 1);
+        fake_san_function(kernel_name, KBASE, 0x1000);
+        fake_san_function(work_name, WBASE, 0x200);
+        void *h = dlopen(PCMAP_TOOL, RTLD_NOW | RTLD_LOCAL);
+        if (h == NULL)
+            _exit(92);
+        size_t len;
+        void *img = read_all(CUBIN, &len);
+        fake_san_module_load(0x100, img, len);
+        setenv("FAKE_SAN_HANG", "sanitizerMemcpyDeviceToHost", 1);
+        pthread_t t;
+        if (pthread_create(&t, NULL, stuck_launch, NULL) != 0)
+            _exit(93);
+        usleep(200 * 1000);
+        unsetenv("FAKE_SAN_HANG");
+        stuck_launch(NULL); /* waits 1 s for the lock, then goes on */
+        int (*flush)(void) = (int (*)(void))dlsym(h, "argus_pcmap_tool_flush");
+        if (flush == NULL || flush() != -1)
+            _exit(94);
+        _exit(0); /* the stuck thread goes with the process */
+    }
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    char *err = child_stderr();
+    assert_non_null(strstr(err, "the tool's lock was held for 1 s by a callback stuck in step launch"));
+    free(err);
+    size_t len;
+    char *t = read_all(log, &len);
+    assert_non_null(strstr(t, " lock: callback 5/1 waited 1 s for the lock held by tid "));
+    assert_non_null(strstr(t, " in step launch"));
+    assert_non_null(strstr(t, " lock: the flush waited 1 s"));
+    free(t);
+}
+
 static void test_find_sanitizer(void **state)
 {
     (void)state;
@@ -734,8 +923,60 @@ static int write_map(const char *to, int wrong)
     return rc;
 }
 
+/* `test_argus_pcmap --prog trivial|regions LAUNCHES`: this binary as the
+ * CUDA program of scripts/gpu/argus16_pcmap.sh --dry-run, with the tool
+ * loaded as it is on the GPU (LD_PRELOAD, or CUDA_INJECTION64_PATH, whose
+ * InitializeInjection this "cuInit" calls) and the fake as the Sanitizer
+ * (ARGUS_SANITIZER_LIB and ARGUS_PCMAP_CUDA_LIB name it). trivial: one
+ * module without regions, one empty kernel; regions: the known-ratio model.
+ * Each launch is followed by a synchronisation, as cudaDeviceSynchronize.
+ * FAKE_SAN_HANG makes one of the fake's calls block (a simulated hang). */
+static void empty_kernel(void *ud, const void *desc, void *arg)
+{
+    (void)ud, (void)desc, (void)arg;
+}
+
+static int fake_prog(const char *variant, int launches)
+{
+    int regions = strcmp(variant, "regions") == 0;
+    if (!regions && strcmp(variant, "trivial") != 0) {
+        fprintf(stderr, "test_argus_pcmap --prog: variant %s: use trivial or regions\n", variant);
+        return 2;
+    }
+    const char *inj = getenv("CUDA_INJECTION64_PATH");
+    if (inj != NULL && inj[0] != '\0') {
+        void *h = dlopen(inj, RTLD_NOW | RTLD_LOCAL);
+        int (*init)(void) = h ? (int (*)(void))dlsym(h, "InitializeInjection") : NULL;
+        if (init == NULL) {
+            fprintf(stderr, "test_argus_pcmap --prog: %s: no InitializeInjection\n", inj);
+            return 2;
+        }
+        init();
+    }
+    find_names();
+    id_a = argus_region_id("callA", 0);
+    id_b = argus_region_id("callB", 0);
+    id_w = argus_region_id("work", 0);
+    fake_san_function(kernel_name, KBASE, 0x1000);
+    fake_san_function(work_name, WBASE, 0x200);
+    size_t len;
+    void *img = read_all(regions ? CUBIN : PCS_CUBIN, &len);
+    fake_san_module_load(0x100, img, len);
+    uint32_t grid[3] = {G16_CTAS, 1, 1}, block[3] = {G16_CALL_THREADS, 1, 1};
+    model m = {0};
+    for (int i = 0; i < launches; i++) {
+        fake_san_launch(0x100, kernel_name, grid, block, regions ? calls_kernel : empty_kernel, &m);
+        fake_san_sync();
+    }
+    free(img);
+    printf("pcmap_prog (fake): %d launches of the %s kernel done\n", launches, variant);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 4 && strcmp(argv[1], "--prog") == 0)
+        return fake_prog(argv[2], atoi(argv[3]));
     if (argc >= 3 && strcmp(argv[1], "--map") == 0)
         return write_map(argv[2], argc > 3 && strcmp(argv[3], "wrong") == 0);
     const struct CMUnitTest tests[] = {
@@ -746,9 +987,13 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_tool_unbalanced),
         cmocka_unit_test(test_tool_uninstrumented),
         cmocka_unit_test(test_tool_errors),
+        cmocka_unit_test(test_tool_trace),
+        cmocka_unit_test(test_tool_no_sync),
+        cmocka_unit_test(test_tool_reenter),
+        cmocka_unit_test(test_tool_lock_bounded),
         cmocka_unit_test(test_find_sanitizer),
         cmocka_unit_test(test_attrib_through_map),
         cmocka_unit_test(test_file_roundtrip_and_bad),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, getenv("PCMAP_KEEP") ? NULL : teardown);
 }

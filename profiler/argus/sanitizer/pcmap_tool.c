@@ -23,9 +23,11 @@
  *     with a ring of one record per warp (the markers then store, and the
  *     store is what the patch reads; nobody decodes that ring), allocates
  *     the device tables (pcmap_dev.h) and hands them to the launch;
- *   - at the launch's end: waits for the stream (the backend serialises
- *     kernels: its recipe says so), copies the tables back, disarms what it
- *     armed and adds the counts to the map: each PC as (function, offset)
+ *   - at the program's next synchronisation of the launch's stream or
+ *     context (SYNCHRONIZE domain; no launch callback waits for the GPU)
+ *     or at argus_pcmap_tool_flush: copies the tables back, disarms what
+ *     it armed and adds the counts to the map (one launch at a time: the
+ *     backend serialises kernels, its recipe says so): each PC as (function, offset)
  *     from the cubin's symbols and sanitizerGetFunctionPcAndSize, each path
  *     named through the registry (embedded in the cubin, or
  *     ARGUS_PCMAP_REGISTRY);
@@ -38,7 +40,9 @@
  * stderr, written into the map's problems (marked incomplete), and
  * instrumentation stops while the program goes on (fail-open).
  *
- * Environment: ARGUS_PCMAP_OUT (required), ARGUS_PCMAP_PATCH,
+ * Environment: ARGUS_PCMAP_OUT (required), ARGUS_PCMAP_LOG (the step trace:
+ * a path or "stderr"; off by default), ARGUS_PCMAP_LOCK_WAIT (seconds a
+ * callback waits for another's lock, default 10), ARGUS_PCMAP_PATCH,
  * ARGUS_SANITIZER_LIB, ARGUS_PCMAP_REGISTRY, ARGUS_PCMAP_TABLE (count
  * table entries per launch, a power of two, default 65536),
  * ARGUS_PCMAP_CUDA_LIB (the driver library, default libcuda.so.1).
@@ -46,18 +50,26 @@
  * Tested on: the fake Sanitizer (tests/argus/fake_sanitizer.c, ctest
  * argus_pcmap) against the CUDA 13.0 headers' layouts (san_abi.h, checked
  * by ctest argus_pcmap_abi). On the H200 (driver 580, CUDA 13.0):
- * scripts/gpu/argus16_pcmap.sh; not run there yet. Unverified: that the
- * patch callbacks see only the threads whose predicate is on (the markers'
- * store is lane 0's alone), and that cuModuleGetGlobal may be called from
- * a launch callback.
+ * scripts/gpu/argus16_pcmap.sh; session 8's preload run hung there with no
+ * output (cause not known; the candidates this file removed are in
+ * docs/argus-backends.md). Unverified: that the patch callbacks see only
+ * the threads whose predicate is on (the markers' store is lane 0's
+ * alone), that cuModuleGetGlobal may be called from a launch callback, and
+ * that subscribing inside cuInit (injection) is safe; ARGUS_PCMAP_LOG
+ * names the step if one of them hangs.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "argus/pcmap.h"
 #include "argus/shim.h"
@@ -102,6 +114,8 @@ typedef struct launch_rec {
     int active;
     module_rec *mod;
     argus_san_stream hstream;
+    long tid;           /* the thread of its LAUNCH_BEGIN */
+    int ended;          /* LAUNCH_END seen */
     CUcontext ctx;
     argus_pcmap_dev host;
     void *dev, *warps, *table, *paths, *ring;
@@ -125,7 +139,82 @@ static struct {
     module_rec mods[MAX_MODULES];
     size_t n_mods;
     launch_rec launch;
+    /* The step the lock's holder is in (a string literal) and its thread,
+     * for the trace of a thread that waits for the lock. */
+    const char *volatile step;
+    volatile long step_tid;
+    int lock_gave_up; /* a callback gave up waiting for the lock (atomic) */
+    int reentered;    /* a callback came in on a thread already inside one (atomic) */
 } g = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* ---- the trace (ARGUS_PCMAP_LOG) -------------------------------------------
+ * One line per step, written with one write(2) each so that a line is in the
+ * file (the kernel's page cache) as soon as the step starts: when the process
+ * hangs and is killed, the last line names the step it was in. Off (and
+ * nothing opened) unless ARGUS_PCMAP_LOG is a path or "stderr". The format,
+ * which scripts/gpu/argus16_pcmap.sh reads:
+ *   argus-pcmap +SECONDS.mmm tid TID STEP: what
+ * SECONDS from the tool's start (CLOCK_MONOTONIC); STEP one word of init,
+ * subscribe, module, patch, launch, sync, collect, flush, write, lock,
+ * reenter, exit. */
+static int trace_fd = -1;
+static struct timespec trace_t0;
+
+static long tid_now(void)
+{
+    return (long)syscall(SYS_gettid);
+}
+
+__attribute__((format(printf, 2, 3))) static void trace(const char *step, const char *fmt, ...)
+{
+    /* The step of the lock's holder; a waiter's lines (lock, reenter) are
+     * not its step. */
+    if (strcmp(step, "lock") != 0 && strcmp(step, "reenter") != 0)
+        g.step = step;
+    if (trace_fd < 0)
+        return;
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    double s = (double)(t.tv_sec - trace_t0.tv_sec) + (t.tv_nsec - trace_t0.tv_nsec) * 1e-9;
+    char buf[1024];
+    int n = snprintf(buf, sizeof buf, "argus-pcmap +%.3f tid %ld %s: ", s, tid_now(), step);
+    va_list ap;
+    va_start(ap, fmt);
+    if (n > 0 && (size_t)n < sizeof buf)
+        n += vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n >= sizeof buf - 1)
+        n = (int)sizeof buf - 2;
+    buf[n++] = '\n';
+    int saved = errno; /* the program's errno is left as it was */
+    ssize_t w = write(trace_fd, buf, (size_t)n);
+    (void)w; /* a trace that cannot be written is not the program's problem */
+    errno = saved;
+}
+
+static void trace_open(void)
+{
+    clock_gettime(CLOCK_MONOTONIC, &trace_t0);
+    const char *p = getenv("ARGUS_PCMAP_LOG");
+    if (p == NULL || p[0] == '\0')
+        return;
+    if (strcmp(p, "stderr") == 0)
+        trace_fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
+    else
+        trace_fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (trace_fd < 0) {
+        fprintf(stderr, "argus-pcmap: ARGUS_PCMAP_LOG=%s cannot be opened (%s): no trace; "
+                        "point it at a writable file or \"stderr\"\n",
+                p, strerror(errno));
+        return;
+    }
+    char exe[512];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    trace("init", "pid %ld exe %s; trace to %s", (long)getpid(), exe, p);
+}
 
 /* One line on stderr and a problem in the map; instrumentation stops when
  * fatal (the program goes on). */
@@ -137,6 +226,7 @@ __attribute__((format(printf, 2, 3))) static void problem(int fatal, const char 
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     fprintf(stderr, "argus-pcmap: %s\n", buf);
+    trace(g.step ? g.step : "init", "problem%s: %s", fatal ? " (instrumentation stops)" : "", buf);
     if (g.map != NULL)
         argus_pcmap_problem(g.map, "%s", buf);
     if (fatal)
@@ -165,6 +255,12 @@ static const char *kind_name(uint32_t kind)
     }
 }
 
+/* How long a callback (or the flush) waits for the lock held by another
+ * thread before it gives up on its event (the program goes on; the map says
+ * so): ARGUS_PCMAP_LOCK_WAIT seconds, default 10. */
+static int lock_wait_s = 10;
+#define LOCK_WAIT_S lock_wait_s
+
 static void callback(void *ud, int domain, uint32_t cbid, const void *data);
 
 /* Resolves the Sanitizer API and subscribes; 0 or -1 (said). */
@@ -175,6 +271,7 @@ static int open_sanitizer(void)
         problem(1, "%s", msg);
         return -1;
     }
+    trace("init", "dlopen(%s)", path);
     g.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (g.lib == NULL) {
         problem(1,
@@ -194,7 +291,9 @@ static int open_sanitizer(void)
     }
     ARGUS_SAN_FUNCS(ARGUS_X_FN)
 #undef ARGUS_X_FN
+    trace("subscribe", "sanitizerSubscribe");
     argus_san_result r = g.san.sanitizerSubscribe(&g.sub, callback, NULL);
+    trace("subscribe", "sanitizerSubscribe returned %d", r);
     if (r == ARGUS_SAN_ERROR_MAX_LIMIT_REACHED) {
         problem(1,
                 "another tool is attached: the CUDA Sanitizer takes one subscriber per process "
@@ -206,12 +305,18 @@ static int open_sanitizer(void)
         problem(1, "sanitizerSubscribe failed: %s (%d); nothing is instrumented", san_str(r), r);
         return -1;
     }
+    /* Synchronisation callbacks are where a launch's tables are read back
+     * (as NVIDIA's MemoryTracker sample does): a launch callback does not
+     * wait for the GPU. */
+    trace("subscribe", "sanitizerEnableDomain(resource, launch, synchronize)");
     if ((r = g.san.sanitizerEnableDomain(1, g.sub, ARGUS_SAN_DOMAIN_RESOURCE)) != 0 ||
-        (r = g.san.sanitizerEnableDomain(1, g.sub, ARGUS_SAN_DOMAIN_LAUNCH)) != 0) {
+        (r = g.san.sanitizerEnableDomain(1, g.sub, ARGUS_SAN_DOMAIN_LAUNCH)) != 0 ||
+        (r = g.san.sanitizerEnableDomain(1, g.sub, ARGUS_SAN_DOMAIN_SYNCHRONIZE)) != 0) {
         problem(1, "sanitizerEnableDomain failed: %s (%d); nothing is instrumented", san_str(r),
                 r);
         return -1;
     }
+    trace("subscribe", "subscribed");
     return 0;
 }
 
@@ -228,14 +333,18 @@ static int open_driver(void)
     }
     /* The handle stays open: the driver is loaded for the process's life
      * anyway (it loaded this library). */
+    trace("init", "driver resolved; waiting for module loads and launches");
     return 0;
 }
 
 static void start(void)
 {
+    trace_open();
     const char *out = getenv("ARGUS_PCMAP_OUT");
-    if (out == NULL || out[0] == '\0' || strlen(out) >= sizeof g.out)
+    if (out == NULL || out[0] == '\0' || strlen(out) >= sizeof g.out) {
+        trace("init", "ARGUS_PCMAP_OUT unset or too long: nothing is instrumented");
         return; /* not asked: silent, nothing touched */
+    }
     snprintf(g.out, sizeof g.out, "%s", out);
     if (argus_pcmap_new(&g.map) != 0) {
         fprintf(stderr, "argus-pcmap: out of memory; nothing is instrumented\n");
@@ -274,6 +383,16 @@ static void start(void)
         }
         g.table_cap = (uint32_t)v;
     }
+    const char *lw = getenv("ARGUS_PCMAP_LOCK_WAIT");
+    if (lw != NULL && lw[0] != '\0') {
+        char *end;
+        long v = strtol(lw, &end, 10);
+        if (*end != '\0' || v < 1 || v > 600) {
+            problem(1, "ARGUS_PCMAP_LOCK_WAIT=%s: must be whole seconds from 1 to 600", lw);
+            return;
+        }
+        lock_wait_s = (int)v;
+    }
     const char *rp = getenv("ARGUS_PCMAP_REGISTRY");
     if (rp != NULL && rp[0] != '\0') {
         char msg[1024];
@@ -291,6 +410,7 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 /* The driver's entry (CUDA_INJECTION64_PATH): 1, as CUPTI's convention. */
 EXPORT int InitializeInjection(void)
 {
+    trace("init", "InitializeInjection (the driver's cuInit loaded this library)");
     pthread_once(&once, start);
     return 1;
 }
@@ -298,6 +418,7 @@ EXPORT int InitializeInjection(void)
 __attribute__((constructor)) static void on_load(void)
 {
     pthread_once(&once, start);
+    trace("init", "constructor done");
 }
 
 /* ---- modules ------------------------------------------------------------- */
@@ -323,8 +444,9 @@ static void module_unloading(const argus_san_module_data *d)
     module_rec *mr = find_module(d->module);
     if (mr == NULL)
         return;
+    trace("module", "module %p unloading", (void *)d->module);
     if (g.launch.active && g.launch.mod == mr)
-        return; /* its launch is still being mapped; LAUNCH_END comes first */
+        return; /* its launch is not collected yet: the record is still needed */
     argus_cubin_free(&mr->cubin);
     argus_registry_free(mr->reg);
     free(mr->fns);
@@ -337,8 +459,13 @@ static void module_unloading(const argus_san_module_data *d)
 
 static void module_loaded(const argus_san_module_data *d)
 {
-    if (!has_descriptor(d->cubin, d->cubin_size))
+    if (!has_descriptor(d->cubin, d->cubin_size)) {
+        trace("module", "module %p loaded (%zu bytes): no %s, left alone", (void *)d->module,
+              d->cubin_size, ARGUS_DESC_SYMBOL);
         return; /* not instrumented: left alone */
+    }
+    trace("module", "module %p loaded (%zu bytes): instrumented, parsing", (void *)d->module,
+          d->cubin_size);
     if (g.n_mods == MAX_MODULES) {
         problem(0, "more than %d instrumented modules: the later ones are not mapped",
                 MAX_MODULES);
@@ -367,7 +494,9 @@ static void module_loaded(const argus_san_module_data *d)
         c++;
     argus_san_result r;
     if (c == g.n_ctx) {
+        trace("patch", "sanitizerAddPatchesFromFile(%s, ctx %p)", g.patch, (void *)d->context);
         r = g.san.sanitizerAddPatchesFromFile(g.patch, d->context);
+        trace("patch", "sanitizerAddPatchesFromFile returned %d", r);
         if (r != ARGUS_SAN_SUCCESS) {
             if (r == ARGUS_SAN_ERROR_NOT_COMPATIBLE || r == ARGUS_SAN_ERROR_INVALID_DEVICE ||
                 r == ARGUS_SAN_ERROR_NOT_SUPPORTED)
@@ -394,6 +523,7 @@ static void module_loaded(const argus_san_module_data *d)
         ARGUS_SAN_PATCHES(ARGUS_X_PATCH)
 #undef ARGUS_X_PATCH
     };
+    trace("patch", "sanitizerPatchInstructions x %zu", sizeof patches / sizeof patches[0]);
     for (size_t i = 0; i < sizeof patches / sizeof patches[0]; i++) {
         r = g.san.sanitizerPatchInstructions(patches[i].id, d->module, patches[i].cb);
         if (r != ARGUS_SAN_SUCCESS) {
@@ -402,10 +532,12 @@ static void module_loaded(const argus_san_module_data *d)
             return;
         }
     }
+    trace("patch", "sanitizerPatchModule(%p)", (void *)d->module);
     if ((r = g.san.sanitizerPatchModule(d->module)) != ARGUS_SAN_SUCCESS) {
         problem(1, "sanitizerPatchModule failed: %s (%d)", san_str(r), r);
         return;
     }
+    trace("patch", "module %p patched", (void *)d->module);
     g.n_mods++;
 }
 
@@ -467,22 +599,27 @@ static int alloc0(launch_rec *l, void **p, size_t bytes)
 static void launch_begin(const argus_san_launch_data *d)
 {
     module_rec *mr = find_module(d->module);
+    trace("launch", "LAUNCH_BEGIN %.200s (module %p%s)", d->function_name ? d->function_name : "?",
+          (void *)d->module, mr ? "" : ", not instrumented");
     if (mr == NULL)
         return;
     if (g.launch.active) {
-        /* Launches are collected one at a time (the end callback waits for
-         * the stream); a second begin before the first's end is a launch
-         * from another thread. */
-        problem(0, "kernel %s was launched while another was being mapped: it is not mapped",
+        /* Launches are collected one at a time, at the synchronisation
+         * that follows them: a second launch before the program
+         * synchronises is not mapped. */
+        problem(0, "kernel %s was launched before the program synchronised with the one being mapped: it is not mapped",
                 d->function_name ? d->function_name : "?");
         return;
     }
-    if (!mr->resolved)
+    if (!mr->resolved) {
+        trace("launch", "sanitizerGetFunctionPcAndSize x %zu", mr->cubin.nfn);
         resolve_functions(mr);
+    }
     launch_rec *l = &g.launch;
     memset(l, 0, sizeof(*l));
     l->mod = mr;
     l->hstream = d->hstream;
+    l->tid = tid_now();
     l->ctx = d->context;
     snprintf(l->info.kernel, sizeof l->info.kernel, "%s",
              d->function_name ? d->function_name : "?");
@@ -501,7 +638,10 @@ static void launch_begin(const argus_san_launch_data *d)
     if (mr->desc == 0) {
         size_t bytes = 0;
         CUdeviceptr addr = 0;
+        trace("launch", "cuModuleGetGlobal(%s) (a driver call inside the launch callback)",
+              ARGUS_DESC_SYMBOL);
         int rc = (int)g.get_global(&addr, &bytes, d->module, ARGUS_DESC_SYMBOL);
+        trace("launch", "cuModuleGetGlobal returned %d", rc);
         mr->desc = (uint64_t)addr;
         if (rc != 0 || bytes < sizeof(argus_device_desc)) {
             problem(0, "cuModuleGetGlobal(%s) failed (CUresult %d): kernel %s is not mapped",
@@ -511,8 +651,12 @@ static void launch_begin(const argus_san_launch_data *d)
         }
     }
     argus_device_desc desc;
+    trace("launch", "sanitizerMemcpyDeviceToHost(descriptor, stream %p): waits for the stream's "
+                    "earlier work", (void *)d->hstream);
     argus_san_result r = g.san.sanitizerMemcpyDeviceToHost(&desc, (void *)(uintptr_t)mr->desc,
                                                            sizeof desc, d->hstream);
+    trace("launch", "descriptor read (%d): %s", r,
+          r == 0 && desc.magic == ARGUS_BUF_MAGIC && desc.slots ? "armed by the program" : "unarmed");
     if (r != ARGUS_SAN_SUCCESS) {
         problem(0, "reading %s failed: %s (%d): kernel %s is not mapped", ARGUS_DESC_SYMBOL,
                 san_str(r), r, l->info.kernel);
@@ -526,10 +670,11 @@ static void launch_begin(const argus_san_launch_data *d)
             return;
         }
         desc = (argus_device_desc){(uint64_t)(uintptr_t)l->ring, nwarps, 0, wpc, ARGUS_BUF_MAGIC};
+        /* Stream-ordered before the kernel; the call returns once the
+         * source is staged, so nothing here waits for the GPU. */
+        trace("launch", "arming: sanitizerMemcpyHostToDeviceAsync(descriptor, %u warps)", nwarps);
         r = g.san.sanitizerMemcpyHostToDeviceAsync((void *)(uintptr_t)mr->desc, &desc,
                                                    sizeof desc, d->hstream);
-        if (r == ARGUS_SAN_SUCCESS)
-            r = g.san.sanitizerStreamSynchronize(d->hstream);
         if (r != ARGUS_SAN_SUCCESS) {
             problem(0, "arming kernel %s failed: %s (%d): not mapped", l->info.kernel,
                     san_str(r), r);
@@ -548,6 +693,8 @@ static void launch_begin(const argus_san_launch_data *d)
     h->warps_per_cta = wpc;
     h->table_cap = g.table_cap;
     h->paths_cap = 4096;
+    trace("launch", "sanitizerAlloc + Memset of the tables (%u warps, %u entries)", nwarps,
+          h->table_cap);
     if (alloc0(l, &l->warps, (size_t)nwarps * sizeof(argus_pcmap_warp)) != 0 ||
         alloc0(l, &l->table, (size_t)h->table_cap * sizeof(argus_pcmap_entry)) != 0 ||
         alloc0(l, &l->paths, (size_t)h->paths_cap * sizeof(argus_pcmap_pathent)) != 0 ||
@@ -561,6 +708,7 @@ static void launch_begin(const argus_san_launch_data *d)
     r = g.san.sanitizerMemcpyHostToDeviceAsync(l->dev, h, sizeof(*h), d->hstream);
     if (r == ARGUS_SAN_SUCCESS)
         r = g.san.sanitizerSetLaunchCallbackData(d->hlaunch, d->function, d->hstream, l->dev);
+    trace("launch", "tables handed to the launch (%d)", r);
     if (r != ARGUS_SAN_SUCCESS) {
         problem(0, "handing the tables to kernel %s failed: %s (%d): not mapped",
                 l->info.kernel, san_str(r), r);
@@ -598,17 +746,18 @@ static size_t path_ids(const argus_pcmap_pathent *t, uint32_t cap, uint64_t key,
     return n;
 }
 
-static void launch_end(const argus_san_launch_data *d)
+/* The launch's tables, read back at a synchronisation of its stream or
+ * context (or an explicit flush): the kernel is done, so the copies on its
+ * stream do not wait for it. */
+static void collect(const char *why)
 {
     launch_rec *l = &g.launch;
-    if (!l->active || find_module(d->module) != l->mod)
-        return;
     argus_pcmap_dev *h = &l->host;
+    trace("collect", "kernel %s at %s: sanitizerMemcpyDeviceToHost of the tables", l->info.kernel,
+          why);
     argus_pcmap_entry *tab = calloc(h->table_cap, sizeof(*tab));
     argus_pcmap_pathent *paths = calloc(h->paths_cap, sizeof(*paths));
-    argus_san_result r = g.san.sanitizerStreamSynchronize(l->hstream);
-    if (r == ARGUS_SAN_SUCCESS)
-        r = g.san.sanitizerMemcpyDeviceToHost(h, l->dev, sizeof(*h), l->hstream);
+    argus_san_result r = g.san.sanitizerMemcpyDeviceToHost(h, l->dev, sizeof(*h), l->hstream);
     if (r == ARGUS_SAN_SUCCESS && tab && paths)
         r = g.san.sanitizerMemcpyDeviceToHost(tab, l->table, h->table_cap * sizeof(*tab),
                                               l->hstream);
@@ -618,9 +767,9 @@ static void launch_end(const argus_san_launch_data *d)
     if (l->armed_by_tool && l->mod->desc != 0) {
         argus_device_desc zero;
         memset(&zero, 0, sizeof zero);
+        trace("collect", "disarming: sanitizerMemcpyHostToDeviceAsync(descriptor)");
         if (g.san.sanitizerMemcpyHostToDeviceAsync((void *)(uintptr_t)l->mod->desc, &zero,
-                                                   sizeof zero, l->hstream) != ARGUS_SAN_SUCCESS ||
-            g.san.sanitizerStreamSynchronize(l->hstream) != ARGUS_SAN_SUCCESS)
+                                                   sizeof zero, l->hstream) != ARGUS_SAN_SUCCESS)
             problem(0, "disarming kernel %s failed: later launches of its module may record",
                     l->info.kernel);
     }
@@ -651,6 +800,8 @@ static void launch_end(const argus_san_launch_data *d)
         problem(0, "kernel %s: %u region ends that closed no open region, %u callbacks from "
                    "warps outside the grid: the markers are unbalanced",
                 l->info.kernel, h->bad_end, h->bad_warp);
+    trace("collect", "kernel %s: %u markers, %u dropped; adding its counts", l->info.kernel,
+          h->markers, h->dropped);
     argus_pcmap_add_launch(g.map, &l->info);
     const argus_registry *reg = l->mod->reg ? l->mod->reg : g.reg_env;
     char msg[512];
@@ -685,12 +836,108 @@ static void launch_end(const argus_san_launch_data *d)
     free(tab);
     free(paths);
     release_launch(l);
+    trace("collect", "done");
+}
+
+static void launch_end(const argus_san_launch_data *d)
+{
+    launch_rec *l = &g.launch;
+    int ours = l->active && find_module(d->module) == l->mod;
+    trace("launch", "LAUNCH_END %.200s%s", d->function_name ? d->function_name : "?",
+          ours ? ": its tables are read at the next synchronisation" : "");
+    if (ours)
+        l->ended = 1;
+}
+
+static void synchronized(uint32_t cbid, const argus_san_sync_data *d)
+{
+    launch_rec *l = &g.launch;
+    int ctx = cbid == ARGUS_SAN_CBID_CONTEXT_SYNCHRONIZED;
+    /* Not before the launch's end, unless on its own thread (which is past
+     * it: a driver that sends no LAUNCH_END does not lose the launch). */
+    int match = l->active && (l->ended || tid_now() == l->tid) &&
+                (ctx ? d->context == NULL || d->context == l->ctx : d->hstream == l->hstream);
+    trace("sync", "%s synchronised (ctx %p, stream %p)%s", ctx ? "context" : "stream",
+          (void *)d->context, (void *)d->hstream, match ? ": collecting" : "");
+    if (match)
+        collect(ctx ? "a context synchronisation" : "a stream synchronisation");
+}
+
+/* A thread inside one of this tool's callbacks: a callback that comes in
+ * on it again (a Sanitizer or driver call of the tool's that fires one,
+ * such as a lazily loaded module's load inside cuModuleGetGlobal) is
+ * skipped, not waited for: the lock is not recursive and its holder is this
+ * very thread. */
+static __thread int in_callback;
+
+
+static int handled(int domain, uint32_t cbid)
+{
+    switch (domain) {
+    case ARGUS_SAN_DOMAIN_RESOURCE:
+        return cbid == ARGUS_SAN_CBID_MODULE_LOADED || cbid == ARGUS_SAN_CBID_MODULE_UNLOAD_STARTING;
+    case ARGUS_SAN_DOMAIN_LAUNCH:
+        return cbid == ARGUS_SAN_CBID_LAUNCH_BEGIN || cbid == ARGUS_SAN_CBID_LAUNCH_END;
+    case ARGUS_SAN_DOMAIN_SYNCHRONIZE:
+        return cbid == ARGUS_SAN_CBID_STREAM_SYNCHRONIZED ||
+               cbid == ARGUS_SAN_CBID_CONTEXT_SYNCHRONIZED;
+    default:
+        return 0;
+    }
+}
+
+/* 0 with the lock held, -1 when it was not had in `wait_s` seconds (said;
+ * domain -1: the flush). */
+static int lock_bounded(int domain, uint32_t cbid, int wait_s)
+{
+    if (pthread_mutex_trylock(&g.mu) == 0)
+        return 0;
+    for (int waited = 1; waited <= wait_s; waited++) {
+        struct timespec dl;
+        clock_gettime(CLOCK_REALTIME, &dl);
+        dl.tv_sec += 1;
+        if (pthread_mutex_timedlock(&g.mu, &dl) == 0)
+            return 0;
+        const char *st = g.step;
+        if (domain < 0)
+            trace("lock", "the flush waited %d s for the lock held by tid %ld in step %s", waited,
+                  g.step_tid, st ? st : "?");
+        else
+            trace("lock", "callback %d/%u waited %d s for the lock held by tid %ld in step %s",
+                  domain, cbid, waited, g.step_tid, st ? st : "?");
+    }
+    if (domain >= 0)
+        __atomic_store_n(&g.lock_gave_up, 1, __ATOMIC_RELAXED);
+    return -1;
 }
 
 static void callback(void *ud, int domain, uint32_t cbid, const void *data)
 {
     (void)ud;
-    pthread_mutex_lock(&g.mu);
+    if (!handled(domain, cbid)) {
+        /* No lock, nothing touched; one nested in the tool's own call is
+         * traced: before the lock was taken for these too, it was the
+         * self-deadlock's candidate (session 8; the lead's probe). */
+        if (in_callback) {
+            const char *st = g.step;
+            trace("reenter", "callback %d/%u (not handled) came in inside step %s: passed", domain,
+                  cbid, st ? st : "?");
+        }
+        return;
+    }
+    if (in_callback) {
+        const char *st = g.step;
+        trace("reenter", "callback %d/%u came in inside step %s of this thread: skipped", domain,
+              cbid, st ? st : "?");
+        __atomic_store_n(&g.reentered, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    in_callback = 1;
+    if (lock_bounded(domain, cbid, LOCK_WAIT_S) != 0) {
+        in_callback = 0;
+        return;
+    }
+    g.step_tid = tid_now();
     if (g.started && !g.dead) {
         if (domain == ARGUS_SAN_DOMAIN_RESOURCE && cbid == ARGUS_SAN_CBID_MODULE_LOADED)
             module_loaded((const argus_san_module_data *)data);
@@ -701,30 +948,70 @@ static void callback(void *ud, int domain, uint32_t cbid, const void *data)
             launch_begin((const argus_san_launch_data *)data);
         else if (domain == ARGUS_SAN_DOMAIN_LAUNCH && cbid == ARGUS_SAN_CBID_LAUNCH_END)
             launch_end((const argus_san_launch_data *)data);
+        else if (domain == ARGUS_SAN_DOMAIN_SYNCHRONIZE)
+            synchronized(cbid, (const argus_san_sync_data *)data);
     }
+    g.step = NULL;
+    g.step_tid = 0;
     pthread_mutex_unlock(&g.mu);
+    in_callback = 0;
+}
+
+/* Writes the map; a launch not collected yet is collected first when the
+ * Sanitizer may still be called (an explicit flush, not the destructor).
+ * 0, -1 (not written, said) or -2 (the lock was not had, said). */
+static int flush_map(int may_collect)
+{
+    /* A callback stuck on another thread (in a driver call) must not hang
+     * the program's exit too: the map is then not written, and that said. */
+    if (lock_bounded(-1, 0, LOCK_WAIT_S) != 0) {
+        if (g.started)
+            fprintf(stderr, "argus-pcmap: the tool's lock was held for %d s by a callback stuck "
+                            "in step %s: the map %s is not written (ARGUS_PCMAP_LOG=stderr "
+                            "shows the steps)\n",
+                    LOCK_WAIT_S, g.step ? g.step : "?", g.out);
+        return -2;
+    }
+    g.step_tid = tid_now();
+    int rc = 0;
+    if (g.started && g.map != NULL) {
+        char msg[1024];
+        trace("flush", "writing the map (%zu launches mapped)", g.map->n_launches);
+        if (g.launch.active && may_collect && !g.dead)
+            collect("the flush");
+        if (g.launch.active)
+            argus_pcmap_problem(g.map, "kernel %s was not synchronised by the program before the "
+                                       "map was written: its counts are not in",
+                                g.launch.info.kernel);
+        if (__atomic_load_n(&g.lock_gave_up, __ATOMIC_RELAXED))
+            argus_pcmap_problem(g.map, "a callback waited %d s for the tool's lock and gave up: "
+                                       "an event is missing (ARGUS_PCMAP_LOG says which)",
+                                LOCK_WAIT_S);
+        if (__atomic_load_n(&g.reentered, __ATOMIC_RELAXED))
+            argus_pcmap_problem(g.map, "a callback came in inside another on the same thread and "
+                                       "was skipped (ARGUS_PCMAP_LOG says which)");
+        if (g.map->n_launches == 0 && !g.dead)
+            argus_pcmap_problem(g.map, "no launch of an instrumented kernel (built with "
+                                       "-DARGUS_ENABLE) was mapped");
+        trace("write", "%s", g.out);
+        if (argus_pcmap_write(g.map, g.out, msg, sizeof msg) != 0) {
+            fprintf(stderr, "argus-pcmap: %s\n", msg);
+            trace("write", "failed: %s", msg);
+            rc = -1;
+        } else {
+            trace("write", "done");
+        }
+    }
+    g.step = NULL;
+    g.step_tid = 0;
+    pthread_mutex_unlock(&g.mu);
+    return rc;
 }
 
 /* Writes the map now (also done at exit); 0 or -1 (said on stderr). */
 EXPORT int argus_pcmap_tool_flush(void)
 {
-    pthread_mutex_lock(&g.mu);
-    int rc = 0;
-    if (g.started && g.map != NULL) {
-        char msg[1024];
-        if (g.launch.active)
-            argus_pcmap_problem(g.map, "kernel %s was still running: its counts are not in",
-                                g.launch.info.kernel);
-        if (g.map->n_launches == 0 && !g.dead)
-            argus_pcmap_problem(g.map, "no launch of an instrumented kernel (built with "
-                                       "-DARGUS_ENABLE) was mapped");
-        if (argus_pcmap_write(g.map, g.out, msg, sizeof msg) != 0) {
-            fprintf(stderr, "argus-pcmap: %s\n", msg);
-            rc = -1;
-        }
-    }
-    pthread_mutex_unlock(&g.mu);
-    return rc;
+    return flush_map(1) == 0 ? 0 : -1;
 }
 
 /* At exit the Sanitizer library, opened after this one, has already run its
@@ -732,7 +1019,13 @@ EXPORT int argus_pcmap_tool_flush(void)
  * is released. */
 __attribute__((destructor)) static void on_unload(void)
 {
-    argus_pcmap_tool_flush();
+    trace("exit", "the library's destructor");
+    if (flush_map(0) == -2) {
+        /* A callback still holds the lock: its memory stays (the process
+         * is ending), rather than a wait for ever. */
+        trace("exit", "the lock is still held: the tool's memory is left to the exit");
+        return;
+    }
     pthread_mutex_lock(&g.mu);
     g.dead = 1;
     for (size_t i = 0; i < g.n_mods; i++) {
@@ -747,4 +1040,9 @@ __attribute__((destructor)) static void on_unload(void)
     g.map = NULL;
     g.started = 0;
     pthread_mutex_unlock(&g.mu);
+    trace("exit", "done");
+    if (trace_fd >= 0) {
+        close(trace_fd);
+        trace_fd = -1;
+    }
 }

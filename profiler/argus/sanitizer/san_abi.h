@@ -37,6 +37,7 @@ typedef int argus_san_result; /* SanitizerResult */
 
 /* Sanitizer_CallbackDomain */
 #define ARGUS_SAN_DOMAIN_RESOURCE 3
+#define ARGUS_SAN_DOMAIN_SYNCHRONIZE 4
 #define ARGUS_SAN_DOMAIN_LAUNCH 5
 /* Sanitizer_CallbackIdResource */
 #define ARGUS_SAN_CBID_MODULE_LOADED 9
@@ -44,6 +45,9 @@ typedef int argus_san_result; /* SanitizerResult */
 /* Sanitizer_CallbackIdLaunch */
 #define ARGUS_SAN_CBID_LAUNCH_BEGIN 1
 #define ARGUS_SAN_CBID_LAUNCH_END 3
+/* Sanitizer_CallackIdSync (sic) */
+#define ARGUS_SAN_CBID_STREAM_SYNCHRONIZED 1
+#define ARGUS_SAN_CBID_CONTEXT_SYNCHRONIZED 2
 
 /* Sanitizer_InstructionId values of the instructions argus-pcmap patches,
  * with the device callback (profiler/argus/sanitizer/pcmap_patch.cu) and
@@ -100,6 +104,13 @@ typedef struct argus_san_launch_data {
     CUstream api_stream;
     argus_san_stream api_hstream;
 } argus_san_launch_data;
+
+/* Sanitizer_SynchronizeData */
+typedef struct argus_san_sync_data {
+    CUcontext context;
+    CUstream stream;          /* STREAM_SYNCHRONIZED only */
+    argus_san_stream hstream;
+} argus_san_sync_data;
 
 /* The entry points, in the order of the table argus-pcmap resolves. */
 #define ARGUS_SAN_FUNCS(X)                                                                  \
