@@ -58,8 +58,14 @@
 #define PC_CALL_B (KBASE + 0x200)  /* in callB */
 #define PC_OUT (KBASE + 0x300)     /* out[] store, after the loop */
 #define PC_EXIT (KBASE + 0x310)
-#define PC_WSYNC (WBASE + 0x40)    /* work's END marker's bar.warp.sync, inside work */
-#define PC_WRET (WBASE + 0x80)     /* work's return, after its END */
+/* work() where the Sanitizer places it; in scenario callee_unplaced (as on
+ * the H200: nvcc puts the __noinline__ callee's copy "$KERNEL$work" inside
+ * the kernel's section and the Sanitizer places only the kernel) at the
+ * kernel's start plus the copy's offset in the section. */
+static uint64_t wbase = WBASE;
+static uint64_t work_off, kernel_size; /* from the cubin's symbol table */
+#define PC_WSYNC (wbase + 0x40)    /* work's END marker's bar.warp.sync, inside work */
+#define PC_WRET (wbase + 0x80)     /* work's return, after its END */
 
 static char dir[256];
 static char kernel_name[512], work_name[512];
@@ -79,11 +85,16 @@ static void find_names(void)
     assert_int_equal(argus_cubin_parse(img, len, CUBIN, &c, msg, sizeof msg), 0);
     for (size_t i = 0; i < c.nfn; i++) {
         const char *n = c.fn[i].name;
-        if (strstr(n, "g16_calls_on") && strstr(n, "4work"))
+        if (strstr(n, "g16_calls_on") && strstr(n, "4work")) {
             snprintf(work_name, sizeof work_name, "%s", n);
-        else if (strstr(n, "g16_calls_on") && c.fn[i].entry)
+            assert_true(c.fn[i].kernel >= 0);
+            work_off = c.fn[i].lo - c.fn[c.fn[i].kernel].lo;
+        } else if (strstr(n, "g16_calls_on") && c.fn[i].entry) {
             snprintf(kernel_name, sizeof kernel_name, "%s", n);
+            kernel_size = c.fn[i].hi - c.fn[i].lo;
+        }
     }
+    assert_true(work_off >= 0x400 && work_off + 0x100 <= kernel_size);
     argus_cubin_free(&c);
     free(img);
     assert_true(kernel_name[0] && work_name[0]);
@@ -180,6 +191,7 @@ typedef struct scenario {
                             one loaded at the same handle and launched once more */
     int no_sync;         /* the program does not synchronise: the flush collects */
     const char *log;     /* ARGUS_PCMAP_LOG; NULL: unset */
+    int callee_unplaced; /* the fake places the kernel only (as the H200's Sanitizer) */
 } scenario;
 
 static char out_path[512], err_path[512], reg_path[512];
@@ -212,8 +224,13 @@ static int run(const scenario *s)
         else
             unsetenv("ARGUS_PCMAP_LOG");
         fake_san_faults(s->faults);
-        fake_san_function(kernel_name, KBASE, 0x1000);
-        fake_san_function(work_name, WBASE, 0x200);
+        if (s->callee_unplaced) {
+            fake_san_function(kernel_name, KBASE, kernel_size);
+            wbase = KBASE + work_off;
+        } else {
+            fake_san_function(kernel_name, KBASE, 0x1000);
+            fake_san_function(work_name, WBASE, 0x200);
+        }
         void *h = dlopen(PCMAP_TOOL, RTLD_NOW | RTLD_LOCAL);
         if (h == NULL) {
             fprintf(stderr, "dlopen: %s\n", dlerror());
@@ -441,6 +458,22 @@ static void test_tool_calls(void **state)
     char *err = child_stderr();
     assert_string_equal(err, ""); /* silent when all went well */
     free(err);
+    argus_pcmap_free(m);
+}
+
+/* The H200 case: the Sanitizer places the kernel and not the callee's copy
+ * in its section; work()'s PCs still go to work(), at offsets from its own
+ * start (before the fix every one of them was named as the kernel). */
+static void test_tool_callee_unplaced(void **state)
+{
+    (void)state;
+    scenario s = {.callee_unplaced = 1};
+    assert_int_equal(run(&s), 0);
+    argus_pcmap *m = load_out();
+    if (!m->complete)
+        fail_msg("incomplete: %s", m->n_problems ? m->problems[0] : "?");
+    check_calls_map(m, 1, 0);
+    assert_int_equal(m->n_pcs, 6u);
     argus_pcmap_free(m);
 }
 
@@ -982,6 +1015,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_device_logic),
         cmocka_unit_test(test_tool_calls),
+        cmocka_unit_test(test_tool_callee_unplaced),
         cmocka_unit_test(test_tool_program_armed),
         cmocka_unit_test(test_tool_iters_roles),
         cmocka_unit_test(test_tool_unbalanced),

@@ -552,13 +552,32 @@ static void resolve_functions(module_rec *mr)
     mr->fns = calloc(mr->cubin.nfn, sizeof(*mr->fns));
     if (mr->fns == NULL)
         return;
+    /* Each function as the Sanitizer places it; a callee's copy inside a
+     * kernel's section ("$KERNEL$NAME", a local symbol) that it does not
+     * place (on the H200 every PC of a __noinline__ function came back in
+     * its kernel) at its offset from that kernel's start. */
     for (size_t i = 0; i < mr->cubin.nfn; i++) {
         uint64_t pc = 0, size = 0;
-        if (g.san.sanitizerGetFunctionPcAndSize(mr->module, mr->cubin.fn[i].name, &pc, &size) !=
-                ARGUS_SAN_SUCCESS ||
-            size == 0)
+        if (g.san.sanitizerGetFunctionPcAndSize(mr->module, mr->cubin.fn[i].name, &pc, &size) ==
+                ARGUS_SAN_SUCCESS &&
+            size != 0)
+            mr->fns[mr->nfns++] = (fn_range){mr->cubin.fn[i].name, pc, size};
+    }
+    size_t placed = mr->nfns;
+    for (size_t i = 0; i < mr->cubin.nfn; i++) {
+        const argus_cubin_func *f = &mr->cubin.fn[i];
+        if (f->entry || f->kernel < 0 || (size_t)f->kernel >= mr->cubin.nfn || f->hi <= f->lo)
             continue;
-        mr->fns[mr->nfns++] = (fn_range){mr->cubin.fn[i].name, pc, size};
+        const argus_cubin_func *k = &mr->cubin.fn[f->kernel];
+        size_t j, kj = placed;
+        for (j = 0; j < placed && mr->fns[j].name != f->name; j++)
+            if (mr->fns[j].name == k->name)
+                kj = j;
+        if (j < placed || kj == placed)
+            continue; /* placed by the Sanitizer, or its kernel is not */
+        mr->fns[mr->nfns++] = (fn_range){f->name, mr->fns[kj].pc + (f->lo - k->lo), f->hi - f->lo};
+        trace("resolve", "%s placed at its kernel's start + 0x%llx (the Sanitizer does not place it)",
+              f->name, (unsigned long long)(f->lo - k->lo));
     }
 }
 
