@@ -247,7 +247,8 @@ int argus_sass_check_out(const char *path, char *msg, size_t msglen)
                            "argus-sass: --out %s: the folder %s does not exist: create it first "
                            "or give a path in an existing folder",
                            path, dir);
-    if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
+    /* A symbolic link is replaced by the rename, never written through. */
+    if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
         return argus__fail(ARGUS_EIO, msg, msglen,
                            "argus-sass: --out %s is %s, not a regular file: the output is "
                            "written to a temporary file and renamed over it; give the path of a "
@@ -255,7 +256,6 @@ int argus_sass_check_out(const char *path, char *msg, size_t msglen)
                            path,
                            S_ISFIFO(st.st_mode)  ? "a FIFO"
                            : S_ISDIR(st.st_mode) ? "a folder"
-                           : S_ISLNK(st.st_mode) ? "a symbolic link"
                                                  : "a special file");
     return 0;
 }
