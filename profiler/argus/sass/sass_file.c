@@ -278,9 +278,11 @@ int argus_sass_write(argus_sass *s, const char *path, char *msg, size_t msglen)
     int rc = argus_sass_check_out(path, msg, msglen);
     if (rc != 0)
         return rc;
-    qsort(s->kernels, s->n_kernels, sizeof *s->kernels, cmp_kernel);
+    if (s->n_kernels > 0)
+        qsort(s->kernels, s->n_kernels, sizeof *s->kernels, cmp_kernel);
     for (size_t i = 0; i < s->n_kernels; i++)
-        qsort(s->kernels[i].pcs, s->kernels[i].n_pcs, sizeof(argus_sass_pc), cmp_pc);
+        if (s->kernels[i].n_pcs > 0)
+            qsort(s->kernels[i].pcs, s->kernels[i].n_pcs, sizeof(argus_sass_pc), cmp_pc);
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "schema", ARGUS_SASS_SCHEMA);
     cJSON_AddNumberToObject(root, "version", ARGUS_SASS_VERSION);
