@@ -123,7 +123,7 @@ python3 "$check" check "$RES/listing.sass" sass_loop "$RES/sass.json" "$TRIP" $W
 c1=$?
 # The same program through argus exec (argus-sass as its collector).
 printf '{"schema": "argus.exec.program", "version": 1, "source": "%s", "include": ["%s"],
- "sm": "90", "run": ["%s", "%s", "%s"], "timeout_s": 120}\n' \
+ "sm": "90", "run": ["%s", "%s", "%s"], "device": "0", "timeout_s": 120}\n' \
   "$REPO/tests/argus/sass_loop.cu" "$REPO/include" "$work/sass_prog" "$LAUNCHES" "$TRIP" >"$RES/prog.json"
 ARGUS_SASS=$SASS "$ARGUS" exec run v0 sass_metrics "$RES/prog.json" "$RES/exec.json" >"$RES/exec.log" 2>&1
 erc=$?

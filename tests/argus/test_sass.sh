@@ -139,6 +139,14 @@ ARGUS_NVCC=$work/bin/nvcc PATH=$work/bin:$PATH ARGUS_SASS=$sass \
 [[ $(ev x.json '[(p["pc"], p["values"]["smsp__sass_inst_executed"]) for p in d["pcs"] if p["pc"] in (0, 176, 224)]') == \
    "[(0, 12), (176, 12000), (224, 12000)]" ]] || fail "exec pcs: $(ev x.json 'd["pcs"][:12]')"
 [[ $(ev x.json '[p["values"]["smsp__sass_thread_inst_executed"] for p in d["pcs"] if p["pc"] == 192]') == "[384000]" ]] || fail "exec thread"
+python3 - "$root/profiler/argus/schema/argus.evidence.v1.json" x.json <<'PY' || fail "exec evidence against its schema"
+import json, sys
+try:
+    import jsonschema
+except ImportError:
+    sys.exit(0)
+jsonschema.validate(json.load(open(sys.argv[2])), json.load(open(sys.argv[1])))
+PY
 ARGUS_EXEC_METRICS=smsp__sass_inst_exec ARGUS_NVCC=$work/bin/nvcc PATH=$work/bin:$PATH ARGUS_SASS=$sass \
     "$argus" exec run v0 sass_metrics prog.json y.json 2>y.err && fail "exec with an unknown metric passed"
 [[ $(ev y.json 'd["status"]') == failed ]] && grep -q 'not a SASS metric of chip GH100' y.json || fail "exec unknown metric: $(cat y.json)"

@@ -26,10 +26,11 @@
  *     (cuCtxSynchronize: the collector serialises kernels, as its recipe
  *     says), flushes CUPTI's records (cuptiSassMetricsFlushData) and adds
  *     them per (function, cubin) and PC, with the launch's totals; then
- *     rewrites its file, so that a program killed later keeps what was
- *     collected;
- *   - at the context's destruction and at exit: flushes, disables,
- *     unsets the configuration and writes ARGUS_SASS_DIR/sass.PID.json
+ *     rewrites its file (after each of the first 16 launches, then at most
+ *     once a second), so that a program killed later keeps what was
+ *     written;
+ *   - at the context's destruction: flushes, disables and unsets the
+ *     configuration; then, and at exit, writes ARGUS_SASS_DIR/sass.PID.json
  *     (argus.sassmetrics v1, include/argus/sass.h) atomically.
  *
  * Inside someone else's program: never exit(), no signal, starts no thread
@@ -58,6 +59,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cuda.h>
@@ -104,6 +106,7 @@ static struct {
 } fn;
 
 #define NMOD 256
+#define MAX_LAUNCH_LIST 65536
 static struct {
     pthread_mutex_t mu;
     int on, log, stopped, written_once;
@@ -114,6 +117,8 @@ static struct {
     CUcontext ctx;   /* the context collection is enabled in */
     CUpti_SubscriberHandle sub;
     argus_sass *s;
+    uint64_t launches;
+    time_t last_write;
     uint64_t ids[ARGUS_SASS_MAX_METRICS];
     struct {
         uint32_t crc;
@@ -403,9 +408,14 @@ static void flush(CUcontext ctx, argus_sass_launch *l)
         { fail_cupti("cuptiSassMetricsGetDataProperties", r); return; }
     if (dp.numOfPatchedInstructionRecords == 0 || dp.numOfInstances == 0)
         return;
+    /* Each record's instance array gets room for every metric's instances
+     * (the header says "instances per metric"; whether a record holds one
+     * metric or all of them is not said), zeroed, and every slot CUPTI
+     * filled with a configured metric's ID is read. */
     size_t nr = dp.numOfPatchedInstructionRecords, ni = dp.numOfInstances;
+    size_t slots = ni * g.s->n_metrics;
     CUpti_SassMetrics_Data *d = calloc(nr, sizeof *d);
-    CUpti_SassMetrics_InstanceValue *v = calloc(nr * ni, sizeof *v);
+    CUpti_SassMetrics_InstanceValue *v = calloc(nr * slots, sizeof *v);
     if (d == NULL || v == NULL) {
         free(d);
         free(v);
@@ -414,7 +424,7 @@ static void flush(CUcontext ctx, argus_sass_launch *l)
     }
     for (size_t i = 0; i < nr; i++) {
         d[i].structSize = sizeof d[i];
-        d[i].pInstanceValues = v + i * ni;
+        d[i].pInstanceValues = v + i * slots;
     }
     CUpti_SassMetricsFlushData_Params fp = {.structSize = CUpti_SassMetricsFlushData_Params_STRUCT_SIZE};
     fp.ctx = ctx;
@@ -448,12 +458,13 @@ static void flush(CUcontext ctx, argus_sass_launch *l)
             }
         }
         last = k;
-        for (size_t j = 0; j < ni; j++) {
+        for (size_t j = 0; j < slots; j++) {
             size_t m = 0;
             while (m < g.s->n_metrics && g.ids[m] != d[i].pInstanceValues[j].metricId)
                 m++;
             if (m == g.s->n_metrics) {
-                unknown++;
+                /* An unfilled slot past the first ni is not a value. */
+                unknown += j < ni;
                 continue;
             }
             uint64_t val = d[i].pInstanceValues[j].value;
@@ -506,9 +517,23 @@ static void launch_end(const CUpti_CallbackData *cb, CUpti_CallbackId cbid)
             l.crc = g.s->kernels[k].crc;
             break;
         }
-    argus_sass_add_launch(g.s, &l);
-    say("launch %zu of %s collected", g.s->n_launches, l.function);
-    write_file();
+    g.launches++;
+    if (g.s->n_launches < MAX_LAUNCH_LIST)
+        argus_sass_add_launch(g.s, &l);
+    else
+        argus_sass_problem(g.s,
+                           "the launches list keeps the first %d launches; the kernels' per-PC "
+                           "counts hold every launch",
+                           MAX_LAUNCH_LIST);
+    say("launch %" PRIu64 " of %s collected", g.launches, l.function);
+    /* The file after each of the first launches, then at most once a
+     * second: a program killed later keeps what was written. */
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (g.launches <= 16 || now.tv_sec > g.last_write) {
+        write_file();
+        g.last_write = now.tv_sec;
+    }
 }
 
 static void stop(CUcontext ctx)
@@ -556,12 +581,12 @@ static void CUPTIAPI on_cb(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId 
     in_cb = 0;
 }
 
+/* At exit only the file is written: every launch was flushed at its end,
+ * and the driver may already be torn down (no CUPTI call is safe then). */
 static void at_exit(void)
 {
     pthread_mutex_lock(&g.mu);
     if (g.on) {
-        if (g.ctx != NULL)
-            stop(g.ctx);
         write_file();
         g.on = 0;
     }
