@@ -145,6 +145,15 @@ int argus_attrib_program(argus_attrib *a, const char *program, const char *where
         a->has_program = 1;
         return 0;
     }
+    /* Two cubins (argus-pcmap's map and argus-sass's metrics, say) are
+     * named for what they are: two builds of the kernel. */
+    if (strcmp(a->program, program) != 0 && strncmp(program, "cubin:sha256:", 13) == 0 &&
+        strncmp(a->program, "cubin:sha256:", 13) == 0)
+        return argus__fail(ARGUS_EINVAL, msg, msglen,
+                           "attrib: %s were measured on different cubins than the evidence so "
+                           "far (sha256 %s, not %s): the runs loaded two builds of the kernel "
+                           "and are not joined; measure both on one build",
+                           where ? where : "evidence", program + 13, a->program + 13);
     if (strcmp(a->program, program) != 0)
         return argus__fail(ARGUS_EINVAL, msg, msglen,
                            "attrib: %s was measured on program '%s', but the evidence so far is "

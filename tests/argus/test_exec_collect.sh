@@ -150,7 +150,7 @@ validate m1.json r1.json r2.json
 validate s.json b.json r.json m.json
 
 # 2. argus-sass missing: unavailable, naming it; BPF refused: unavailable, naming the capabilities.
-ARGUS_SASS= PATH=/usr/bin:/bin FAKE_BPF_DENY=1 "$argus" exec run v0 bpf,sass_metrics prog.json b2.json m2.json 2>log \
+ARGUS_SASS=$work/no-argus-sass PATH=/usr/bin:/bin FAKE_BPF_DENY=1 "$argus" exec run v0 bpf,sass_metrics prog.json b2.json m2.json 2>log \
     || { cat log; fail "unavailable backends made the run fail"; }
 [[ $(ev m2.json 'd["status"]') == unavailable ]] || fail "sass missing: $(cat m2.json)"
 grep -q 'argus-sass (the CUPTI SASS Metrics collector) is not installed' m2.json || fail "sass why: $(cat m2.json)"
