@@ -93,7 +93,10 @@ be=cupti_activity,range_profiler,sanitizer_patch,bpf,sass_metrics
 log "argus exec run v1 $be"
 t=$(date +%s.%N)
 set +e
-ARGUS_EXEC_METRICS=inst_executed,thread_inst_executed "$ARGUS" exec run v1 $be "$work/v1.art" \
+# The SASS metrics named per backend, as the planner passes them (the
+# environment's ARGUS_EXEC_METRICS would reach the range profiler too).
+"$ARGUS" exec run --metrics sass_metrics=smsp__sass_inst_executed,smsp__sass_thread_inst_executed \
+    v1 $be "$work/v1.art" \
     "$work"/{cupti,range,pcmap,bpf,sass}.json >"$work/run.log" 2>&1
 rc=$?
 set -e
@@ -128,8 +131,8 @@ else:
           (b["status"] == "ok" and any(x.get("call") == "cuLaunchKernel" for x in b.get("events", [])))
           or (b["status"] == "unavailable" and "CAP_BPF" in b.get("why", "")))
     s = ev["sass"]
-    check("sass_metrics ok with inst_executed, or unavailable (argus-sass not installed)",
-          (s["status"] == "ok" and "inst_executed" in s.get("metrics", []))
+    check("sass_metrics ok with smsp__sass_inst_executed, or unavailable (argus-sass not installed)",
+          (s["status"] == "ok" and "smsp__sass_inst_executed" in s.get("metrics", []))
           or (s["status"] == "unavailable" and "not installed" in s.get("why", "")))
 print(f"  {sum(checks)} of {len(checks)} checks passed")
 sys.exit(0 if all(checks) else 1)

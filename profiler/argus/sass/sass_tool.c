@@ -119,6 +119,21 @@ static struct {
     argus_sass *s;
     uint64_t launches;
     time_t last_write;
+    /* ARGUS_SASS_FLUSH: when CUPTI's records are read. launch: at each
+     * launch's end (after cuCtxSynchronize); repatch: the same, then
+     * collection disabled and enabled again (the kernel patched anew at
+     * its next launch); sync: at the program's own synchronisations
+     * (cuCtxSynchronize, cuStreamSynchronize, cuEventSynchronize) and at
+     * the context's destruction, the launches in between counted by
+     * name. On the H200 (session 9, call 4) a second launch of a kernel
+     * after a flush at launch end gave no records: these are the ways
+     * around it that scripts/gpu/argus16_sass.sh compares. */
+    enum { FLUSH_LAUNCH, FLUSH_REPATCH, FLUSH_SYNC } flush_mode;
+    struct {
+        char name[256];
+        uint64_t n;
+    } pending[64]; /* sync: launches since the last flush, by function */
+    size_t npending;
     uint64_t ids[ARGUS_SASS_MAX_METRICS];
     struct {
         uint32_t crc;
@@ -130,6 +145,35 @@ static struct {
 } g = {.mu = PTHREAD_MUTEX_INITIALIZER, .want_device = -1, .device = -1};
 
 static __thread int in_cb;
+
+/* sync: one more launch of `name` before the next flush. */
+static void pending_add(const char *name)
+{
+    size_t i = 0;
+    while (i < g.npending && strcmp(g.pending[i].name, name) != 0)
+        i++;
+    if (i == g.npending) {
+        if (g.npending == sizeof g.pending / sizeof g.pending[0])
+            return;
+        snprintf(g.pending[g.npending++].name, sizeof g.pending[0].name, "%s", name);
+    }
+    g.pending[i].n++;
+}
+
+/* The launches a flush's records of `name` stand for: 1 for a flush at a
+ * launch's end, the pending count (taken) for one at a synchronisation. */
+static uint64_t pending_take(const char *name, int at_launch)
+{
+    if (at_launch)
+        return 1;
+    for (size_t i = 0; i < g.npending; i++)
+        if (strcmp(g.pending[i].name, name) == 0) {
+            uint64_t n = g.pending[i].n;
+            g.pending[i].n = 0;
+            return n;
+        }
+    return 0;
+}
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
@@ -448,13 +492,13 @@ static void flush(CUcontext ctx, argus_sass_launch *l)
         else if (argus_sass_kernel_of(g.s, name, d[i].cubinCrc, module_sha(d[i].cubinCrc, name),
                                       &k) != 0)
             continue;
-        if (k != last && l != NULL) {
+        if (k != last && (l != NULL || g.flush_mode == FLUSH_SYNC)) {
             size_t t = 0;
             while (t < ntouched && touched[t] != k)
                 t++;
             if (t == ntouched && ntouched < sizeof touched / sizeof touched[0]) {
                 touched[ntouched++] = k;
-                g.s->kernels[k].launches++;
+                g.s->kernels[k].launches += pending_take(name, l != NULL);
             }
         }
         last = k;
@@ -505,6 +549,16 @@ static void launch_end(const CUpti_CallbackData *cb, CUpti_CallbackId cbid)
             l.block[2] = p->config->blockDimZ;
         }
     }
+    if (g.flush_mode == FLUSH_SYNC) {
+        /* Read at the program's next synchronisation. */
+        pending_add(l.function);
+        g.launches++;
+        if (g.s->n_launches < MAX_LAUNCH_LIST)
+            argus_sass_add_launch(g.s, &l);
+        say("launch %" PRIu64 " of %s: read at the next synchronisation", g.launches,
+            l.function);
+        return;
+    }
     if (fn.ctx_sync == NULL || fn.ctx_sync() != CUDA_SUCCESS) {
         argus_sass_problem(g.s,
                            "cuCtxSynchronize after a launch of %s failed or is missing: its "
@@ -512,6 +566,18 @@ static void launch_end(const CUpti_CallbackData *cb, CUpti_CallbackId cbid)
                            l.function);
     }
     flush(cb->context, &l);
+    if (g.flush_mode == FLUSH_REPATCH) {
+        CUpti_SassMetricsDisable_Params dp = {.structSize = CUpti_SassMetricsDisable_Params_STRUCT_SIZE};
+        dp.ctx = cb->context;
+        CUpti_SassMetricsEnable_Params ep = {.structSize = CUpti_SassMetricsEnable_Params_STRUCT_SIZE};
+        ep.ctx = cb->context;
+        ep.enableLazyPatching = 1;
+        CUptiResult r = fn.cuptiSassMetricsDisable(&dp);
+        if (r == CUPTI_SUCCESS)
+            r = fn.cuptiSassMetricsEnable(&ep);
+        if (r != CUPTI_SUCCESS)
+            fail_cupti("cuptiSassMetricsDisable/Enable after a launch (ARGUS_SASS_FLUSH=repatch)", r);
+    }
     for (size_t k = 0; k < g.s->n_kernels; k++)
         if (strcmp(g.s->kernels[k].function, l.function) == 0) {
             l.crc = g.s->kernels[k].crc;
@@ -574,7 +640,17 @@ static void CUPTIAPI on_cb(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId 
         }
     } else if (dom == CUPTI_CB_DOMAIN_DRIVER_API && !g.stopped) {
         const CUpti_CallbackData *cb = data;
-        if (cb->callbackSite == CUPTI_API_EXIT)
+        if (cb->callbackSite != CUPTI_API_EXIT)
+            ;
+        else if (cbid == CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize ||
+                 cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize ||
+                 cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz ||
+                 cbid == CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize) {
+            if (g.flush_mode == FLUSH_SYNC && g.ctx != NULL && cb->context == g.ctx) {
+                flush(g.ctx, NULL);
+                write_file();
+            }
+        } else
             launch_end(cb, cbid);
     }
     pthread_mutex_unlock(&g.mu);
@@ -604,6 +680,12 @@ EXPORT int InitializeInjection(void)
     snprintf(g.dir, sizeof g.dir, "%s", dir);
     const char *lg = getenv("ARGUS_SASS_LOG");
     g.log = lg != NULL && lg[0] && strcmp(lg, "0") != 0;
+    const char *fm = getenv("ARGUS_SASS_FLUSH");
+    g.flush_mode = FLUSH_LAUNCH;
+    if (fm != NULL && strcmp(fm, "repatch") == 0)
+        g.flush_mode = FLUSH_REPATCH;
+    else if (fm != NULL && strcmp(fm, "sync") == 0)
+        g.flush_mode = FLUSH_SYNC;
     const char *dv = getenv("ARGUS_SASS_DEVICE");
     if (dv != NULL && dv[0])
         g.want_device = atoi(dv);
@@ -643,8 +725,15 @@ EXPORT int InitializeInjection(void)
         CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz};
     for (size_t i = 0; r == CUPTI_SUCCESS && i < sizeof res / sizeof res[0]; i++)
         r = fn.cuptiEnableCallback(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE, res[i]);
+    static const CUpti_CallbackId syncs[] = {
+        CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize,
+        CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz,
+        CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize};
     for (size_t i = 0; r == CUPTI_SUCCESS && i < sizeof drv / sizeof drv[0]; i++)
         r = fn.cuptiEnableCallback(1, g.sub, CUPTI_CB_DOMAIN_DRIVER_API, drv[i]);
+    for (size_t i = 0; g.flush_mode == FLUSH_SYNC && r == CUPTI_SUCCESS &&
+                       i < sizeof syncs / sizeof syncs[0]; i++)
+        r = fn.cuptiEnableCallback(1, g.sub, CUPTI_CB_DOMAIN_DRIVER_API, syncs[i]);
     if (r != CUPTI_SUCCESS) {
         fail_cupti("cuptiEnableCallback", r);
         write_file();
