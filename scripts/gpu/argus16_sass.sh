@@ -109,15 +109,18 @@ fi
 CUOBJDUMP=${CUOBJDUMP:-$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)}
 "$CUOBJDUMP" -sass "$work/sass_prog" >"$RES/listing.sass" 2>"$RES/cuobjdump.log" ||
     { cat "$RES/cuobjdump.log" >&2; log "cuobjdump -sass failed"; exit 1; }
-# When CUPTI's records are read (ARGUS_SASS_FLUSH, sass_tool.c): the three
-# ways, each in its own run; the first that passes is the one argus exec
-# runs with below. (Session 9, call 4: flushed at each launch's end, the
-# second launch of the kernel gave no records.)
+# When CUPTI's records are read (ARGUS_SASS_FLUSH, ARGUS_SASS_LAZY:
+# sass_tool.c): four ways, each in its own run; the first that passes is
+# the one argus exec runs with below. (Session 9, calls 4 and 5: flushed at
+# each launch's end, the second launch of the kernel gave no records, also
+# with collection disabled and enabled again between them.)
 set +e
 good=
-for fm in launch repatch sync; do
+for fm in launch cached sync eager; do
     t0=$SECONDS
-    ARGUS_SASS_FLUSH=$fm ARGUS_SASS_LOG=1 timeout 120 "$SASS" --out "$RES/sass_$fm.json" -- \
+    lazy=1 flush=$fm
+    [[ $fm == eager ]] && lazy=0 flush=launch
+    ARGUS_SASS_FLUSH=$flush ARGUS_SASS_LAZY=$lazy ARGUS_SASS_LOG=1 timeout 60 "$SASS" --out "$RES/sass_$fm.json" -- \
         "$work/sass_prog" "$LAUNCHES" "$TRIP" >"$RES/sass_$fm.log" 2>&1
     src=$?
     echo "exit $src, $((SECONDS - t0)) s" >>"$RES/sass_$fm.log"
@@ -134,7 +137,8 @@ c1=1
 fm=${good:-launch}
 cp "$RES/sass_$fm.json" "$RES/sass.json"
 cp "$RES/checks_$fm.txt" "$RES/checks.txt"
-export ARGUS_SASS_FLUSH=$fm
+export ARGUS_SASS_FLUSH=$fm ARGUS_SASS_LAZY=1
+[[ $fm == eager ]] && export ARGUS_SASS_FLUSH=launch ARGUS_SASS_LAZY=0
 # The same program through argus exec (argus-sass as its collector).
 printf '{"schema": "argus.exec.program", "version": 1, "source": "%s", "include": ["%s"],
  "sm": "90", "run": ["%s", "%s", "%s"], "device": "0", "timeout_s": 120}\n' \

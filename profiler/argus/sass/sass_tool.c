@@ -120,15 +120,21 @@ static struct {
     uint64_t launches;
     time_t last_write;
     /* ARGUS_SASS_FLUSH: when CUPTI's records are read. launch: at each
-     * launch's end (after cuCtxSynchronize); repatch: the same, then
-     * collection disabled and enabled again (the kernel patched anew at
-     * its next launch); sync: at the program's own synchronisations
-     * (cuCtxSynchronize, cuStreamSynchronize, cuEventSynchronize) and at
-     * the context's destruction, the launches in between counted by
-     * name. On the H200 (session 9, call 4) a second launch of a kernel
-     * after a flush at launch end gave no records: these are the ways
-     * around it that scripts/gpu/argus16_sass.sh compares. */
-    enum { FLUSH_LAUNCH, FLUSH_REPATCH, FLUSH_SYNC } flush_mode;
+     * launch's end (after cuCtxSynchronize); cached: the same, and where
+     * cuptiSassMetricsGetDataProperties says no records the last nonzero
+     * record and instance counts are flushed anyway; sync: at the
+     * program's own synchronisations (cuCtxSynchronize(_v2),
+     * cuStreamSynchronize, cuEventSynchronize) and at the context's
+     * destruction, the launches in between counted by name.
+     * ARGUS_SASS_LAZY=0: every function patched at enable, not at its
+     * first launch. On the H200 (session 9, calls 4 and 5) a second launch
+     * of a kernel after a flush at launch end gave no records, also with
+     * collection disabled and enabled again between the two: these are
+     * the ways around it that scripts/gpu/argus16_sass.sh compares. */
+    enum { FLUSH_LAUNCH, FLUSH_CACHED, FLUSH_SYNC } flush_mode;
+    int lazy;
+    int configure_later; /* SetConfig said CUPTI_ERROR_INVALID_CONTEXT at creation */
+    size_t last_nr, last_ni;
     struct {
         char name[256];
         uint64_t n;
@@ -386,11 +392,20 @@ static void configure(CUcontext ctx)
     sp.numOfMetricConfig = g.s->n_metrics;
     sp.pConfigs = cfg;
     sp.deviceIndex = dev;
-    if ((r = fn.cuptiSassMetricsSetConfig(&sp)) != CUPTI_SUCCESS)
+    if ((r = fn.cuptiSassMetricsSetConfig(&sp)) == CUPTI_ERROR_INVALID_CONTEXT &&
+        !g.configure_later) {
+        /* Seen on the H200 for a context made with cuCtxCreate, inside its
+         * creation callback: configured again at its first launch. */
+        g.configure_later = 1;
+        say("cuptiSassMetricsSetConfig: CUPTI_ERROR_INVALID_CONTEXT at the context's creation; "
+            "again at its first launch");
+        return;
+    }
+    if (r != CUPTI_SUCCESS)
         { fail_cupti("cuptiSassMetricsSetConfig", r); return; }
     CUpti_SassMetricsEnable_Params ep = {.structSize = CUpti_SassMetricsEnable_Params_STRUCT_SIZE};
     ep.ctx = ctx;
-    ep.enableLazyPatching = 1;
+    ep.enableLazyPatching = (uint8_t)g.lazy;
     if ((r = fn.cuptiSassMetricsEnable(&ep)) != CUPTI_SUCCESS) {
         CUpti_SassMetricsUnsetConfig_Params up = {.structSize = CUpti_SassMetricsUnsetConfig_Params_STRUCT_SIZE};
         up.deviceIndex = dev;
@@ -450,8 +465,15 @@ static void flush(CUcontext ctx, argus_sass_launch *l)
     CUptiResult r = fn.cuptiSassMetricsGetDataProperties(&dp);
     if (r != CUPTI_SUCCESS)
         { fail_cupti("cuptiSassMetricsGetDataProperties", r); return; }
+    if ((dp.numOfPatchedInstructionRecords == 0 || dp.numOfInstances == 0) &&
+        g.flush_mode == FLUSH_CACHED && g.last_nr > 0) {
+        dp.numOfPatchedInstructionRecords = g.last_nr;
+        dp.numOfInstances = g.last_ni;
+    }
     if (dp.numOfPatchedInstructionRecords == 0 || dp.numOfInstances == 0)
         return;
+    g.last_nr = dp.numOfPatchedInstructionRecords;
+    g.last_ni = dp.numOfInstances;
     /* Each record's instance array gets room for every metric's instances
      * (the header says "instances per metric"; whether a record holds one
      * metric or all of them is not said), zeroed, and every slot CUPTI
@@ -566,18 +588,6 @@ static void launch_end(const CUpti_CallbackData *cb, CUpti_CallbackId cbid)
                            l.function);
     }
     flush(cb->context, &l);
-    if (g.flush_mode == FLUSH_REPATCH) {
-        CUpti_SassMetricsDisable_Params dp = {.structSize = CUpti_SassMetricsDisable_Params_STRUCT_SIZE};
-        dp.ctx = cb->context;
-        CUpti_SassMetricsEnable_Params ep = {.structSize = CUpti_SassMetricsEnable_Params_STRUCT_SIZE};
-        ep.ctx = cb->context;
-        ep.enableLazyPatching = 1;
-        CUptiResult r = fn.cuptiSassMetricsDisable(&dp);
-        if (r == CUPTI_SUCCESS)
-            r = fn.cuptiSassMetricsEnable(&ep);
-        if (r != CUPTI_SUCCESS)
-            fail_cupti("cuptiSassMetricsDisable/Enable after a launch (ARGUS_SASS_FLUSH=repatch)", r);
-    }
     for (size_t k = 0; k < g.s->n_kernels; k++)
         if (strcmp(g.s->kernels[k].function, l.function) == 0) {
             l.crc = g.s->kernels[k].crc;
@@ -640,9 +650,15 @@ static void CUPTIAPI on_cb(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId 
         }
     } else if (dom == CUPTI_CB_DOMAIN_DRIVER_API && !g.stopped) {
         const CUpti_CallbackData *cb = data;
-        if (cb->callbackSite != CUPTI_API_EXIT)
+        if (cb->callbackSite == CUPTI_API_ENTER) {
+            if (g.configure_later && g.ctx == NULL && cb->context != NULL) {
+                configure(cb->context);
+                g.configure_later = 0;
+            }
+        } else if (cb->callbackSite != CUPTI_API_EXIT)
             ;
         else if (cbid == CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize ||
+                 cbid == CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2 ||
                  cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize ||
                  cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz ||
                  cbid == CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize) {
@@ -682,10 +698,12 @@ EXPORT int InitializeInjection(void)
     g.log = lg != NULL && lg[0] && strcmp(lg, "0") != 0;
     const char *fm = getenv("ARGUS_SASS_FLUSH");
     g.flush_mode = FLUSH_LAUNCH;
-    if (fm != NULL && strcmp(fm, "repatch") == 0)
-        g.flush_mode = FLUSH_REPATCH;
+    if (fm != NULL && strcmp(fm, "cached") == 0)
+        g.flush_mode = FLUSH_CACHED;
     else if (fm != NULL && strcmp(fm, "sync") == 0)
         g.flush_mode = FLUSH_SYNC;
+    const char *lz = getenv("ARGUS_SASS_LAZY");
+    g.lazy = !(lz != NULL && strcmp(lz, "0") == 0);
     const char *dv = getenv("ARGUS_SASS_DEVICE");
     if (dv != NULL && dv[0])
         g.want_device = atoi(dv);
@@ -726,7 +744,8 @@ EXPORT int InitializeInjection(void)
     for (size_t i = 0; r == CUPTI_SUCCESS && i < sizeof res / sizeof res[0]; i++)
         r = fn.cuptiEnableCallback(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE, res[i]);
     static const CUpti_CallbackId syncs[] = {
-        CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize,
+        CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2,
+        CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize,
         CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz,
         CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize};
     for (size_t i = 0; r == CUPTI_SUCCESS && i < sizeof drv / sizeof drv[0]; i++)
