@@ -241,7 +241,13 @@ if has capture; then
         cmd="python3 $WL/svc_be.py --model $m --seconds 0 --warmup 1"
       fi
       timeout "${CAPTURE_TIMEOUT:-150}" "$PROFBIN" capture -o "$OUT/prof/$m.profile.json" -- $cmd >"$OUT/prof/$m.log" 2>&1
-      log "capture $m rc=$? $(grep -c '"name"' "$OUT/prof/$m.profile.json" 2>/dev/null) kernel entries"
+      rc=$?
+      # rc 3: an incomplete profile, kept: an HP service in a CUDA graph
+      # launches some kernels only under capture (BERT 20, llama 10 on the
+      # H200), which the profiler cannot count; the rest are usable. Said,
+      # with the profiler's own words.
+      log "capture $m rc=$rc $(grep -c '"name"' "$OUT/prof/$m.profile.json" 2>/dev/null) kernel entries$( ((rc == 3)) &&
+        echo ": incomplete, kept: $(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1])).get("problems", []))[:300])' "$OUT/prof/$m.profile.json" 2>/dev/null)")"
     done
   done
 fi

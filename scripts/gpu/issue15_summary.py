@@ -371,9 +371,8 @@ def fault_report(run, T, iso99, lines, p=1.25):
     except OSError:
         pass
     try:
-        kill = float(open(f"{run}/{tag}.kill").read())
-        restart = float(open(f"{run}/{tag}.restart").read())
-    except (OSError, ValueError):
+        kill, restart = numbers(f"{run}/{tag}.kill")[0], numbers(f"{run}/{tag}.restart")[0]
+    except IndexError:
         kill = restart = None
     if kill is not None and ts and off is not None:
         f["kill_to_restart_s"] = restart - kill
