@@ -47,6 +47,13 @@ def gpu_path(d, run, res, pair, rc):
             bad.append(f"no {pol} row")
         elif rows[pol]["be_rate_over"] != "steps within the HP service's measured requests":
             bad.append(f"{pol}: BE counted over {rows[pol]['be_rate_over']}")
+    # Co-runs start HP beside the BE job (CORUN_START=parallel): each HP
+    # service waited for its BE job's ready file before measuring.
+    for pol in ("none", "mps-priority", "orion", "static", "mosaic-1.25", "fault"):
+        j = [json.loads(x) for x in open(os.path.join(run, f"{T}.{pol}.hp.json")) if x.startswith("{")] \
+            if os.path.exists(os.path.join(run, f"{T}.{pol}.hp.json")) else []
+        if not j or j[-1].get("waited_for_after_s") is None:
+            bad.append(f"{pol}: the HP service did not wait for the BE job (parallel start): {j[-1:] or 'no JSON'}")
     if pair.get("hp_kernels", {}).get("keys_written") != 3:
         bad.append(f"keys: {pair.get('hp_kernels')}")
     if "tuned" not in rows and not os.path.exists(os.path.join(run, f"{T}.tune-1.25.err")):

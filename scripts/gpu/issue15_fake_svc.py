@@ -42,7 +42,9 @@ def kernels(keys):
 
 def hp(argv):
     a = svc_args.hp_parser().parse_args(argv)
-    waited = svc_args.wait_for(a.after, a.after_timeout)[0] if a.after else None
+    waited, found = svc_args.wait_for(a.after, a.after_timeout) if a.after else (None, False)
+    if found and a.after_settle > 0:
+        time.sleep(a.after_settle)
     with tempfile.TemporaryDirectory() as d:
         # svc_hp.py's --gap-ms is an open-loop period: hp_service's --period-ms.
         cmd = [os.path.join(BIN, "hp_service"), "--requests", str(a.requests), "--warmup", "3",

@@ -69,6 +69,13 @@ export LOAD_TOL=${LOAD_TOL:-0.1}
 # later; the run makes enough requests to serve through the gap and
 # FAULT_TAIL_S after it (FAULT_REQUESTS, computed from the period).
 FAULT_AT=${FAULT_AT:-100}
+# A co-run's start: parallel (default) starts the HP service beside the BE
+# job, the HP waiting once warm for the BE job's ready file; serial starts
+# HP once BE is ready (the 2026-12-02 calls; always under DRY=sim, whose
+# BE is ready at once).
+CORUN_START=${CORUN_START:-parallel} AFTER_SETTLE_S=${AFTER_SETTLE_S:-0.5}
+# overhead: rounds of the four HP-alone runs, interleaved (1 halves it).
+OVERHEAD_ROUNDS=${OVERHEAD_ROUNDS:-2}
 FAULT_GAP_S=${FAULT_GAP_S:-2}
 FAULT_TAIL_S=${FAULT_TAIL_S:-1.5}
 # tune: the splits tried beside the full GPU (each also filtered by its
@@ -98,6 +105,15 @@ python3 -c "import sys; l = float(sys.argv[1]); sys.exit(not 0 < l <= 1)" "$LOAD
   { echo "issue15_services: LOAD=$LOAD is not a fraction in (0, 1]: the share of time an HP request is in flight, e.g. 0.5" >&2; exit 2; }
 [[ $ARRIVALS == periodic || $ARRIVALS == poisson ]] ||
   { echo "issue15_services: ARRIVALS=$ARRIVALS: use periodic or poisson" >&2; exit 2; }
+for e in ${PAIR_PHASES:-}; do
+  [[ " $PAIRS " == *" ${e%%=*} "* ]] ||
+    { echo "issue15_services: PAIR_PHASES entry '$e' names no pair of PAIRS: use HP:BE=phase,phase with HP:BE one of: $PAIRS" >&2; exit 2; }
+  for w in $(tr , ' ' <<<"${e#*=}"); do
+    case $w in iso|overhead|policies|static|tune|replay|fault) ;;
+      *) echo "issue15_services: PAIR_PHASES word '$w' ($e) is not a per-pair phase: use iso overhead policies static tune replay fault" >&2; exit 2 ;;
+    esac
+  done
+done
 for pair in $PAIRS; do
   [[ $pair == ?*:?* ]] || { echo "issue15_services: PAIRS entry '$pair' is not HP:BE (e.g. resnet50:resnet18_train)" >&2; exit 2; }
 done
@@ -106,6 +122,14 @@ mkdir -p "$OUT"
 T0=$SECONDS
 log() { printf '[+%4ds] %s\n' $((SECONDS - T0)) "$*" | tee -a "$OUT/script.log" >&2; }
 has() { [[ " $PHASES " == *" $1 "* ]]; }
+# PAIR_PHASES="HP:BE=word,word ...": phases for one pair beside PHASES
+# (the fault run or the overhead for one pair of a call, not each).
+pair_phases() { # pair: PHASES and that pair's own
+  local e x=""
+  for e in ${PAIR_PHASES:-}; do [[ ${e%%=*} == "$1" ]] && x+=" ${e#*=}"; done
+  echo "$PHASES ${x//,/ }"
+}
+hasp() { [[ " $PP " == *" $1 "* ]]; }
 export LD_LIBRARY_PATH=$B/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 # NVLink multicast stays off on these machines (KINDS.md), in every child.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -213,7 +237,7 @@ cleanup() {
   [[ $DRY == sim ]] && "$B/bin/simgpu" rm "$MOSAIC_SIMGPU" >/dev/null 2>&1
   # Stopped early (a timeout's TERM, a budget): the summary of what ran.
   if [[ -d $OUT/run && ! -s $OUT/summary.txt ]]; then
-    python3 "$REPO/scripts/gpu/issue15_summary.py" "$OUT/run" "$PAIRS" "$PS" "$PHASES" >"$OUT/summary.txt" 2>&1
+    python3 "$REPO/scripts/gpu/issue15_summary.py" "$OUT/run" "$PAIRS" "$PS" "$PHASES" "${PAIR_PHASES:-}" >"$OUT/summary.txt" 2>&1
     cp "$OUT/run/results.json" "$OUT/results.json" 2>/dev/null
     tail -40 "$OUT/summary.txt" >&2
   fi
@@ -342,21 +366,23 @@ estimate() {
     per=$(cat "$OUT/run/$hm.gap_ms" 2>/dev/null)
     hp=$(est_hp_run "$hm" "$per" "$REQUESTS") hp0=$(est_hp_run "$hm" 0 "$REQUESTS")
     co=$((hp + EST_BE_START))
-    for w in $PHASES; do
+    # parallel start-ups: the longer of the two, and the settle.
+    [[ $CORUN_START == serial ]] || co=$(( (hp > EST_BE_START + 1 ? hp : EST_BE_START + 1) + 1 ))
+    for w in $(pair_phases "$pair"); do
       case $w in
         capture) e=0; for m in $hm $bm; do [[ -s $OUT/prof/$m.profile.json || -n ${seen[cap$m]:-} ]] || e=$((e + 60)); seen[cap$m]=1; done ;;
         iso) e=0
           [[ -n ${seen[iso$hm]:-} || -s $OUT/run/$hm.iso2.lat ]] || { e=$((2 * hp)); [[ -s $OUT/run/$hm.gap_ms ]] || e=$((e + hp0)); }
           [[ -n ${seen[be$bm]:-} || -s $OUT/run/$bm.be_iso.json ]] || e=$((e + EST_BE_START + BE_ISO_S))
           seen[iso$hm]=1 seen[be$bm]=1 ;;
-        overhead) e=0; [[ -n ${seen[ovh$hm]:-} ]] || e=$((8 * hp)); seen[ovh$hm]=1 ;;
+        overhead) e=0; [[ -n ${seen[ovh$hm]:-} ]] || e=$((4 * OVERHEAD_ROUNDS * hp)); seen[ovh$hm]=1 ;;
         policies) e=$(((3 + nps) * co)) ;;
         static) e=$co ;;
         tune) e=$((nts * (2 * (hp + 2) + (1 + nsp) * (co + 2) + co))) ;;
         replay) e=$((8 * nps)); [[ -n ${seen[rbe$bm]:-} ]] || e=$((e + EST_BE_START + REC_BE_S + 3)); seen[rbe$bm]=1 ;;
         fault) nf=$(awk -v r="$REQUESTS" -v a="$FAULT_AT" -v g="$FAULT_GAP_S" -v t="$FAULT_TAIL_S" -v p="${per:-$(awk -v m="$(est_median_ms "$hm")" -v L="$LOAD" 'BEGIN{print m/L}')}" \
              'BEGIN { n = a + int((g + t) * 1e3 / p + 0.999); print (n > r ? n : r) }')
-           e=$(( $(est_hp_run "$hm" "$per" "$nf") + EST_BE_START + 2 )) ;;
+           e=$(( $(est_hp_run "$hm" "$per" "$nf") + co - hp + 2 )) ;;
         costs) e=0; [[ -z ${seen[costs]:-} ]] && e=60; seen[costs]=1 ;;
       esac
       # The HP recording that static, tune and replay share (its keys and
@@ -470,19 +496,34 @@ wait_ready() { # file seconds
 corun() {
   local tag=$1 pol=$2 p=$3 hm=$4 bm=$5 gap=$6 fault=${7:-} sock=$OUT/run/$1.sock env=() prio=0
   local nreq=${CORUN_REQUESTS:-$REQUESTS} HP_TOUCH=""
-  budget_left $((${bm:+EST_BE_START +} $(est_hp_run "$hm" "$gap" "$nreq"))) "$tag" || return 1
+  local need
+  need=$(est_hp_run "$hm" "$gap" "$nreq")
+  if [[ -n $bm ]]; then
+    if [[ $DRY == sim || $CORUN_START == serial ]]; then need=$((need + EST_BE_START))
+    else need=$(( (need > EST_BE_START + 1 ? need : EST_BE_START + 1) + 1 )); fi
+  fi
+  budget_left "$need" "$tag" || return 1
   if [[ -n $pol ]]; then
     start_daemon "$tag" "$pol" "$p" || return 1
     env=(MOSAIC_SCHED_SOCKET="$sock" LD_PRELOAD="$PRELOAD")
   fi
+  local hp_after=""
   if [[ -n $bm ]]; then
     [[ $pol == mps-priority ]] && prio=1
     rm -f "$OUT/run/$tag.ready"
     env "${env[@]}" ${pol:+MOSAIC_ROLE=be} CUDA_MPS_CLIENT_PRIORITY=$prio \
       bash -c "exec $(be_cmd "$bm" 900 "$OUT/run/$tag.ready")" >"$OUT/run/$tag.be.json" 2>"$OUT/run/$tag.be.err" &
     be_pid=$!
-    wait_ready "$OUT/run/$tag.ready" 120 || log "$tag: BE not ready after 120 s"
-    sleep 0.5
+    if [[ $DRY == sim || $CORUN_START == serial ]]; then
+      wait_ready "$OUT/run/$tag.ready" 120 || log "$tag: BE not ready after 120 s"
+      sleep 0.5
+    else
+      # parallel: the HP service starts up beside the BE job's start-up and
+      # waits, once warm, for its ready file (and AFTER_SETTLE_S more)
+      # before its first measured request, as in tune's trials: the
+      # measured window is the same, a co-run ~11 s shorter.
+      hp_after="--after $OUT/run/$tag.ready --after-timeout 120 --after-settle $AFTER_SETTLE_S"
+    fi
   fi
   if [[ -n $fault ]]; then
     # The cue is the HP service's own: it creates $tag.progress once its
@@ -505,7 +546,7 @@ corun() {
       date +%s.%N >"$OUT/run/$tag.restart" ) &
   fi
   date +%s.%N >"$OUT/run/$tag.hp_start"
-  env "${env[@]}" ${pol:+MOSAIC_ROLE=hp} bash -c "exec $(hp_cmd "$hm" "$nreq" "$gap" "$OUT/run/$tag.lat")" \
+  env "${env[@]}" ${pol:+MOSAIC_ROLE=hp} bash -c "exec $(hp_cmd "$hm" "$nreq" "$gap" "$OUT/run/$tag.lat" $hp_after)" \
     >"$OUT/run/$tag.hp.json" 2>"$OUT/run/$tag.hp.err"
   local rc=$?
   if [[ -n $pol && -z $fault ]]; then
@@ -575,13 +616,13 @@ tune_cmds() { # hm bm gap: sets thp and tbe
 }
 
 for pair in $PAIRS; do
-  hm=${pair%%:*} bm=${pair##*:} gap=0 T=${pair/:/+}
+  hm=${pair%%:*} bm=${pair##*:} gap=0 T=${pair/:/+} PP=$(pair_phases "$pair")
   # The load: requests (isolated median / LOAD) apart, open loop, from a
   # first run back to back, so that HP alone is in flight LOAD of the time;
   # the isolated baseline is then measured at that load, as every co-run is
   # (two runs pooled). HP alone once per HP model, BE alone once per BE
   # model. run/load.txt says the load for the summary's check.
-  if has iso; then
+  if hasp iso; then
     phase iso "$T"
     if [[ ! -s $OUT/run/$hm.iso2.lat ]]; then
       [[ -s $OUT/run/$hm.gap_ms ]] && log "$hm: the arrival period from REUSE: $(cat "$OUT/run/$hm.gap_ms") ms (no back-to-back run)"
@@ -602,12 +643,12 @@ for pair in $PAIRS; do
     fi
   fi
   gap=$(cat "$OUT/run/$hm.gap_ms" 2>/dev/null || echo 5)
-  if has overhead && [[ ! -s $OUT/run/$hm.shim_alone2.lat ]]; then
+  if hasp overhead && [[ ! -s $OUT/run/$hm.shim_alone1.lat ]]; then
     phase overhead "$T"
     # The shim's cost with no BE work, in steps, interleaved over two rounds:
     # no shim; the shim observing only; as an HP client with no daemon
     # (disconnected); as an HP client of a daemon (policy none).
-    for round in 1 2; do
+    for round in $(seq "$OVERHEAD_ROUNDS"); do
       corun "$hm.noshim_alone$round" "" 1 "$hm" "" "$gap"
       MOSAIC_STATS=$OUT/run/$hm.observe$round.stats.json LD_PRELOAD=$PRELOAD corun "$hm.observe_alone$round" "" 1 "$hm" "" "$gap"
       MOSAIC_STATS=$OUT/run/$hm.disc$round.stats.json LD_PRELOAD=$PRELOAD MOSAIC_ROLE=hp MOSAIC_SCHED_SOCKET=$OUT/run/none.sock \
@@ -615,13 +656,13 @@ for pair in $PAIRS; do
       MOSAIC_STATS=$OUT/run/$hm.shim$round.stats.json corun "$hm.shim_alone$round" none 1.25 "$hm" "" "$gap"
     done
   fi
-  if has policies; then
+  if hasp policies; then
     phase policies "$T"
     for pol in none mps-priority orion; do corun "$T.$pol" "$pol" 1.25 "$hm" "$bm" "$gap"; done
     for p in $PS; do corun "$T.mosaic-$p" mosaic "$p" "$hm" "$bm" "$gap"; done
   fi
   keys=$OUT/run/$hm.hp.keys
-  if has static; then
+  if hasp static; then
     phase static "$T"
     # p-independent (no admission control): one run, scored at every p.
     if record_hp "$hm" "$gap"; then
@@ -633,7 +674,7 @@ for pair in $PAIRS; do
       log "$T: static not run: no HP kernels (see $hm.keys.err)"
     fi
   fi
-  if has tune; then
+  if hasp tune; then
     phase tune "$T"
     if record_hp "$hm" "$gap"; then
       tune_cmds "$hm" "$bm" "$gap"
@@ -663,7 +704,7 @@ for pair in $PAIRS; do
       log "$T: tune not run: no HP kernels (see $hm.keys.err)"
     fi
   fi
-  if has replay; then
+  if hasp replay; then
     phase replay "$T"
     if record_hp "$hm" "$gap" trace && record_be "$bm"; then
       warm=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['startup_requests'])" "$OUT/run/$hm.keys.json" 2>/dev/null || echo 3)
@@ -683,7 +724,7 @@ for pair in $PAIRS; do
       log "$T: replay not run: a recording failed"
     fi
   fi
-  if has fault; then
+  if hasp fault; then
     phase fault "$T"
     # Enough requests to serve through the kill-restart gap and FAULT_TAIL_S
     # after it at the period (a late request only lengthens the run).
@@ -695,5 +736,5 @@ for pair in $PAIRS; do
   phase_end
 done
 
-python3 "$REPO/scripts/gpu/issue15_summary.py" "$OUT/run" "$PAIRS" "$PS" "$PHASES" | tee "$OUT/summary.txt"
+python3 "$REPO/scripts/gpu/issue15_summary.py" "$OUT/run" "$PAIRS" "$PS" "$PHASES" "${PAIR_PHASES:-}" | tee "$OUT/summary.txt"
 cp "$OUT/run/results.json" "$OUT/results.json" 2>/dev/null

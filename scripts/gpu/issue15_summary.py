@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Summarise scripts/gpu/issue15_services.sh's runs: RUNDIR PAIRS PS [PHASES].
+"""Summarise scripts/gpu/issue15_services.sh's runs: RUNDIR PAIRS PS [PHASES [PAIR_PHASES]].
 
 Per HP:BE pair: the isolated HP p50/p99 (two runs pooled) and BE steps/s
 (and samples/s); the shim's cost with no BE work (under the daemon with
@@ -557,9 +557,14 @@ def phases(run, lines):
 
 def main():
     if len(sys.argv) < 4:
-        sys.exit("usage: issue15_summary.py RUNDIR PAIRS PS [PHASES]")
+        sys.exit("usage: issue15_summary.py RUNDIR PAIRS PS [PHASES [PAIR_PHASES]]")
     run, pairs, ps = sys.argv[1], sys.argv[2].split(), [float(x) for x in sys.argv[3].split()]
     want = set(sys.argv[4].split()) if len(sys.argv) > 4 else set()
+    # PAIR_PHASES ("HP:BE=word,word ..."): one pair's phases beside PHASES.
+    pair_want = {}
+    for e in (sys.argv[5].split() if len(sys.argv) > 5 else []):
+        pr, _, ws = e.partition("=")
+        pair_want.setdefault(pr, set()).update(w for w in ws.split(",") if w)
     res = {"schema": "mosaic-issue15/2", "pairs": [], "missing": []}
     lines = []
     try:  # the script's env.txt, beside the run directory
@@ -673,7 +678,7 @@ def main():
         f = fault_report(run, T, iso99, lines)
         if f:
             r["fault"] = f
-        res["missing"] += missing(T, ps, want, r)
+        res["missing"] += missing(T, ps, want | pair_want.get(pair, set()), r)
         res["pairs"].append(r)
     costs = costs_report(run, lines)
     if costs:

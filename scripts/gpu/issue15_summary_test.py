@@ -233,6 +233,37 @@ class Load(unittest.TestCase):
         self.assertIn("busy fractions reported, not checked", text)
 
 
+class H200Archive(unittest.TestCase):
+    """Session 7's call 3 on the H200 (docs/results/2026-12-02-s7-gpu):
+    its period was 0.4 x the median, 0.981 ms against requests of 2.46 ms,
+    so HP alone ran back to back. Summarised at the load it claimed
+    (ISSUE15_LOAD=0.4) the pair is refused, both isolated runs named with
+    busy fractions of 0.999 and 0.998 (hand check: 300 requests of ~2.46
+    ms end to end in 0.74 s)."""
+
+    def test_back_to_back_refused(self):
+        arc = os.path.join(HERE, "..", "..", "docs", "results", "2026-12-02-s7-gpu", "call3_i15_run.tgz")
+        if not os.path.exists(arc):
+            self.skipTest(f"{arc} not in this tree")
+        import tarfile
+        with tempfile.TemporaryDirectory() as d, tarfile.open(arc) as t:
+            for n in ("resnet50.iso1.lat", "resnet50.iso2.lat", "resnet50.gap_ms", "resnet18_train.be_iso.json"):
+                with open(os.path.join(d, n), "wb") as f:
+                    f.write(t.extractfile(f"run/{n}").read())
+            old = os.environ.get("ISSUE15_LOAD")
+            os.environ["ISSUE15_LOAD"] = "0.4"
+            try:
+                res, text = run_summary(d, "resnet50:resnet18_train", "1.25", "iso")
+            finally:
+                if old is None:
+                    del os.environ["ISSUE15_LOAD"]
+                else:
+                    os.environ["ISSUE15_LOAD"] = old
+            why = res["pairs"][0]["not_scored"]
+            self.assertIn("resnet50.iso1 was busy 0.999 of its window at a period of 0.981 ms", why)
+            self.assertIn("resnet50.iso2 was busy 0.998", why)
+
+
 class Fault(unittest.TestCase):
     """The fault run at p = 1.25 (HP alone p99 10 ms, so over p is > 12.5
     ms): 100 requests started every 20 ms from 1000 s, 10 ms each except

@@ -40,6 +40,8 @@ def hp_parser():
                     help="launch kernel by kernel instead of replaying a CUDA graph of the step")
     ap.add_argument("--after")
     ap.add_argument("--after-timeout", type=float, default=60.0)
+    ap.add_argument("--after-settle", type=float, default=0.0,
+                    help="seconds more once --after's file is there (the BE job's first steps)")
     return ap
 
 

@@ -14,7 +14,7 @@ ms and its start (Unix s), one a line.
 
   python3 svc_hp.py --model resnet50 [--batch N] [--requests N] [--warmup N]
                     [--gap-ms MS] [--latencies FILE] [--mark] [--eager]
-                    [--after FILE [--after-timeout S]] [--arrivals periodic|poisson]
+                    [--after FILE [--after-timeout S] [--after-settle S]] [--arrivals periodic|poisson]
                     [--seed N] [--touch-after N FILE]
 --mark delimits requests with the `mosaic` package (python/mosaic) instead.
 --after waits, once warm, until FILE exists (a BE job's --ready file, at
@@ -73,6 +73,8 @@ if a.after:
     if not found:
         print(f"svc_hp: {a.after} did not appear in {a.after_timeout} s: measuring without it",
               file=sys.stderr)
+    elif a.after_settle > 0:
+        time.sleep(a.after_settle)
 
 touch_n, touch_path = (int(a.touch_after[0]), a.touch_after[1]) if a.touch_after else (0, None)
 rng = random.Random(a.seed)
