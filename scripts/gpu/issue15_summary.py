@@ -528,7 +528,9 @@ def missing(T, ps, want, r):
                 need(pol, p, "policies")
         if "static" in want:
             need("static", p, "static")
-        if "tune" in want:
+        # TUNE_PS (the script's, in the environment): the p's tuned.
+        tune_ps = [float(x) for x in os.environ.get("TUNE_PS", "").split()] or ps
+        if "tune" in want and any(abs(p - t) < 1e-9 for t in tune_ps):
             need("tuned", p, "tune")
         if "replay" in want and not any(x["p"] == p for x in r.get("replay") or []):
             out.append(f"{T} replay p={p:g} (replay)")
