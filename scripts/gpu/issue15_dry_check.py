@@ -13,14 +13,47 @@ import sys
 T = "resnet50+resnet18_train"
 
 
-def gpu_path(d, run, res, pair, rc):
+def load_and_fault(pair):
+    """Both modes: the isolated runs made the load asked for (LOAD 0.5: the
+    summary scores no pair otherwise), every co-run has its busy fraction,
+    and the fault run's kill fell among requests being served: at least one
+    HP request overlapped the kill-restart gap (the 2026-12-02 H200 call
+    had none), BE stepped again after the restart."""
     bad = []
+    if pair.get("not_scored"):
+        bad.append(f"not scored: {pair['not_scored']}")
+    busy = pair.get("hp_iso_busy") or [None]
+    if any(b is None or abs(b - 0.5) > 0.1 for b in busy):
+        bad.append(f"isolated busy fractions {busy}, not 0.5 +- 0.1")
+    if any(r.get("hp_busy") is None for r in pair["runs"]):
+        bad.append("a co-run without its busy fraction")
+    f = pair.get("fault") or {}
+    if not f.get("requests_in_gap"):
+        bad.append(f"fault: no HP request in the kill-restart gap: {f}")
+    if "be_first_step_after_restart_s" not in f:
+        bad.append(f"fault: no BE step after the restart: {f}")
+    if not bad:
+        print(f"ok: HP busy {', '.join(f'{b:.3f}' for b in busy)} alone; fault: {f['requests_in_gap']} requests "
+              f"in the {f['kill_to_restart_s']:.2f} s gap (max {f.get('in_gap_max_ms', 0):.1f} ms), BE stepped "
+              f"{f['be_first_step_after_restart_s']:.3f} s after the restart")
+    return bad
+
+
+def gpu_path(d, run, res, pair, rc):
+    bad = load_and_fault(pair)
     rows = {r["policy"]: r for r in pair["runs"]}
     for pol in ("none", "mps-priority", "orion", "static", "mosaic"):
         if pol not in rows:
             bad.append(f"no {pol} row")
         elif rows[pol]["be_rate_over"] != "steps within the HP service's measured requests":
             bad.append(f"{pol}: BE counted over {rows[pol]['be_rate_over']}")
+    # Co-runs start HP beside the BE job (CORUN_START=parallel): each HP
+    # service waited for its BE job's ready file before measuring.
+    for pol in ("none", "mps-priority", "orion", "static", "mosaic-1.25", "fault"):
+        j = [json.loads(x) for x in open(os.path.join(run, f"{T}.{pol}.hp.json")) if x.startswith("{")] \
+            if os.path.exists(os.path.join(run, f"{T}.{pol}.hp.json")) else []
+        if not j or j[-1].get("waited_for_after_s") is None:
+            bad.append(f"{pol}: the HP service did not wait for the BE job (parallel start): {j[-1:] or 'no JSON'}")
     if pair.get("hp_kernels", {}).get("keys_written") != 3:
         bad.append(f"keys: {pair.get('hp_kernels')}")
     if "tuned" not in rows and not os.path.exists(os.path.join(run, f"{T}.tune-1.25.err")):
@@ -41,15 +74,13 @@ def gpu_path(d, run, res, pair, rc):
             bad.append(f"tune trial {t} (isolated) waited for a BE job: {w}")
     if not all("real" in r for r in pair.get("replay") or [{}]):
         bad.append("replay rows without their real runs")
-    if "be_first_step_after_restart_s" not in pair.get("fault", {}):
-        bad.append(f"fault: {pair.get('fault')}")
     if not bad:
         print(f"ok: gpu path: tune trial waits {waits}")
     return bad
 
 
 def dry(d, run, res, pair, rc):
-    bad = []
+    bad = load_and_fault(pair)
     rows = {(r["policy"], r["p"]): r for r in pair["runs"]}
     # The HP kernels from the trace: the three convolutions, in order.
     want = ["_Z9k_conv3x3PKfS0_Pfiiii|grid=16,8,16|block=8,8,1|dsmem=7808",

@@ -18,7 +18,12 @@
 #   - the costs phase measured the HP launch and both grant round trips;
 #   - the summary names nothing missing, and a phase time for each phase;
 #   - a time budget too short for the co-runs skips them, names them, and
-#     still leaves the summary and the archive.
+#     still leaves the summary and the archive;
+#   - the HP load: the isolated runs busy 0.5 +- 0.1 (LOAD 0.5), every
+#     co-run's busy fraction reported; the fault run's kill, cued by the HP
+#     service's own progress, has HP requests in the kill-restart gap;
+#   - REUSE of the first call's run: its period and keys taken (no iso0
+#     run, no recording), and at another LOAD its period left.
 #
 #   scripts/gpu/issue15_dry_test.sh BUILD_DIR [--gpu-path]
 # ISSUE15_PRELOAD (the ASan build) passes through to the harness.
@@ -86,6 +91,26 @@ rc=$?
 cat "$out/console.txt"
 
 python3 scripts/gpu/issue15_dry_check.py dry "$out/x" || fails=$((fails + 1))
+# REUSE: a second call taking the first one's period, keys and traces
+# (run/ kept): no back-to-back iso0 run, no recording for static, the
+# period the same; with another LOAD the period is not taken.
+BUILD=$build DRY=sim OUT=$out/reuse REUSE=$out/x PS=1.25 PAIRS=resnet50:resnet18_train \
+  PHASES="iso static" KEEP_RUN=1 scripts/gpu/issue15_services.sh >"$out/reuse.txt" 2>&1
+rc=$?
+r=$out/reuse/run
+if [[ $rc != 0 || -e $r/resnet50.iso0.lat || -e $r/resnet50.rec_hp.lat || ! -s $r/resnet50+resnet18_train.static.lat ]] ||
+   ! cmp -s "$r/resnet50.gap_ms" "$out/x/run/resnet50.gap_ms" || ! grep -qx resnet50.hp.keys "$r/reused.txt"; then
+  fail "REUSE: rc $rc; $(ls "$r" | grep -E 'iso0|rec_hp|static.lat|gap_ms' | tr '\n' ' '); $(tail -5 "$out/reuse.txt")"
+else
+  echo "ok: REUSE took the period ($(cat "$r/resnet50.gap_ms") ms) and the keys: no iso0 run, no recording"
+fi
+BUILD=$build DRY=sim OUT=$out/reuse2 REUSE=$out/x LOAD=0.4 PS=1.25 PAIRS=resnet50:resnet18_train \
+  PHASES="iso" KEEP_RUN=1 scripts/gpu/issue15_services.sh >"$out/reuse2.txt" 2>&1
+if [[ ! -s $out/reuse2/run/resnet50.iso0.lat ]] || ! grep -q "periods (gap_ms) not taken: that call's LOAD was 0.5, this one's 0.4" "$out/reuse2/script.log"; then
+  fail "REUSE at another LOAD took the period: $(grep REUSE "$out/reuse2/script.log")"
+else
+  echo "ok: REUSE at LOAD 0.4 left the 0.5 call's period and ran iso0"
+fi
 # The time budget: with 6 s, the isolated runs fit and the co-runs do
 # not; they are skipped, named, and the summary and archive still made.
 BUILD=$build DRY=sim OUT=$out/budget BUDGET_S_DRY=6 PS=1.25 PAIRS=resnet50:resnet18_train \

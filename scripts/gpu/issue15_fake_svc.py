@@ -42,10 +42,18 @@ def kernels(keys):
 
 def hp(argv):
     a = svc_args.hp_parser().parse_args(argv)
-    waited = svc_args.wait_for(a.after, a.after_timeout)[0] if a.after else None
+    waited, found = svc_args.wait_for(a.after, a.after_timeout) if a.after else (None, False)
+    if found and a.after_settle > 0:
+        time.sleep(a.after_settle)
     with tempfile.TemporaryDirectory() as d:
+        # svc_hp.py's --gap-ms is an open-loop period: hp_service's --period-ms.
         cmd = [os.path.join(BIN, "hp_service"), "--requests", str(a.requests), "--warmup", "3",
-               "--gap-ms", str(a.gap_ms), "--latencies", f"{d}/l", "--times", f"{d}/t"] + kernels(HP_KERNELS)
+               "--gap-ms", "0", "--period-ms", str(a.gap_ms), "--latencies", f"{d}/l",
+               "--times", f"{d}/t"] + kernels(HP_KERNELS)
+        if a.touch_after:
+            cmd += ["--touch-after"] + list(a.touch_after)
+        if a.arrivals != "periodic":
+            sys.stderr.write(f"fake svc_hp: --arrivals {a.arrivals} is played periodic (hp_service has no other)\n")
         r = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
         if r.returncode != 0:
             sys.stderr.write(f"fake svc_hp: hp_service exited {r.returncode}\n")

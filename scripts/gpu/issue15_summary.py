@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Summarise scripts/gpu/issue15_services.sh's runs: RUNDIR PAIRS PS [PHASES].
+"""Summarise scripts/gpu/issue15_services.sh's runs: RUNDIR PAIRS PS [PHASES [PAIR_PHASES]].
 
 Per HP:BE pair: the isolated HP p50/p99 (two runs pooled) and BE steps/s
 (and samples/s); the shim's cost with no BE work (under the daemon with
@@ -164,6 +164,75 @@ def be_in_window(run, tag, be):
     return rate, (rate * batch if batch is not None else None), "steps within the HP service's measured requests"
 
 
+def starts(run, tag):
+    """(latencies ms, starts in s) of a run: hp_service's --times (DRY=sim:
+    CLOCK_MONOTONIC ms) or svc_hp's --latencies (Unix s); starts None when
+    the file has none."""
+    try:
+        with open(f"{run}/{tag}.times") as f:
+            rows = [l.split()[:2] for l in f if l.strip()]
+        return [float(b) for a, b in rows], [float(a) / 1e3 for a, b in rows]
+    except (OSError, ValueError):
+        ms, ts = lat(f"{run}/{tag}.lat")
+        return ms, (ts if ts and ts[0] is not None else None)
+
+
+def busy_fraction(ms, ts):
+    """The share of a run's measured window (the first request's start to
+    the last one's end) that a request was in flight: the load the HP
+    service made. None without start times."""
+    if not ms or not ts:
+        return None
+    window = ts[-1] + ms[-1] / 1e3 - ts[0]
+    return sum(ms) / 1e3 / window if window > 0 else None
+
+
+def load_of(run):
+    """(LOAD, tolerance, arrivals, where from) of the call: run/load.txt,
+    which issue15_services.sh writes; ISSUE15_LOAD for a call made before
+    it existed; (None, ...) when neither says: busy fractions are then
+    reported but not checked."""
+    kv = {}
+    try:
+        with open(f"{run}/load.txt") as f:
+            kv = dict(l.split(None, 1) for l in f if len(l.split()) == 2)
+    except (OSError, ValueError):
+        pass
+    if "load" in kv:
+        return float(kv["load"]), float(kv.get("tolerance", 0.1)), kv.get("arrivals", "periodic").strip(), "load.txt"
+    if os.environ.get("ISSUE15_LOAD"):
+        return (float(os.environ["ISSUE15_LOAD"]), float(os.environ.get("LOAD_TOL", 0.1)), "periodic",
+                "ISSUE15_LOAD")
+    return None, None, None, None
+
+
+def load_refusal(run, hm, load, tol):
+    """Why the pair's isolated HP runs do not stand for LOAD, or None: each
+    run's busy fraction must be within tol of LOAD, or the load every score
+    is made at is not the one named (the 0.4 x median period of the
+    2026-12-02 calls was shorter than a request: HP alone was busy 0.999)."""
+    out = []
+    for i in (1, 2):
+        ms, ts = starts(run, f"{hm}.iso{i}")
+        b = busy_fraction(ms, ts)
+        if b is None:
+            out.append(f"{hm}.iso{i} has no request start times: its busy fraction cannot be measured")
+        elif abs(b - load) > tol:
+            period = ""
+            try:
+                with open(f"{run}/{hm}.gap_ms") as f:
+                    period = f" at a period of {float(f.read()):.3f} ms"
+            except (OSError, ValueError):
+                pass
+            out.append(f"{hm}.iso{i} was busy {b:.3f} of its window{period} (median request "
+                       f"{pct(ms, .5):.3f} ms), not LOAD {load:g} +- {tol:g}")
+    if not out:
+        return None
+    return ("; ".join(out) + ". Fix: requests must arrive every (isolated median / LOAD) ms "
+            "(issue15_services.sh sets the period so from its back-to-back iso0 run); re-run the iso "
+            "phase, or summarise with the LOAD the runs were made at (ISSUE15_LOAD, LOAD_TOL)")
+
+
 def score(run, tag, p, iso99, be_iso_sps, ms, pol):
     be = last_json(f"{run}/{tag}.be.json")
     sps, samples, how = be_in_window(run, tag, be)
@@ -174,6 +243,7 @@ def score(run, tag, p, iso99, be_iso_sps, ms, pol):
            "be_run_steps_per_s": be_rate(be)[0],
            "be_vs_isolated": sps / be_iso_sps if be_iso_sps else 0.0}
     row["cost_savings"] = 2 * row["be_vs_isolated"]
+    row["hp_busy"] = busy_fraction(*starts(run, tag))
     row["meets_p"] = row["over_p_pct"] <= MEETS_P_PCT
     met = metrics(f"{run}/{tag}.metrics.txt")
     row["decisions"] = {k.split('"')[1]: v for k, v in met.items()
@@ -269,31 +339,71 @@ def replay_rows(run, T, hm, bm, ps, real, iso99, be_iso_sps, lines):
     return out
 
 
-def fault_report(run, T, iso99, lines):
-    ms, ts = lat(f"{run}/{T}.fault.lat")
+def fault_report(run, T, iso99, lines, p=1.25):
+    """The fault run: the daemon SIGKILLed once the HP service had ended
+    FAULT_AT measured requests, restarted FAULT_GAP_S later. The HP
+    requests whose latency overlapped the kill-restart gap (start before
+    the restart, end after the kill) and their latencies against p x the
+    isolated p99; the requests of the second after the restart; BE's first
+    step after the restart. No request in the gap makes the run say
+    nothing about HP under a fault: said (not_informative), and listed as
+    missing. Clocks: svc_hp's starts, svc_be's steps and the kill stamps
+    are Unix s; hp_service's --times and be_trainer's --step-times
+    (DRY=sim) are CLOCK_MONOTONIC ms, moved to Unix time by the offset the
+    script read beside them (T.fault.clock)."""
+    tag = f"{T}.fault"
+    ms, ts = starts(run, tag)
     if not ms:
         return None
-    f = {"requests": len(ms), "over_1.25_pct": 100.0 * sum(x > 1.25 * iso99 for x in ms) / len(ms)}
+    limit = p * iso99
+    f = {"requests": len(ms), f"over_{p:g}_pct": 100.0 * sum(x > limit for x in ms) / len(ms)}
+    mono = os.path.exists(f"{run}/{tag}.times")
+    off = 0.0
+    if mono:
+        try:
+            with open(f"{run}/{tag}.clock") as fh:
+                off = float(fh.read())
+        except (OSError, ValueError):
+            off = None
     try:
-        kill = float(open(f"{run}/{T}.fault.kill").read())
-        restart = float(open(f"{run}/{T}.fault.restart").read())
-        f["kill_to_restart_s"] = restart - kill
-        if ts[0] is not None:
-            near = [x for x, t in zip(ms, ts) if kill - 0.5 <= t <= restart + 2.0]
-            f["requests_near_fault"] = len(near)
-            f["near_fault_over_1.25"] = sum(x > 1.25 * iso99 for x in near)
-            f["near_fault_max_ms"] = max(near) if near else None
-        # svc_be's steps are Unix s, as the kill and restart stamps; under
-        # DRY=sim be_trainer's are CLOCK_MONOTONIC ms (hp_service wrote
-        # .times): not comparable, so not used.
-        steps = numbers(f"{run}/{T}.fault.steps") if not os.path.exists(f"{run}/{T}.fault.times") else []
-        after = [t for t in steps if t > restart]
-        if after:
-            f["be_first_step_after_restart_s"] = after[0] - restart
-    except (OSError, ValueError):
+        with open(f"{run}/{tag}.fault_err") as fh:
+            f["fault_error"] = fh.read().strip()
+    except OSError:
         pass
-    lines.append("  fault (daemon SIGKILL, restart 2 s later, mosaic p=1.25): " +
-                 ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in f.items()))
+    try:
+        kill, restart = numbers(f"{run}/{tag}.kill")[0], numbers(f"{run}/{tag}.restart")[0]
+    except IndexError:
+        kill = restart = None
+    if kill is not None and ts and off is not None:
+        f["kill_to_restart_s"] = restart - kill
+        ts = [t + off for t in ts]
+        f["requests_before_kill"] = sum(t + x / 1e3 <= kill for x, t in zip(ms, ts))
+        gap = [x for x, t in zip(ms, ts) if t < restart and t + x / 1e3 > kill]
+        f["requests_in_gap"] = len(gap)
+        if gap:
+            f["in_gap_p50_ms"] = pct(gap, .5)
+            f["in_gap_max_ms"] = max(gap)
+            f["in_gap_max_vs_iso_p99"] = max(gap) / iso99
+            f[f"in_gap_over_{p:g}"] = sum(x > limit for x in gap)
+        after = [x for x, t in zip(ms, ts) if restart <= t < restart + 1.0]
+        f["requests_1s_after_restart"] = len(after)
+        f[f"after_restart_over_{p:g}"] = sum(x > limit for x in after)
+        f["not_informative"] = not gap
+        steps = numbers(f"{run}/{tag}.steps")
+        if mono:
+            steps = [x / 1e3 + off for x in steps]
+        f["be_steps_in_gap"] = sum(kill < t <= restart for t in steps)
+        later = [t for t in steps if t > restart]
+        if later:
+            f["be_first_step_after_restart_s"] = later[0] - restart
+    lines.append(f"  fault (daemon SIGKILL while serving, restart {f.get('kill_to_restart_s', float('nan')):.2f} s "
+                 f"later, mosaic p={p:g}): " +
+                 ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in f.items()
+                           if k != "kill_to_restart_s"))
+    if f.get("not_informative", True):
+        lines.append("  fault: NOT INFORMATIVE for HP: no HP request was in flight between the kill and the "
+                     "restart (FAULT_AT after the run's end, or the kill not made: fault_error). Fix: FAULT_AT "
+                     "under the run's requests, FAULT_REQUESTS enough to serve through FAULT_GAP_S")
     return f
 
 
@@ -418,12 +528,16 @@ def missing(T, ps, want, r):
                 need(pol, p, "policies")
         if "static" in want:
             need("static", p, "static")
-        if "tune" in want:
+        # TUNE_PS (the script's, in the environment): the p's tuned.
+        tune_ps = [float(x) for x in os.environ.get("TUNE_PS", "").split()] or ps
+        if "tune" in want and any(abs(p - t) < 1e-9 for t in tune_ps):
             need("tuned", p, "tune")
         if "replay" in want and not any(x["p"] == p for x in r.get("replay") or []):
             out.append(f"{T} replay p={p:g} (replay)")
     if "fault" in want and "fault" not in r:
         out.append(f"{T} fault run (fault)")
+    elif "fault" in want and r["fault"].get("not_informative", True):
+        out.append(f"{T} fault: no HP request in the kill-restart gap (fault)")
     return out
 
 
@@ -445,9 +559,14 @@ def phases(run, lines):
 
 def main():
     if len(sys.argv) < 4:
-        sys.exit("usage: issue15_summary.py RUNDIR PAIRS PS [PHASES]")
+        sys.exit("usage: issue15_summary.py RUNDIR PAIRS PS [PHASES [PAIR_PHASES]]")
     run, pairs, ps = sys.argv[1], sys.argv[2].split(), [float(x) for x in sys.argv[3].split()]
     want = set(sys.argv[4].split()) if len(sys.argv) > 4 else set()
+    # PAIR_PHASES ("HP:BE=word,word ..."): one pair's phases beside PHASES.
+    pair_want = {}
+    for e in (sys.argv[5].split() if len(sys.argv) > 5 else []):
+        pr, _, ws = e.partition("=")
+        pair_want.setdefault(pr, set()).update(w for w in ws.split(",") if w)
     res = {"schema": "mosaic-issue15/2", "pairs": [], "missing": []}
     lines = []
     try:  # the script's env.txt, beside the run directory
@@ -459,6 +578,22 @@ def main():
         res["simulated"] = None
     if res["simulated"]:
         lines.append("DRY=sim: the simulated GPU and the C demo programs; nothing here is a GPU measurement")
+    load, tol, arrivals, load_from = load_of(run)
+    res["load"] = {"load": load, "tolerance": tol, "arrivals": arrivals, "from": load_from}
+    if load is None:
+        lines.append("HP load: not recorded (no run/load.txt: a call before LOAD; ISSUE15_LOAD=L checks it): "
+                     "busy fractions reported, not checked")
+    else:
+        lines.append(f"HP load: {load:g} of the time a request in flight, {arrivals} arrivals "
+                     f"(from {load_from}); a pair whose isolated runs were busy outside {load:g} +- {tol:g} "
+                     "is not scored")
+    reused = lines_of(f"{run}/reused.txt")
+    if reused:
+        res["reused"] = reused
+        iso_reused = [x for x in reused if ".iso" in x or x.endswith(".be_iso.json")]
+        lines.append(f"reused from a previous call (REUSE): {len(reused)} files"
+                     + (f"; the isolated runs too ({', '.join(iso_reused)}): scores divide by another "
+                        "call's numbers" if iso_reused else ""))
     for pair in pairs:
         hm, bm = pair.split(":")
         T = f"{hm}+{bm}"
@@ -475,9 +610,18 @@ def main():
             lines.append(f"{hm} + {bm}: no isolated HP runs (phase iso) in this call: nothing scored")
             res["pairs"].append(r)
             continue
+        r["hp_iso_busy"] = [busy_fraction(*starts(run, f"{hm}.iso{i}")) for i in (1, 2)]
+        busy_txt = ", ".join("-" if b is None else f"{b:.3f}" for b in r["hp_iso_busy"])
         lines.append(f"{hm} + {bm}: HP alone p50 {r['hp_iso_p50_ms']:.3f} ms p99 {r['hp_iso_p99_ms']:.3f} ms "
-                     f"({len(iso)} requests), BE alone {be_iso_sps:.2f} steps/s"
+                     f"({len(iso)} requests, busy {busy_txt}), BE alone {be_iso_sps:.2f} steps/s"
                      f"{'' if be_iso_samples is None else ' (%.1f samples/s)' % be_iso_samples}")
+        why = load_refusal(run, hm, load, tol) if load is not None else None
+        if why:
+            r["not_scored"] = why
+            res["missing"].append(f"{T}: not scored: {why}")
+            lines.append(f"  NOT SCORED: {why}")
+            res["pairs"].append(r)
+            continue
         keys = whole_json(f"{run}/{hm}.keys.json")
         if keys:
             r["hp_kernels"] = keys
@@ -503,7 +647,7 @@ def main():
                              f"p99 {pct(a, .99):.3f} ms ({o['p99_added_pct']:+.2f}%)")
         iso99 = r["hp_iso_p99_ms"]
         lines.append(f"  {'p':>5} {'policy':13} {'HP p99 ms':>9} {'p99/iso':>7} {'%>p':>6} "
-                     f"{'BE st/s':>8} {'BE/iso':>6} {'savings':>7}")
+                     f"{'BE st/s':>8} {'BE/iso':>6} {'savings':>7} {'HP busy':>7}")
         real = {}
         for p in ps:
             for pol in ("none", "mps-priority", "orion", "static", f"mosaic-{p:g}", f"tuned-{p:g}"):
@@ -521,7 +665,8 @@ def main():
                               "requests not delimited]")
                 lines.append(f"  {p:5.2f} {row['policy']:13} {row['hp_p99_ms']:9.3f} "
                              f"{row['hp_p99_slowdown']:7.2f} {row['over_p_pct']:6.1f} {row['be_steps_per_s']:8.2f} "
-                             f"{row['be_vs_isolated']:6.2f} {row['cost_savings']:7.2f}{extra}")
+                             f"{row['be_vs_isolated']:6.2f} {row['cost_savings']:7.2f} "
+                             f"{'-' if row['hp_busy'] is None else '%.3f' % row['hp_busy']:>7}{extra}")
         tunes = [t for t in (tune_report(run, T, p, lines) for p in ps) if t]
         if tunes:
             r["tune"] = tunes
@@ -535,7 +680,7 @@ def main():
         f = fault_report(run, T, iso99, lines)
         if f:
             r["fault"] = f
-        res["missing"] += missing(T, ps, want, r)
+        res["missing"] += missing(T, ps, want | pair_want.get(pair, set()), r)
         res["pairs"].append(r)
     costs = costs_report(run, lines)
     if costs:

@@ -9,7 +9,7 @@
  *
  *   hp_service [--requests N] [--warmup N] [--gap-ms MS] [--kernel KEY]...
  *              [--latencies FILE] [--gpu-latencies FILE] [--times FILE]
- *              [--prequeue]
+ *              [--prequeue] [--period-ms MS] [--touch-after N FILE]
  *
  * --latencies writes every measured request's host latency (ms, one a line,
  * in request order) for the arbiter evaluation's share of requests over p.
@@ -25,6 +25,14 @@
  * GPU span then holds no gap where the GPU waited for a descheduled host
  * thread between two launches (on a loaded 2-core machine, milliseconds:
  * as much as p = 1.1's slack), only the GPU's own time.
+ * --period-ms replaces --gap-ms's idle time after each request with an
+ * open-loop period, as scripts/gpu/workloads/svc_hp.py has: measured
+ * request r+1 starts at r's slot plus MS, or at once when r ended later
+ * (the schedule then moves on from r's end), so that a load is the share
+ * of time a request is in flight (scripts/gpu/issue15_services.sh, LOAD).
+ * --touch-after creates FILE once the N-th measured request has ended: the
+ * service's own progress, by which a fault test kills the daemon while
+ * requests are being served rather than after a guessed time.
  */
 #include "demo_util.h"
 
@@ -48,6 +56,7 @@ static int usage(void)
     fprintf(stderr, "usage: hp_service [--requests N] [--warmup N] "
             "[--gap-ms MS] [--kernel KEY]... [--graph] [--latencies FILE] "
             "[--gpu-latencies FILE] [--times FILE] [--prequeue]\n"
+            "       [--period-ms MS] [--touch-after N FILE]\n"
             "  KEY: a profile key, NAME|grid=X,Y,Z|block=X,Y,Z|dsmem=N\n"
             "  --graph: capture the sequence once, launch it as a CUDA graph\n");
     return 2;
@@ -66,7 +75,9 @@ static void sleep_ms(double ms)
 int main(int argc, char **argv)
 {
     int requests = 100, warmup = 3;
-    double gap_ms = 2;
+    double gap_ms = 2, period_ms = 0;
+    int touch_after = -1;
+    const char *touch_path = NULL;
     static struct demo_seq seq;
     bool graph = false, prequeue = false;
     const char *lat_path = NULL, *times_path = NULL, *gpu_path = NULL;
@@ -79,6 +90,13 @@ int main(int argc, char **argv)
             prequeue = true;
             continue;
         }
+        if (strcmp(argv[i], "--touch-after") == 0) {
+            if (i + 2 >= argc)
+                return usage();
+            touch_after = atoi(argv[++i]);
+            touch_path = argv[++i];
+            continue;
+        }
         if (i + 1 >= argc)
             return usage();
         if (strcmp(argv[i], "--requests") == 0)
@@ -87,6 +105,8 @@ int main(int argc, char **argv)
             warmup = atoi(argv[++i]);
         else if (strcmp(argv[i], "--gap-ms") == 0)
             gap_ms = atof(argv[++i]);
+        else if (strcmp(argv[i], "--period-ms") == 0)
+            period_ms = atof(argv[++i]);
         else if (strcmp(argv[i], "--latencies") == 0)
             lat_path = argv[++i];
         else if (strcmp(argv[i], "--times") == 0)
@@ -137,8 +157,21 @@ int main(int argc, char **argv)
     double *start = calloc((size_t)requests, sizeof *start);
     if (lat == NULL || gpu == NULL || start == NULL)
         return 1;
+    double slot = 0;
     for (int r = -warmup; r < requests; r++) {
+        if (period_ms > 0 && r > 0) {
+            /* Open loop from the first measured request on: wait for the
+             * slot, or go at once when the last request ended after it. */
+            double now = demo_now_ms();
+            slot += period_ms;
+            if (slot > now)
+                sleep_ms(slot - now);
+            else
+                slot = now;
+        }
         double t0 = demo_now_ms();
+        if (r == 0)
+            slot = t0;
         uint32_t n = (uint32_t)(r + warmup + 1);
         CUresult c = prequeue ? cuStreamWaitValue32(s, dhold, n, CU_STREAM_WAIT_VALUE_GEQ)
                               : CUDA_SUCCESS;
@@ -167,7 +200,15 @@ int main(int argc, char **argv)
             lat[r] = t1 - t0;
             gpu[r] = ms;
         }
-        sleep_ms(gap_ms);
+        if (touch_path != NULL && r + 1 == touch_after) {
+            FILE *f = fopen(touch_path, "w");
+            if (f == NULL || fclose(f) != 0) {
+                fprintf(stderr, "hp_service: --touch-after %s: cannot be created\n", touch_path);
+                return 1;
+            }
+        }
+        if (period_ms <= 0 || r < 0)
+            sleep_ms(gap_ms);
     }
     double sum = 0;
     for (int r = 0; r < requests; r++)

@@ -26,13 +26,22 @@ def hp_parser():
     ap = _parser("svc_hp.py")
     ap.add_argument("--requests", type=int, default=300)
     ap.add_argument("--warmup", type=int, default=20)
-    ap.add_argument("--gap-ms", type=float, default=0.0)
+    ap.add_argument("--gap-ms", type=float, default=0.0,
+                    help="the open-loop period between request arrivals, ms (the mean under "
+                         "--arrivals poisson); 0: back to back")
+    ap.add_argument("--arrivals", choices=("periodic", "poisson"), default="periodic")
+    ap.add_argument("--seed", type=int, default=0, help="the Poisson arrivals' seed")
+    ap.add_argument("--touch-after", nargs=2, metavar=("N", "FILE"),
+                    help="create FILE once the N-th measured request has ended (a fault "
+                         "test's cue that requests are being served)")
     ap.add_argument("--latencies")
     ap.add_argument("--mark", action="store_true")
     ap.add_argument("--eager", action="store_true",
                     help="launch kernel by kernel instead of replaying a CUDA graph of the step")
     ap.add_argument("--after")
     ap.add_argument("--after-timeout", type=float, default=60.0)
+    ap.add_argument("--after-settle", type=float, default=0.0,
+                    help="seconds more once --after's file is there (the BE job's first steps)")
     return ap
 
 

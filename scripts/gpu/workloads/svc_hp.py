@@ -3,12 +3,19 @@
 Each request is one forward pass then torch.cuda.synchronize(), so the shim
 learns requests from the synchronisation pattern (the program is not told
 about Mosaic), `--gap-ms` apart (open loop: the next request starts at its
-slot or at once if late). Prints one JSON line; --latencies writes each
-measured request's host latency in ms, one a line.
+slot or at once if late, the schedule then moving on from that request's
+end, so that arrivals never queue behind a late one). The load of a run is
+the share of its measured window that a request is in flight: a period of
+the isolated median / LOAD gives LOAD (scripts/gpu/issue15_services.sh);
+--arrivals poisson draws each gap from an exponential of mean --gap-ms
+(--seed), the same slot rule. Prints one JSON line (with the measured
+busy fraction); --latencies writes each measured request's host latency in
+ms and its start (Unix s), one a line.
 
   python3 svc_hp.py --model resnet50 [--batch N] [--requests N] [--warmup N]
                     [--gap-ms MS] [--latencies FILE] [--mark] [--eager]
-                    [--after FILE [--after-timeout S]]
+                    [--after FILE [--after-timeout S] [--after-settle S]] [--arrivals periodic|poisson]
+                    [--seed N] [--touch-after N FILE]
 --mark delimits requests with the `mosaic` package (python/mosaic) instead.
 --after waits, once warm, until FILE exists (a BE job's --ready file, at
 most --after-timeout s) before the first measured request, so that a run
@@ -16,6 +23,7 @@ started beside a BE job that is still loading meets it from its first
 request (mosaic-sched tune starts both at once). When the step cannot be
 captured as a CUDA graph the service runs eager, and says so in "launch"."""
 import json
+import random
 import sys
 import time
 
@@ -65,9 +73,17 @@ if a.after:
     if not found:
         print(f"svc_hp: {a.after} did not appear in {a.after_timeout} s: measuring without it",
               file=sys.stderr)
+    elif a.after_settle > 0:
+        time.sleep(a.after_settle)
 
+touch_n, touch_path = (int(a.touch_after[0]), a.touch_after[1]) if a.touch_after else (0, None)
+rng = random.Random(a.seed)
+def next_gap_s():
+    if a.gap_ms <= 0:
+        return 0.0
+    return (rng.expovariate(1e3 / a.gap_ms) if a.arrivals == "poisson" else a.gap_ms / 1e3)
 lat, starts = [], []
-t_next = time.perf_counter()
+t_first = t_next = time.perf_counter()
 for i in range(a.requests):
     # Wait for the slot spinning, as a service polling its queue would. With
     # time.sleep here the same ResNet-50 requests took 5.7-6.6 ms at p50
@@ -76,6 +92,8 @@ for i in range(a.requests):
     while time.perf_counter() < t_next:
         pass
     t0 = time.perf_counter()
+    if i == 0:
+        t_first = t0
     starts.append(time.time())
     if req:
         with req():
@@ -86,7 +104,10 @@ for i in range(a.requests):
         torch.cuda.synchronize()
     t1 = time.perf_counter()
     lat.append((t1 - t0) * 1e3)
-    t_next = max(t_next + a.gap_ms / 1e3, t1)
+    if touch_path and i + 1 == touch_n:
+        open(touch_path, "w").close()
+    t_next = max(t_next + next_gap_s(), t1)
+window_ms = (t1 - t_first) * 1e3
 
 s = sorted(lat)
 def pct(q):
@@ -98,6 +119,7 @@ if a.latencies:
 print(json.dumps({"program": "svc_hp", "model": a.model, "requests": len(lat),
                   "launch": launch, "waited_for_after_s": waited_s,
                   "p50_ms": pct(0.5), "p99_ms": pct(0.99), "mean_ms": sum(lat) / len(lat),
-                  "max_ms": s[-1], "gap_ms": a.gap_ms,
+                  "max_ms": s[-1], "gap_ms": a.gap_ms, "arrivals": a.arrivals,
+                  "busy_fraction": sum(lat) / window_ms if window_ms > 0 else None,
                   "method": "host perf_counter from the first launch to synchronize() returning"}))
 sys.stdout.flush()
