@@ -255,13 +255,16 @@ double mosaic__learn_charge_ns(const struct mosaic__learn *l, uint64_t t0, uint6
 {
     double sum = mosaic__learn_remaining_ns(l, now);
 
+    double ran = 0;
+
     if (l->evicted_end > t0)
         return INFINITY;
     for (unsigned i = 0; i < l->nhist; i++)
-        sum += overlap(l->hist_start[i], l->hist_end[i], t0, now);
+        ran += overlap(l->hist_start[i], l->hist_end[i], t0, now);
     for (int i = 0; i < l->nrun; i++)
-        sum += overlap(l->run[i].start, now, t0, now);
-    return sum;
+        ran += overlap(l->run[i].start, now, t0, now);
+    /* The what-if factor believes the time they ran beside HP the same. */
+    return sum + ran * fmin(1.0, mosaic__learn_bound_factor);
 }
 
 int mosaic__learn_overlapped(const struct mosaic__learn *l, uint64_t t0, uint64_t t1)

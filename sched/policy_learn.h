@@ -35,9 +35,10 @@
 /*
  * What-if knobs for tests and replays only; the daemon never sets them.
  * mosaic__learn_bound_factor (1): a run beside HP is taken as this factor
- * times its measured wall time. Below 1 it is taken as more than an upper
- * bound (the unsafe setting that tests/sched/test_be_continuous.c shows
- * putting HP over p). mosaic__policy_before_i15 (0): 1 gives the rules
+ * times its measured wall time, in what is learned from it and in what it
+ * is charged to a request. Below 1 it is believed to cost HP less than its
+ * wall time beside it, which no measurement supports (the unsafe setting
+ * that tests/sched/test_be_continuous.c shows putting HP over p). mosaic__policy_before_i15 (0): 1 gives the rules
  * before issue 15's fixes (clean runs only, BE held beside a request type
  * with too few isolated samples however long it lasts, a kernel without a
  * prediction ending the bound's admissions beside a request), for the side
