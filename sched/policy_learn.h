@@ -41,8 +41,9 @@
  * that tests/sched/test_be_continuous.c shows putting HP over p). mosaic__policy_before_i15 (0): 1 gives the rules
  * before issue 15's fixes (clean runs only, BE held beside a request type
  * with too few isolated samples however long it lasts, a kernel without a
- * prediction ending the bound's admissions beside a request), for the side
- * by side run of docs/services-eval.md.
+ * prediction ending the bound's admissions beside a request; the charge's
+ * longer history applies to both), for the side by side run of
+ * docs/services-eval.md.
  */
 extern double mosaic__learn_bound_factor;
 extern int mosaic__policy_before_i15;

@@ -229,7 +229,8 @@ struct hpc {
     int overlapped;
     double pred_finish; /* predicted end, wall ns, at the last grant */
     struct bek ov[MAX_OV]; /* the BE kernels that ran beside this request */
-    int nov, ov_lost;      /* ov_lost: one was not recorded (full, unknown) */
+    int nov, ov_lost;      /* ov_lost: one was not recorded (full; under the old
+                            * rules also one without a prediction) */
     /* ov[] was full: the finished ones' time beside the request was summed
      * here and their records dropped (the ratio is then not measured). */
     double ov_done_ns;
@@ -972,13 +973,12 @@ static void model_observe(void *state, const struct mosaic__policy_event *e)
                     m->hp[i].overlapped = in_flight = 1;
             }
         if (!ki || (!m->orion && !ki->pk) || m->nrun + nk > MAX_RUN) {
-            /* A kernel without a prediction beside an open request makes
-             * it unmeasurable (and ends its bound's admissions); its runs
-             * are followed, and learned from, in policy_learn.c. */
+            /* A kernel without a prediction: its runs are followed, and
+             * learned from, in policy_learn.c, whose record of them charges
+             * its time beside a request (the bounds and eq. 5 add it). Only
+             * the old rules ended the bound's admissions for the request it
+             * ran beside; a full run[] still does. */
             int unknown = !ki || (!m->orion && !ki->pk);
-            /* Its time beside the request is charged by policy_learn.c's
-             * record of its run (the bound and eq. 5 add it); only the old
-             * rules ended the bound's admissions for the request. */
             for (int i = 0; i < MAX_HP; i++)
                 if (m->hp[i].used && m->hp[i].open &&
                     (!unknown || m->orion || mosaic__policy_before_i15))
