@@ -28,13 +28,22 @@
 
 #define LEARN_KERNELS 1024 /* a power of two: the hash table's size */
 #define LEARN_RUNNING 256
-#define LEARN_HISTORY 64 /* finished runs kept for charging a request */
+/* Finished runs kept for charging a request: a 0.5-2 s start-up request
+ * beside a trainer's small kernels sees hundreds (64 were too few: the
+ * charge then left out the older ones). */
+#define LEARN_HISTORY 512
+
+double mosaic__learn_bound_factor = 1.0;
+int mosaic__policy_before_i15;
 
 struct lkernel {
     uint64_t id; /* 0: free */
     double samples[MOSAIC__LEARN_SAMPLES];
     int nsamples, next;
-    double duration_ns; /* 0 until learned */
+    double duration_ns; /* 0 until learned from clean runs */
+    double bsamples[MOSAIC__LEARN_BOUND_SAMPLES]; /* runs beside HP */
+    int nbsamples, nextb;
+    double bound_ns; /* 0 until learned from runs beside HP */
 };
 
 struct lrun {
@@ -52,8 +61,9 @@ struct mosaic__learn {
     uint64_t last_done; /* the latest done of any unknown kernel */
     uint64_t hist_start[LEARN_HISTORY], hist_end[LEARN_HISTORY];
     unsigned nhist, next_hist;
-    unsigned learned;
-    uint64_t samples, discarded, untracked;
+    uint64_t evicted_end; /* the latest end of a run that left the history */
+    unsigned learned, bound_learned;
+    uint64_t samples, bound_samples, discarded, untracked;
 };
 
 int mosaic__learn_open(struct mosaic__learn **out)
@@ -124,6 +134,33 @@ static void add_sample(struct mosaic__learn *l, struct lkernel *k, double ns)
     k->duration_ns = tmp[MOSAIC__LEARN_SAMPLES / 2];
 }
 
+/* A run beside HP: an upper bound on the isolated duration, and the
+ * kernel's wall time beside HP (policy_learn.h). */
+static void add_bound_sample(struct mosaic__learn *l, struct lkernel *k, double ns)
+{
+    double tmp[MOSAIC__LEARN_BOUND_SAMPLES];
+
+    k->bsamples[k->nextb] = ns * mosaic__learn_bound_factor;
+    k->nextb = (k->nextb + 1) % MOSAIC__LEARN_BOUND_SAMPLES;
+    if (k->nbsamples < MOSAIC__LEARN_BOUND_SAMPLES)
+        k->nbsamples++;
+    l->bound_samples++;
+    if (k->nbsamples < MOSAIC__LEARN_BOUND_SAMPLES)
+        return;
+    memcpy(tmp, k->bsamples, sizeof(tmp));
+    qsort(tmp, MOSAIC__LEARN_BOUND_SAMPLES, sizeof(double), cmp_double);
+    if (!(k->bound_ns > 0) && !(k->duration_ns > 0)) {
+        l->bound_learned++;
+        mosaic__dlog(MOSAIC__L_INFO, "BE kernel %016llx without a profile learned beside HP: "
+                     "at most %.3f ms (median of %d runs with an HP request in flight, each an "
+                     "upper bound on its isolated time); admitted beside HP under the "
+                     "worst-case bound from now on",
+                     (unsigned long long)k->id, tmp[MOSAIC__LEARN_BOUND_SAMPLES / 2] / 1e6,
+                     MOSAIC__LEARN_BOUND_SAMPLES);
+    }
+    k->bound_ns = tmp[MOSAIC__LEARN_BOUND_SAMPLES / 2];
+}
+
 void mosaic__learn_grant(struct mosaic__learn *l, uint32_t client, uint64_t id, uint64_t ts,
                          int hp_in_flight)
 {
@@ -150,18 +187,22 @@ void mosaic__learn_done(struct mosaic__learn *l, uint32_t client, uint64_t id, u
         l->nrun--;
         if (ts > l->last_done)
             l->last_done = ts;
+        if (l->nhist == LEARN_HISTORY && l->hist_end[l->next_hist] > l->evicted_end)
+            l->evicted_end = l->hist_end[l->next_hist];
         l->hist_start[l->next_hist] = r.start;
         l->hist_end[l->next_hist] = ts;
         l->next_hist = (l->next_hist + 1) % LEARN_HISTORY;
         if (l->nhist < LEARN_HISTORY)
             l->nhist++;
-        if (!r.clean || ts <= r.start) {
+        if (ts <= r.start || (!r.clean && mosaic__policy_before_i15)) {
             l->discarded++;
             return;
         }
         struct lkernel *k = id ? kernel_add(l, id) : NULL;
-        if (k)
+        if (k && r.clean)
             add_sample(l, k, (double)(ts - r.start));
+        else if (k)
+            add_bound_sample(l, k, (double)(ts - r.start));
         return;
     }
 }
@@ -183,7 +224,12 @@ void mosaic__learn_client_gone(struct mosaic__learn *l, uint32_t client)
 double mosaic__learn_duration(const struct mosaic__learn *l, uint64_t id)
 {
     size_t i = slot_of(l, id);
-    return id && l->k[i].id == id ? l->k[i].duration_ns : 0;
+
+    if (!id || l->k[i].id != id)
+        return 0;
+    /* Both are upper bounds on the isolated time; beside HP the wall time
+     * is what is charged, so the larger. */
+    return fmax(l->k[i].duration_ns, l->k[i].bound_ns);
 }
 
 double mosaic__learn_remaining_ns(const struct mosaic__learn *l, uint64_t now)
@@ -209,11 +255,16 @@ double mosaic__learn_charge_ns(const struct mosaic__learn *l, uint64_t t0, uint6
 {
     double sum = mosaic__learn_remaining_ns(l, now);
 
+    double ran = 0;
+
+    if (l->evicted_end > t0)
+        return INFINITY;
     for (unsigned i = 0; i < l->nhist; i++)
-        sum += overlap(l->hist_start[i], l->hist_end[i], t0, now);
+        ran += overlap(l->hist_start[i], l->hist_end[i], t0, now);
     for (int i = 0; i < l->nrun; i++)
-        sum += overlap(l->run[i].start, now, t0, now);
-    return sum;
+        ran += overlap(l->run[i].start, now, t0, now);
+    /* The what-if factor believes the time they ran beside HP the same. */
+    return sum + ran * fmin(1.0, mosaic__learn_bound_factor);
 }
 
 int mosaic__learn_overlapped(const struct mosaic__learn *l, uint64_t t0, uint64_t t1)
@@ -239,11 +290,20 @@ size_t mosaic__learn_metrics(const struct mosaic__learn *l, char *buf, size_t ca
                      "# TYPE mosaic_policy_learn_samples_total counter\n"
                      "mosaic_policy_learn_samples_total %llu\n"
                      "# HELP mosaic_policy_learn_discarded_total Runs of unknown BE kernels "
-                     "not used: an HP request was in flight during them.\n"
+                     "not used (no time between grant and done).\n"
                      "# TYPE mosaic_policy_learn_discarded_total counter\n"
-                     "mosaic_policy_learn_discarded_total %llu\n",
+                     "mosaic_policy_learn_discarded_total %llu\n"
+                     "# HELP mosaic_policy_learned_beside_hp_kernels BE kernels without a "
+                     "profile learned from %d runs beside an HP request (upper bounds).\n"
+                     "# TYPE mosaic_policy_learned_beside_hp_kernels gauge\n"
+                     "mosaic_policy_learned_beside_hp_kernels %u\n"
+                     "# HELP mosaic_policy_learn_bound_samples_total Runs of unknown BE "
+                     "kernels beside an HP request measured (grant to done).\n"
+                     "# TYPE mosaic_policy_learn_bound_samples_total counter\n"
+                     "mosaic_policy_learn_bound_samples_total %llu\n",
                      MOSAIC__LEARN_SAMPLES, l->learned, (unsigned long long)l->samples,
-                     (unsigned long long)l->discarded);
+                     (unsigned long long)l->discarded, MOSAIC__LEARN_BOUND_SAMPLES,
+                     l->bound_learned, (unsigned long long)l->bound_samples);
     if (r < 0 || (size_t)r >= cap)
         return 0;
     return (size_t)r;

@@ -122,6 +122,20 @@
 /* The bisection's upper end: a ratio above it is recorded as RATIO_CAP. */
 #define RATIO_CAP 64.0
 #define MAX_OV 64 /* BE kernels recorded beside one request */
+/* One-off request types (docs/services-eval.md, "BE throughput: the
+ * fixes"): a program's start-up ends "requests" at its synchronisations
+ * that are types of their own, begun once or twice and lasting 0.5-2 s on
+ * the H200 (issue 15), so they never have MIN_ISO_SAMPLES isolated
+ * requests and BE was held beside them for their whole length. A request
+ * of a type begun at most ONEOFF_BEGUN times that has lasted ONEOFF_TIMES
+ * times the longest T_iso of a ready type (at least ONEOFF_MIN_NS) admits
+ * BE by the elapsed-time bound (elapsed_check). The served type's first
+ * requests are shorter than that and stay isolated, so its T_iso is still
+ * learned; a served type slower than ONEOFF_MIN_NS loses its first
+ * ONEOFF_BEGUN requests as samples. */
+#define ONEOFF_BEGUN 2
+#define ONEOFF_TIMES 8.0
+#define ONEOFF_MIN_NS 20e6
 /* Partitioned, an unproven type's overlap factor on the predicted excess
  * (with the floor). Chosen on six training pairs by replay, the value of
  * the grid 1-8 with the most BE throughput that tune would keep within p
@@ -182,6 +196,7 @@ struct rtype {
     int nratios, next_ratio;
     double f; /* the overlap factor once trusted; 0 while unproven */
     uint64_t seen; /* the model's event count when a request last began in it */
+    uint64_t begun; /* requests begun in it */
 };
 
 struct bek {
@@ -214,7 +229,12 @@ struct hpc {
     int overlapped;
     double pred_finish; /* predicted end, wall ns, at the last grant */
     struct bek ov[MAX_OV]; /* the BE kernels that ran beside this request */
-    int nov, ov_lost;      /* ov_lost: one was not recorded (full, unknown) */
+    int nov, ov_lost;      /* ov_lost: one was not recorded (full; under the old
+                            * rules also one without a prediction) */
+    /* ov[] was full: the finished ones' time beside the request was summed
+     * here and their records dropped (the ratio is then not measured). */
+    double ov_done_ns;
+    int ov_compacted;
 };
 
 struct model {
@@ -662,7 +682,7 @@ static double measure_ratio(struct model *m, struct hpc *h, double lat)
 {
     double lo = 0, hi = RATIO_CAP;
 
-    if (m->orion || h->ov_lost || h->nov == 0)
+    if (m->orion || h->ov_lost || h->ov_compacted || h->nov == 0)
         return NAN;
     double at_lo = replay(m, h, lo), at_hi = replay(m, h, hi);
     if (!isfinite(at_lo) || !isfinite(at_hi))
@@ -745,6 +765,22 @@ static void ov_close(struct model *m, uint32_t client, uint64_t id, double ts)
 
 static void ov_add(struct hpc *h, const struct bek *b)
 {
+    if (h->nov == MAX_OV && !mosaic__policy_before_i15) {
+        /* Full: the finished ones leave their time beside the request in
+         * ov_done_ns, so that the bounds still charge it (a long start-up
+         * request sees hundreds of small BE kernels). */
+        int kept = 0;
+        for (int j = 0; j < h->nov; j++) {
+            const struct bek *o = &h->ov[j];
+            if (isinf(o->end_obs))
+                h->ov[kept++] = *o;
+            else
+                h->ov_done_ns += fmax(0, o->end_obs - fmax((double)o->start, (double)h->t0));
+        }
+        if (kept < h->nov)
+            h->ov_compacted = 1;
+        h->nov = kept;
+    }
     if (h->nov == MAX_OV) {
         h->ov_lost = 1;
         return;
@@ -809,8 +845,16 @@ static void end_request(struct model *m, struct hpc *h, uint64_t ts)
                      (unsigned long long)t->first, t->n,
                      t->known ? "all profiled" : "some without a profile (BE is held beside it)");
     }
-    if (mosaic__learn_overlapped(m->learn, h->t0, ts))
-        return; /* beside a kernel with no prediction: no T_iso, no test of the predictor */
+    /* Beside a kernel with no prediction the request is no T_iso sample.
+     * It still tests the predictor on the predicted kernels beside it: the
+     * replay leaves the unpredicted ones out, so their interference is
+     * put on the predicted ones and the ratio comes out larger, the safe
+     * side (admissions charge the unpredicted kernels again, in full).
+     * Under an HP service that is never idle nearly every request has one
+     * beside it, and the old rule measured no ratio there (issue 15). */
+    if (mosaic__learn_overlapped(m->learn, h->t0, ts) &&
+        (mosaic__policy_before_i15 || !h->overlapped))
+        return;
     if (!h->overlapped) {
         type_sample(m, t, lat);
         return;
@@ -879,7 +923,8 @@ static void model_observe(void *state, const struct mosaic__policy_event *e)
         h->overlapped = m->nrun > 0;
         mosaic__learn_hp_begin(m->learn);
         h->pred_finish = NAN;
-        h->nov = h->ov_lost = 0;
+        h->nov = h->ov_lost = h->ov_compacted = 0;
+        h->ov_done_ns = 0;
         for (int i = 0; i < m->nrun; i++)
             ov_add(h, &m->run[i]);
         if (type_ready(h->type)) {
@@ -894,6 +939,8 @@ static void model_observe(void *state, const struct mosaic__policy_event *e)
         h->launched[h->nl++] = e->id;
         if (h->nl == 1) {
             struct rtype *t = type_get(m, e->id);
+            if (t)
+                t->begun++;
             if (t != h->type) {
                 h->type = t;
                 h->done = 0;
@@ -926,13 +973,17 @@ static void model_observe(void *state, const struct mosaic__policy_event *e)
                     m->hp[i].overlapped = in_flight = 1;
             }
         if (!ki || (!m->orion && !ki->pk) || m->nrun + nk > MAX_RUN) {
-            /* A kernel without a prediction beside an open request makes
-             * it unmeasurable (and ends its bound's admissions); its runs
-             * are followed, and learned from, in policy_learn.c. */
+            /* A kernel without a prediction: its runs are followed, and
+             * learned from, in policy_learn.c, whose record of them charges
+             * its time beside a request (the bounds and eq. 5 add it). Only
+             * the old rules ended the bound's admissions for the request it
+             * ran beside; a full run[] still does. */
+            int unknown = !ki || (!m->orion && !ki->pk);
             for (int i = 0; i < MAX_HP; i++)
-                if (m->hp[i].used && m->hp[i].open)
+                if (m->hp[i].used && m->hp[i].open &&
+                    (!unknown || m->orion || mosaic__policy_before_i15))
                     m->hp[i].ov_lost = 1;
-            if (!ki || (!m->orion && !ki->pk))
+            if (unknown)
                 mosaic__learn_grant(m->learn, e->client_id, e->id, e->ts_ns, in_flight);
             return;
         }
@@ -1034,6 +1085,47 @@ static int iso_pending(const struct model *m, uint64_t now)
     return 0;
 }
 
+/* Whether open request h is of a one-off type that has lasted long
+ * enough for elapsed_check (ONEOFF_BEGUN above says why). */
+static int oneoff(const struct model *m, const struct hpc *h, uint64_t now)
+{
+    const struct rtype *t = h->type;
+    double after = ONEOFF_MIN_NS;
+
+    if (mosaic__policy_before_i15 || !h->open || !t || type_ready(t) || t->begun > ONEOFF_BEGUN)
+        return 0;
+    for (int i = 0; i < m->ntypes; i++)
+        if (type_ready(&m->types[i]))
+            after = fmax(after, ONEOFF_TIMES * m->types[i].t_iso);
+    return (double)now - (double)h->t0 >= after;
+}
+
+/*
+ * The elapsed-time bound for a one-off request, whose T_iso is unknown:
+ * it has been open for e = now - t0, and in the worst case (time slicing:
+ * HP makes no progress while a BE kernel runs) BE took W of that, so its
+ * isolated latency T is at least e - W. With W the whole BE wall time
+ * beside it (what ran, the running kernels to their predicted ends, the
+ * unknown kernels' charge, the candidate), its latency is at most T + W,
+ * within p x T while W <= (p - 1)(e - W), that is W <= e (p - 1) / p.
+ * Early in the request nothing fits; the slack grows with its length.
+ */
+static int elapsed_check(struct model *m, struct hpc *h, double cand_wall, uint64_t now)
+{
+    double e = (double)now - (double)h->t0, w = cand_wall + h->ov_done_ns;
+
+    m->bound_decisions++;
+    if (h->ov_lost)
+        return R_OVER;
+    w += mosaic__learn_charge_ns(m->learn, h->t0, now);
+    for (int i = 0; i < h->nov; i++) {
+        const struct bek *o = &h->ov[i];
+        double end = isinf(o->end_obs) ? be_end(m, o) : o->end_obs;
+        w += fmax(0, end - fmax((double)o->start, (double)h->t0));
+    }
+    return w <= e * (m->slo - 1) / m->slo ? R_FITS : R_OVER;
+}
+
 /*
  * The pessimistic bound for an unproven type: the request takes its
  * isolated latency plus the whole wall time of every BE kernel beside it
@@ -1055,6 +1147,7 @@ static int bound_check(struct model *m, struct hpc *h, const struct rtype *t, do
     if (h->open) {
         if (h->ov_lost)
             return R_OVER; /* a BE kernel beside it was not recorded */
+        extra += h->ov_done_ns;
         for (int i = 0; i < h->nov; i++) {
             const struct bek *o = &h->ov[i];
             double end = isinf(o->end_obs) ? be_end(m, o) : o->end_obs;
@@ -1114,8 +1207,13 @@ static int mosaic_check(struct model *m, struct hpc *h, const struct kinfo *cons
     double walls[MOSAIC__GRAPH_MAX_KERNELS], span = 0, alone = 0, cand_end, start, at;
     int base = m->nrun, r;
 
-    if (!type_ready(t))
-        return R_LEARNING;
+    if (!type_ready(t)) {
+        if (!oneoff(m, h, now))
+            return R_LEARNING;
+        for (int i = 0; i < n; i++)
+            span += be_wall_ns(m, ks[i], t);
+        return elapsed_check(m, h, span, now);
+    }
     for (int i = 0; i < n; i++) {
         span += walls[i] = be_wall_ns(m, ks[i], t);
         alone += ks[i]->iso_ns * type_scale(t);
@@ -1173,8 +1271,13 @@ static int learned_check(struct model *m, double dur, uint64_t now)
         double done, fin;
         if (!h->used || !h->open)
             continue;
-        if (!type_ready(h->type))
-            return R_LEARNING;
+        if (!type_ready(h->type)) {
+            int r = oneoff(m, h, now) ? elapsed_check(m, h, dur, now) : R_LEARNING;
+            if (r != R_FITS)
+                return r;
+            open++;
+            continue;
+        }
         advance(m, h, now);
         open++;
         if (!type_trusted(h->type)) {
@@ -1381,6 +1484,17 @@ static void model_close(void *state)
 
     if (!m)
         return;
+    {
+        /* What held BE, for a replay's or a stopped daemon's log. */
+        char line[512];
+        int n = 0;
+        for (int i = 0; i < R_COUNT && n >= 0 && (size_t)n < sizeof(line); i++)
+            n += snprintf(line + n, sizeof(line) - (size_t)n, " %s %llu", reason_names[i],
+                          (unsigned long long)m->decisions[i]);
+        mosaic__dlog(MOSAIC__L_DEBUG, "policy %s: decisions by reason:%s; ratios %llu, "
+                     "unmeasured %llu", m->orion ? "orion" : "mosaic", line,
+                     (unsigned long long)m->ratio_samples, (unsigned long long)m->unmeasured);
+    }
     for (size_t i = 0; m->kinfo && i <= m->kmask; i++)
         mosaic_pkernel_free(m->kinfo[i].pk);
     free(m->kinfo);

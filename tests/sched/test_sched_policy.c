@@ -22,6 +22,7 @@
 #include "daemon.h"
 #include "mosaic/profile.h"
 #include "mosaic/sched.h"
+#include "policy_learn.h"
 #include "policy_test_util.h"
 
 static const char *const be_key = "_Z9k_conv3x3PKfS0_Pfiiii|grid=16,4,32|block=16,16,1|dsmem=14976";
@@ -310,6 +311,9 @@ static int metric_has(struct mosaic__policy *p, const char *line)
  */
 static void unknown_be_learned_then_bounded(void **state)
 {
+    /* The rules before issue 15 (clean runs only); the runs beside HP
+     * that now teach an upper bound: unknown_be_learned_beside_hp. */
+    mosaic__policy_before_i15 = 1;
     struct mosaic__policy p = ptu_open_mosaic(1.25, dir);
     uint64_t u1 = mosaic_sched_kernel_id("k_unprofiled_a|grid=4,1,1|block=128,1,1|dsmem=0");
     uint64_t u2 = mosaic_sched_kernel_id("k_unprofiled_b|grid=4,1,1|block=128,1,1|dsmem=0");
@@ -380,6 +384,93 @@ static void unknown_be_learned_then_bounded(void **state)
     /* That run beside HP is not a sample. */
     assert_true(metric_has(&p, "mosaic_policy_learn_samples_total 10\n"));
     ptu_ev(&p, 1, MOSAIC__PEV_HP_END, 200, now + 11 * MS);
+    mosaic__policy_close(&p);
+    mosaic__policy_before_i15 = 0;
+}
+
+/*
+ * Issue 15: under an HP service that is never idle a clean run never
+ * comes. Three runs beside an open request (upper bounds on the isolated
+ * time) make a kernel learned at their median; it is then admitted beside
+ * a request by the same bound as a kernel learned from clean runs: T_iso
+ * 11 ms, p 1.25, 2.75 ms of slack; 2.70 ms fits, 2.80 ms does not.
+ */
+static void unknown_be_learned_beside_hp(void **state)
+{
+    struct mosaic__policy p = ptu_open_mosaic(1.25, dir);
+    uint64_t u1 = mosaic_sched_kernel_id("k_unprofiled_a|grid=4,1,1|block=128,1,1|dsmem=0");
+    uint64_t u2 = mosaic_sched_kernel_id("k_unprofiled_b|grid=4,1,1|block=128,1,1|dsmem=0");
+    /* Medians 2.70 and 2.80 ms; a short one (a done matched to the wrong
+     * run) does not make either fit. */
+    const uint64_t d1[3] = {2700000, 900000, 3100000}, d2[3] = {2800000, 1000000, 2900000};
+    uint64_t t, now;
+    (void)state;
+
+    learn(&p, 8);
+    t = mosaic__now_ns() - 1500 * MS;
+    hp_begin(&p, 101, t);
+    assert_int_equal(ask_at(&p, u1, 1, t + MS), MOSAIC__HOLD);
+    for (int i = 0; i < 2; i++) {
+        be_run(&p, u1, t + (uint64_t)(1 + 3 * i) * MS, d1[i]);
+        be_run(&p, u2, t + (uint64_t)(2 + 3 * i) * MS, d2[i]);
+    }
+    assert_true(metric_has(&p, "mosaic_policy_learned_beside_hp_kernels 0\n"));
+    be_run(&p, u1, t + 7 * MS, d1[2]);
+    be_run(&p, u2, t + 8 * MS, d2[2]);
+    ptu_ev(&p, 1, MOSAIC__PEV_HP_END, 101, t + 20 * MS);
+    assert_true(metric_has(&p, "mosaic_policy_learned_beside_hp_kernels 2\n"));
+    assert_true(metric_has(&p, "mosaic_policy_learn_bound_samples_total 6\n"));
+    assert_true(metric_has(&p, "mosaic_policy_learn_samples_total 0\n"));
+
+    now = mosaic__now_ns();
+    hp_begin(&p, 200, now);
+    assert_int_equal(ask_at(&p, u1, 1, now), MOSAIC__ADMIT);
+    assert_int_equal(ask_at(&p, u2, 1, now), MOSAIC__HOLD);
+    assert_true(metric_has(&p, "reason=\"learned_bound\"} 1\n"));
+    ptu_ev(&p, 1, MOSAIC__PEV_HP_END, 200, now + 11 * MS);
+    mosaic__policy_close(&p);
+}
+
+/*
+ * Issue 15: a one-off request type (a start-up synchronisation, begun
+ * once, never ready) no longer holds BE for its whole length. The served
+ * type's T_iso is 11 ms, so a one-off request admits BE by the elapsed
+ * bound once it has lasted 8 x 11 = 88 ms: not at 50 ms, at 200 ms; not
+ * for a type begun three times (a served type whose T_iso is being
+ * learned); not under the old rules.
+ */
+static void oneoff_type_admits_by_elapsed_bound(void **state)
+{
+    struct mosaic__policy p = ptu_open_mosaic(1.25, dir);
+    uint64_t be = mosaic_sched_kernel_id(be_key), now;
+    uint64_t k1 = mosaic_sched_kernel_id(ptu_hp_keys[1]), k2 = mosaic_sched_kernel_id(ptu_hp_keys[2]);
+    (void)state;
+
+    learn(&p, 8);
+    now = mosaic__now_ns();
+    ptu_ev(&p, 1, MOSAIC__PEV_HP_BEGIN, 300, now - 50 * MS);
+    ptu_ev(&p, 1, MOSAIC__PEV_HP_LAUNCH, k1, now - 50 * MS);
+    assert_int_equal(ask_at(&p, be, 1, now), MOSAIC__HOLD);
+    assert_int_equal(ask_at(&p, be, 1, now + 150 * MS), MOSAIC__ADMIT);
+    mosaic__policy_before_i15 = 1;
+    assert_int_equal(ask_at(&p, be, 1, now + 150 * MS), MOSAIC__HOLD);
+    mosaic__policy_before_i15 = 0;
+    ptu_ev(&p, 1, MOSAIC__PEV_HP_END, 300, now + 160 * MS);
+    assert_true(metric_has(&p, "reason=\"learning\"} 2\n"));
+    assert_true(metric_has(&p, "reason=\"fits\"} 1\n"));
+
+    /* A type begun three times is no one-off. */
+    for (int r = 0; r < 3; r++) {
+        uint64_t t0 = now + (uint64_t)(200 + 300 * r) * MS;
+        ptu_ev(&p, 1, MOSAIC__PEV_HP_BEGIN, 310 + (uint64_t)r, t0);
+        ptu_ev(&p, 1, MOSAIC__PEV_HP_LAUNCH, k2, t0);
+        /* Overlapped (so not an isolated sample that would make it ready). */
+        ptu_ev(&p, 2, MOSAIC__PEV_BE_GRANT, be, t0 + MS);
+        ptu_ev(&p, 2, MOSAIC__PEV_BE_DONE, be, t0 + 2 * MS);
+        int want = r < 2 ? MOSAIC__ADMIT : MOSAIC__HOLD;
+        assert_int_equal(ask_at(&p, be, 1, t0 + 200 * MS), want);
+        ptu_ev(&p, 1, MOSAIC__PEV_HP_END, 310 + (uint64_t)r, t0 + 250 * MS);
+    }
     mosaic__policy_close(&p);
 }
 
@@ -474,6 +565,8 @@ int main(void)
         cmocka_unit_test(eq5_at_tight_and_loose_slo),
         cmocka_unit_test(startup_types_do_not_crowd_out_the_service),
         cmocka_unit_test(unknown_be_learned_then_bounded),
+        cmocka_unit_test(unknown_be_learned_beside_hp),
+        cmocka_unit_test(oneoff_type_admits_by_elapsed_bound),
         cmocka_unit_test(trust_is_earned),
         cmocka_unit_test(holds_be_until_hp_is_known),
         cmocka_unit_test(an_hp_client_gone_ends_the_grace),

@@ -1,0 +1,205 @@
+/*
+ * Issue 15, BE throughput under MosaicSched with an HP service that is never
+ * idle: the old rules against the new, side by side, on replay's simulated
+ * timeline (docs/replay.md), for a pair made by be_continuous_traces.py
+ * (docs/services-eval.md, "BE throughput: the fixes").
+ *
+ *   test_be_continuous PAIR_DIR MODEL_DIR          the gates (ctest be_continuous)
+ *   test_be_continuous PAIR_DIR MODEL_DIR --table  the table for the doc
+ *
+ * The gates, at p = 1.1, 1.25 and 1.6, each shown failing (the old rules,
+ * the unsafe factor) in the same run:
+ *   - HP: policy mosaic keeps at most 0.5% of requests over p and its HP
+ *     p99 within p x the isolated p99; so must the old rules; the unsafe
+ *     setting (a run beside HP taken as 0.25 of its wall time, more than an
+ *     upper bound) must break it at some p, or the gate proves nothing;
+ *   - BE: at p = 1.25 and 1.6 the new rules get at least STARVE_SHARE of BE
+ *     alone, and the old rules less (they starve under continuous HP).
+ * A replay is deterministic (seeded), so the numbers do not move between
+ * runs; the thresholds sit between the old and new results of the training
+ * pair, on which they were set.
+ */
+#define _GNU_SOURCE 1
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+#include "policy_learn.h"
+#include "replay.h"
+
+/* The BE share of alone below which BE counts as starved, at p 1.25 and 1.6:
+ * the old rules got 0.17 and 0.21 on the training pair, the new 0.31 and
+ * 0.49. */
+#define STARVE_SHARE_125 0.25
+#define STARVE_SHARE_16 0.35
+#define MAX_OVER_PCT 0.5
+#define UNSAFE_FACTOR 0.05
+
+static const double ps[3] = {1.1, 1.25, 1.6};
+
+struct run {
+    int ok;
+    struct mosaic__replay_result r;
+};
+
+static int replay(const char *dir, const char *models, const char *policy, double p,
+                  int before_i15, double bound_factor, struct run *out)
+{
+    struct mosaic__sched_config cfg;
+    struct mosaic__trace *tr[2] = {NULL, NULL};
+    struct mosaic__replay_opts o = {.warmup = 5, .be_lead_ms = -1};
+    char err[1024], path[4096], num[32], prof[4096];
+    int rc = 0;
+
+    mosaic__config_defaults(&cfg);
+    snprintf(num, sizeof(num), "%g", p);
+    snprintf(prof, sizeof(prof), "%s/profiles", dir);
+    if (mosaic__config_set(&cfg, "policy", policy, NULL, 0, err, sizeof(err)) != 0 ||
+        mosaic__config_set(&cfg, "slo", num, NULL, 0, err, sizeof(err)) != 0 ||
+        mosaic__config_set(&cfg, "profile-dir", prof, NULL, 0, err, sizeof(err)) != 0 ||
+        mosaic__config_set(&cfg, "model-dir", models, NULL, 0, err, sizeof(err)) != 0 ||
+        mosaic__config_set(&cfg, "log-level", "error", NULL, 0, err, sizeof(err)) != 0) {
+        fprintf(stderr, "test_be_continuous: config: %s\n", err);
+        return -1;
+    }
+    mosaic__dlog_level = cfg.log_level;
+    snprintf(path, sizeof(path), "%s/hp.trace", dir);
+    rc = mosaic__trace_load(path, &tr[0], err, sizeof(err));
+    snprintf(path, sizeof(path), "%s/be.trace", dir);
+    if (rc == 0)
+        rc = mosaic__trace_load(path, &tr[1], err, sizeof(err));
+    mosaic__policy_before_i15 = before_i15;
+    mosaic__learn_bound_factor = bound_factor;
+    if (rc == 0)
+        rc = mosaic__replay_run(&cfg, tr, 2, &o, &out->r, err, sizeof(err));
+    mosaic__policy_before_i15 = 0;
+    mosaic__learn_bound_factor = 1.0;
+    mosaic__trace_free(tr[0]);
+    mosaic__trace_free(tr[1]);
+    if (rc != 0) {
+        fprintf(stderr, "test_be_continuous: replay %s at p %g: %s\n", policy, p, err);
+        return -1;
+    }
+    out->ok = 1;
+    return 0;
+}
+
+static double be_share(const struct run *r)
+{
+    return r->r.be_steps_per_s / r->r.be_iso_steps_per_s;
+}
+
+static double p99_ratio(const struct run *r)
+{
+    return r->r.hp_p99_ms / r->r.hp_iso_p99_ms;
+}
+
+static int hp_safe(const struct run *r, double p)
+{
+    return r->r.over_p_pct <= MAX_OVER_PCT && p99_ratio(r) <= p;
+}
+
+static void row(const char *name, double p, const struct run *r)
+{
+    printf("| %.2f | %s | %.3f | %.3f | %.1f | %.2f | %.3f |\n", p, name, r->r.hp_p50_ms,
+           r->r.hp_p99_ms, 100.0 * (p99_ratio(r) - 1), r->r.over_p_pct, be_share(r));
+}
+
+static int table(const char *dir, const char *models)
+{
+    static const char *const base[] = {"none", "mps-priority", "hold-be", "orion"};
+    struct run r;
+
+    printf("| p | policy | HP p50 ms | HP p99 ms | HP p99 over iso, %% | %% over p | BE / alone |\n"
+           "| --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
+    for (int i = 0; i < 3; i++) {
+        for (int b = 0; b < 4; b++) {
+            if (replay(dir, models, base[b], ps[i], 0, 1.0, &r) != 0)
+                return 1;
+            row(base[b], ps[i], &r);
+        }
+        if (replay(dir, models, "mosaic", ps[i], 1, 1.0, &r) != 0)
+            return 1;
+        row("mosaic, old rules", ps[i], &r);
+        if (replay(dir, models, "mosaic", ps[i], 0, 1.0, &r) != 0)
+            return 1;
+        row("**mosaic, new**", ps[i], &r);
+    }
+    printf("(HP isolated p99 %.3f ms; BE alone %.2f steps/s; %u HP requests counted)\n",
+           r.r.hp_iso_p99_ms, r.r.be_iso_steps_per_s, r.r.hp_requests);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct run old[3], neu[3], bad[3];
+    int fails = 0, unsafe_caught = 0;
+    char path[4096], list[8192];
+    FILE *f;
+
+    if (argc < 3) {
+        fprintf(stderr, "usage: test_be_continuous PAIR_DIR MODEL_DIR [--table] (PAIR_DIR from "
+                "tests/sched/be_continuous_traces.py)\n");
+        return 2;
+    }
+    /* The replay dataset's profiles: the pair's own kernels beside the zoo. */
+    snprintf(path, sizeof(path), "%s/simgpu_profiles", argv[1]);
+    f = fopen(path, "r");
+    if (!f || !fgets(list, sizeof(list), f)) {
+        fprintf(stderr, "test_be_continuous: %s: missing (make the pair with "
+                "be_continuous_traces.py)\n", path);
+        if (f)
+            fclose(f);
+        return 2;
+    }
+    fclose(f);
+    list[strcspn(list, "\n")] = '\0';
+    setenv("MOSAIC_SIMGPU_PROFILES", list, 1);
+    if (argc > 3 && strcmp(argv[3], "--table") == 0)
+        return table(argv[1], argv[2]);
+
+    for (int i = 0; i < 3; i++) {
+        if (replay(argv[1], argv[2], "mosaic", ps[i], 1, 1.0, &old[i]) != 0 ||
+            replay(argv[1], argv[2], "mosaic", ps[i], 0, 1.0, &neu[i]) != 0 ||
+            replay(argv[1], argv[2], "mosaic", ps[i], 0, UNSAFE_FACTOR, &bad[i]) != 0)
+            return 1;
+        printf("p %.2f: HP p99/iso, %% over p, BE/alone: old %.3f %.2f %.3f | new %.3f %.2f "
+               "%.3f | unsafe factor %.2f: %.3f %.2f %.3f\n", ps[i], p99_ratio(&old[i]),
+               old[i].r.over_p_pct, be_share(&old[i]), p99_ratio(&neu[i]), neu[i].r.over_p_pct,
+               be_share(&neu[i]), UNSAFE_FACTOR, p99_ratio(&bad[i]), bad[i].r.over_p_pct,
+               be_share(&bad[i]));
+        if (!hp_safe(&neu[i], ps[i])) {
+            printf("FAIL: p %.2f: the new rules put HP over p (p99 %.3fx, %.2f%% over)\n", ps[i],
+                   p99_ratio(&neu[i]), neu[i].r.over_p_pct);
+            fails++;
+        }
+        if (!hp_safe(&old[i], ps[i])) {
+            printf("FAIL: p %.2f: the old rules put HP over p\n", ps[i]);
+            fails++;
+        }
+        unsafe_caught += !hp_safe(&bad[i], ps[i]);
+    }
+    if (!unsafe_caught) {
+        printf("FAIL: the unsafe setting (runs beside HP at %.2f of their wall time) kept HP "
+               "within p at every p: the HP gate cannot fail\n", UNSAFE_FACTOR);
+        fails++;
+    }
+    for (int i = 1; i < 3; i++) {
+        double share = i == 1 ? STARVE_SHARE_125 : STARVE_SHARE_16;
+        if (be_share(&neu[i]) < share) {
+            printf("FAIL: p %.2f: BE starves under the new rules: %.3f of alone, under %.2f\n",
+                   ps[i], be_share(&neu[i]), share);
+            fails++;
+        }
+        if (be_share(&old[i]) >= share) {
+            printf("FAIL: p %.2f: the old rules reach %.3f of BE alone (gate %.2f): the "
+                   "starvation gate does not tell them apart\n", ps[i], be_share(&old[i]), share);
+            fails++;
+        }
+    }
+    printf("%s\n", fails ? "FAILED" : "ok: the old rules starve BE, the new do not, HP within "
+                                      "p under both, the unsafe setting caught");
+    return fails ? 1 : 0;
+}
