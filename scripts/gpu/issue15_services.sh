@@ -260,13 +260,13 @@ estimate() {
       case $w in
         capture) e=0; for m in ${pair%%:*} ${pair##*:}; do [[ -s $OUT/prof/$m.profile.json || -n ${seen[cap$m]:-} ]] || e=$((e + 60)); seen[cap$m]=1; done ;;
         iso) e=$((3 * hp + EST_BE_START + BE_ISO_S)) ;;
-        overhead) e=$((8 * hp)) ;;
+        overhead) e=$((10 * hp)) ;;
         policies) e=$(((3 + nps) * co)) ;;
         static) e=$((hp + co)) ;;
         tune) e=$((nts * (2 * (hp + 2) + (1 + nsp) * (co + 2) + co))) ;;
         replay) e=$((hp + EST_BE_START + REC_BE_S + 3 + 8 * nps)) ;;
         fault) e=$((co + 2)) ;;
-        costs) e=0; [[ -z ${seen[costs]:-} ]] && e=60; seen[costs]=1 ;;
+        costs) e=0; [[ -z ${seen[costs]:-} ]] && e=90; seen[costs]=1 ;;
       esac
       total=$((total + e))
       printf '  %-34s %-8s ~%4d s\n' "$pair" "$w" "$e"
@@ -317,6 +317,18 @@ if has costs; then
       >"$OUT/run/costs.bench.out" 2>"$OUT/run/costs.bench.err"
   fi
   log "costs: bench_arbiter rc=$? $(grep -c . "$OUT/run/costs.bench.out") lines"
+  # An HP request of 280 kernels as one graph + cuCtxSynchronize, with no
+  # shim, observing, as an HP client of a daemon and as the client was
+  # before 2026-12-02, interleaved (tests/arbiter/bench_hp_request.sh).
+  # Under DRY=sim the fake driver alone, as bench_arbiter above, and short.
+  if [[ -x $B/bin/bench_request ]]; then
+    env -u MOSAIC_SIMGPU BENCH_HP_DRIVER=$([[ $DRY == sim ]] && echo fake || echo real) STRACE=0 \
+      REQUESTS=${COSTS_HP_REQUESTS:-$([[ $DRY == sim ]] && echo 100 || echo 1000)} \
+      timeout -k 5 "${COSTS_HP_TIMEOUT:-120}" "$REPO/tests/arbiter/bench_hp_request.sh" "$B" \
+      "${COSTS_HP_ROUNDS:-$([[ $DRY == sim ]] && echo 1 || echo 3)}" \
+      >"$OUT/run/costs.hp_request.json" 2>"$OUT/run/costs.hp_request.out"
+    log "costs: bench_hp_request rc=$?"$'\n'"$(grep -E '^(noshim|observe|hp)' "$OUT/run/costs.hp_request.out")"
+  fi
   if [[ $DRY != sim ]]; then
     OUT=$OUT/run/costs_gate timeout -k 5 "${COSTS_GATE_TIMEOUT:-300}" \
       "$REPO/scripts/gpu/issue10_gate.sh" "${COSTS_WAKE_N:-300}" "${COSTS_W64_N:-5000}" \
@@ -488,6 +500,10 @@ for pair in $PAIRS; do
       MOSAIC_STATS=$OUT/run/$hm.disc$round.stats.json LD_PRELOAD=$PRELOAD MOSAIC_ROLE=hp MOSAIC_SCHED_SOCKET=$OUT/run/none.sock \
         corun "$hm.disconnected_alone$round" "" 1 "$hm" "" "$gap"
       MOSAIC_STATS=$OUT/run/$hm.shim$round.stats.json corun "$hm.shim_alone$round" none 1.25 "$hm" "" "$gap"
+      # The HP client as it was before 2026-12-02 (a completion write behind
+      # every graph launch, a doorbell at every request end), beside it.
+      MOSAIC_STATS=$OUT/run/$hm.oldmode$round.stats.json MOSAIC_HP_COMPLETION=graph MOSAIC_HP_END_DOORBELL=always \
+        corun "$hm.shim_oldmode_alone$round" none 1.25 "$hm" "" "$gap"
     done
   fi
   if has policies; then
