@@ -85,6 +85,10 @@ static struct mosaic_sched_client *client;
 static _Atomic uint32_t req_next;
 static _Atomic int req_explicit;    /* the program marks requests (API or NVTX) */
 static _Atomic uint32_t learned_id; /* the learned request open, 0: none */
+/* The learned request whose begin reached no daemon (the client was not
+ * connected yet, or was between connections): its end is not posted, so
+ * that the daemon is not told of the end of a request it never saw. */
+static _Atomic uint32_t learned_unposted;
 static _Atomic uint32_t api_id;     /* the request mosaic_request_begin opened */
 
 /* BE: kernels granted and not yet known finished. */
@@ -109,6 +113,7 @@ static void child_after_fork(void)
     gate_after_fork();
     hp_after_fork();
     atomic_store(&learned_id, 0);
+    atomic_store(&learned_unposted, 0);
     atomic_store(&api_id, 0);
     if (client)
         mosaic_sched_client_atfork_child(client);
@@ -868,6 +873,15 @@ static uint32_t new_request_id(void)
     return id;
 }
 
+/* Whether learned request id's begin was posted (and so its end should
+ * be); forgets it either way. */
+static int learned_posted(uint32_t id)
+{
+    uint32_t u = id;
+
+    return !atomic_compare_exchange_strong(&learned_unposted, &u, 0);
+}
+
 /* A launch with no request open begins a learned one, until the program
  * marks its requests itself. */
 static inline void learned_begin(struct mosaic_sched_client *c)
@@ -880,10 +894,12 @@ static inline void learned_begin(struct mosaic_sched_client *c)
     id = new_request_id();
     if (!atomic_compare_exchange_strong(&learned_id, &none, id))
         return; /* another thread's launch began it */
-    mosaic_sched_hp_request_begin(c, id, 0);
+    if (mosaic_sched_hp_request_begin(c, id, 0) != 0)
+        atomic_store(&learned_unposted, id);
     /* The first explicit signal may have come between the check and the
      * begin: then this request ends here rather than stay open. */
-    if (atomic_load(&req_explicit) && atomic_compare_exchange_strong(&learned_id, &id, 0))
+    if (atomic_load(&req_explicit) && atomic_compare_exchange_strong(&learned_id, &id, 0) &&
+        learned_posted(id))
         mosaic_sched_hp_request_end(c, id, 0);
 }
 
@@ -897,7 +913,7 @@ static void go_explicit(struct mosaic_sched_client *c)
         return;
     atomic_store(&req_explicit, 1);
     l = atomic_exchange(&learned_id, 0);
-    if (l)
+    if (l && learned_posted(l))
         mosaic_sched_hp_request_end(c, l, 0);
 }
 
@@ -976,7 +992,7 @@ void mosaic__sched_synced(CUstream s, int ctx)
     if (!c || atomic_load_explicit(&req_explicit, memory_order_relaxed))
         return;
     l = atomic_exchange_explicit(&learned_id, 0, memory_order_relaxed);
-    if (!l)
+    if (!l || !learned_posted(l))
         return;
     /* The context's synchronisation, or that of the stream this thread
      * last launched into: the GPU finished, and the host's time is the

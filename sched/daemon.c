@@ -471,6 +471,10 @@ static void handle_hello(struct daemon *d, struct client *c, const struct mosaic
         return;
     }
     c->active = 1;
+    /* A new client counts as busy for a heartbeat (any_waiting): an HP
+     * service starts posting at once, and a ring left to a sleeping
+     * daemon until then could fill before its backlog doorbell is heard. */
+    c->posted_ns = mosaic__now_ns();
     d->clients_total++;
     if (role == MOSAIC_SCHED_ROLE_HP)
         d->hp_clients_seen++;
