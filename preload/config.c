@@ -32,7 +32,7 @@ struct mosaic__config mosaic__cfg = {
 static const char *const other_vars[] = {"MOSAIC_MODELS", "MOSAIC_SOCKET",
                                          "MOSAIC_GIT", "MOSAIC_SIMGPU", "MOSAIC_BE_SMS",
                                          "MOSAIC_HP_SMS", "MOSAIC_BE_GATE",
-                                         "MOSAIC_HP_COMPLETION"};
+                                         "MOSAIC_HP_COMPLETION", "MOSAIC_HP_END_DOORBELL"};
 static const char *const other_prefixes[] = {"MOSAIC_SCHED_", "MOSAIC_CAPTURE_",
                                              "MOSAIC_PROFILE_", "MOSAIC_SIMGPU_"};
 

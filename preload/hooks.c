@@ -474,7 +474,7 @@ static CUresult h_event_sync(int hook, MOSAIC__P_event_sync)
 
     r = real(MOSAIC__A_event_sync);
     if (r == CUDA_SUCCESS)
-        mosaic__sched_synced(NULL, 0);
+        mosaic__sched_synced(NULL, 2);
     return r;
 }
 

@@ -14,9 +14,11 @@
  * synchronisation begins a request, and the next cuStreamSynchronize,
  * cuCtxSynchronize(_v2) or cuEventSynchronize to return ends it. The first
  * explicit signal (API or NVTX) ends learning for good (docs/sched.md,
- * "HP requests: where they come from"). All of it is ring writes: no system
- * call, no wait; with no daemon the client returns MOSAIC_EDISCONNECTED at
- * once and the program runs uncontrolled.
+ * "HP requests: where they come from"). All of it is ring writes: no wait,
+ * and no system call unless a BE kernel waits for a decision that a
+ * request's end may change (the doorbell, MOSAIC_HP_END_DOORBELL) or the
+ * ring is past half full; with no daemon the client returns
+ * MOSAIC_EDISCONNECTED at once and the program runs uncontrolled.
  *
  * BE: each kernel and graph launch is admitted before it may start (a
  * graph as one unit, defined to the daemon by its kernels: graph.c). By
@@ -40,8 +42,11 @@
  * reads the word reaching it as their completion. By default (request)
  * once per explicit request end (API or NVTX: the write goes behind this
  * thread's last HP launch, so that an end posted before the GPU finished
- * is ended by the device) and once per graph launch (behind the whole
- * graph); kernel adds one after every launch; off posts none. One driver
+ * is ended by the device) and once per graph launch inside an explicit
+ * request (behind the whole graph); a learned request ends at a
+ * synchronisation's return and needs none (the GPU is done); graph writes
+ * behind every graph launch (the default before 2026-12-02); kernel adds
+ * one after every launch; off posts none. One driver
  * call per write, no wait, no system call of ours; the segment is mapped
  * for the device once per connection, at its first write (request) or by
  * the first launching thread that sees the connection (kernel).
@@ -80,6 +85,10 @@ static struct mosaic_sched_client *client;
 static _Atomic uint32_t req_next;
 static _Atomic int req_explicit;    /* the program marks requests (API or NVTX) */
 static _Atomic uint32_t learned_id; /* the learned request open, 0: none */
+/* The learned request whose begin reached no daemon (the client was not
+ * connected yet, or was between connections): its end is not posted, so
+ * that the daemon is not told of the end of a request it never saw. */
+static _Atomic uint32_t learned_unposted;
 static _Atomic uint32_t api_id;     /* the request mosaic_request_begin opened */
 
 /* BE: kernels granted and not yet known finished. */
@@ -104,9 +113,29 @@ static void child_after_fork(void)
     gate_after_fork();
     hp_after_fork();
     atomic_store(&learned_id, 0);
+    atomic_store(&learned_unposted, 0);
     atomic_store(&api_id, 0);
     if (client)
         mosaic_sched_client_atfork_child(client);
+}
+
+/*
+ * MOSAIC_HP_END_DOORBELL: asked (the default) rings the daemon at an HP
+ * request's end only while it sleeps with a BE kernel waiting (the daemon
+ * says so in the segment); always rings whenever it sleeps, the
+ * behaviour until 2026-12-02, kept to measure what it cost.
+ */
+static int hp_end_doorbell_from_env(void)
+{
+    const char *v = getenv("MOSAIC_HP_END_DOORBELL");
+
+    if (!v || !v[0] || !strcmp(v, "asked"))
+        return 0;
+    if (!strcmp(v, "always"))
+        return 1;
+    MOSAIC__LOG(MOSAIC__LOG_WARN, "MOSAIC_HP_END_DOORBELL=\"%s\" is not asked or always: using "
+                "asked (a doorbell at an HP request's end only while a BE kernel waits)", v);
+    return 0;
 }
 
 static void link_init(void)
@@ -118,6 +147,7 @@ static void link_init(void)
     o.socket_path = sock && sock[0] ? sock : NULL;
     o.role = mosaic__cfg.role == MOSAIC__ROLE_HP ? MOSAIC_SCHED_ROLE_HP : MOSAIC_SCHED_ROLE_BE;
     o.async_connect = 1;
+    o.hp_end_doorbell_always = hp_end_doorbell_from_env();
     rc = mosaic_sched_client_open(&o, &client);
     if (rc != 0 && rc != MOSAIC_EREFUSED) {
         MOSAIC__LOG(MOSAIC__LOG_WARN, "arbiter client not started (%s): running uncontrolled",
@@ -229,7 +259,7 @@ static inline uint64_t kernel_id(const void *fn, const unsigned *g, const unsign
 
 enum { GATE_DEVICE = 0, GATE_HOST = 1 };
 /* MOSAIC_HP_COMPLETION: where the device reports HP progress (see the top). */
-enum { HP_WRITES_OFF = 0, HP_WRITES_REQUEST = 1, HP_WRITES_KERNEL = 2 };
+enum { HP_WRITES_OFF = 0, HP_WRITES_REQUEST = 1, HP_WRITES_GRAPH = 2, HP_WRITES_KERNEL = 3 };
 
 typedef CUresult(CUDAAPI *wait32_fn)(CUstream, CUdeviceptr, cuuint32_t, unsigned);
 typedef CUresult(CUDAAPI *write32_fn)(CUstream, CUdeviceptr, cuuint32_t, unsigned);
@@ -317,11 +347,16 @@ static int env_choice(const char *name, const char *a, const char *bname, int df
 static const struct mosaic__binding *gate_binding;
 
 /*
- * request (the default): one completion write per request end and per
- * graph launch, where the host cannot know when the GPU finished; kernel:
- * one after every HP launch as well (per-kernel completion, one driver
- * call per launch); off: the daemon has only the host's ends. "device" is
- * the name kernel had before request existed.
+ * request (the default): one completion write where the host cannot know
+ * when the GPU finished: per explicit request end (API or NVTX) and per
+ * graph launch inside an explicit request. A learned request needs none:
+ * it ends when a synchronisation returned (a context's, or its last
+ * launch's stream's; any other synchronisation ends it with a write
+ * behind that launch). graph: a write after every graph launch, learned
+ * requests too (request's behaviour until 2026-12-02, kept to measure
+ * it); kernel: one after every HP launch as well (per-kernel completion,
+ * one driver call per launch); off: the daemon has only the host's ends.
+ * "device" is the name kernel had before request existed.
  */
 static int hp_mode_from_env(void)
 {
@@ -329,12 +364,15 @@ static int hp_mode_from_env(void)
 
     if (!v || !v[0] || !strcmp(v, "request"))
         return HP_WRITES_REQUEST;
+    if (!strcmp(v, "graph"))
+        return HP_WRITES_GRAPH;
     if (!strcmp(v, "kernel") || !strcmp(v, "device"))
         return HP_WRITES_KERNEL;
     if (!strcmp(v, "off"))
         return HP_WRITES_OFF;
-    MOSAIC__LOG(MOSAIC__LOG_WARN, "MOSAIC_HP_COMPLETION=\"%s\" is not request, kernel or off: "
-                "using request (a completion write per request end and graph launch)", v);
+    MOSAIC__LOG(MOSAIC__LOG_WARN, "MOSAIC_HP_COMPLETION=\"%s\" is not request, graph, kernel or "
+                "off: using request (a completion write per explicit request end, and per graph "
+                "launch inside an explicit request)", v);
     return HP_WRITES_REQUEST;
 }
 
@@ -680,7 +718,10 @@ static inline void gate_load(const struct mosaic__binding *b, const void *fn)
 
 /* HP: what the connection path decided for the launch path. */
 static _Atomic uint64_t hp_epoch;   /* the client's epoch followed; 0: none yet */
-static _Atomic int hp_graph_writes; /* a completion write after each graph launch */
+/* A completion write after a graph launch: 0 none, HP_GRAPH_EXPLICIT
+ * inside explicit requests only (request), HP_GRAPH_ALL after every one. */
+enum { HP_GRAPH_EXPLICIT = 1, HP_GRAPH_ALL = 2 };
+static _Atomic int hp_graph_writes;
 static _Atomic int hp_kernel_writes; /* and after each kernel launch */
 
 /* In a child: its connections start from generation 1 again. */
@@ -772,7 +813,9 @@ static void hp_follow(const struct mosaic__binding *b, struct mosaic_sched_clien
             mosaic_sched_client_state(c) == MOSAIC_SCHED_CONNECTED)
             return;
     }
-    atomic_store(&hp_graph_writes, b && gdrv.hp_mode != HP_WRITES_OFF);
+    atomic_store(&hp_graph_writes, !b || gdrv.hp_mode == HP_WRITES_OFF ? 0
+                                   : gdrv.hp_mode == HP_WRITES_REQUEST ? HP_GRAPH_EXPLICIT
+                                                                       : HP_GRAPH_ALL);
     atomic_store(&hp_kernel_writes, mapped);
     atomic_store(&hp_epoch, epoch);
 }
@@ -804,7 +847,7 @@ static int hp_end_device(struct mosaic_sched_client *c, uint32_t id)
      * report the host's moment. */
     if (!hp_last.hook1 || hp_last.covered ||
         !atomic_load_explicit(&hp_graph_writes, memory_order_relaxed) ||
-        gdrv.hp_mode != HP_WRITES_REQUEST ||
+        (gdrv.hp_mode != HP_WRITES_REQUEST && gdrv.hp_mode != HP_WRITES_GRAPH) ||
         !(gs = hp_write(c, hp_last.hook1 - 1, hp_last.s, &gen, &seq)))
         return 0;
     mosaic_sched_hp_request_end_gated(c, gen, (unsigned)(gs - gstreams), (uint32_t)seq, id, 0);
@@ -830,6 +873,15 @@ static uint32_t new_request_id(void)
     return id;
 }
 
+/* Whether learned request id's begin was posted (and so its end should
+ * be); forgets it either way. */
+static int learned_posted(uint32_t id)
+{
+    uint32_t u = id;
+
+    return !atomic_compare_exchange_strong(&learned_unposted, &u, 0);
+}
+
 /* A launch with no request open begins a learned one, until the program
  * marks its requests itself. */
 static inline void learned_begin(struct mosaic_sched_client *c)
@@ -842,10 +894,12 @@ static inline void learned_begin(struct mosaic_sched_client *c)
     id = new_request_id();
     if (!atomic_compare_exchange_strong(&learned_id, &none, id))
         return; /* another thread's launch began it */
-    mosaic_sched_hp_request_begin(c, id, 0);
+    if (mosaic_sched_hp_request_begin(c, id, 0) != 0)
+        atomic_store(&learned_unposted, id);
     /* The first explicit signal may have come between the check and the
      * begin: then this request ends here rather than stay open. */
-    if (atomic_load(&req_explicit) && atomic_compare_exchange_strong(&learned_id, &id, 0))
+    if (atomic_load(&req_explicit) && atomic_compare_exchange_strong(&learned_id, &id, 0) &&
+        learned_posted(id))
         mosaic_sched_hp_request_end(c, id, 0);
 }
 
@@ -859,7 +913,7 @@ static void go_explicit(struct mosaic_sched_client *c)
         return;
     atomic_store(&req_explicit, 1);
     l = atomic_exchange(&learned_id, 0);
-    if (l)
+    if (l && learned_posted(l))
         mosaic_sched_hp_request_end(c, l, 0);
 }
 
@@ -891,6 +945,7 @@ void mosaic__sched_hp_graph_launched(const struct mosaic__binding *b, int hook, 
     struct mosaic_sched_client *c = get_client(MOSAIC__ROLE_HP);
     const uint64_t *ids;
     size_t n = 0;
+    int gw;
 
     if (!c)
         return;
@@ -909,7 +964,12 @@ void mosaic__sched_hp_graph_launched(const struct mosaic__binding *b, int hook, 
         ids = &unknown;
         n = 1;
     }
-    if (atomic_load_explicit(&hp_graph_writes, memory_order_relaxed) &&
+    /* The write only where the host's end may come after the GPU's: in
+     * an explicit request (a learned one ends at a synchronisation), or
+     * after every graph (MOSAIC_HP_COMPLETION=graph). */
+    gw = atomic_load_explicit(&hp_graph_writes, memory_order_relaxed);
+    if ((gw == HP_GRAPH_ALL ||
+         (gw == HP_GRAPH_EXPLICIT && atomic_load_explicit(&req_explicit, memory_order_relaxed))) &&
         hp_complete_device(c, hook, s, ids, n))
         return;
     for (size_t i = 0; i < n; i++)
@@ -925,15 +985,36 @@ void mosaic__sched_synced(CUstream s, int ctx)
 
     if (mosaic__cfg.role == MOSAIC__ROLE_BE) {
         if (get_client(MOSAIC__ROLE_BE))
-            be_release(s, ctx);
+            be_release(s, ctx == 1);
         return;
     }
     c = get_client(MOSAIC__ROLE_HP);
     if (!c || atomic_load_explicit(&req_explicit, memory_order_relaxed))
         return;
     l = atomic_exchange_explicit(&learned_id, 0, memory_order_relaxed);
-    if (l)
+    if (!l || !learned_posted(l))
+        return;
+    /* The context's synchronisation, or that of the stream this thread
+     * last launched into: the GPU finished, and the host's time is the
+     * end. Another stream's or an event's may return before this
+     * thread's last launch ran: the end then goes behind it (request
+     * mode's write, if that launch has none yet). */
+    if (ctx == 1 || (ctx == 0 && hp_last.hook1 && s == hp_last.s))
         mosaic_sched_hp_request_end(c, l, 0);
+    else
+        hp_request_end(c, l);
+}
+
+void mosaic__sched_client_counts(uint64_t *doorbells, uint64_t *dropped,
+                                 uint64_t *connections)
+{
+    /* The client exists once the first driver call opened it (or never). */
+    struct mosaic_sched_client *c =
+        atomic_load_explicit(&linked, memory_order_acquire) ? client : NULL;
+
+    *doorbells = c ? mosaic_sched_client_doorbells(c) : 0;
+    *dropped = c ? mosaic_sched_client_dropped(c) : 0;
+    *connections = c ? mosaic_sched_client_generation(c) : 0;
 }
 
 uint32_t mosaic__sched_hp_request_open(void)

@@ -39,9 +39,16 @@ int mosaic__sched_hp_request_close(uint32_t id);
  * a key too long to form). */
 uint64_t mosaic__sched_key_id(const char *name, const unsigned *grid, const unsigned *block,
                               unsigned dyn_smem);
-/* After a synchronising call returned: s is the stream (NULL with ctx 1 for
- * cuCtxSynchronize, NULL with ctx 0 for an event). */
+/* After a synchronising call returned: ctx 0, s the stream
+ * (cuStreamSynchronize); ctx 1, s NULL (cuCtxSynchronize); ctx 2, s NULL
+ * (cuEventSynchronize). */
 void mosaic__sched_synced(CUstream s, int ctx);
+
+/* The arbiter client's own counts, for the stats file: doorbell packets
+ * sent (a system call each), events dropped for a full ring, and the
+ * connections made (0: never connected). */
+void mosaic__sched_client_counts(uint64_t *doorbells, uint64_t *dropped,
+                                 uint64_t *connections);
 
 /* nvtx.c, from the constructor: in an HP process, makes this library the
  * NVTX injection (NVTX_INJECTION64_PATH, only if unset) so that ranges

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "sched_link.h"
 #include "mosaic/shim.h"
 
 struct mosaic__counters mosaic__ctr[MOSAIC__SHARDS];
@@ -185,11 +186,12 @@ static void write_info(struct mosaic__kernel *k, void *arg)
 int mosaic__stats_write(FILE *f)
 {
     struct gather g = {0};
-    uint64_t live_graph, total, graph_total;
+    uint64_t live_graph, total, graph_total, doorbells, dropped, conns;
 
     pthread_mutex_lock(&mosaic__stats_lock);
     mosaic__kernel_foreach(clear_snap, NULL);
     live_graph = mosaic__graph_snapshot();
+    mosaic__sched_client_counts(&doorbells, &dropped, &conns);
     mosaic__kernel_foreach(gather_one, &g);
     merge_names(&g);
 
@@ -223,12 +225,16 @@ int mosaic__stats_write(FILE *f)
             "\n  \"name_matched_lookups\": %llu,"
             "\n  \"be_gated_device\": %llu,\n  \"be_held_host\": %llu,"
             "\n  \"be_gate_fallbacks\": %llu,\n  \"be_gate_loads\": %llu,"
-            "\n  \"hp_completion_writes\": %llu\n}\n",
+            "\n  \"hp_completion_writes\": %llu,"
+            "\n  \"sched_connections\": %llu,\n  \"sched_doorbells\": %llu,"
+            "\n  \"sched_dropped\": %llu\n}\n",
             g.n, MOSAIC__CTR(launch_errors), MOSAIC__CTR(errors) + g.failed,
             MOSAIC__CTR(unmatched_lookups), MOSAIC__CTR(name_matched_lookups),
             MOSAIC__CTR(be_gated_device), MOSAIC__CTR(be_held_host),
             MOSAIC__CTR(be_gate_fallbacks), MOSAIC__CTR(be_gate_loads),
-            MOSAIC__CTR(hp_completion_writes));
+            MOSAIC__CTR(hp_completion_writes), (unsigned long long)conns,
+            (unsigned long long)doorbells,
+            (unsigned long long)dropped);
     pthread_mutex_unlock(&mosaic__stats_lock);
     free(g.v);
     return ferror(f) ? MOSAIC_EIO : 0;

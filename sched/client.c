@@ -92,6 +92,7 @@ enum { PROXY_NONE, PROXY_ASKED, PROXY_RUNNING, PROXY_SETTLED };
 struct mosaic_sched_client {
     char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
     int req_role;
+    int hp_end_always; /* opts.hp_end_doorbell_always */
     uint32_t reconnect_ms;
     _Atomic uint32_t be_timeout_ms;
     _Atomic int be_on_timeout;
@@ -542,6 +543,7 @@ MOSAIC__EXPORT int mosaic_sched_client_open(const struct mosaic_sched_client_opt
     }
     strcpy(c->path, path);
     c->req_role = opts->role;
+    c->hp_end_always = opts->hp_end_doorbell_always;
     c->reconnect_ms = opts->reconnect_ms ? opts->reconnect_ms : 200;
     atomic_init(&c->be_timeout_ms, opts->be_timeout_ms ? opts->be_timeout_ms : 2000);
     atomic_init(&c->be_on_timeout, opts->be_on_timeout);
@@ -712,6 +714,26 @@ static void ring_doorbell(struct mosaic_sched_client *c, struct conn *k)
 }
 
 /*
+ * After an HP request's end: the doorbell only while the daemon sleeps
+ * and some BE kernel waits for a decision that the end may change (the
+ * daemon clears HP_END_QUIET then). Otherwise the end waits in the ring
+ * for the daemon's next look (at most a millisecond while a request is
+ * open), carrying its own time stamp: a back-to-back service's every
+ * request ended with a system call before (docs/sched.md, "The HP
+ * client's cost per request").
+ */
+static void hp_end_doorbell(struct mosaic_sched_client *c, struct conn *k)
+{
+    uint32_t f;
+
+    atomic_thread_fence(memory_order_seq_cst);
+    f = atomic_load_explicit(&k->shm.hdr->daemon_flags, memory_order_relaxed);
+    if ((f & MOSAIC__SHM_HP_END_QUIET) && !c->hp_end_always)
+        return;
+    ring_doorbell(c, k);
+}
+
+/*
  * The ring is running out of room (or out of it): one doorbell for the
  * whole backlog, not one per post. A daemon that is merely asleep wakes
  * on the first and drains the ring below half, which re-arms it; one that
@@ -804,9 +826,9 @@ MOSAIC__EXPORT int mosaic_sched_hp_request_end(struct mosaic_sched_client *c,
     int rc = hp_post(c, MOSAIC__EV_HP_REQ_END, request_id, ts_ns ? ts_ns : mosaic__now_ns());
 
     /* The end of a request may release held BE work: wake a sleeping
-     * daemon (a non-blocking send, off the launch path). */
+     * daemon (a non-blocking send, off the launch path) if some waits. */
     if (rc == 0 && k)
-        ring_doorbell(c, k);
+        hp_end_doorbell(c, k);
     return rc;
 }
 
@@ -1142,7 +1164,7 @@ MOSAIC__EXPORT int mosaic_sched_hp_request_end_gated(struct mosaic_sched_client 
         return atomic_load(&c->cur) ? MOSAIC_EINVAL : MOSAIC_EDISCONNECTED;
     rc = post(c, k, &e);
     if (rc == 0)
-        ring_doorbell(c, k); /* as mosaic_sched_hp_request_end */
+        hp_end_doorbell(c, k); /* as mosaic_sched_hp_request_end */
     return rc;
 }
 

@@ -174,6 +174,7 @@ struct client {
     int role;
     struct mosaic__peer peer;
     uint64_t accepted_ns;
+    uint64_t posted_ns; /* when the daemon last found an event in its ring */
     struct mosaic__shm shm;
     uint32_t ev_pos, gr_pos;
     struct {
@@ -470,6 +471,10 @@ static void handle_hello(struct daemon *d, struct client *c, const struct mosaic
         return;
     }
     c->active = 1;
+    /* A new client counts as busy for a heartbeat (any_waiting): an HP
+     * service starts posting at once, and a ring left to a sleeping
+     * daemon until then could fill before its backlog doorbell is heard. */
+    c->posted_ns = mosaic__now_ns();
     d->clients_total++;
     if (role == MOSAIC_SCHED_ROLE_HP)
         d->hp_clients_seen++;
@@ -479,6 +484,8 @@ static void handle_hello(struct daemon *d, struct client *c, const struct mosaic
 }
 
 /* A packet on a client's socket (or its end). */
+static unsigned drain_client(struct daemon *d, struct client *c);
+
 static void handle_socket(struct daemon *d, struct client *c, uint32_t events)
 {
     union {
@@ -496,6 +503,11 @@ static void handle_socket(struct daemon *d, struct client *c, uint32_t events)
         if (n == MOSAIC_ETIMEDOUT)
             return; /* nothing more to read */
         if (n == 0 || n == MOSAIC_EDISCONNECTED) {
+            /* What it posted before it went (an HP service's last
+             * request end, which rings no doorbell while no BE kernel
+             * waits) is read first. */
+            if (c->active)
+                drain_client(d, c);
             client_free(d, c, "socket closed");
             return;
         }
@@ -797,40 +809,46 @@ static void handle_event(struct daemon *d, struct client *c, const struct mosaic
     }
 }
 
+/* Drains client c's event ring (bounded per turn, so that one busy
+ * client cannot starve others); returns how many events were read. */
+static unsigned drain_client(struct daemon *d, struct client *c)
+{
+    struct mosaic__entry e;
+    uint64_t dropped;
+    char why[160];
+    unsigned k;
+
+    for (k = 0; k < 4096 && mosaic__ring_pop_private(c->shm.ev_ctl, c->shm.ev, c->shm.ev_mask,
+                                                     &c->ev_pos, &e);
+         k++) {
+        c->events++;
+        if (mosaic__entry_check(&e, c->role, why, sizeof(why)) != 0)
+            protocol_error(d, c, why);
+        else
+            handle_event(d, c, &e);
+    }
+    if (k)
+        c->posted_ns = mosaic__now_ns();
+    dropped = atomic_load_explicit(&c->shm.hdr->ev_dropped, memory_order_relaxed);
+    /* Logged at most once a second per client; the metric counts all. */
+    if (dropped != c->dropped_seen && mosaic__now_ns() - c->drop_logged_ns >= 1000000000ull) {
+        c->drop_logged_ns = mosaic__now_ns();
+        mosaic__dlog(MOSAIC__L_WARN, "client %u (pid %d): its ring was full, %llu events "
+                     "dropped so far (raise ring-entries)", c->id, (int)c->peer.pid,
+                     (unsigned long long)dropped);
+    }
+    c->dropped_seen = dropped;
+    return k;
+}
+
 /* Drains every client's event ring; returns how many events were read. */
 static unsigned drain(struct daemon *d)
 {
     unsigned total = 0;
-    char why[160];
 
-    for (unsigned i = 0; i < d->nclients; i++) {
-        struct client *c = d->clients[i];
-        struct mosaic__entry e;
-        uint64_t dropped;
-
-        if (!c->active)
-            continue;
-        /* Bounded per turn so that one busy client cannot starve others. */
-        for (unsigned k = 0; k < 4096 && mosaic__ring_pop_private(c->shm.ev_ctl, c->shm.ev,
-                                                                  c->shm.ev_mask, &c->ev_pos, &e);
-             k++) {
-            total++;
-            c->events++;
-            if (mosaic__entry_check(&e, c->role, why, sizeof(why)) != 0)
-                protocol_error(d, c, why);
-            else
-                handle_event(d, c, &e);
-        }
-        dropped = atomic_load_explicit(&c->shm.hdr->ev_dropped, memory_order_relaxed);
-        /* Logged at most once a second per client; the metric counts all. */
-        if (dropped != c->dropped_seen && mosaic__now_ns() - c->drop_logged_ns >= 1000000000ull) {
-            c->drop_logged_ns = mosaic__now_ns();
-            mosaic__dlog(MOSAIC__L_WARN, "client %u (pid %d): its ring was full, %llu events "
-                         "dropped so far (raise ring-entries)", c->id, (int)c->peer.pid,
-                         (unsigned long long)dropped);
-        }
-        c->dropped_seen = dropped;
-    }
+    for (unsigned i = 0; i < d->nclients; i++)
+        if (d->clients[i]->active)
+            total += drain_client(d, d->clients[i]);
     for (unsigned i = 0; i < d->nclients; i++) {
         if (d->clients[i]->bad > BAD_LIMIT) {
             client_free(d, d->clients[i], "too many bad ring entries");
@@ -969,16 +987,43 @@ static unsigned decide(struct daemon *d)
     return granted;
 }
 
+/* Whether any BE kernel waits for a decision (an HP end could release it). */
+static int any_be_want(const struct daemon *d)
+{
+    for (unsigned i = 0; i < d->nclients; i++)
+        if (d->clients[i]->active && d->clients[i]->nwants)
+            return 1;
+    return 0;
+}
+
+/*
+ * Going to sleep (on): NEED_WAKEUP in every segment, and in HP segments
+ * HP_END_QUIET while no BE kernel waits, so that an HP client's request
+ * end rings no doorbell (a system call on its request path) that could
+ * release nothing. Both are set before the caller's fence and last look
+ * at the rings, so an end posted before them is seen there, and a client
+ * posting after them sees the flags as they are. A BE want arriving
+ * while asleep rings its own doorbell, and the daemon drains every ring,
+ * HP ends included, before it decides.
+ */
 static void set_wakeup(struct daemon *d, int on)
 {
+    int quiet = on && !any_be_want(d);
+
     for (unsigned i = 0; i < d->nclients; i++) {
         struct client *c = d->clients[i];
         if (!c->active)
             continue;
-        if (on)
-            atomic_fetch_or(&c->shm.hdr->daemon_flags, MOSAIC__SHM_NEED_WAKEUP);
+        if (!on) {
+            atomic_fetch_and(&c->shm.hdr->daemon_flags,
+                             ~(MOSAIC__SHM_NEED_WAKEUP | MOSAIC__SHM_HP_END_QUIET));
+            continue;
+        }
+        if (quiet && c->role == MOSAIC_SCHED_ROLE_HP)
+            atomic_fetch_or(&c->shm.hdr->daemon_flags, MOSAIC__SHM_HP_END_QUIET);
         else
-            atomic_fetch_and(&c->shm.hdr->daemon_flags, ~MOSAIC__SHM_NEED_WAKEUP);
+            atomic_fetch_and(&c->shm.hdr->daemon_flags, ~MOSAIC__SHM_HP_END_QUIET);
+        atomic_fetch_or(&c->shm.hdr->daemon_flags, MOSAIC__SHM_NEED_WAKEUP);
     }
 }
 
@@ -1296,14 +1341,25 @@ static int hp_words_pending(const struct client *c)
 }
 
 /* Whether anything waits on a decision or on a device-written word (which
- * rings no doorbell, so a sleeping daemon must look at it). */
-static int any_waiting(const struct daemon *d)
+ * rings no doorbell, so a sleeping daemon must look at it), or an HP
+ * client is busy (below). */
+static int any_waiting(const struct daemon *d, uint64_t now)
 {
     for (unsigned i = 0; i < d->nclients; i++) {
         const struct client *c = d->clients[i];
         if (c->active && (c->nwants || c->be_gated_running || c->npend))
             return 1;
-        if (c->active && c->nopen && hp_words_pending(c))
+        /* An open HP request whose device word is behind its launches
+         * (which rings no doorbell), or an HP client that posted within
+         * the last heartbeat: its ends ring no doorbell while no BE kernel
+         * waits (HP_END_QUIET) and its launches none until its ring is
+         * half full, so look every millisecond while it is busy. A
+         * 280-kernel graph a request fills a 1024-entry ring in under four
+         * requests (about 10 ms on the H200), and a backlog doorbell is a
+         * system call on the launch path. */
+        if (c->active && c->role == MOSAIC_SCHED_ROLE_HP &&
+            ((c->nopen && hp_words_pending(c)) ||
+             c->posted_ns + (uint64_t)d->cfg->heartbeat_ms * 1000000ull > now))
             return 1;
     }
     return 0;
@@ -1336,7 +1392,7 @@ static int run_loop(struct daemon *d)
                 /* A held BE kernel may become admissible by time alone (an
                  * HP request's predicted progress, the gap before the
                  * next one): look again every millisecond while any waits. */
-                if (timeout > 1 && any_waiting(d))
+                if (timeout > 1 && any_waiting(d, now))
                     timeout = 1;
             } else {
                 d->last_activity_ns = mosaic__now_ns();

@@ -197,6 +197,13 @@ struct mosaic__ring_ctl {
 };
 
 #define MOSAIC__SHM_NEED_WAKEUP 1u /* daemon flag: sleeping, ring the doorbell */
+/* Daemon flag, beside NEED_WAKEUP in an HP client's segment: no BE kernel
+ * waits for a decision, so an HP request's end can release nothing and
+ * need not wake the sleeping daemon (it reads the end, with the client's
+ * time stamp, at its next look: at most a millisecond while a request is
+ * open). A daemon that never sets it gets a doorbell at every end, as
+ * before; a client that ignores it rings as before. */
+#define MOSAIC__SHM_HP_END_QUIET 2u
 
 /*
  * Gate slots: one per stream that a client gates (BE) or tracks (HP), in

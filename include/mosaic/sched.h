@@ -64,6 +64,10 @@ struct mosaic_sched_client_opts {
     uint32_t reconnect_ms;     /* 0: 200; how often to retry the daemon */
     int no_monitor_thread;     /* 1: the caller drives mosaic_sched_client_poll() */
     int async_connect;         /* 1: open returns at once, the monitor connects */
+    /* 1: an HP request's end wakes a sleeping daemon always (the doorbell,
+     * a system call), as before protocol flag HP_END_QUIET; 0: only when
+     * the daemon asked, i.e. a BE kernel waits for a decision. */
+    int hp_end_doorbell_always;
 };
 
 #define MOSAIC_SCHED_DEFAULT_SOCKET "/run/mosaic/sched.sock"

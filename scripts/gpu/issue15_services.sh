@@ -375,7 +375,7 @@ estimate() {
           [[ -n ${seen[iso$hm]:-} || -s $OUT/run/$hm.iso2.lat ]] || { e=$((2 * hp)); [[ -s $OUT/run/$hm.gap_ms ]] || e=$((e + hp0)); }
           [[ -n ${seen[be$bm]:-} || -s $OUT/run/$bm.be_iso.json ]] || e=$((e + EST_BE_START + BE_ISO_S))
           seen[iso$hm]=1 seen[be$bm]=1 ;;
-        overhead) e=0; [[ -n ${seen[ovh$hm]:-} ]] || e=$((4 * OVERHEAD_ROUNDS * hp)); seen[ovh$hm]=1 ;;
+        overhead) e=0; [[ -n ${seen[ovh$hm]:-} ]] || e=$((5 * OVERHEAD_ROUNDS * hp)); seen[ovh$hm]=1 ;;
         policies) e=$(((3 + nps) * co)) ;;
         static) e=$co ;;
         tune) e=$((nts * (2 * (hp + 2) + (1 + nsp) * (co + 2) + co))) ;;
@@ -383,7 +383,7 @@ estimate() {
         fault) nf=$(awk -v r="$REQUESTS" -v a="$FAULT_AT" -v g="$FAULT_GAP_S" -v t="$FAULT_TAIL_S" -v p="${per:-$(awk -v m="$(est_median_ms "$hm")" -v L="$LOAD" 'BEGIN{print m/L}')}" \
              'BEGIN { n = a + int((g + t) * 1e3 / p + 0.999); print (n > r ? n : r) }')
            e=$(( $(est_hp_run "$hm" "$per" "$nf") + co - hp + 2 )) ;;
-        costs) e=0; [[ -z ${seen[costs]:-} ]] && e=60; seen[costs]=1 ;;
+        costs) e=0; [[ -z ${seen[costs]:-} ]] && e=90; seen[costs]=1 ;;
       esac
       # The HP recording that static, tune and replay share (its keys and
       # trace), once per HP model.
@@ -442,6 +442,18 @@ if has costs; then
       >"$OUT/run/costs.bench.out" 2>"$OUT/run/costs.bench.err"
   fi
   log "costs: bench_arbiter rc=$? $(grep -c . "$OUT/run/costs.bench.out") lines"
+  # An HP request of 280 kernels as one graph + cuCtxSynchronize, with no
+  # shim, observing, as an HP client of a daemon and as the client was
+  # before 2026-12-02, interleaved (tests/arbiter/bench_hp_request.sh).
+  # Under DRY=sim the fake driver alone, as bench_arbiter above, and short.
+  if [[ -x $B/bin/bench_request ]]; then
+    env -u MOSAIC_SIMGPU BENCH_HP_DRIVER=$([[ $DRY == sim ]] && echo fake || echo real) STRACE=0 \
+      REQUESTS=${COSTS_HP_REQUESTS:-$([[ $DRY == sim ]] && echo 100 || echo 1000)} \
+      timeout -k 5 "${COSTS_HP_TIMEOUT:-120}" "$REPO/tests/arbiter/bench_hp_request.sh" "$B" \
+      "${COSTS_HP_ROUNDS:-$([[ $DRY == sim ]] && echo 1 || echo 3)}" \
+      >"$OUT/run/costs.hp_request.json" 2>"$OUT/run/costs.hp_request.out"
+    log "costs: bench_hp_request rc=$?"$'\n'"$(grep -E '^(noshim|observe|hp)' "$OUT/run/costs.hp_request.out")"
+  fi
   if [[ $DRY != sim ]]; then
     OUT=$OUT/run/costs_gate timeout -k 5 "${COSTS_GATE_TIMEOUT:-300}" \
       "$REPO/scripts/gpu/issue10_gate.sh" "${COSTS_WAKE_N:-300}" "${COSTS_W64_N:-5000}" \
@@ -654,6 +666,10 @@ for pair in $PAIRS; do
       MOSAIC_STATS=$OUT/run/$hm.disc$round.stats.json LD_PRELOAD=$PRELOAD MOSAIC_ROLE=hp MOSAIC_SCHED_SOCKET=$OUT/run/none.sock \
         corun "$hm.disconnected_alone$round" "" 1 "$hm" "" "$gap"
       MOSAIC_STATS=$OUT/run/$hm.shim$round.stats.json corun "$hm.shim_alone$round" none 1.25 "$hm" "" "$gap"
+      # The HP client as it was before 2026-12-02 (a completion write behind
+      # every graph launch, a doorbell at every request end), beside it.
+      MOSAIC_STATS=$OUT/run/$hm.oldmode$round.stats.json MOSAIC_HP_COMPLETION=graph MOSAIC_HP_END_DOORBELL=always \
+        corun "$hm.shim_oldmode_alone$round" none 1.25 "$hm" "" "$gap"
     done
   fi
   if hasp policies; then

@@ -636,7 +636,8 @@ def main():
             r["shim_overhead"] = {}
             lines.append(f"  no BE work, same load: no shim p50 {pct(base, .5):.3f} ms p99 {pct(base, .99):.3f} ms")
             for name, what in (("observe_alone", "shim observing"), ("disconnected_alone", "HP client, no daemon"),
-                               ("shim_alone", "HP client + daemon")):
+                               ("shim_alone", "HP client + daemon"),
+                               ("shim_oldmode_alone", "HP client + daemon, as before 12-02")):
                 a = pooled(name)
                 if not a:
                     continue

@@ -564,6 +564,84 @@ static void ring_full_is_reported_and_never_blocks_hp(void **state)
     dmn_stop(&d);
 }
 
+/* n HP requests (begin, end) 3 ms apart; the doorbells they rang. */
+static uint64_t hp_requests_bells(struct mosaic_sched_client *hp, uint64_t first, int n)
+{
+    uint64_t bells = mosaic_sched_client_doorbells(hp);
+
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(mosaic_sched_hp_request_begin(hp, first + (uint64_t)i, 0), 0);
+        stu_msleep(3);
+        assert_int_equal(mosaic_sched_hp_request_end(hp, first + (uint64_t)i, 0), 0);
+    }
+    return mosaic_sched_client_doorbells(hp) - bells;
+}
+
+/*
+ * An HP request's end wakes a sleeping daemon (a system call in the
+ * service's request path) only while a BE kernel waits for a decision the
+ * end may change (HP_END_QUIET): none for a service alone, some once a BE
+ * kernel is held. The control is a client that rings at every end
+ * (hp_end_doorbell_always, the behaviour before): it must ring, or the
+ * zero above would say nothing.
+ */
+static void hp_end_rings_only_while_be_waits(void **state)
+{
+    struct dmn d;
+    struct mosaic_sched_client *hp, *always, *be;
+    struct mosaic_sched_client_opts o;
+    struct admit a;
+    uint64_t bells;
+    char want[64];
+
+    (void)state;
+    dmn_start(&d, NULL);
+    hp = client(&d, MOSAIC_SCHED_ROLE_HP);
+    stu_msleep(300); /* idle: the daemon sleeps between its looks */
+    /* 12 requests: 24 events, under half the test's ring of 64 (a ring
+     * past half full rings the backlog doorbell, which is not this). */
+    bells = hp_requests_bells(hp, 1, 12);
+    if (bells != 0)
+        fail_msg("%llu doorbells for 12 HP request ends with no BE kernel waiting (want 0)",
+                 (unsigned long long)bells);
+    /* The daemon still got every begin and end, from the ring. */
+    snprintf(want, sizeof(want), "\"events\":%d", 24);
+    WAIT_UNTIL(strstr(status(&d), want), 5000);
+    WAIT_UNTIL(strstr(status(&d), "\"hp_requests_in_flight\":0"), 5000);
+
+    /* A BE kernel held beside HP: the ends ring (the daemon looks every
+     * millisecond while it holds one, so some ends find it awake). */
+    be = client(&d, MOSAIC_SCHED_ROLE_BE);
+    assert_int_equal(mosaic_sched_hp_request_begin(hp, 100, 0), 0);
+    WAIT_UNTIL(strstr(status(&d), "\"hp_requests_in_flight\":1"), 5000);
+    admit_start(&a, be);
+    WAIT_UNTIL(strstr(status(&d), "\"be_waiting\":1"), 5000);
+    bells = hp_requests_bells(hp, 200, 40);
+    assert_int_equal(mosaic_sched_hp_request_end(hp, 100, 0), 0);
+    admit_join(&a);
+    assert_int_equal(a.outcome, MOSAIC_SCHED_GRANTED);
+    if (bells == 0)
+        fail_msg("no doorbell for 40 HP request ends while a BE kernel was held (want some)");
+    mosaic_sched_client_close(be);
+
+    /* The control: a client ringing at every end rings with no BE too. */
+    memset(&o, 0, sizeof(o));
+    o.socket_path = d.sock;
+    o.role = MOSAIC_SCHED_ROLE_HP;
+    o.reconnect_ms = 50;
+    o.hp_end_doorbell_always = 1;
+    assert_int_equal(mosaic_sched_client_open(&o, &always), 0);
+    assert_int_equal(mosaic_sched_client_state(always), MOSAIC_SCHED_CONNECTED);
+    stu_msleep(300);
+    bells = hp_requests_bells(always, 1000, 12);
+    if (bells == 0)
+        fail_msg("the control rang no doorbell for 12 HP request ends: the daemon was never "
+                 "asleep, so the zero above shows nothing");
+    mosaic_sched_client_close(always);
+    mosaic_sched_client_close(hp);
+    dmn_stop(&d);
+}
+
 static void daemon_sigkill_and_restart(void **state)
 {
     struct dmn d;
@@ -970,6 +1048,7 @@ int main(void)
         cmocka_unit_test(client_killed_mid_request_frees_its_state),
         cmocka_unit_test(hostile_ring_entries_are_rejected),
         cmocka_unit_test(ring_full_is_reported_and_never_blocks_hp),
+        cmocka_unit_test(hp_end_rings_only_while_be_waits),
         cmocka_unit_test(daemon_sigkill_and_restart),
         cmocka_unit_test(gated_wants_follow_the_done_word_and_are_released),
         cmocka_unit_test(stale_gates_wait_for_the_new_daemon),
