@@ -110,18 +110,20 @@ CUOBJDUMP=${CUOBJDUMP:-$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjd
 "$CUOBJDUMP" -sass "$work/sass_prog" >"$RES/listing.sass" 2>"$RES/cuobjdump.log" ||
     { cat "$RES/cuobjdump.log" >&2; log "cuobjdump -sass failed"; exit 1; }
 # When CUPTI's records are read (ARGUS_SASS_FLUSH, ARGUS_SASS_LAZY:
-# sass_tool.c): four ways, each in its own run; the first that passes is
-# the one argus exec runs with below. (Session 9, calls 4 and 5: flushed at
-# each launch's end, the second launch of the kernel gave no records, also
-# with collection disabled and enabled again between them.)
+# sass_tool.c), each in its own run; the first that passes is the one argus
+# exec runs with below. (Session 9, calls 4-6: flushed at each launch's end,
+# the second launch of the kernel gave no records, also with collection
+# disabled and enabled again between them, or flushed with the last
+# nonzero counts; read at the program's one synchronisation after both
+# launches, exact. synceach: the program synchronises after each launch.)
 set +e
 good=
-for fm in launch cached sync eager; do
+for fm in launch sync synceach; do
     t0=$SECONDS
-    lazy=1 flush=$fm
-    [[ $fm == eager ]] && lazy=0 flush=launch
-    ARGUS_SASS_FLUSH=$flush ARGUS_SASS_LAZY=$lazy ARGUS_SASS_LOG=1 timeout 60 "$SASS" --out "$RES/sass_$fm.json" -- \
-        "$work/sass_prog" "$LAUNCHES" "$TRIP" >"$RES/sass_$fm.log" 2>&1
+    flush=$fm each=0
+    [[ $fm == synceach ]] && flush=sync each=1
+    ARGUS_SASS_FLUSH=$flush ARGUS_SASS_LOG=1 timeout 60 "$SASS" --out "$RES/sass_$fm.json" -- \
+        "$work/sass_prog" "$LAUNCHES" "$TRIP" $each >"$RES/sass_$fm.log" 2>&1
     src=$?
     echo "exit $src, $((SECONDS - t0)) s" >>"$RES/sass_$fm.log"
     cat "$RES/sass_$fm.log" >&2
@@ -137,8 +139,7 @@ c1=1
 fm=${good:-launch}
 cp "$RES/sass_$fm.json" "$RES/sass.json"
 cp "$RES/checks_$fm.txt" "$RES/checks.txt"
-export ARGUS_SASS_FLUSH=$fm ARGUS_SASS_LAZY=1
-[[ $fm == eager ]] && export ARGUS_SASS_FLUSH=launch ARGUS_SASS_LAZY=0
+export ARGUS_SASS_FLUSH=${fm%each}
 # The same program through argus exec (argus-sass as its collector).
 printf '{"schema": "argus.exec.program", "version": 1, "source": "%s", "include": ["%s"],
  "sm": "90", "run": ["%s", "%s", "%s"], "device": "0", "timeout_s": 120}\n' \

@@ -11,3 +11,8 @@ add_executable(bench_sched_grant ${PROJECT_SOURCE_DIR}/tests/sched/bench_sched_g
 target_link_libraries(bench_sched_grant PRIVATE mosaic_sched_client)
 add_executable(bench_decide ${PROJECT_SOURCE_DIR}/tests/arbiter/bench_decide.c)
 target_link_libraries(bench_decide PRIVATE mosaic_sched_core)
+# The HP request timed whole (tests/arbiter/bench_hp_request.sh, the costs
+# phase's side-by-side of the HP client's request path).
+add_executable(bench_request ${PROJECT_SOURCE_DIR}/tests/bench/bench_request.c)
+target_include_directories(bench_request PRIVATE ${MOSAIC_CUDA_INCLUDE_DIR})
+target_link_libraries(bench_request PRIVATE ${CMAKE_DL_LIBS})
