@@ -152,6 +152,16 @@ def be_in_window(run, tag, be):
         ms, ts = lat(f"{run}/{tag}.lat")
         if ms and ts and ts[0] is not None:
             t = [(a, b / 1e3) for a, b in zip(ts, ms)]
+        # svc_be's ready file (Unix s, its mtime) begins the first step: with
+        # co-runs started in parallel a BE job held from its start through
+        # the window has no step end before the window, and its first step
+        # is the one that spans it (seen on the fake GPU path, 2026-12-02).
+        try:
+            ready = os.path.getmtime(f"{run}/{tag}.ready")
+            if steps and ready < steps[0]:
+                steps = [ready] + steps
+        except OSError:
+            pass
     if not t or len(steps) < 2:
         return sps, samples, "the BE job's whole run"
     w0, w1 = t[0][0], t[-1][0] + t[-1][1]
