@@ -173,6 +173,31 @@ EXPORT CUresult cuCtxSynchronize(void)
     return CUDA_SUCCESS;
 }
 
+/* FAKE_SASS_READ_ONCE=1: the H200's CUPTI (driver 580, CUDA 13.0; session
+ * 9): once a kernel's records have been read, its later launches add none. */
+static char read_fns[16][256];
+static size_t n_read_fns;
+
+static int read_once_seen(const char *fn)
+{
+    const char *e = getenv("FAKE_SASS_READ_ONCE");
+    if (e == NULL || strcmp(e, "1") != 0)
+        return 0;
+    for (size_t i = 0; i < n_read_fns; i++)
+        if (strcmp(read_fns[i], fn) == 0)
+            return 1;
+    return 0;
+}
+
+__attribute__((unused)) static void read_once_mark(const char *fn)
+{
+    for (size_t i = 0; i < n_read_fns; i++)
+        if (strcmp(read_fns[i], fn) == 0)
+            return;
+    if (n_read_fns < 16)
+        snprintf(read_fns[n_read_fns++], sizeof read_fns[0], "%s", fn);
+}
+
 #ifndef FAKE_SASS_OLD
 EXPORT CUptiResult cuptiSassMetricsGetProperties(CUpti_SassMetrics_GetProperties_Params *p)
 {
@@ -284,6 +309,7 @@ EXPORT CUptiResult cuptiSassMetricsFlushData(CUpti_SassMetricsFlushData_Params *
         d->pcOffset = fk.recs[i].pc;
         d->pInstanceValues[0].metricId = fk.recs[i].id;
         d->pInstanceValues[0].value = fk.recs[i].value;
+        read_once_mark(fk.recs[i].fn);
     }
     fk.nrecs = 0;
     return CUPTI_SUCCESS;
@@ -381,7 +407,7 @@ int fake_sass_launch(int device, const char *kernel, const unsigned grid[3],
         fk.cb(fk.ud, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cd);
     }
     /* The "kernel": the model's records, when collection is on. */
-    if (fk.on) {
+    if (fk.on && !read_once_seen(kernel)) {
         uint64_t lo = 0, hi = 0, ex = UINT64_MAX, trip = 1;
         const char *m = getenv("FAKE_SASS_MODEL");
         if (m != NULL)

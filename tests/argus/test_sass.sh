@@ -48,6 +48,16 @@ FAKE_SASS_MODEL=b0:d0:130:1000 run b --out b.json -- "$prog" "$cubin" sass_loop 
 python3 "$check" check "$fix/sass_loop.sass" sass_loop b.json 1000 16 2 >b.check && fail "a short loop passed"
 grep -q '0x00e0 .*<-- differs' b.check || fail "the PC that differs not shown: $(cat b.check)"
 
+# 1b. The H200's CUPTI (FAKE_SASS_READ_ONCE: once a kernel's records are read,
+# its later launches add none): the second launch's empty read is said, the
+# file incomplete, the counts the first launch's (not passed off as two).
+FAKE_SASS_READ_ONCE=1 run r1 --out r1.json -- "$prog" "$cubin" sass_loop 2 4 128
+[[ $rc == 0 ]] || { cat r1.err; fail "read-once exit $rc"; }
+[[ $(ev r1.json 'd["complete"], [p["smsp__sass_inst_executed"] for p in d["kernels"][0]["pcs"] if p["offset"] == "0xb0"]') == "(False, [16000])" ]] ||
+    fail "read-once counts: $(ev r1.json 'd["complete"], d["kernels"][0]["pcs"][11]')"
+ev r1.json '"\n".join(d["problems"])' | grep -q "after its records were first read gave no SASS records.*ARGUS_SASS_FLUSH=sync" ||
+    fail "read-once problem: $(ev r1.json 'd["problems"]')"
+
 # 2. One metric; the log when asked; matching the module by name when the CRC differs.
 ARGUS_SASS_LOG=1 FAKE_SASS_CRC_OFF=1 run c --out c.json --metrics smsp__sass_inst_executed -- "$prog" "$cubin" sass_loop 1 1 32
 [[ $rc == 0 ]] || { cat c.err; fail "one metric: exit $rc"; }

@@ -588,9 +588,25 @@ static void launch_end(const CUpti_CallbackData *cb, CUpti_CallbackId cbid)
                            l.function);
     }
     flush(cb->context, &l);
+    uint64_t got = 0;
+    for (size_t m = 0; m < g.s->n_metrics; m++)
+        got += l.totals[m];
     for (size_t k = 0; k < g.s->n_kernels; k++)
         if (strcmp(g.s->kernels[k].function, l.function) == 0) {
             l.crc = g.s->kernels[k].crc;
+            if (got == 0 && g.s->kernels[k].launches > 0) {
+                /* The H200 (driver 580, CUDA 13.0; session 9, calls 4-7):
+                 * once a kernel's records are read, its later launches
+                 * give none, whenever the read. */
+                argus_sass_problem(g.s,
+                                   "a launch of %s after its records were first read gave no "
+                                   "SASS records (CUPTI counts a kernel until its first read): "
+                                   "its counts hold its first launch only; with "
+                                   "ARGUS_SASS_FLUSH=sync the records are read at the "
+                                   "program's synchronisations instead, exact for launches "
+                                   "before the first one",
+                                   l.function);
+            }
             break;
         }
     g.launches++;
