@@ -210,8 +210,8 @@ struct rtype {
      * the launch count of the request the sequence was learned from (0:
      * not learned yet); partial, that some of those kernels have no
      * profile and were left out of ki[] (the type is then admitted beside
-     * by the bound only, never trusted); hits, later requests of that
-     * count; alt_n and alt_count, the run of consecutive requests of
+     * by the bound only, never trusted); hits, whether a later request had
+     * that count (or the sequence was learned again); alt_n and alt_count, the run of consecutive requests of
      * another count, after RELEARN_AFTER of which a sequence that never
      * recurred is learned again from the latest. */
     int nl_seq, partial, hits, alt_n, alt_count;
@@ -874,7 +874,7 @@ static void learn_sequence(struct model *m, struct rtype *t, const struct hpc *h
         t->t_iso = 0;
         t->nratios = t->next_ratio = 0;
         t->f = 0;
-        t->hits = RELEARN_AFTER;
+        t->hits = 1;
         t->alt_count = 0;
     }
     mosaic__dlog(MOSAIC__L_INFO, "HP request type %016llx: %s%d kernels, %s%s",
@@ -901,7 +901,7 @@ static void end_request(struct model *m, struct hpc *h, uint64_t ts)
         learn_sequence(m, t, h, 0);
     } else if (h->nl > 0 && !mosaic__policy_before_llama) {
         if (h->nl == t->nl_seq) {
-            t->hits++;
+            t->hits = 1; /* recurred: never learned again (a flag, not a count) */
             t->alt_count = 0;
         } else if (t->hits == 0) {
             t->alt_count = h->nl == t->alt_n ? t->alt_count + 1 : 1;
