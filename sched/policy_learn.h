@@ -47,6 +47,11 @@
  */
 extern double mosaic__learn_bound_factor;
 extern int mosaic__policy_before_i15;
+/* 1: the rules before the Llama pair's fixes (policy_model.c, RELEARN_AFTER): a
+ * request type's sequence only from its first request, and a type with an HP
+ * kernel without a profile never ready. A what-if variable for the tests;
+ * the daemon never sets it. */
+extern int mosaic__policy_before_llama;
 
 struct mosaic__learn;
 

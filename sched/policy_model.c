@@ -134,6 +134,17 @@
  * learned; a served type slower than ONEOFF_MIN_NS loses its first
  * ONEOFF_BEGUN requests as samples. */
 #define ONEOFF_BEGUN 2
+/* A request type is named by its first kernel, and its sequence was taken
+ * from its first request: on the H200 the Llama service's served type (one
+ * CUDA graph a request) took it from the eager side-stream step before
+ * the capture, cut after 11 kernels by the model's own synchronisation,
+ * so T_iso over that sequence's profiled time scaled every BE kernel's
+ * predicted wall time 50-75x and nothing fitted any slack. When that
+ * sequence's launch count never recurs and RELEARN_AFTER consecutive
+ * requests share another, the sequence is learned again from the latest
+ * and the type's samples and ratios start over (at most once a type). */
+#define RELEARN_AFTER 3
+int mosaic__policy_before_llama;
 #define ONEOFF_TIMES 8.0
 #define ONEOFF_MIN_NS 20e6
 /* Partitioned, an unproven type's overlap factor on the predicted excess
@@ -195,6 +206,15 @@ struct rtype {
     double ratios[RATIO_WINDOW]; /* observed over predicted interference */
     int nratios, next_ratio;
     double f; /* the overlap factor once trusted; 0 while unproven */
+    /* The Llama pair (docs/services-eval.md, "The Llama pair"): nl_seq is
+     * the launch count of the request the sequence was learned from (0:
+     * not learned yet); partial, that some of those kernels have no
+     * profile and were left out of ki[] (the type is then admitted beside
+     * by the bound only, never trusted); hits, whether a later request had
+     * that count (or the sequence was learned again); alt_n and alt_count, the run of consecutive requests of
+     * another count, after RELEARN_AFTER of which a sequence that never
+     * recurred is learned again from the latest. */
+    int nl_seq, partial, hits, alt_n, alt_count;
     uint64_t seen; /* the model's event count when a request last began in it */
     uint64_t begun; /* requests begun in it */
 };
@@ -439,7 +459,7 @@ static double type_scale(const struct rtype *t)
  * what the predictor can be stretched to explain. */
 static int type_trusted(const struct rtype *t)
 {
-    return t && t->f > 0;
+    return t && t->f > 0 && !t->partial;
 }
 
 /* The factor admissions beside a type may use the forward model at: its
@@ -452,7 +472,7 @@ static double type_factor(const struct model *m, const struct rtype *t)
 
     if (type_trusted(t))
         return t->f;
-    if (!m->part || !t)
+    if (!m->part || !t || t->partial)
         return 0;
     for (int i = 0; i < t->nratios; i++)
         top = fmax(top, t->ratios[i]);
@@ -715,7 +735,7 @@ static void type_ratio(struct model *m, struct rtype *t, double ratio)
     for (int i = 0; i < t->nratios; i++)
         top = fmax(top, t->ratios[i]);
     double f = fmax(1.0, MARGIN * top);
-    t->f = t->nratios >= TRUST_AFTER && f <= F_MAX ? f : 0;
+    t->f = t->nratios >= TRUST_AFTER && f <= F_MAX && !t->partial ? f : 0;
     mosaic__dlog(MOSAIC__L_DEBUG, "policy mosaic: HP request type %016llx: interference ratio "
                  "%.3f (%d in the window, largest %.3f)", (unsigned long long)t->first, ratio,
                  t->nratios, top);
@@ -818,6 +838,53 @@ static int graph_kernels(struct model *m, uint32_t client, uint64_t id,
 
 /* ---- events ---------------------------------------------------------------- */
 
+/*
+ * A type's kernel sequence from request h's launches. Kernels without a
+ * profile (or duration): under the old rules the type is never ready and
+ * BE is held beside it; now they are left out of the sequence and the type
+ * is partial: ready once T_iso is known, admitted beside by the
+ * time-slicing bound, which needs T_iso and the BE kernels' wall times but
+ * no HP counters, and never trusted, since eq. 5 would need every HP
+ * kernel's prediction. Leaving them out makes the profiled sum smaller, so
+ * the scale T_iso / sum, which also scales the BE kernels' predicted wall
+ * times, comes out larger: the safe side. Orion keeps holding beside such
+ * a type (its test needs the HP kernel running now). again: a re-learning
+ * (RELEARN_AFTER), which starts the type's samples and ratios over.
+ */
+static void learn_sequence(struct model *m, struct rtype *t, const struct hpc *h, int again)
+{
+    int n = 0, missing = 0;
+
+    t->iso_sum_ns = 0;
+    for (int i = 0; i < h->nl; i++) {
+        const struct kinfo *k = kinfo_get(m, h->launched[i]);
+        if (!k)
+            missing++;
+        else
+            t->iso_sum_ns += k->iso_ns;
+        if (k || mosaic__policy_before_llama)
+            t->ki[n++] = k;
+    }
+    t->n = n;
+    t->nl_seq = h->nl;
+    t->partial = missing > 0;
+    t->known = !missing || (!mosaic__policy_before_llama && !m->orion && n > 0);
+    if (again) {
+        t->nsamples = t->next_sample = 0;
+        t->t_iso = 0;
+        t->nratios = t->next_ratio = 0;
+        t->f = 0;
+        t->hits = 1;
+        t->alt_count = 0;
+    }
+    mosaic__dlog(MOSAIC__L_INFO, "HP request type %016llx: %s%d kernels, %s%s",
+                 (unsigned long long)t->first, again ? "sequence learned again from " : "",
+                 h->nl, !missing ? "all profiled" : "some without a profile",
+                 !missing ? ""
+                 : t->known ? " (left out: admitted beside by the bound only, never trusted)"
+                            : " (BE is held beside it)");
+}
+
 static void end_request(struct model *m, struct hpc *h, uint64_t ts)
 {
     double lat = (double)ts - (double)h->t0;
@@ -830,20 +897,20 @@ static void end_request(struct model *m, struct hpc *h, uint64_t ts)
     h->last_end = ts;
     if (!t || lat <= 0)
         return;
-    if (t->n == 0 && h->nl > 0) {
-        t->known = 1;
-        t->iso_sum_ns = 0;
-        for (int i = 0; i < h->nl; i++) {
-            t->ki[i] = kinfo_get(m, h->launched[i]);
-            if (!t->ki[i])
-                t->known = 0;
-            else
-                t->iso_sum_ns += t->ki[i]->iso_ns;
+    if (t->nl_seq == 0 && h->nl > 0) {
+        learn_sequence(m, t, h, 0);
+    } else if (h->nl > 0 && !mosaic__policy_before_llama) {
+        if (h->nl == t->nl_seq) {
+            t->hits = 1; /* recurred: never learned again (a flag, not a count) */
+            t->alt_count = 0;
+        } else if (t->hits == 0) {
+            t->alt_count = h->nl == t->alt_n ? t->alt_count + 1 : 1;
+            t->alt_n = h->nl;
+            if (t->alt_count >= RELEARN_AFTER) {
+                learn_sequence(m, t, h, 1);
+                return;
+            }
         }
-        t->n = h->nl;
-        mosaic__dlog(MOSAIC__L_INFO, "HP request type %016llx: %d kernels, %s",
-                     (unsigned long long)t->first, t->n,
-                     t->known ? "all profiled" : "some without a profile (BE is held beside it)");
     }
     /* Beside a kernel with no prediction the request is no T_iso sample.
      * It still tests the predictor on the predicted kernels beside it: the

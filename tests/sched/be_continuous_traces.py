@@ -22,6 +22,13 @@ Two pairs, fixed before any score was looked at:
   lockbox: HP resnet50_b8 (profiler/data/h200), BE a trainer of 30 kernels
            of the zoo (profiler/data/h200/zoo.profile.json), 30% of them
            unprofiled, three one-off start-up types. Never tuned on.
+  llama:   the Llama pair of session 9 (docs/services-eval.md, "The Llama
+           pair"): HP the llama service's graph (profiler/data/h200/services/
+           llama.profile.json, its 10 kernels without counters kept so in the
+           policy's profile-dir, timed for the simulated GPU only), periodic
+           at LOAD 0.5; its type's first request is the eager step cut after
+           11 kernels, then a capture-like start-up request; BE the
+           ResNet-50 batch-128 inference step, all profiled.
 
 Writes OUT/hp.trace, OUT/be.trace, OUT/profiles/ (the policy's
 profile-dir), OUT/simgpu_profiles (the replay dataset's profile list, for
@@ -86,12 +93,12 @@ class Trace:
 
 def hp_trace(path, seq, startups, requests, warm_before, gap_ns, host_ns):
     """seq: the served request's kernels (key, ns); startups: (kernels,
-    span ns) of the one-off types, the first before warm_before served
-    requests, the rest after them."""
+    span ns[, gap ns after it]) of the one-off types, the first before
+    warm_before served requests, the rest after them."""
     tr = Trace(path, "none")
     t, req = 1000, 0
 
-    def request(kernels, span):
+    def request(kernels, span, gap=None):
         nonlocal t, req
         req += 1
         tr.ev("hp_begin", t, 1, req=req)
@@ -102,7 +109,7 @@ def hp_trace(path, seq, startups, requests, warm_before, gap_ns, host_ns):
         gpu = sum(d for _, d in kernels)
         end = t + max(span, gpu + host_ns)
         tr.ev("hp_end", end, 1, req=req)
-        t = end + gap_ns
+        t = end + (gap_ns if gap is None else gap)
 
     request(*startups[0])
     for _ in range(warm_before):
@@ -132,7 +139,7 @@ def be_trace(path, step, steps, gap_ns):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("root")
-    ap.add_argument("pair", choices=["train", "lockbox"])
+    ap.add_argument("pair", choices=["train", "lockbox", "llama"])
     ap.add_argument("out")
     ap.add_argument("--requests", type=int, default=1200)
     a = ap.parse_args()
@@ -166,6 +173,46 @@ def main():
         json.dump(be_keep, open(os.path.join(a.out, "profiles", "be.profile.json"), "w"))
         sim = [zoo, hp_p, be_p]
         warm_before = 3
+    elif a.pair == "llama":
+        hp_p = os.path.join(data, "services", "llama.profile.json")
+        be_p = os.path.join(data, "services", "resnet50_infer_be.profile.json")
+        hp_doc, be_doc = load(hp_p), load(be_p)
+        hk = hp_doc["kernels"]
+        timed = [k for k in hk if k["metrics"].get("duration_ns")]
+        untimed = [k for k in hk if not k["metrics"].get("duration_ns")]
+        # The simulated GPU times the graph-only (causal-mask) kernels as a
+        # grid-1 elementwise kernel of the same capture; the policy's copy of
+        # the profile keeps them without counters, as on the H200.
+        like = min(timed, key=dur)
+        sim_mask = dict(hp_doc, kernels=[dict(like, key=k["key"], name=k["name"], grid=k["grid"],
+                                              block=k["block"], launches=k["launches"],
+                                              duration_ns=2500.0,
+                                              metrics=dict(like["metrics"], duration_ns=2500.0))
+                                         for k in untimed])
+        json.dump(sim_mask, open(os.path.join(a.out, "sim_mask.profile.json"), "w"))
+        # The profile saw two eager forwards and the capture: a graph holds
+        # a third of the timed kernels' launches and every untimed one's.
+        seq = []
+        for k in timed:
+            seq += [(k["key"], dur(k))] * max(1, round(k["launches"] / 3))
+        mask = [(k["key"], 2500.0) for k in untimed for _ in range(k["launches"])]
+        seq = seq[:11] + mask + seq[11:]
+        # Start-up: the type's first request is the eager step that the
+        # model's own synchronisation cut after 11 kernels (1 ms, mostly
+        # host), then the capture and warm-up replays, another first kernel.
+        rev = [(k["key"], dur(k)) for k in reversed(timed)]
+        # The gaps after them as the same call's BERT trace had them (5.5 ms
+        # after the eager side-stream step, 0.37 ms after the capture), so
+        # the shortest gap the policy sees is the start-up's, not LOAD's.
+        su = [(seq[:11], 1e6, 5.5e6), ((rev * 20)[:600], 300e6, 0.37e6)]
+        bk = be_doc["kernels"]
+        step = [(k["key"], dur(k)) for k in bk for _ in range(k["launches"])]
+        drop = set()
+        be_gap = 5e3
+        json.dump(hp_doc, open(os.path.join(a.out, "profiles", "hp.profile.json"), "w"))
+        json.dump(be_doc, open(os.path.join(a.out, "profiles", "be.profile.json"), "w"))
+        sim = [zoo, hp_p, be_p, os.path.join(a.out, "sim_mask.profile.json")]
+        warm_before = 0
     else:
         hp_p = os.path.join(data, "resnet50_b8.profile.json")
         hp_doc, zdoc = load(hp_p), load(zoo)
@@ -189,13 +236,16 @@ def main():
         json.dump(zkeep, open(os.path.join(a.out, "profiles", "be.profile.json"), "w"))
         sim = [zoo, hp_p]
         warm_before = 2
-    hp_trace(os.path.join(a.out, "hp.trace"), seq, su, a.requests, warm_before, 4e3, 20e3)
+    # The llama pair is half loaded (a request's GPU time between requests,
+    # as the H200 run's period of 2x the median); the others back to back.
+    gap = sum(d for _, d in seq) + 20e3 if a.pair == "llama" else 4e3
+    hp_trace(os.path.join(a.out, "hp.trace"), seq, su, a.requests, warm_before, gap, 20e3)
     # Replay repeats the BE sequence: four steps give its period.
     be_trace(os.path.join(a.out, "be.trace"), step, 4, be_gap)
     with open(os.path.join(a.out, "simgpu_profiles"), "w") as f:
         f.write(":".join(sim))
     info = {"pair": a.pair, "hp_kernels": len(seq), "hp_request_gpu_ms": sum(d for _, d in seq) / 1e6,
-            "startups": [(len(k), s / 1e6) for k, s in su], "warmup": 1 + warm_before + len(su) - 1,
+            "startups": [(len(x[0]), x[1] / 1e6) for x in su], "warmup": 1 + warm_before + len(su) - 1,
             "be_step_kernels": len(step), "be_step_gpu_ms": sum(d for _, d in step) / 1e6,
             "be_unprofiled_kernels_a_step": sum(1 for k, _ in step if k in drop),
             "be_unprofiled_keys": len(drop), "requests": a.requests}

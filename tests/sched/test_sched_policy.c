@@ -540,6 +540,73 @@ static void trust_is_earned(void **state)
     mosaic__policy_close(&p);
 }
 
+/* One served request of the Llama-like type at t: the whole graph, its
+ * three profiled kernels and one without a profile (the causal mask). */
+static void llama_request(struct mosaic__policy *p, uint64_t req, uint64_t t, uint64_t mask)
+{
+    ev(p, MOSAIC__PEV_HP_BEGIN, req, t);
+    ev(p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(ptu_hp_keys[0]), t);
+    ev(p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(ptu_hp_keys[1]), t);
+    ev(p, MOSAIC__PEV_HP_LAUNCH, mask, t);
+    ev(p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(ptu_hp_keys[2]), t);
+    ev(p, MOSAIC__PEV_HP_END, req, t + 11 * MS);
+}
+
+/*
+ * The Llama pair (docs/services-eval.md, "The Llama pair"): the served
+ * type's first request was an eager step cut by the model's own
+ * synchronisation after its first kernel (349 us of profiled time), and
+ * every served request is the whole graph (1,123 us profiled, 11 ms here)
+ * with a kernel that has no profile. Under the old rules the one-kernel
+ * sequence makes the scale T_iso / 349 us, 3.2x too large, so the 505 us
+ * BE convolution is charged ~16 ms and held by the bound at p = 2 beside
+ * and between requests, however long the service runs (the H200: BE 0.003
+ * of alone). Now the sequence is learned again after three served
+ * requests, the type is ready five isolated requests later although one
+ * kernel has no profile (the time-slicing bound needs no HP counters), and
+ * the same kernel fits. Such a type is never trusted: 45 requests as fast
+ * as isolated beside BE, which trust a fully profiled type
+ * (trust_is_earned), leave it on the bound.
+ */
+static void served_type_relearns_its_sequence(void **state)
+{
+    uint64_t mask = mosaic_sched_kernel_id("k_causal_mask_fill|grid=1,1,1|block=128,1,1|dsmem=0");
+    uint64_t be = mosaic_sched_kernel_id(be_key);
+    (void)state;
+
+    for (int old = 1; old >= 0; old--) {
+        mosaic__policy_before_llama = old;
+        struct mosaic__policy p = ptu_open_mosaic(2.0, dir);
+        uint64_t t = mosaic__now_ns() - 4000000000ull, now;
+
+        ev(&p, MOSAIC__PEV_HP_BEGIN, 1, t);
+        ev(&p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(ptu_hp_keys[0]), t);
+        ev(&p, MOSAIC__PEV_HP_END, 1, t + 400000ull);
+        t += 5 * MS;
+        for (int r = 0; r < 10; r++, t += 20 * MS)
+            llama_request(&p, 10 + (uint64_t)r, t, mask);
+        now = mosaic__now_ns();
+        ev(&p, MOSAIC__PEV_HP_BEGIN, 100, now);
+        ev(&p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(ptu_hp_keys[0]), now);
+        assert_int_equal(ask(&p, be, 1), old ? MOSAIC__HOLD : MOSAIC__ADMIT);
+        assert_true(metric_has(&p, old ? "reason=\"over_slo\"} 1" : "reason=\"fits\"} 1"));
+        assert_true(metric_has(&p, "mosaic_policy_unproven_types 1"));
+        ev(&p, MOSAIC__PEV_HP_END, 100, now + 11 * MS);
+        if (!old) {
+            t = now - 1500 * MS;
+            for (int r = 0; r < 45; r++, t += 20 * MS) {
+                ev_be(&p, MOSAIC__PEV_BE_GRANT, be, t);
+                llama_request(&p, 200 + (uint64_t)r, t + 1000, mask);
+                ev_be(&p, MOSAIC__PEV_BE_DONE, be, t + 5 * MS);
+            }
+            assert_true(metric_has(&p, "mosaic_policy_unproven_types 1"));
+            assert_true(metric_has(&p, "mosaic_policy_overlap_factor 0.000"));
+        }
+        mosaic__policy_close(&p);
+    }
+    mosaic__policy_before_llama = 0;
+}
+
 static void mosaic_needs_model_dir(void **state)
 {
     struct mosaic__sched_config cfg;
@@ -568,6 +635,7 @@ int main(void)
         cmocka_unit_test(unknown_be_learned_beside_hp),
         cmocka_unit_test(oneoff_type_admits_by_elapsed_bound),
         cmocka_unit_test(trust_is_earned),
+        cmocka_unit_test(served_type_relearns_its_sequence),
         cmocka_unit_test(holds_be_until_hp_is_known),
         cmocka_unit_test(an_hp_client_gone_ends_the_grace),
         cmocka_unit_test(mosaic_needs_model_dir),
