@@ -109,7 +109,7 @@ fi
 CUOBJDUMP=${CUOBJDUMP:-$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)}
 "$CUOBJDUMP" -sass "$work/sass_prog" >"$RES/listing.sass" 2>"$RES/cuobjdump.log" ||
     { cat "$RES/cuobjdump.log" >&2; log "cuobjdump -sass failed"; exit 1; }
-# When CUPTI's records are read (ARGUS_SASS_FLUSH, ARGUS_SASS_LAZY:
+# When CUPTI's records are read (ARGUS_SASS_FLUSH:
 # sass_tool.c), each in its own run; the first that passes is the one argus
 # exec runs with below. (Session 9, calls 4-6: flushed at each launch's end,
 # the second launch of the kernel gave no records, also with collection

@@ -119,22 +119,18 @@ static struct {
     argus_sass *s;
     uint64_t launches;
     time_t last_write;
-    /* ARGUS_SASS_FLUSH: when CUPTI's records are read. launch: at each
-     * launch's end (after cuCtxSynchronize); cached: the same, and where
-     * cuptiSassMetricsGetDataProperties says no records the last nonzero
-     * record and instance counts are flushed anyway; sync: at the
-     * program's own synchronisations (cuCtxSynchronize(_v2),
+    /* ARGUS_SASS_FLUSH: when CUPTI's records are read. launch (default):
+     * at each launch's end (after cuCtxSynchronize), per-launch totals;
+     * sync: at the program's own synchronisations (cuCtxSynchronize(_v2),
      * cuStreamSynchronize, cuEventSynchronize) and at the context's
-     * destruction, the launches in between counted by name.
-     * ARGUS_SASS_LAZY=0: every function patched at enable, not at its
-     * first launch. On the H200 (session 9, calls 4 and 5) a second launch
-     * of a kernel after a flush at launch end gave no records, also with
-     * collection disabled and enabled again between the two: these are
-     * the ways around it that scripts/gpu/argus16_sass.sh compares. */
-    enum { FLUSH_LAUNCH, FLUSH_CACHED, FLUSH_SYNC } flush_mode;
-    int lazy;
+     * destruction, the launches in between counted by name. On the H200
+     * (driver 580, CUDA 13.0; session 9, calls 4-7) CUPTI counts a kernel
+     * until its records are first read: a later launch gives none, however
+     * the read is timed (disabling and enabling collection between, eager
+     * patching, or reusing the last record counts did not help), so only
+     * launches before the first read are counted; launch_end says so. */
+    enum { FLUSH_LAUNCH, FLUSH_SYNC } flush_mode;
     int configure_later; /* SetConfig said CUPTI_ERROR_INVALID_CONTEXT at creation */
-    size_t last_nr, last_ni;
     struct {
         char name[256];
         uint64_t n;
@@ -405,7 +401,7 @@ static void configure(CUcontext ctx)
         { fail_cupti("cuptiSassMetricsSetConfig", r); return; }
     CUpti_SassMetricsEnable_Params ep = {.structSize = CUpti_SassMetricsEnable_Params_STRUCT_SIZE};
     ep.ctx = ctx;
-    ep.enableLazyPatching = (uint8_t)g.lazy;
+    ep.enableLazyPatching = 1;
     if ((r = fn.cuptiSassMetricsEnable(&ep)) != CUPTI_SUCCESS) {
         CUpti_SassMetricsUnsetConfig_Params up = {.structSize = CUpti_SassMetricsUnsetConfig_Params_STRUCT_SIZE};
         up.deviceIndex = dev;
@@ -465,15 +461,8 @@ static void flush(CUcontext ctx, argus_sass_launch *l)
     CUptiResult r = fn.cuptiSassMetricsGetDataProperties(&dp);
     if (r != CUPTI_SUCCESS)
         { fail_cupti("cuptiSassMetricsGetDataProperties", r); return; }
-    if ((dp.numOfPatchedInstructionRecords == 0 || dp.numOfInstances == 0) &&
-        g.flush_mode == FLUSH_CACHED && g.last_nr > 0) {
-        dp.numOfPatchedInstructionRecords = g.last_nr;
-        dp.numOfInstances = g.last_ni;
-    }
     if (dp.numOfPatchedInstructionRecords == 0 || dp.numOfInstances == 0)
         return;
-    g.last_nr = dp.numOfPatchedInstructionRecords;
-    g.last_ni = dp.numOfInstances;
     /* Each record's instance array gets room for every metric's instances
      * (the header says "instances per metric"; whether a record holds one
      * metric or all of them is not said), zeroed, and every slot CUPTI
@@ -714,12 +703,8 @@ EXPORT int InitializeInjection(void)
     g.log = lg != NULL && lg[0] && strcmp(lg, "0") != 0;
     const char *fm = getenv("ARGUS_SASS_FLUSH");
     g.flush_mode = FLUSH_LAUNCH;
-    if (fm != NULL && strcmp(fm, "cached") == 0)
-        g.flush_mode = FLUSH_CACHED;
-    else if (fm != NULL && strcmp(fm, "sync") == 0)
+    if (fm != NULL && strcmp(fm, "sync") == 0)
         g.flush_mode = FLUSH_SYNC;
-    const char *lz = getenv("ARGUS_SASS_LAZY");
-    g.lazy = !(lz != NULL && strcmp(lz, "0") == 0);
     const char *dv = getenv("ARGUS_SASS_DEVICE");
     if (dv != NULL && dv[0])
         g.want_device = atoi(dv);
