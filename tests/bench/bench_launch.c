@@ -38,17 +38,8 @@
 #include <string.h>
 #include <time.h>
 
-typedef CUresult (*getproc_fn)(const char *, void **, int, cuuint64_t,
-                               CUdriverProcAddressQueryResult *);
-typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned,
-                              unsigned, unsigned, unsigned, unsigned, CUstream,
-                              void **, void **);
-
-static const char empty_ptx[] =
-    ".version 8.0\n.target sm_90\n.address_size 64\n"
-    ".visible .entry mosaic_bench_empty()\n{\n\tret;\n}\n";
-
-static getproc_fn getproc;
+#define BENCH_NAME "bench_launch"
+#include "bench_driver.h"
 
 /*
  * Under MOSAIC_ROLE=hp the shim connects to the daemon in the background,
@@ -81,41 +72,6 @@ static void wait_connected(void)
         exit(2);
     }
     nanosleep(&settle, NULL);
-}
-
-static void *proc(const char *name)
-{
-    void *p = NULL;
-
-    if (getproc(name, &p, 12000, 0, NULL) != CUDA_SUCCESS || !p) {
-        fprintf(stderr, "bench_launch: driver has no %s\n", name);
-        exit(2);
-    }
-    return p;
-}
-
-#define CHECK(call)                                                        \
-    do {                                                                   \
-        CUresult r_ = (call);                                              \
-        if (r_ != CUDA_SUCCESS) {                                          \
-            fprintf(stderr, "bench_launch: %s failed: %d\n", #call, r_);   \
-            exit(2);                                                       \
-        }                                                                  \
-    } while (0)
-
-static double now_ns(void)
-{
-    struct timespec t;
-
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e9 + t.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return (x > y) - (x < y);
 }
 
 static double median(double *v, int n)

@@ -42,51 +42,8 @@
 #include <string.h>
 #include <time.h>
 
-typedef CUresult (*getproc_fn)(const char *, void **, int, cuuint64_t,
-                               CUdriverProcAddressQueryResult *);
-typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
-                              unsigned, unsigned, CUstream, void **, void **);
-
-static const char empty_ptx[] =
-    ".version 8.0\n.target sm_90\n.address_size 64\n"
-    ".visible .entry mosaic_bench_empty()\n{\n\tret;\n}\n";
-
-static getproc_fn getproc;
-
-static void *proc(const char *name)
-{
-    void *p = NULL;
-
-    if (getproc(name, &p, 12000, 0, NULL) != CUDA_SUCCESS || !p) {
-        fprintf(stderr, "bench_request: driver has no %s\n", name);
-        exit(2);
-    }
-    return p;
-}
-
-#define CHECK(call)                                                          \
-    do {                                                                     \
-        CUresult r_ = (call);                                                \
-        if (r_ != CUDA_SUCCESS) {                                            \
-            fprintf(stderr, "bench_request: %s failed: %d\n", #call, r_);    \
-            exit(2);                                                         \
-        }                                                                    \
-    } while (0)
-
-static double now_ns(void)
-{
-    struct timespec t;
-
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e9 + t.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return (x > y) - (x < y);
-}
+#define BENCH_NAME "bench_request"
+#include "bench_driver.h"
 
 /* The q-quantile of sorted v, nearest rank. */
 static double quantile(const double *v, int n, double q)
