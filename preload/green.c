@@ -47,6 +47,9 @@
  * (CUDA_ERROR_INVALID_HANDLE or _INVALID_CONTEXT), the launch is made again
  * on the application's stream, that function is never redirected again,
  * and the shim says so once. Graph launches are redirected the same way.
+ * A cooperative launch the driver finds too large for the partition's SMs
+ * (CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE: a grid sized for the device)
+ * is made again on the application's stream, each time it happens.
  *
  * Never redirected: a launch into a stream being captured (it is recorded,
  * not run; asked of the driver with cuStreamIsCapturing at every BE launch,
@@ -158,6 +161,7 @@ static struct {
     struct mosaic__pmap refused; /* handles the driver would not redirect */
     pthread_key_t key;      /* destroys a thread's event pair at its exit */
     _Atomic uint64_t redirected, not_redirected, refused_n, changes;
+    _Atomic uint64_t coop_full; /* cooperative launches too large, run on the full GPU */
     _Atomic unsigned next_slot; /* the default streams' green stream, in turn */
 } G = {.lock = PTHREAD_MUTEX_INITIALIZER,
        .refused = MOSAIC__PMAP_INITIALIZER};
@@ -180,11 +184,13 @@ __attribute__((destructor)) static void green_report(void)
     MOSAIC__LOG(MOSAIC__LOG_INFO,
                 "%s partition (%u SMs at exit, 0: the full GPU; %llu changes): %llu launches "
                 "redirected, %llu not (capturing streams, refused handles), %llu handles "
-                "refused by the driver",
+                "refused by the driver, %llu cooperative launches too large for it run on "
+                "the full GPU",
                 G.who, p ? p->sms : 0, (unsigned long long)atomic_load(&G.changes),
                 (unsigned long long)atomic_load(&G.redirected),
                 (unsigned long long)atomic_load(&G.not_redirected),
-                (unsigned long long)atomic_load(&G.refused_n));
+                (unsigned long long)atomic_load(&G.refused_n),
+                (unsigned long long)atomic_load(&G.coop_full));
 }
 
 /* ---- configuration ---------------------------------------------------- */
@@ -653,6 +659,19 @@ int mosaic__green_leave(struct mosaic__green_launch *g, CUresult r)
             mosaic__say("mosaic: green context: the driver refused a launch on it (a "
                         "function of the application's own context?); such launches run on "
                         "the full GPU\n");
+        return 1;
+    }
+    if (r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE) {
+        /* A cooperative grid sized for the whole device (cuDNN's batch-norm
+         * forward, from the device's SM count: 2026-12-02 H200) cannot be
+         * resident on the partition's SMs. It runs where the application put
+         * it, this launch only: the same kernel with a smaller grid, or in a
+         * larger partition, may fit. */
+        if (atomic_fetch_add(&G.coop_full, 1) == 0)
+            MOSAIC__LOG(MOSAIC__LOG_INFO,
+                        "green context: a cooperative launch too large for the %s partition "
+                        "runs on the full GPU (such launches are counted at exit)",
+                        G.who);
         return 1;
     }
     if (r != CUDA_SUCCESS)

@@ -96,6 +96,9 @@ struct green;
 
 /* Green contexts (the section "Green contexts" below). */
 static CUresult green_launch_check(const void *f, const struct green *g);
+struct node;
+struct stream;
+static CUresult coop_check(const struct node *k, const struct stream *s);
 static void trace_op(int kind, CUstream s, const void *obj, const char *name);
 static struct green *current_green(void);
 static CUresult green_function(struct fn *k, struct green *g, CUfunction *out);
@@ -390,7 +393,7 @@ static CUresult check_kernel_node(const struct node *k)
  */
 static CUresult launch(enum fake_entry e, CUfunction f, unsigned gx,
                        unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                       unsigned bz, unsigned shmem, CUstream hs)
+                       unsigned bz, unsigned shmem, CUstream hs, bool coop)
 {
     struct node k = kernel_node(f, gx, gy, gz, bx, by, bz, shmem);
     struct stream *s;
@@ -403,6 +406,8 @@ static CUresult launch(enum fake_entry e, CUfunction f, unsigned gx,
         r = get_stream(hs, &s);
     if (r == CUDA_SUCCESS)
         r = green_launch_check(f, s != NULL ? s->green : NULL);
+    if (r == CUDA_SUCCESS && coop)
+        r = coop_check(&k, s);
     /* A CUkernel's first launch in the primary context loads it. */
     if (r == CUDA_SUCCESS && is(f, TAG_KERNEL) && (s == NULL || s->green == NULL))
         r = kernel_load((struct fn *)f);
@@ -454,7 +459,7 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX,
     (void)kernelParams;
     (void)extra;
     return launch(FAKE_cuLaunchKernel, f, gridDimX, gridDimY, gridDimZ,
-                  blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream);
+                  blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, false);
 }
 
 CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX,
@@ -467,7 +472,7 @@ CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX,
     (void)kernelParams;
     (void)extra;
     return launch(FAKE_cuLaunchKernel_ptsz, f, gridDimX, gridDimY, gridDimZ,
-                  blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream);
+                  blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, false);
 }
 
 static CUresult launch_ex(enum fake_entry e, const CUlaunchConfig *c,
@@ -475,8 +480,12 @@ static CUresult launch_ex(enum fake_entry e, const CUlaunchConfig *c,
 {
     if (c == NULL || (c->numAttrs != 0 && c->attrs == NULL))
         return CUDA_ERROR_INVALID_VALUE;
+    bool coop = false;
+    for (unsigned i = 0; i < c->numAttrs; i++)
+        if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && c->attrs[i].value.cooperative)
+            coop = true;
     return launch(e, f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX,
-                  c->blockDimY, c->blockDimZ, c->sharedMemBytes, c->hStream);
+                  c->blockDimY, c->blockDimZ, c->sharedMemBytes, c->hStream, coop);
 }
 
 CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f,
@@ -507,7 +516,7 @@ CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
     (void)kernelParams;
     return launch(FAKE_cuLaunchCooperativeKernel, f, gridDimX, gridDimY,
                   gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
-                  hStream);
+                  hStream, true);
 }
 
 CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
@@ -522,7 +531,7 @@ CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
     (void)kernelParams;
     return launch(FAKE_cuLaunchCooperativeKernel_ptsz, f, gridDimX, gridDimY,
                   gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
-                  hStream);
+                  hStream, true);
 }
 
 /* Queues a graph's kernels on the simulated stream in node order, child
@@ -2262,6 +2271,20 @@ static CUresult green_function(struct fn *k, struct green *g, CUfunction *out)
  * stream's context on demand), a CUfunction of that green context, and a
  * CUfunction of the primary context's modules unless
  * FAKECUDA_GREEN_MODULES=0 says the driver does not share them. */
+/* A cooperative launch needs its whole grid resident at once: more blocks
+ * than FAKECUDA_COOP_BLOCKS_PER_SM (default 4) on each SM of where it runs
+ * (a green context's SMs, else the device's) is refused, as the driver
+ * refuses it (CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE; cuDNN's batch-norm
+ * sizes such a grid for the whole device: 2026-12-02 H200). */
+static CUresult coop_check(const struct node *k, const struct stream *s)
+{
+    uint64_t blocks = (uint64_t)k->grid[0] * k->grid[1] * k->grid[2];
+    uint64_t sms = s != NULL && s->green != NULL ? s->green->n : (uint64_t)dev_sms();
+    return blocks > sms * (uint64_t)env_int("FAKECUDA_COOP_BLOCKS_PER_SM", 4, 1, 64)
+               ? CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE
+               : CUDA_SUCCESS;
+}
+
 static CUresult green_launch_check(const void *f, const struct green *g)
 {
     const struct fn *fn = f;

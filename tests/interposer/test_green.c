@@ -363,6 +363,43 @@ static void cukernel_gets_green_function(void **state)
     cuStreamDestroy_v2(s);
 }
 
+/* A cooperative launch whose grid is sized for the whole device (cuDNN's
+ * batch-norm forward; on the H200 a 12-SM partition refused it with
+ * CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE and the BE job died) runs on the
+ * application's stream instead, in order; one that fits the partition
+ * stays on it. The fake refuses more than 4 blocks an SM. */
+static void cooperative_too_large_runs_on_full_gpu(void **state)
+{
+    CUfunction f = fake_function_create("g_coop", 32, 0);
+    CUfunction k0 = fake_function_create("g_prev", 32, 0);
+    CUstream s = stream_new();
+    CUlaunchAttribute a = {.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE, .value.cooperative = 1};
+    CUlaunchConfig big = {.gridDimX = 132 * 4, .gridDimY = 1, .gridDimZ = 1,
+                          .blockDimX = 128, .blockDimY = 1, .blockDimZ = 1,
+                          .hStream = s, .attrs = &a, .numAttrs = 1};
+    CUlaunchConfig fits = big;
+    size_t i0, i1, i2;
+
+    (void)state;
+    fits.gridDimX = BE_SMS * 4;
+    launch(k0, s);
+    fake_trace_start();
+    launch(k0, s);
+    assert_int_equal(cuLaunchKernelEx(&big, f, NULL, NULL), CUDA_SUCCESS);
+    assert_int_equal(cuLaunchKernelEx(&fits, f, NULL, NULL), CUDA_SUCCESS);
+    trace_take();
+    i0 = find(FAKE_OP_LAUNCH, "g_prev", NULL, 0);
+    i1 = find(FAKE_OP_LAUNCH, "g_coop", NULL, 0);
+    i2 = find(FAKE_OP_LAUNCH, "g_coop", NULL, 1);
+    assert_int_equal(tr[i1].sms, 0); /* the full GPU, on s */
+    assert_ptr_equal(tr[i1].stream, s);
+    assert_int_equal(tr[i2].sms, BE_SMS); /* fits: still redirected */
+    assert_true(hb(i0, i1));
+    assert_true(hb(i1, i2));
+    /* Not a refused handle: the kernel is tried on the partition again. */
+    cuStreamDestroy_v2(s);
+}
+
 /* A driver that refuses the primary context's module functions in a green
  * context (FAKECUDA_GREEN_MODULES=0): the launch runs on the application's
  * stream at once, in order, and the function is not tried again. */
@@ -874,6 +911,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(capture_never_redirected),
         cmocka_unit_test(cukernel_gets_green_function),
         cmocka_unit_test(refused_function_runs_in_place),
+        cmocka_unit_test(cooperative_too_large_runs_on_full_gpu),
         cmocka_unit_test(bad_size_named_with_nearest),
         cmocka_unit_test(alignment_read_from_driver),
         cmocka_unit_test(hp_side_group),
