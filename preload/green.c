@@ -184,8 +184,8 @@ __attribute__((destructor)) static void green_report(void)
     MOSAIC__LOG(MOSAIC__LOG_INFO,
                 "%s partition (%u SMs at exit, 0: the full GPU; %llu changes): %llu launches "
                 "redirected, %llu not (capturing streams, refused handles), %llu handles "
-                "refused by the driver, %llu cooperative launches too large for it run on "
-                "the full GPU",
+                "refused by the driver, %llu cooperative or cluster launches too large for it "
+                "run on the full GPU",
                 G.who, p ? p->sms : 0, (unsigned long long)atomic_load(&G.changes),
                 (unsigned long long)atomic_load(&G.redirected),
                 (unsigned long long)atomic_load(&G.not_redirected),
@@ -661,7 +661,7 @@ int mosaic__green_leave(struct mosaic__green_launch *g, CUresult r)
                         "the full GPU\n");
         return 1;
     }
-    if (r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE) {
+    if (r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE || r == CUDA_ERROR_INVALID_CLUSTER_SIZE) {
         /* A cooperative grid sized for the whole device (cuDNN's batch-norm
          * forward, from the device's SM count: 2026-12-02 H200) cannot be
          * resident on the partition's SMs. It runs where the application put
@@ -669,8 +669,8 @@ int mosaic__green_leave(struct mosaic__green_launch *g, CUresult r)
          * larger partition, may fit. */
         if (atomic_fetch_add(&G.coop_full, 1) == 0)
             MOSAIC__LOG(MOSAIC__LOG_INFO,
-                        "green context: a cooperative launch too large for the %s partition "
-                        "runs on the full GPU (such launches are counted at exit)",
+                        "green context: a cooperative or cluster launch too large for the %s "
+                        "partition runs on the full GPU (such launches are counted at exit)",
                         G.who);
         return 1;
     }

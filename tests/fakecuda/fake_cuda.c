@@ -481,9 +481,21 @@ static CUresult launch_ex(enum fake_entry e, const CUlaunchConfig *c,
     if (c == NULL || (c->numAttrs != 0 && c->attrs == NULL))
         return CUDA_ERROR_INVALID_VALUE;
     bool coop = false;
-    for (unsigned i = 0; i < c->numAttrs; i++)
+    for (unsigned i = 0; i < c->numAttrs; i++) {
         if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && c->attrs[i].value.cooperative)
             coop = true;
+        if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+            /* A green context's SMs hold clusters of at most
+             * FAKECUDA_GREEN_CLUSTER_MAX (2) blocks here: on the H200 a
+             * 12-SM partition refused cuBLAS's clusters (error 912). */
+            uint64_t n = (uint64_t)c->attrs[i].value.clusterDim.x *
+                         c->attrs[i].value.clusterDim.y * c->attrs[i].value.clusterDim.z;
+            struct stream *s = NULL;
+            if (get_stream(c->hStream, &s) == CUDA_SUCCESS && s != NULL && s->green != NULL &&
+                n > (uint64_t)env_int("FAKECUDA_GREEN_CLUSTER_MAX", 2, 1, 16))
+                return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+        }
+    }
     return launch(e, f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX,
                   c->blockDimY, c->blockDimZ, c->sharedMemBytes, c->hStream, coop);
 }

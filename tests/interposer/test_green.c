@@ -400,6 +400,31 @@ static void cooperative_too_large_runs_on_full_gpu(void **state)
     cuStreamDestroy_v2(s);
 }
 
+/* A thread-block cluster the partition cannot hold (cuBLAS's GEMMs on a
+ * 12-SM partition: error 912 on the H200) runs on the full GPU too; the
+ * fake holds clusters of 2 on a green context. */
+static void cluster_too_large_runs_on_full_gpu(void **state)
+{
+    CUfunction f = fake_function_create("g_cluster", 32, 0);
+    CUstream s = stream_new();
+    CUlaunchAttribute a = {.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+                           .value.clusterDim = {.x = 4, .y = 1, .z = 1}};
+    CUlaunchConfig c = {.gridDimX = 8, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 128,
+                        .blockDimY = 1, .blockDimZ = 1, .hStream = s, .attrs = &a,
+                        .numAttrs = 1};
+    size_t i1;
+
+    (void)state;
+    launch(f, s);
+    fake_trace_start();
+    assert_int_equal(cuLaunchKernelEx(&c, f, NULL, NULL), CUDA_SUCCESS);
+    trace_take();
+    i1 = find(FAKE_OP_LAUNCH, "g_cluster", NULL, 0);
+    assert_int_equal(tr[i1].sms, 0);
+    assert_ptr_equal(tr[i1].stream, s);
+    cuStreamDestroy_v2(s);
+}
+
 /* A driver that refuses the primary context's module functions in a green
  * context (FAKECUDA_GREEN_MODULES=0): the launch runs on the application's
  * stream at once, in order, and the function is not tried again. */
@@ -912,6 +937,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(cukernel_gets_green_function),
         cmocka_unit_test(refused_function_runs_in_place),
         cmocka_unit_test(cooperative_too_large_runs_on_full_gpu),
+        cmocka_unit_test(cluster_too_large_runs_on_full_gpu),
         cmocka_unit_test(bad_size_named_with_nearest),
         cmocka_unit_test(alignment_read_from_driver),
         cmocka_unit_test(hp_side_group),
