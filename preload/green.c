@@ -48,8 +48,9 @@
  * on the application's stream, that function is never redirected again,
  * and the shim says so once. Graph launches are redirected the same way.
  * A cooperative launch the driver finds too large for the partition's SMs
- * (CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE: a grid sized for the device)
- * is made again on the application's stream, each time it happens.
+ * (CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE: a grid sized for the device),
+ * or a cluster it cannot place (CUDA_ERROR_INVALID_CLUSTER_SIZE), is made
+ * again on the application's stream, each time it happens.
  *
  * Never redirected: a launch into a stream being captured (it is recorded,
  * not run; asked of the driver with cuStreamIsCapturing at every BE launch,
@@ -666,7 +667,9 @@ int mosaic__green_leave(struct mosaic__green_launch *g, CUresult r)
          * forward, from the device's SM count: 2026-12-02 H200) cannot be
          * resident on the partition's SMs. It runs where the application put
          * it, this launch only: the same kernel with a smaller grid, or in a
-         * larger partition, may fit. */
+         * larger partition, may fit. A thread-block cluster the partition's
+         * SMs cannot place (cuBLAS's GEMMs on 12 SMs, error 912) is the same
+         * case. */
         if (atomic_fetch_add(&G.coop_full, 1) == 0)
             MOSAIC__LOG(MOSAIC__LOG_INFO,
                         "green context: a cooperative or cluster launch too large for the %s "
