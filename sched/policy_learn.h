@@ -52,6 +52,10 @@ extern int mosaic__policy_before_i15;
  * kernel without a profile never ready. A what-if variable for the tests;
  * the daemon never sets it. */
 extern int mosaic__policy_before_llama;
+/* 1: the gap rule before the gap credit (policy_model.c, GAP_WINDOW): the
+ * next request expected one shortest gap of the client's life after its
+ * last end. What-if only; the daemon never sets it. */
+extern int mosaic__policy_before_gap;
 
 struct mosaic__learn;
 

@@ -91,10 +91,11 @@ class Trace:
         self.f.close()
 
 
-def hp_trace(path, seq, startups, requests, warm_before, gap_ns, host_ns):
+def hp_trace(path, seq, startups, requests, warm_before, gap_ns, host_ns, step=None):
     """seq: the served request's kernels (key, ns); startups: (kernels,
     span ns[, gap ns after it]) of the one-off types, the first before
-    warm_before served requests, the rest after them."""
+    warm_before served requests, the rest after them. step: (i, ns): from
+    the i-th served request on, the gap is ns (a load step)."""
     tr = Trace(path, "none")
     t, req = 1000, 0
 
@@ -116,8 +117,8 @@ def hp_trace(path, seq, startups, requests, warm_before, gap_ns, host_ns):
         request(seq, 0)
     for s in startups[1:]:
         request(*s)
-    for _ in range(requests):
-        request(seq, 0)
+    for i in range(requests):
+        request(seq, 0, step[1] if step and i >= step[0] else None)
     tr.close(t)
 
 
@@ -142,7 +143,19 @@ def main():
     ap.add_argument("pair", choices=["train", "lockbox", "llama"])
     ap.add_argument("out")
     ap.add_argument("--requests", type=int, default=1200)
+    ap.add_argument("--load", type=float, default=0,
+                    help="train/lockbox: HP busy this share of the time (the gap a request's "
+                    "GPU time x (1/LOAD - 1)), the last start-up request followed by 0.19 ms "
+                    "as in the H200 ResNet-50 trace; 0: back to back (4 us)")
+    ap.add_argument("--step-at", type=float, default=0,
+                    help="with --load: from this share of the served requests on, gaps of "
+                    "--step-gap-us (a load step after the policy learned the gaps)")
+    ap.add_argument("--step-gap-us", type=float, default=4)
     a = ap.parse_args()
+    if a.load and a.pair == "llama":
+        ap.error("--load: the llama pair is at LOAD 0.5 already")
+    if a.load and not 0 < a.load < 1:
+        ap.error("--load must be in (0, 1)")
     data = os.path.join(a.root, "profiler", "data", "h200")
     os.makedirs(os.path.join(a.out, "profiles"), exist_ok=True)
     zoo = os.path.join(data, "zoo.profile.json")
@@ -239,7 +252,11 @@ def main():
     # The llama pair is half loaded (a request's GPU time between requests,
     # as the H200 run's period of 2x the median); the others back to back.
     gap = sum(d for _, d in seq) + 20e3 if a.pair == "llama" else 4e3
-    hp_trace(os.path.join(a.out, "hp.trace"), seq, su, a.requests, warm_before, gap, 20e3)
+    if a.load:
+        gap = (sum(d for _, d in seq) + 20e3) * (1 / a.load - 1)
+        su[-1] = (su[-1][0], su[-1][1], 0.19e6)
+    lstep = (int(a.step_at * a.requests), a.step_gap_us * 1e3) if a.load and a.step_at else None
+    hp_trace(os.path.join(a.out, "hp.trace"), seq, su, a.requests, warm_before, gap, 20e3, lstep)
     # Replay repeats the BE sequence: four steps give its period.
     be_trace(os.path.join(a.out, "be.trace"), step, 4, be_gap)
     with open(os.path.join(a.out, "simgpu_profiles"), "w") as f:
@@ -248,7 +265,8 @@ def main():
             "startups": [(len(x[0]), x[1] / 1e6) for x in su], "warmup": 1 + warm_before + len(su) - 1,
             "be_step_kernels": len(step), "be_step_gpu_ms": sum(d for _, d in step) / 1e6,
             "be_unprofiled_kernels_a_step": sum(1 for k, _ in step if k in drop),
-            "be_unprofiled_keys": len(drop), "requests": a.requests}
+            "be_unprofiled_keys": len(drop), "requests": a.requests,
+            "hp_gap_ms": gap / 1e6, "load_step": lstep and [lstep[0], lstep[1] / 1e6]}
     json.dump(info, open(os.path.join(a.out, "pair.json"), "w"), indent=1)
     print(json.dumps(info))
 

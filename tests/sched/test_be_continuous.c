@@ -8,6 +8,8 @@
  *   test_be_continuous PAIR_DIR MODEL_DIR --table  the table for the doc
  *   test_be_continuous PAIR_DIR MODEL_DIR --llama  the Llama pair's gates (ctest
  *                                                  sched_be_llama, below)
+ *   test_be_continuous LOADED MODEL_DIR --gap STEPPED  the gap credit's gates
+ *                                                  (ctest sched_be_gap, below)
  *
  * The gates, at p = 1.1, 1.25 and 1.6, each shown failing (the old rules,
  * the unsafe factor) in the same run:
@@ -74,11 +76,13 @@ static int replay(const char *dir, const char *models, const char *policy, doubl
         rc = mosaic__trace_load(path, &tr[1], err, sizeof(err));
     mosaic__policy_before_i15 = before_i15 & 1;
     mosaic__policy_before_llama = (before_i15 & 2) != 0;
+    mosaic__policy_before_gap = (before_i15 & 4) != 0;
     mosaic__learn_bound_factor = bound_factor;
     if (rc == 0)
         rc = mosaic__replay_run(&cfg, tr, 2, &o, &out->r, err, sizeof(err));
     mosaic__policy_before_i15 = 0;
     mosaic__policy_before_llama = 0;
+    mosaic__policy_before_gap = 0;
     mosaic__learn_bound_factor = 1.0;
     mosaic__trace_free(tr[0]);
     mosaic__trace_free(tr[1]);
@@ -130,6 +134,9 @@ static int table(const char *dir, const char *models)
         if (replay(dir, models, "mosaic", ps[i], 2, 1.0, &r) != 0)
             return 1;
         row("mosaic, before the Llama fixes", ps[i], &r);
+        if (replay(dir, models, "mosaic", ps[i], 4, 1.0, &r) != 0)
+            return 1;
+        row("mosaic, before the gap credit", ps[i], &r);
         if (replay(dir, models, "mosaic", ps[i], 0, 1.0, &r) != 0)
             return 1;
         row("**mosaic, new**", ps[i], &r);
@@ -195,6 +202,58 @@ static int llama_gates(const char *dir, const char *models)
     return fails ? 1 : 0;
 }
 
+/*
+ * The gap credit (policy_model.c, GAP_WINDOW; docs/services-eval.md, "The
+ * gap credit"), at each p in one run, on two pairs made with
+ * be_continuous_traces.py --load 0.5: LOADED (periodic after a start-up
+ * whose last gap is 0.19 ms, as on the H200) and STEPPED (the same, the gaps
+ * falling to 4 us halfway: a load step after the credit was learned).
+ * HP: mosaic with the credit keeps at most 0.5% over p and its p99 within p
+ * on both, and policy none must fail that on STEPPED at some p (it does at
+ * 1.1 and 1.25), or the gate could not fail. BE on LOADED: the credit gets at least the old rule's
+ * share at every p and more at p = 1.1, where the old rule's start-up gap
+ * left only the slack (the gate seen failing by the old rule on every run).
+ */
+static int gap_gates(const char *loaded, const char *stepped, const char *models)
+{
+    int fails = 0, none_fails = 0;
+
+    for (int i = 0; i < 3; i++) {
+        struct run old, neu, st_neu, st_old, st_none;
+        if (replay(loaded, models, "mosaic", ps[i], 4, 1.0, &old) != 0 ||
+            replay(loaded, models, "mosaic", ps[i], 0, 1.0, &neu) != 0 ||
+            replay(stepped, models, "mosaic", ps[i], 0, 1.0, &st_neu) != 0 ||
+            replay(stepped, models, "mosaic", ps[i], 4, 1.0, &st_old) != 0 ||
+            replay(stepped, models, "none", ps[i], 0, 1.0, &st_none) != 0)
+            return 1;
+        printf("p %.2f: HP p99/iso, %% over p, BE/alone: loaded: before the credit %.3f %.2f "
+               "%.3f | with it %.3f %.2f %.3f; load step: before %.3f %.2f %.3f | with %.3f "
+               "%.2f %.3f | none %.3f %.2f\n", ps[i], p99_ratio(&old), old.r.over_p_pct,
+               be_share(&old), p99_ratio(&neu), neu.r.over_p_pct, be_share(&neu),
+               p99_ratio(&st_old), st_old.r.over_p_pct, be_share(&st_old), p99_ratio(&st_neu),
+               st_neu.r.over_p_pct, be_share(&st_neu), p99_ratio(&st_none),
+               st_none.r.over_p_pct);
+        if (!hp_safe(&neu, ps[i]) || !hp_safe(&st_neu, ps[i])) {
+            printf("FAIL: p %.2f: the gap credit put HP over p (%.2f%% loaded, %.2f%% after the "
+                   "load step)\n", ps[i], neu.r.over_p_pct, st_neu.r.over_p_pct);
+            fails++;
+        }
+        none_fails += !hp_safe(&st_none, ps[i]);
+        if (be_share(&neu) < be_share(&old) || (i == 0 && be_share(&neu) <= be_share(&old))) {
+            printf("FAIL: p %.2f: BE with the gap credit %.3f of alone, before it %.3f\n", ps[i],
+                   be_share(&neu), be_share(&old));
+            fails++;
+        }
+    }
+    if (!none_fails) {
+        printf("FAIL: policy none kept HP within p at every p: the HP gate cannot fail\n");
+        fails++;
+    }
+    printf("%s\n", fails ? "FAILED" : "ok: the gap credit gets more BE at p 1.1 and no less "
+                                      "elsewhere, HP within p, after a load step too");
+    return fails ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     struct run old[3], neu[3], bad[3];
@@ -224,6 +283,8 @@ int main(int argc, char **argv)
         return table(argv[1], argv[2]);
     if (argc > 3 && strcmp(argv[3], "--llama") == 0)
         return llama_gates(argv[1], argv[2]);
+    if (argc > 4 && strcmp(argv[3], "--gap") == 0)
+        return gap_gates(argv[1], argv[4], argv[2]);
 
     for (int i = 0; i < 3; i++) {
         if (replay(argv[1], argv[2], "mosaic", ps[i], 1, 1.0, &old[i]) != 0 ||

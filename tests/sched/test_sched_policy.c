@@ -474,6 +474,50 @@ static void oneoff_type_admits_by_elapsed_bound(void **state)
     mosaic__policy_close(&p);
 }
 
+/*
+ * The gap credit (policy_model.c, GAP_WINDOW): between requests the next
+ * one is expected one gap after the last end, the shortest of the type's
+ * last 32 gaps. At p = 1.25 (2.75 ms of slack on 11 ms requests) the 9 ms
+ * BE convolution asked 1 ms after a request's end fits before a request
+ * expected 19 ms after it, but not beside one expected at once. The
+ * service's first gap was 0.1 ms (a start-up's synchronisations): the old
+ * rule (the client's shortest gap for life) holds the kernel for good; the
+ * credit admits it once that gap left the window, and one back-to-back
+ * request takes the credit again at once.
+ */
+static void gap_credit_from_served_requests(void **state)
+{
+    struct mosaic__policy p = ptu_open_mosaic(1.25, dir);
+    uint64_t be = mosaic_sched_kernel_id(be_key);
+    uint64_t t = mosaic__now_ns() - 3000000000ull, end = 0;
+    (void)state;
+
+    for (int r = 0; r < 40; r++) {
+        ev(&p, MOSAIC__PEV_HP_BEGIN, (uint64_t)r + 1, t);
+        for (int k = 0; k < 3; k++)
+            ev(&p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(ptu_hp_keys[k]), t);
+        end = t + 11 * MS;
+        ev(&p, MOSAIC__PEV_HP_END, (uint64_t)r + 1, end);
+        t = end + (r == 0 ? MS / 10 : 19 * MS);
+        /* While the 0.1 ms gap is in the window, held either way. */
+        if (r == 20)
+            assert_int_equal(ask_at(&p, be, 0, end + MS), MOSAIC__HOLD);
+    }
+    assert_int_equal(ask_at(&p, be, 0, end + MS), MOSAIC__ADMIT);
+    mosaic__policy_before_gap = 1;
+    assert_int_equal(ask_at(&p, be, 0, end + MS), MOSAIC__HOLD);
+    mosaic__policy_before_gap = 0;
+    /* Due already (19 ms after the end): no credit left. */
+    assert_int_equal(ask_at(&p, be, 0, end + 20 * MS), MOSAIC__HOLD);
+    /* A request back to back with the last: the window's shortest is 0. */
+    t = end;
+    ev(&p, MOSAIC__PEV_HP_BEGIN, 100, t);
+    ev(&p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(ptu_hp_keys[0]), t);
+    ev(&p, MOSAIC__PEV_HP_END, 100, t + 11 * MS);
+    assert_int_equal(ask_at(&p, be, 0, t + 12 * MS), MOSAIC__HOLD);
+    mosaic__policy_close(&p);
+}
+
 static void ev_be(struct mosaic__policy *p, int type, uint64_t id, uint64_t ts)
 {
     ptu_ev(p, 2, type, id, ts);
@@ -634,6 +678,7 @@ int main(void)
         cmocka_unit_test(unknown_be_learned_then_bounded),
         cmocka_unit_test(unknown_be_learned_beside_hp),
         cmocka_unit_test(oneoff_type_admits_by_elapsed_bound),
+        cmocka_unit_test(gap_credit_from_served_requests),
         cmocka_unit_test(trust_is_earned),
         cmocka_unit_test(served_type_relearns_its_sequence),
         cmocka_unit_test(holds_be_until_hp_is_known),
