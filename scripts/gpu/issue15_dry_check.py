@@ -28,6 +28,11 @@ def load_and_fault(pair):
     if any(r.get("hp_busy") is None for r in pair["runs"]):
         bad.append("a co-run without its busy fraction")
     f = pair.get("fault") or {}
+    # The kill is cued by the 100th measured request (FAULT_AT), the
+    # pre-roll's not counted: at least 100 measured requests ended before it.
+    if f.get("requests_before_kill", 0) < 100:
+        bad.append(f"fault: {f.get('requests_before_kill')} measured requests before the kill, not FAULT_AT 100 "
+                   "(did --touch-after count the pre-roll?)")
     if not f.get("requests_in_gap"):
         bad.append(f"fault: no HP request in the kill-restart gap: {f}")
     if "be_first_step_after_restart_s" not in f:
@@ -39,8 +44,39 @@ def load_and_fault(pair):
     return bad
 
 
+def preroll(run, res, pair, want):
+    """Both modes: every HP run made the pre-roll and measured only its
+    REQUESTS (60): the co-runs' JSON says preroll and 60 requests, their
+    latency files hold 60 lines; the keys count the pre-roll among the
+    start-up requests (replay's warm-up); results.json records it; a
+    MosaicSched co-run has its transient (BE's first step after HP's
+    first request)."""
+    bad = []
+    if res.get("preroll") != want:
+        bad.append(f"results.json preroll {res.get('preroll')}, not {want}")
+    for tag in ("resnet50.iso1", f"{T}.none", f"{T}.mosaic-1.25", f"{T}.fault", "resnet50.rec_hp"):
+        j = [json.loads(x) for x in open(os.path.join(run, f"{tag}.hp.json")) if x.startswith("{")] \
+            if os.path.exists(os.path.join(run, f"{tag}.hp.json")) else []
+        if not j or j[-1].get("preroll", want) != want:
+            bad.append(f"{tag}: the HP service's JSON does not say preroll {want}: {j[-1:] or 'no JSON'}")
+        n = sum(1 for _ in open(os.path.join(run, f"{tag}.lat"))) if os.path.exists(os.path.join(run, f"{tag}.lat")) else 0
+        if tag != f"{T}.fault" and n != 60:
+            bad.append(f"{tag}: {n} measured latencies, not the 60 REQUESTS (the pre-roll recorded?)")
+    k = pair.get("hp_kernels") or {}
+    if k.get("preroll_requests") != want or k.get("startup_requests", 0) < want:
+        bad.append(f"keys: the pre-roll not among the start-up requests: {k}")
+    rows = {(r["policy"], r["p"]): r for r in pair["runs"]}
+    m = rows.get(("mosaic", 1.25)) or {}
+    if m.get("be_first_step_ms") is None:
+        bad.append(f"mosaic-1.25: no transient (BE's first step after HP's first request): {m}")
+    if not bad:
+        print(f"ok: pre-roll {want} in every HP run checked; transient under mosaic {m['be_first_step_ms']:.1f} ms, "
+              f"none {(rows.get(('none', 1.25)) or {}).get('be_first_step_ms')}")
+    return bad
+
+
 def gpu_path(d, run, res, pair, rc):
-    bad = load_and_fault(pair)
+    bad = load_and_fault(pair) + preroll(run, res, pair, 20)
     rows = {r["policy"]: r for r in pair["runs"]}
     for pol in ("none", "mps-priority", "orion", "static", "mosaic"):
         if pol not in rows:
@@ -80,7 +116,7 @@ def gpu_path(d, run, res, pair, rc):
 
 
 def dry(d, run, res, pair, rc):
-    bad = load_and_fault(pair)
+    bad = load_and_fault(pair) + preroll(run, res, pair, 20)
     rows = {(r["policy"], r["p"]): r for r in pair["runs"]}
     # The HP kernels from the trace: the three convolutions, in order.
     want = ["_Z9k_conv3x3PKfS0_Pfiiii|grid=16,8,16|block=8,8,1|dsmem=7808",

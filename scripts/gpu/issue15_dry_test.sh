@@ -60,7 +60,7 @@ if [[ ${2:-} == --gpu-path ]]; then
   cp profiler/data/h200/zoo.profile.json "$out/prof/"
   env PATH="$root/scripts/gpu/issue15_fake_python:$PATH" ISSUE15_REAL_PYTHON="$(command -v python3)" \
     ISSUE15_FAKE_BIN="$build/bin" LD_LIBRARY_PATH="$build/tests/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-    BUILD=$build OUT=$out/x KEEP_RUN=1 PROFILES=$out/prof PS=1.25 REQUESTS=60 BUDGET_S=0 \
+    BUILD=$build OUT=$out/x KEEP_RUN=1 PROFILES=$out/prof PS=1.25 REQUESTS=60 PREROLL=20 BUDGET_S=0 \
     TUNE_SPLITS=120 TUNE_KEEP=1 BE_ISO_S=4 REC_BE_S=3 PAIRS=resnet50:resnet18_train \
     PHASES="iso policies static tune replay fault" scripts/gpu/issue15_services.sh >"$out/console.txt" 2>&1
   rc=$?

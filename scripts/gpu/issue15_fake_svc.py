@@ -48,6 +48,7 @@ def hp(argv):
     with tempfile.TemporaryDirectory() as d:
         # svc_hp.py's --gap-ms is an open-loop period: hp_service's --period-ms.
         cmd = [os.path.join(BIN, "hp_service"), "--requests", str(a.requests), "--warmup", "3",
+               "--preroll", str(a.preroll),
                "--gap-ms", "0", "--period-ms", str(a.gap_ms), "--latencies", f"{d}/l",
                "--times", f"{d}/t"] + kernels(HP_KERNELS)
         if a.touch_after:
@@ -64,8 +65,11 @@ def hp(argv):
             with open(a.latencies, "w") as f:
                 f.write("".join(f"{float(b):.4f} {float(s) / 1e3 + off:.6f}\n" for s, b in rows))
     j = json.loads([l for l in r.stdout.splitlines() if l.startswith("{")][-1])
+    # hp_service's first scheduled request (the pre-roll's), monotonic ms.
+    first = j.pop("first_start_ms", None)
     j.update({"program": "svc_hp", "model": a.model, "launch": "fake (hp_service on the simulated GPU)",
-              "waited_for_after_s": waited, "gap_ms": a.gap_ms})
+              "waited_for_after_s": waited, "gap_ms": a.gap_ms,
+              "first_request_unix": None if first is None else first / 1e3 + off})
     print(json.dumps(j), flush=True)
     return 0
 

@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
 """What an HP service runs, from its recorded trace (scripts/gpu/issue15_services.sh).
 
-  issue15_keys.py TRACE MEASURED KEYS_OUT
+  issue15_keys.py TRACE MEASURED KEYS_OUT [PREROLL]
 
 TRACE is a `mosaic-sched record` trace (mosaic-trace/1) of the HP service
 alone; MEASURED is how many requests the service itself measured (its
 --requests): those are the trace's last MEASURED requests, and the ones
 before them are its start-up's (model building, warm-up, graph capture: the
-shim learns a request at every synchronisation). Writes KEYS_OUT, the
+shim learns a request at every synchronisation) and, last, its PREROLL
+pre-roll requests (svc_hp.py --preroll: made at the arrival schedule, not
+measured; default 0). The start-up requests printed (replay's --warmup,
+which simulates them but counts only the measured ones) include the
+pre-roll's, so that a replay counts the same MEASURED requests as the
+real runs. Writes KEYS_OUT, the
 `hp-kernels` file policy static and `mosaic-sched tune` need (the profile
 keys of one request, a key once per launch, in launch order), from the last
 measured request; prints one JSON line: the start-up requests (replay's
@@ -26,9 +31,16 @@ def fail(msg):
 
 
 def main():
-    if len(sys.argv) != 4:
-        fail("usage: issue15_keys.py TRACE MEASURED KEYS_OUT")
-    path, measured, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    if len(sys.argv) not in (4, 5):
+        fail("usage: issue15_keys.py TRACE MEASURED KEYS_OUT [PREROLL]")
+    path, out = sys.argv[1], sys.argv[3]
+    try:
+        measured = int(sys.argv[2])
+        preroll = int(sys.argv[4]) if len(sys.argv) == 5 else 0
+    except ValueError:
+        fail(f"MEASURED {sys.argv[2]!r} and PREROLL {sys.argv[4:]} must be counts of requests")
+    if preroll < 0:
+        fail(f"PREROLL {preroll}: a count of requests, 0 or more")
     keys, reqs, open_req = {}, [], {}
     try:
         with open(path) as f:
@@ -56,9 +68,9 @@ def main():
              "client of the recording daemon (its log beside the trace, .rec_hp.hp.err)?")
     if len(clients) != 1:
         fail(f"{path}: {len(clients)} HP clients recorded, one expected (the HP service alone)")
-    if len(reqs) < measured or measured <= 0:
+    if len(reqs) < measured + preroll or measured <= 0:
         fail(f"{path}: {len(reqs)} HP requests recorded, fewer than the {measured} the service "
-             "measured: the daemon did not see the requests end (the synchronisation the shim "
+             f"measured{f' and its {preroll} pre-roll requests before them' if preroll else ''}: the daemon did not see the requests end (the synchronisation the shim "
              "learns them from was not interposed: docs/services-eval.md, 'requests not "
              "delimited'), or the service did not run as an HP client of the recording daemon")
     startup = len(reqs) - measured
@@ -76,6 +88,7 @@ def main():
         print(f"issue15_keys: kernel {i} of the HP request has no profile: left out of {out}",
               file=sys.stderr)
     print(json.dumps({"trace_requests": len(reqs), "startup_requests": startup,
+                      "preroll_requests": preroll,
                       "request_kernels": len(ids), "keys_written": len(known),
                       "unprofiled_kernels": len(ids) - len(known),
                       "distinct_unprofiled": len(unknown)}))

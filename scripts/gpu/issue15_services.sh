@@ -53,6 +53,16 @@ PAIRS=${PAIRS:-"resnet50:resnet18_train"}
 PS=${PS:-"1.1 1.25 1.6"}
 PHASES=${PHASES:-"capture iso overhead policies static tune replay fault costs"}
 REQUESTS=${REQUESTS:-300}
+# Every HP run (isolated, overhead, co-runs, static, tuned, tune's trials,
+# the fault run, the recordings) first makes PREROLL requests at its own
+# arrival schedule, after its --after wait and settle, not recorded and not
+# in the measured window, then its REQUESTS measured ones (svc_hp.py and
+# hp_service --preroll): the window is the steady state, past the daemon's
+# learning of the request (on the H200, call 3 of 2026-12-02, 5 isolated
+# and 45 overlapped requests before trust, 100-300 ms of a 1.48 s window
+# with no BE step under MosaicSched). That transient is reported apart
+# (issue15_summary.py: the first BE step begun after HP's first request).
+PREROLL=${PREROLL:-100}
 # The HP load: the share of time a request is in flight. Requests arrive
 # open loop, one every (isolated median / LOAD) ms (ARRIVALS=poisson: gaps
 # drawn from an exponential of that mean), so HP alone is busy LOAD of the
@@ -114,6 +124,8 @@ for e in ${PAIR_PHASES:-}; do
     esac
   done
 done
+[[ $PREROLL =~ ^[0-9]+$ && ${PREROLL_DRY:-0} =~ ^[0-9]+$ ]] ||
+  { echo "issue15_services: PREROLL=$PREROLL${PREROLL_DRY:+ (PREROLL_DRY=$PREROLL_DRY)} is not a count of requests: give 0 or more (0: no pre-roll, the window begins with the daemon's learning)" >&2; exit 2; }
 for pair in $PAIRS; do
   [[ $pair == ?*:?* ]] || { echo "issue15_services: PAIRS entry '$pair' is not HP:BE (e.g. resnet50:resnet18_train)" >&2; exit 2; }
 done
@@ -158,7 +170,7 @@ if [[ $DRY == sim ]]; then
   export LD_LIBRARY_PATH=$B/tests/fakecuda:$LD_LIBRARY_PATH
   export MOSAIC_SIMGPU=issue15-dry-$$ MOSAIC_SIMGPU_SCALE=${MOSAIC_SIMGPU_SCALE:-20}
   "$B/bin/simgpu" create "$MOSAIC_SIMGPU" >/dev/null || exit 2
-  REQUESTS=${REQUESTS_DRY:-60}
+  REQUESTS=${REQUESTS_DRY:-60} PREROLL=${PREROLL_DRY:-20}
   BE_ISO_S=${BE_ISO_S_DRY:-4} BUDGET_S=${BUDGET_S_DRY:-0} REC_BE_S=${REC_BE_S_DRY:-3} TUNE_REQUESTS=${TUNE_REQUESTS_DRY:-$REQUESTS}
   PHASES=${PHASES/capture/}
   { date -u; echo "DRY=sim: the simulated GPU, C demo programs; nothing here is a GPU measurement"; } >"$OUT/env.txt"
@@ -178,16 +190,17 @@ SIM_HP=(--kernel '_Z9k_conv3x3PKfS0_Pfiiii|grid=16,8,16|block=8,8,1|dsmem=7808'
 SIM_BE=(--kernel '_Z9k_conv3x3PKfS0_Pfiiii|grid=16,4,32|block=16,16,1|dsmem=14976'
         --kernel '_Z9k_conv3x3PKfS0_Pfiiii|grid=1,16,8|block=16,16,1|dsmem=14976')
 # HP_TOUCH="N FILE" (the fault run): the service creates FILE after its
-# N-th measured request. The period is open loop in both (hp_service
-# --period-ms, svc_hp.py --gap-ms).
+# N-th measured request (the pre-roll's not counted). The period is open
+# loop in both (hp_service --period-ms, svc_hp.py --gap-ms), the pre-roll
+# at the same schedule (--preroll).
 hp_cmd() { # model requests period_ms latfile [svc_hp.py options, ignored by DRY=sim]
   local touch=${HP_TOUCH:+--touch-after $HP_TOUCH}
   if [[ $DRY == sim ]]; then
     local times=""
     [[ $4 == *.lat ]] && times="--times ${4%.lat}.times"
-    echo "$B/bin/hp_service --requests $2 --warmup 3 --gap-ms 0 --period-ms $3 --latencies $4 $times $touch ${SIM_HP[*]@Q}"
+    echo "$B/bin/hp_service --requests $2 --preroll $PREROLL --warmup 3 --gap-ms 0 --period-ms $3 --latencies $4 $times $touch ${SIM_HP[*]@Q}"
   else
-    echo "python3 $WL/svc_hp.py --model $1 --requests $2 --warmup 20 --gap-ms $3 --arrivals $ARRIVALS --latencies $4 $touch ${HP_ARGS:-} ${*:5}"
+    echo "python3 $WL/svc_hp.py --model $1 --requests $2 --preroll $PREROLL --warmup 20 --gap-ms $3 --arrivals $ARRIVALS --latencies $4 $touch ${HP_ARGS:-} ${*:5}"
   fi
 }
 be_cmd() { # model seconds readyfile
@@ -302,9 +315,9 @@ EST_HP_START=${EST_HP_START:-12} EST_BE_START=${EST_BE_START:-11}
 est_median_ms() {
   case $1 in resnet50) echo 2.44 ;; bert) echo 5.28 ;; llama) echo 2.0 ;; *) echo 5 ;; esac
 }
-est_hp_run() { # model period_ms requests: seconds of one HP run, start-up included
+est_hp_run() { # model period_ms requests: seconds of one HP run, start-up and PREROLL included
   if [[ $DRY == sim ]]; then echo 3; return; fi
-  awk -v s="$EST_HP_START" -v g="$2" -v n="$3" -v m="$(est_median_ms "$1")" -v L="$LOAD" \
+  awk -v s="$EST_HP_START" -v g="$2" -v n="$(($3 + PREROLL))" -v m="$(est_median_ms "$1")" -v L="$LOAD" \
     'BEGIN { if (g == "") g = m / L; if (g <= 0) g = m; printf "%d\n", s + n * g / 1e3 + 0.999 }'
 }
 budget_left() { # seconds-needed what
@@ -395,7 +408,7 @@ estimate() {
       printf '  %-34s %-8s ~%4d s\n' "$pair" "$w" "$e"
     done
   done
-  printf '  total ~%d s on the GPU (BUDGET_S=%s; LOAD=%s; estimates from the 2026-12-02 H200 runs)\n' "$total" "$BUDGET_S" "$LOAD"
+  printf '  total ~%d s on the GPU (BUDGET_S=%s; LOAD=%s; PREROLL=%s requests an HP run; estimates from the 2026-12-02 H200 runs)\n' "$total" "$BUDGET_S" "$LOAD" "$PREROLL"
 }
 # ESTIMATE_ONLY=1: print the estimate and stop (plan device calls anywhere).
 if [[ -n ${ESTIMATE_ONLY:-} ]]; then estimate; exit 0; fi
@@ -577,7 +590,7 @@ corun() {
 }
 
 mkdir -p "$OUT/run"
-printf 'load %s\narrivals %s\ntolerance %s\n' "$LOAD" "$ARRIVALS" "$LOAD_TOL" >"$OUT/run/load.txt"
+printf 'load %s\narrivals %s\ntolerance %s\npreroll %s\n' "$LOAD" "$ARRIVALS" "$LOAD_TOL" "$PREROLL" >"$OUT/run/load.txt"
 # The HP service alone under the shim, recorded by a daemon of policy none
 # (`mosaic-sched record`), and the kernels of one request from it (the
 # hp-kernels file of policy static and tune; issue15_keys.py). Once per HP
@@ -590,7 +603,7 @@ record_hp() { # hm gap [trace: replay needs the trace, not only the keys]
   DCMD=(record -o "$OUT/run/$hm.hp.trace")
   corun "$hm.rec_hp" none 1.25 "$hm" "" "$gap"
   DCMD=()
-  python3 "$REPO/scripts/gpu/issue15_keys.py" "$OUT/run/$hm.hp.trace" "$REQUESTS" "$OUT/run/$hm.hp.keys" \
+  python3 "$REPO/scripts/gpu/issue15_keys.py" "$OUT/run/$hm.hp.trace" "$REQUESTS" "$OUT/run/$hm.hp.keys" "$PREROLL" \
     >"$OUT/run/$hm.keys.json" 2>"$OUT/run/$hm.keys.err"
   local rc=$?
   log "$hm: HP kernels from the trace rc=$rc $(cat "$OUT/run/$hm.keys.json") $(head -c 300 "$OUT/run/$hm.keys.err")"

@@ -243,6 +243,46 @@ def load_refusal(run, hm, load, tol):
             "phase, or summarise with the LOAD the runs were made at (ISSUE15_LOAD, LOAD_TOL)")
 
 
+def preroll_of(run):
+    """The pre-roll requests each HP run made before its measured ones
+    (run/load.txt's "preroll"; None for a call from before PREROLL)."""
+    try:
+        with open(f"{run}/load.txt") as f:
+            for line in f:
+                k, _, v = line.partition(" ")
+                if k == "preroll":
+                    return int(v)
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def trust_transient_ms(run, tag):
+    """The co-run's transient, which the pre-roll keeps out of the measured
+    window: from the HP service's first request (the first pre-roll
+    request; the first measured one without a pre-roll) to the end of the
+    first BE step begun after it (its previous step's end at or after that
+    request), ms. Under MosaicSched it is the daemon's learning of the
+    request before it trusts it; under no control about one step. The step
+    in flight at the first request is not counted, since its kernels may
+    all be on the GPU already. Clocks: svc_hp's first_request_unix and
+    svc_be's steps are Unix s; hp_service's first_start_ms and
+    be_trainer's --step-times (DRY=sim) CLOCK_MONOTONIC ms. None when the
+    run has no first request time or no such step."""
+    hp = last_json(f"{run}/{tag}.hp.json") or {}
+    steps = sorted(numbers(f"{run}/{tag}.steps"))
+    if hp.get("first_request_unix") is not None:
+        first = hp["first_request_unix"]
+    elif hp.get("first_start_ms") is not None:
+        first, steps = hp["first_start_ms"] / 1e3, [x / 1e3 for x in steps]
+    else:
+        return None
+    for a, b in zip(steps, steps[1:]):
+        if a >= first:
+            return 1e3 * (b - first)
+    return None
+
+
 def score(run, tag, p, iso99, be_iso_sps, ms, pol):
     be = last_json(f"{run}/{tag}.be.json")
     sps, samples, how = be_in_window(run, tag, be)
@@ -254,6 +294,7 @@ def score(run, tag, p, iso99, be_iso_sps, ms, pol):
            "be_vs_isolated": sps / be_iso_sps if be_iso_sps else 0.0}
     row["cost_savings"] = 2 * row["be_vs_isolated"]
     row["hp_busy"] = busy_fraction(*starts(run, tag))
+    row["be_first_step_ms"] = trust_transient_ms(run, tag)
     row["meets_p"] = row["over_p_pct"] <= MEETS_P_PCT
     met = metrics(f"{run}/{tag}.metrics.txt")
     row["decisions"] = {k.split('"')[1]: v for k, v in met.items()
@@ -597,6 +638,14 @@ def main():
         lines.append(f"HP load: {load:g} of the time a request in flight, {arrivals} arrivals "
                      f"(from {load_from}); a pair whose isolated runs were busy outside {load:g} +- {tol:g} "
                      "is not scored")
+    res["preroll"] = preroll_of(run)
+    if res["preroll"] is None:
+        lines.append("pre-roll: not recorded (a call before PREROLL): the measured windows began with the "
+                     "HP service's first request")
+    else:
+        lines.append(f"pre-roll: every HP run made {res['preroll']} requests at its arrival schedule before its "
+                     "measured ones (not measured: the window is the steady state); 'BE 1st ms': from HP's "
+                     "first request to the end of the first BE step begun after it (the transient)")
     reused = lines_of(f"{run}/reused.txt")
     if reused:
         res["reused"] = reused
@@ -635,9 +684,10 @@ def main():
         keys = whole_json(f"{run}/{hm}.keys.json")
         if keys:
             r["hp_kernels"] = keys
+            pre = keys.get("preroll_requests")
             lines.append(f"  HP request: {keys['request_kernels']} kernels ({keys['unprofiled_kernels']} "
                          f"without a profile), {keys['startup_requests']} start-up requests before the "
-                         "measured ones (from the recorded trace)")
+                         f"measured ones{f' ({pre} of them the pre-roll)' if pre else ''} (from the recorded trace)")
 
         def pooled(name):
             return lat(f"{run}/{hm}.{name}1.lat")[0] + lat(f"{run}/{hm}.{name}2.lat")[0]
@@ -658,7 +708,7 @@ def main():
                              f"p99 {pct(a, .99):.3f} ms ({o['p99_added_pct']:+.2f}%)")
         iso99 = r["hp_iso_p99_ms"]
         lines.append(f"  {'p':>5} {'policy':13} {'HP p99 ms':>9} {'p99/iso':>7} {'%>p':>6} "
-                     f"{'BE st/s':>8} {'BE/iso':>6} {'savings':>7} {'HP busy':>7}")
+                     f"{'BE st/s':>8} {'BE/iso':>6} {'savings':>7} {'HP busy':>7} {'BE 1st ms':>9}")
         real = {}
         for p in ps:
             for pol in ("none", "mps-priority", "orion", "static", f"mosaic-{p:g}", f"tuned-{p:g}"):
@@ -677,7 +727,8 @@ def main():
                 lines.append(f"  {p:5.2f} {row['policy']:13} {row['hp_p99_ms']:9.3f} "
                              f"{row['hp_p99_slowdown']:7.2f} {row['over_p_pct']:6.1f} {row['be_steps_per_s']:8.2f} "
                              f"{row['be_vs_isolated']:6.2f} {row['cost_savings']:7.2f} "
-                             f"{'-' if row['hp_busy'] is None else '%.3f' % row['hp_busy']:>7}{extra}")
+                             f"{'-' if row['hp_busy'] is None else '%.3f' % row['hp_busy']:>7} "
+                             f"{'-' if row['be_first_step_ms'] is None else '%.1f' % row['be_first_step_ms']:>9}{extra}")
         tunes = [t for t in (tune_report(run, T, p, lines) for p in ps) if t]
         if tunes:
             r["tune"] = tunes

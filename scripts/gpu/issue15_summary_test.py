@@ -233,6 +233,49 @@ class Load(unittest.TestCase):
         self.assertIn("busy fractions reported, not checked", text)
 
 
+class Preroll(unittest.TestCase):
+    """PREROLL: load.txt's count in the header and results.json, and the
+    transient per co-run. HP's first (pre-roll) request at 1999.5 s (Unix),
+    BE steps ending at 1999.4 (in flight at the first request), 1999.8
+    (the held step in flight then), 1999.85, 1999.9: the first step begun
+    after 1999.5 is the one from 1999.8 to 1999.85, so 350 ms. Under
+    DRY=sim the same in hp_service's CLOCK_MONOTONIC ms: first request at
+    5000 ms, steps at 4990, 5010, 5030: 30 ms."""
+
+    def test_transient_and_header(self):
+        with tempfile.TemporaryDirectory() as d:
+            for i in (1, 2):
+                lat_at(f"{d}/h.iso{i}.lat", [10.0] * 50, 1000.0 + 100 * i, 0.02)
+            be(f"{d}/b.be_iso.json", 100.0)
+            lat_at(f"{d}/h+b.none.lat", [20.0] * 50, 2000.0, 0.04)
+            be(f"{d}/h+b.none.be.json", 50.0)
+            write(f"{d}/h+b.none.hp.json", json.dumps({"program": "svc_hp", "preroll": 100,
+                                                       "first_request_unix": 1999.5}) + "\n")
+            write(f"{d}/h+b.none.steps", "1999.4\n1999.8\n1999.85\n1999.9\n")
+            lat_at(f"{d}/h+b.orion.lat", [20.0] * 50, 2000.0, 0.04)
+            be(f"{d}/h+b.orion.be.json", 50.0)
+            write(f"{d}/h+b.orion.hp.json", json.dumps({"program": "hp_service", "first_start_ms": 5000.0}) + "\n")
+            write(f"{d}/h+b.orion.steps", "4990\n5010\n5030\n")
+            # A run whose BE made no step after HP's first request: no number.
+            lat_at(f"{d}/h+b.mps-priority.lat", [20.0] * 50, 2000.0, 0.04)
+            be(f"{d}/h+b.mps-priority.be.json", 50.0)
+            write(f"{d}/h+b.mps-priority.hp.json", json.dumps({"first_request_unix": 1999.5}) + "\n")
+            write(f"{d}/h+b.mps-priority.steps", "1999.4\n")
+            write(f"{d}/load.txt", "load 0.5\narrivals periodic\ntolerance 0.1\npreroll 100\n")
+            res, text = run_summary(d, "h:b", "1.25", "iso")
+            rows = {r["policy"]: r for r in res["pairs"][0]["runs"]}
+            self.assertAlmostEqual(rows["none"]["be_first_step_ms"], 350.0, places=3)
+            self.assertAlmostEqual(rows["orion"]["be_first_step_ms"], 30.0, places=3)
+            self.assertIsNone(rows["mps-priority"]["be_first_step_ms"])
+            self.assertEqual(res["preroll"], 100)
+            self.assertIn("every HP run made 100 requests at its arrival schedule before its measured ones", text)
+            self.assertIn("BE 1st ms", text)
+            os.remove(f"{d}/load.txt")
+            res, text = run_summary(d, "h:b", "1.25", "iso")
+            self.assertIsNone(res["preroll"])
+            self.assertIn("pre-roll: not recorded", text)
+
+
 class H200Archive(unittest.TestCase):
     """Session 7's call 3 on the H200 (docs/results/2026-12-02-s7-gpu):
     its period was 0.4 x the median, 0.981 ms against requests of 2.46 ms,
@@ -348,6 +391,32 @@ class Keys(unittest.TestCase):
                 body = [l.strip() for l in f if not l.startswith("#")]
             self.assertEqual(body, [ids[step[0]], ids[step[1]], ids[step[0]]])
             self.assertIn("00000000000000c3", r.stderr)
+
+    def test_preroll_counted_as_startup(self):
+        with tempfile.TemporaryDirectory() as d:
+            ids = {"00000000000000a1": "k_a|grid=1,1,1|block=32,1,1|dsmem=0",
+                   "00000000000000b2": "k_b|grid=2,1,1|block=64,1,1|dsmem=0"}
+            # One start-up request (b), two pre-roll and three measured ones
+            # (a, a), the last measured one (a, b): the keys are the last
+            # request's; replay's warm-up skips the start-up and pre-roll.
+            trace(f"{d}/t", [["00000000000000b2"]] + [["00000000000000a1"] * 2] * 4 +
+                  [["00000000000000a1", "00000000000000b2"]], ids)
+            r = self.keys(f"{d}/t", "3", f"{d}/k", "2")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            j = json.loads(r.stdout)
+            self.assertEqual((j["trace_requests"], j["startup_requests"], j["preroll_requests"]), (6, 3, 2))
+            with open(f"{d}/k") as f:
+                self.assertEqual([l.strip() for l in f if not l.startswith("#")],
+                                 [ids["00000000000000a1"], ids["00000000000000b2"]])
+            # Four requests cannot hold two pre-roll and three measured ones.
+            trace(f"{d}/t", [["00000000000000a1"]] * 4, ids)
+            r = self.keys(f"{d}/t", "3", f"{d}/k2", "2")
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("4 HP requests recorded, fewer than the 3 the service measured and its 2 "
+                          "pre-roll requests", r.stderr)
+            r = self.keys(f"{d}/t", "3", f"{d}/k2", "-1")
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("PREROLL -1", r.stderr)
 
     def test_refuses_short_trace(self):
         with tempfile.TemporaryDirectory() as d:

@@ -10,6 +10,7 @@
  *   hp_service [--requests N] [--warmup N] [--gap-ms MS] [--kernel KEY]...
  *              [--latencies FILE] [--gpu-latencies FILE] [--times FILE]
  *              [--prequeue] [--period-ms MS] [--touch-after N FILE]
+ *              [--preroll N]
  *
  * --latencies writes every measured request's host latency (ms, one a line,
  * in request order) for the arbiter evaluation's share of requests over p.
@@ -20,6 +21,12 @@
  * --times writes "start_ms latency_ms" per measured request, the start on
  * CLOCK_MONOTONIC, so that a fault test can tell which requests ran while
  * the daemon was away (tests/arbiter/arbiter_faults.py).
+ * --preroll makes N requests after the warm-up at the measured requests'
+ * schedule (--period-ms), not recorded, as scripts/gpu/workloads/svc_hp.py
+ * --preroll does: the measured requests are the steady state, past the
+ * daemon's learning of the request; "first_start_ms" in the JSON is the
+ * first scheduled request's start (CLOCK_MONOTONIC ms), the pre-roll's
+ * when there is one.
  * --prequeue holds the stream (a wait on a host word) until the request's
  * event, kernels and closing event are all enqueued, then releases it: the
  * GPU span then holds no gap where the GPU waited for a descheduled host
@@ -30,7 +37,8 @@
  * request r+1 starts at r's slot plus MS, or at once when r ended later
  * (the schedule then moves on from r's end), so that a load is the share
  * of time a request is in flight (scripts/gpu/issue15_services.sh, LOAD).
- * --touch-after creates FILE once the N-th measured request has ended: the
+ * --touch-after creates FILE once the N-th measured request has ended (the
+ * pre-roll's are not counted): the
  * service's own progress, by which a fault test kills the daemon while
  * requests are being served rather than after a guessed time.
  */
@@ -56,7 +64,7 @@ static int usage(void)
     fprintf(stderr, "usage: hp_service [--requests N] [--warmup N] "
             "[--gap-ms MS] [--kernel KEY]... [--graph] [--latencies FILE] "
             "[--gpu-latencies FILE] [--times FILE] [--prequeue]\n"
-            "       [--period-ms MS] [--touch-after N FILE]\n"
+            "       [--period-ms MS] [--touch-after N FILE] [--preroll N]\n"
             "  KEY: a profile key, NAME|grid=X,Y,Z|block=X,Y,Z|dsmem=N\n"
             "  --graph: capture the sequence once, launch it as a CUDA graph\n");
     return 2;
@@ -74,7 +82,7 @@ static void sleep_ms(double ms)
 
 int main(int argc, char **argv)
 {
-    int requests = 100, warmup = 3;
+    int requests = 100, warmup = 3, preroll = 0;
     double gap_ms = 2, period_ms = 0;
     int touch_after = -1;
     const char *touch_path = NULL;
@@ -103,6 +111,8 @@ int main(int argc, char **argv)
             requests = atoi(argv[++i]);
         else if (strcmp(argv[i], "--warmup") == 0)
             warmup = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--preroll") == 0)
+            preroll = atoi(argv[++i]);
         else if (strcmp(argv[i], "--gap-ms") == 0)
             gap_ms = atof(argv[++i]);
         else if (strcmp(argv[i], "--period-ms") == 0)
@@ -119,7 +129,7 @@ int main(int argc, char **argv)
         } else
             return usage();
     }
-    if (requests < 1 || warmup < 0)
+    if (requests < 1 || warmup < 0 || preroll < 0)
         return usage();
     if (seq.n == 0) {
         for (size_t i = 0; i < sizeof default_keys / sizeof default_keys[0];
@@ -157,11 +167,15 @@ int main(int argc, char **argv)
     double *start = calloc((size_t)requests, sizeof *start);
     if (lat == NULL || gpu == NULL || start == NULL)
         return 1;
-    double slot = 0;
-    for (int r = -warmup; r < requests; r++) {
+    double slot = 0, first_start = 0;
+    /* r counts the scheduled requests (the warm-up's negative), m the
+     * measured ones (the pre-roll's negative too, and not recorded). */
+    for (int r = -warmup; r < preroll + requests; r++) {
+        int m = r - preroll;
         if (period_ms > 0 && r > 0) {
-            /* Open loop from the first measured request on: wait for the
-             * slot, or go at once when the last request ended after it. */
+            /* Open loop from the first scheduled request on (the pre-roll's
+             * or the first measured one): wait for the slot, or go at once
+             * when the last request ended after it. */
             double now = demo_now_ms();
             slot += period_ms;
             if (slot > now)
@@ -171,7 +185,7 @@ int main(int argc, char **argv)
         }
         double t0 = demo_now_ms();
         if (r == 0)
-            slot = t0;
+            slot = first_start = t0;
         uint32_t n = (uint32_t)(r + warmup + 1);
         CUresult c = prequeue ? cuStreamWaitValue32(s, dhold, n, CU_STREAM_WAIT_VALUE_GEQ)
                               : CUDA_SUCCESS;
@@ -195,12 +209,12 @@ int main(int argc, char **argv)
                     r, (int)c);
             return 1;
         }
-        if (r >= 0) {
-            start[r] = t0;
-            lat[r] = t1 - t0;
-            gpu[r] = ms;
+        if (m >= 0) {
+            start[m] = t0;
+            lat[m] = t1 - t0;
+            gpu[m] = ms;
         }
-        if (touch_path != NULL && r + 1 == touch_after) {
+        if (touch_path != NULL && m + 1 == touch_after) {
             FILE *f = fopen(touch_path, "w");
             if (f == NULL || fclose(f) != 0) {
                 fprintf(stderr, "hp_service: --touch-after %s: cannot be created\n", touch_path);
@@ -259,12 +273,13 @@ int main(int argc, char **argv)
     demo_sort(lat, requests);
     demo_sort(gpu, requests);
     printf("{\"program\": \"hp_service\", \"requests\": %d, "
+           "\"preroll\": %d, \"first_start_ms\": %.6f, "
            "\"kernels_per_request\": %d, \"launch\": \"%s\", "
            "\"p50_ms\": %.3f, \"p99_ms\": %.3f, \"mean_ms\": %.3f, "
            "\"max_ms\": %.3f, \"gpu_p50_ms\": %.3f, \"gpu_p99_ms\": %.3f, "
            "\"method\": \"host CLOCK_MONOTONIC from first launch to "
            "cuStreamSynchronize return; gpu_* from events\"}\n",
-           requests, seq.n, graph ? "graph" : "kernels",
+           requests, preroll, first_start, seq.n, graph ? "graph" : "kernels",
            demo_quantile(lat, requests, 0.5),
            demo_quantile(lat, requests, 0.99), sum / requests,
            lat[requests - 1], demo_quantile(gpu, requests, 0.5),

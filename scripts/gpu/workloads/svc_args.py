@@ -26,6 +26,10 @@ def hp_parser():
     ap = _parser("svc_hp.py")
     ap.add_argument("--requests", type=int, default=300)
     ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--preroll", type=int, default=0,
+                    help="requests made at the arrival schedule, after --after's wait and "
+                         "before the measured ones, and not recorded: the run is measured in "
+                         "its steady state, past the daemon's learning of the request")
     ap.add_argument("--gap-ms", type=float, default=0.0,
                     help="the open-loop period between request arrivals, ms (the mean under "
                          "--arrivals poisson); 0: back to back")

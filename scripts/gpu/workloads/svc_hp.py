@@ -15,12 +15,18 @@ ms and its start (Unix s), one a line.
   python3 svc_hp.py --model resnet50 [--batch N] [--requests N] [--warmup N]
                     [--gap-ms MS] [--latencies FILE] [--mark] [--eager]
                     [--after FILE [--after-timeout S] [--after-settle S]] [--arrivals periodic|poisson]
-                    [--seed N] [--touch-after N FILE]
+                    [--seed N] [--touch-after N FILE] [--preroll N]
 --mark delimits requests with the `mosaic` package (python/mosaic) instead.
 --after waits, once warm, until FILE exists (a BE job's --ready file, at
 most --after-timeout s) before the first measured request, so that a run
 started beside a BE job that is still loading meets it from its first
-request (mosaic-sched tune starts both at once). When the step cannot be
+request (mosaic-sched tune starts both at once). --preroll N makes N
+requests first, after that wait, at the same arrival schedule (the
+measured ones follow at their slots), not recorded, so that the measured
+window is the steady state; "first_request_unix" (Unix s) is the first
+scheduled request's start, the pre-roll's when there is one (the trust
+transient of docs/services-eval.md is counted from it); --touch-after
+counts measured requests only. When the step cannot be
 captured as a CUDA graph the service runs eager, and says so in "launch"."""
 import json
 import random
@@ -33,6 +39,8 @@ import svc_args
 import svc_models
 
 a = svc_args.hp_parser().parse_args()
+if a.preroll < 0:
+    sys.exit(f"svc_hp: --preroll {a.preroll}: give a count of requests, 0 or more")
 
 req = None
 if a.mark:
@@ -84,7 +92,11 @@ def next_gap_s():
     return (rng.expovariate(1e3 / a.gap_ms) if a.arrivals == "poisson" else a.gap_ms / 1e3)
 lat, starts = [], []
 t_first = t_next = time.perf_counter()
-for i in range(a.requests):
+first_unix = None
+for k in range(a.preroll + a.requests):
+    # k counts every request of the schedule; i the measured ones (the
+    # pre-roll's are negative and not recorded).
+    i = k - a.preroll
     # Wait for the slot spinning, as a service polling its queue would. With
     # time.sleep here the same ResNet-50 requests took 5.7-6.6 ms at p50
     # against 3.7-4.0 ms back to back (H200, 2026-12-01; cause not isolated),
@@ -92,9 +104,11 @@ for i in range(a.requests):
     while time.perf_counter() < t_next:
         pass
     t0 = time.perf_counter()
+    u0 = time.time()
+    if k == 0:
+        first_unix = u0
     if i == 0:
         t_first = t0
-    starts.append(time.time())
     if req:
         with req():
             step()
@@ -103,7 +117,9 @@ for i in range(a.requests):
         step()
         torch.cuda.synchronize()
     t1 = time.perf_counter()
-    lat.append((t1 - t0) * 1e3)
+    if i >= 0:
+        starts.append(u0)
+        lat.append((t1 - t0) * 1e3)
     if touch_path and i + 1 == touch_n:
         open(touch_path, "w").close()
     t_next = max(t_next + next_gap_s(), t1)
@@ -118,6 +134,7 @@ if a.latencies:
         f.write("".join(f"{x:.4f} {t:.6f}\n" for x, t in zip(lat, starts)))
 print(json.dumps({"program": "svc_hp", "model": a.model, "requests": len(lat),
                   "launch": launch, "waited_for_after_s": waited_s,
+                  "preroll": a.preroll, "first_request_unix": first_unix,
                   "p50_ms": pct(0.5), "p99_ms": pct(0.99), "mean_ms": sum(lat) / len(lat),
                   "max_ms": s[-1], "gap_ms": a.gap_ms, "arrivals": a.arrivals,
                   "busy_fraction": sum(lat) / window_ms if window_ms > 0 else None,
