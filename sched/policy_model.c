@@ -568,6 +568,27 @@ static double be_end(const struct model *m, const struct bek *b)
     return b->end_pred > m->now || !b->tail ? b->end_pred : m->now + 0.5 * b->wall;
 }
 
+/* When a kernel BE client `client` is granted now starts: its stream runs
+ * in order, so after the predicted end of that client's kernels still
+ * running (a host hold lets the launching thread go on to the next launch
+ * as soon as one is granted, so several queue on the stream). Taking every
+ * kernel of the client as one stream over-charges a client of several
+ * streams: the safe side. The old rule (mosaic__policy_before_gap) took a
+ * kernel to start at its grant, which the gap credit cannot afford: a
+ * queue ending after the next request's expected start would be charged
+ * nothing. */
+static double queue_end(const struct model *m, uint32_t client, double now)
+{
+    double end = now;
+
+    if (mosaic__policy_before_gap)
+        return now;
+    for (int i = 0; i < m->nrun; i++)
+        if (m->run[i].client == client)
+            end = fmax(end, be_end(m, &m->run[i]));
+    return end;
+}
+
 /* The slowdown of HP kernel h at time t: the BE kernels running then
  * (those of set, plus cand while t < cand_end). NaN when a pair has no
  * prediction. */
@@ -1092,7 +1113,8 @@ static void model_observe(void *state, const struct mosaic__policy_event *e)
         }
         /* A graph's kernels run back to back from the grant: one entry
          * each, at its predicted start (a single kernel is a unit of one). */
-        double walls[MOSAIC__GRAPH_MAX_KERNELS], span = 0, at = (double)e->ts_ns;
+        double walls[MOSAIC__GRAPH_MAX_KERNELS], span = 0;
+        double at = queue_end(m, e->client_id, (double)e->ts_ns), g0 = at;
         uint64_t inst = ++m->next_inst;
         for (int k = 0; k < nk; k++)
             span += walls[k] = be_wall_ns(m, ng > 0 ? gk[k] : ki, t);
@@ -1100,7 +1122,7 @@ static void model_observe(void *state, const struct mosaic__policy_event *e)
             m->run[m->nrun++] = (struct bek){
                 .client = e->client_id, .ki = ng > 0 ? gk[k] : ki, .start = (uint64_t)at,
                 .end_pred = at + walls[k], .wall = walls[k], .unit = e->id, .inst = inst,
-                .g0 = (double)e->ts_ns, .gend = (double)e->ts_ns + span, .tail = k == nk - 1};
+                .g0 = g0, .gend = g0 + span, .tail = k == nk - 1};
             at += walls[k];
             for (int i = 0; i < MAX_HP; i++)
                 if (m->hp[i].used && m->hp[i].open)
@@ -1321,10 +1343,15 @@ static int trusted_check(struct model *m, struct hpc *h, const struct rtype *t,
  * predicted to end.
  */
 static int mosaic_check(struct model *m, struct hpc *h, const struct kinfo *const *ks, int n,
-                        uint64_t now)
+                        uint64_t now, double queue)
 {
     const struct rtype *t = h->type;
     double walls[MOSAIC__GRAPH_MAX_KERNELS], span = 0, alone = 0, cand_end, start, at;
+    /* Beside an open request the bound charges each BE kernel's whole wall
+     * time, the queue ahead of the candidate among them, so the candidate
+     * is charged its own; between requests what counts is when it ends,
+     * behind its client's queue (queue_end). */
+    double c0 = h->open ? (double)now : queue;
     int base = m->nrun, r;
 
     if (!type_ready(t)) {
@@ -1338,7 +1365,7 @@ static int mosaic_check(struct model *m, struct hpc *h, const struct kinfo *cons
         span += walls[i] = be_wall_ns(m, ks[i], t);
         alone += ks[i]->iso_ns * type_scale(t);
     }
-    cand_end = (double)now + span;
+    cand_end = c0 + span;
     if (!(type_factor(m, t) > 0)) {
         if (h->open) {
             advance(m, h, now);
@@ -1348,10 +1375,10 @@ static int mosaic_check(struct model *m, struct hpc *h, const struct kinfo *cons
         /* Until the next request begins the candidate runs alone, at its
          * isolated speed; only what is left of it then is slowed beside
          * HP (by the same predicted factor as its whole wall time). */
-        double beside = cand_end - (double)now;
-        if (start > (double)now && alone > 0) {
-            double left = alone - (start - (double)now);
-            cand_end = left <= 0 ? (double)now + alone : start + left * (beside / alone);
+        double beside = cand_end - c0;
+        if (start > c0 && alone > 0) {
+            double left = alone - (start - c0);
+            cand_end = left <= 0 ? c0 + alone : start + left * (beside / alone);
         }
         return bound_check(m, h, t, start, cand_end);
     }
@@ -1359,14 +1386,14 @@ static int mosaic_check(struct model *m, struct hpc *h, const struct kinfo *cons
      * decision only, each from the predicted end of the one before. */
     if (m->nrun + n - 1 > MAX_RUN)
         return R_UNKNOWN;
-    at = (double)now + walls[0];
+    at = c0 + walls[0];
     for (int i = 1; i < n; i++) {
         m->run[m->nrun++] = (struct bek){.ki = ks[i], .start = (uint64_t)at,
                                          .end_pred = at + walls[i], .wall = walls[i],
                                          .end_obs = INFINITY, .tail = 1};
         at += walls[i];
     }
-    r = trusted_check(m, h, t, ks[0], (double)now + walls[0], now);
+    r = trusted_check(m, h, t, ks[0], c0 + walls[0], now);
     m->nrun = base;
     return r;
 }
@@ -1498,13 +1525,14 @@ static int model_decide(void *state, const struct mosaic__sched_view *v,
                  : dur > 0                 ? learned_check(m, dur, now)
                                            : R_UNKNOWN;
     } else {
+        double queue = queue_end(m, w->client_id, (double)now);
         for (int i = 0; i < MAX_HP && reason <= R_FITS; i++) {
             struct hpc *h = &m->hp[i];
             if (!hp_active(h, now))
                 continue;
             reason = m->orion ? orion_check(m, h, b, now)
-                     : ng > 0 ? mosaic_check(m, h, gk, ng, now)
-                              : mosaic_check(m, h, &b, 1, now);
+                     : ng > 0 ? mosaic_check(m, h, gk, ng, now, queue)
+                              : mosaic_check(m, h, &b, 1, now, queue);
         }
     }
     m->decisions[reason]++;
