@@ -581,7 +581,9 @@ static double queue_end(const struct model *m, uint32_t client, double now)
 {
     double end = now;
 
-    if (mosaic__policy_before_gap)
+    /* Orion-like keeps its grant-time starts: its in-flight sum is the
+     * baseline as measured (orion_check). */
+    if (mosaic__policy_before_gap || m->orion)
         return now;
     for (int i = 0; i < m->nrun; i++)
         if (m->run[i].client == client)
