@@ -284,12 +284,15 @@ static int replay_main(const struct mosaic__sched_config *cfg, char **files, int
                "\"be_steps_per_s\":%.3f,\"be_isolated_steps_per_s\":%.3f,\"hp_scale\":%.4f,"
                "\"be_scale\":%.4f,\"gpu_scale\":%.4f,\"simulated_ms\":%.3f,"
                "\"hp_gpu_isolated_p99_ms\":%.4f,\"hp_gpu_p99_ms\":%.4f,"
-               "\"over_p_gpu_pct\":%.3f}\n",
+               "\"over_p_gpu_pct\":%.3f,\"be_step_found\":\"%s\",\"be_step_prefix_kernels\":%u,"
+               "\"be_step_full_periods\":%u,\"be_step_tail_kernels\":%u,"
+               "\"be_granted_kernels\":%u}\n",
                mosaic__policy_name(cfg->policy), cfg->slo, mode, r.hp_sms, r.be_sms,
                r.hp_requests, r.hp_kernels, r.be_kernels, r.be_step_kernels, r.unprofiled, r.hp_iso_p99_ms, r.hp_p50_ms,
                r.hp_p99_ms, r.over_p_pct, r.be_steps_per_s, r.be_iso_steps_per_s, r.hp_scale,
                r.be_scale, r.gpu_scale, r.sim_ms, r.hp_gpu_iso_p99_ms, r.hp_gpu_p99_ms,
-               r.over_p_gpu_pct);
+               r.over_p_gpu_pct, r.be_step_found ? "period" : "whole-recording",
+               r.be_step_prefix, r.be_step_periods, r.be_step_tail, r.be_granted);
         return 0;
     }
     printf("replay: policy %s, p %g, mode %s", mosaic__policy_name(cfg->policy), cfg->slo, mode);
@@ -306,6 +309,16 @@ static int replay_main(const struct mosaic__sched_config *cfg, char **files, int
     printf("BE: %.1f steps/s of simulated time (%u kernels a step; %.1f steps/s alone, by "
            "the trace)\n",
            r.be_steps_per_s, r.be_step_kernels, r.be_iso_steps_per_s);
+    if (r.be_step_found)
+        printf("BE step: %u kernels, the period of the %u granted kernels after %u start-up "
+               "kernels (not replayed); the recording held %u full steps and %u kernels of a "
+               "partial one at its end\n", r.be_step_kernels, r.be_granted, r.be_step_prefix,
+               r.be_step_periods, r.be_step_tail);
+    else
+        printf("BE step: none repeats in the %u granted kernels (no period held twice over at "
+               "least half of them), so the whole recording counts as one step and steps/s "
+               "is passes over it: record the BE job longer, or one with a fixed step\n",
+               r.be_granted);
     if (r.unprofiled)
         printf("note: %u kernel ids have no profile in the dataset: each took 100 us x the "
                "trace's scale, and co-ran by the unmeasured-pair rule\n", r.unprofiled);

@@ -73,6 +73,14 @@ struct mosaic__replay_result {
     unsigned hp_kernels;       /* HP kernels replayed, warm-up included */
     unsigned be_kernels;       /* BE kernels completed */
     unsigned be_step_kernels;  /* kernels per BE step (the sequence's period) */
+    /* How the step was found: be_step_found 1, the shortest period of the
+     * granted sequence after be_step_prefix start-up kernels (not
+     * replayed), which the recording held be_step_periods times in full
+     * and then be_step_tail kernels of a partial step; 0, no step repeats
+     * (twice at least, over at least half of the be_granted kernels), so
+     * the whole recording is one step. */
+    int be_step_found;
+    unsigned be_step_prefix, be_step_periods, be_step_tail, be_granted;
     unsigned unprofiled;       /* kernel ids the dataset has no profile of */
     double hp_iso_p99_ms;      /* of the trace's isolated HP requests */
     double hp_p50_ms, hp_p99_ms, over_p_pct; /* request begin to end, host time in */

@@ -367,6 +367,18 @@ def replay_rows(run, T, hm, bm, ps, real, iso99, be_iso_sps, lines):
         return None
     lines.append(f"  replay (mosaic-sched replay of {hm} alone and {bm} alone, recorded under the "
                  "shim) against the real runs; floor = no interference (isolated numbers)")
+    # How replay read the traces (replay.c since 2026-12-03): the BE step it
+    # found and HP's isolated p99 without the warm-up.
+    rp0 = out[0]["replay"]
+    if "be_step_found" in rp0:
+        how = (f"{rp0['be_step_kernels']} kernels after {rp0['be_step_prefix_kernels']} start-up "
+               f"kernels, {rp0['be_step_full_periods']} full steps and a partial one of "
+               f"{rp0['be_step_tail_kernels']} kernels recorded"
+               if rp0["be_step_found"] == "period" else
+               f"none repeats: the whole recording ({rp0['be_step_kernels']} kernels) is one step")
+        lines.append(f"  replay's BE step: {how}; HP isolated p99 by the trace "
+                     f"{rp0['hp_isolated_p99_ms']:.3f} ms (GPU span {rp0['hp_gpu_isolated_p99_ms']:.3f}), "
+                     f"BE alone by the trace {rp0['be_isolated_steps_per_s']:.2f} steps/s")
     lines.append(f"  {'p':>5} {'policy':13} {'p99 real':>8} {'replay':>8} {'diff':>7} {'floor':>7} "
                  f"{'%>p real':>8} {'replay':>6} {'BE real':>8} {'replay':>8} {'diff':>7} {'floor':>7}")
     for row in out:
