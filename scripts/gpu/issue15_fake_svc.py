@@ -9,7 +9,13 @@ runs its GPU path (svc_hp.py's and svc_be.py's options, files and JSON
 lines, Unix-time stamps, --after and --ready) without torch. The kernels are
 the arbiter evaluation's convolutions, as under DRY=sim; ISSUE15_FAKE_BIN
 names the directory of hp_service and be_trainer. Nothing here measures a
-GPU: it checks the harness's plumbing."""
+GPU: it checks the harness's plumbing.
+
+A BE job that dies (scripts/gpu/issue15_dead_be_test.sh): with
+ISSUE15_FAKE_BE_DIE=TEXT a svc_be.py whose --ready path holds TEXT exits 1
+after 0.3 s of "start-up", before its ready file, with a CUDA error on
+stderr as the static row's cuDNN did on the H200 (call 3 of 2026-12-02);
+with ISSUE15_FAKE_BE_DIE_LATE=TEXT it dies so 1 s after its ready file."""
 import json
 import os
 import signal
@@ -77,6 +83,12 @@ def hp(argv):
 def be(argv):
     a = svc_args.be_parser().parse_args(argv)
     batch = a.batch or 64
+    die, late = os.environ.get("ISSUE15_FAKE_BE_DIE"), os.environ.get("ISSUE15_FAKE_BE_DIE_LATE")
+    if die and a.ready and die in a.ready:
+        time.sleep(0.3)
+        sys.stderr.write("fake svc_be: start-up\nRuntimeError: CUDA error: cluster misconfiguration "
+                         "(fake: ISSUE15_FAKE_BE_DIE)\n\n")
+        return 1
     with tempfile.TemporaryDirectory() as d:
         cmd = [os.path.join(BIN, "be_trainer"), "--seconds", str(a.seconds), "--step-times", f"{d}/s"] + \
             kernels(BE_KERNELS)
@@ -87,6 +99,12 @@ def be(argv):
         time.sleep(0.2)
         if a.ready:
             open(a.ready, "w").close()
+        if late and a.ready and late in a.ready:
+            time.sleep(1.0)
+            p.kill()
+            p.wait()
+            sys.stderr.write("RuntimeError: CUDA error: an illegal memory access (fake: ISSUE15_FAKE_BE_DIE_LATE)\n")
+            return 1
         out, _ = p.communicate()
         off = mono_to_unix()
         if a.steps_log:

@@ -216,7 +216,7 @@ MPS_ARGS=(--mps off)
 MPS_STARTED=0
 MPSCTL=$(command -v nvidia-cuda-mps-control || echo /usr/local/nvidia/bin/nvidia-cuda-mps-control)
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mosaic15-mps-$$ CUDA_MPS_LOG_DIRECTORY=$OUT/mps-log
-daemon_pid="" be_pid=""
+daemon_pid="" be_pid="" hp_pid=""
 archived=0
 # Few files come back from the device, 16 MiB each: every run's files go
 # into run.tgz, the recorded traces (megabytes: a training job's trace has
@@ -239,6 +239,7 @@ archive() {
   (( mib < 15 )) || log "run.tgz is $mib MiB: the device returns files of at most 16 MiB"
 }
 cleanup() {
+  [[ -n $hp_pid ]] && kill -TERM "$hp_pid" 2>/dev/null
   [[ -n $be_pid ]] && kill -TERM "$be_pid" 2>/dev/null
   [[ -n $daemon_pid ]] && kill -TERM "$daemon_pid" 2>/dev/null
   wait 2>/dev/null
@@ -508,10 +509,29 @@ start_daemon() { # tag policy p
 }
 stop_daemon() {
   [[ -n $daemon_pid ]] && kill -TERM "$daemon_pid" 2>/dev/null; wait "$daemon_pid" 2>/dev/null; daemon_pid=""; }
-wait_ready() { # file seconds
+# A BE job that dies before its ready file (call 3 of 2026-12-02: the
+# static row's cuDNN refused a launch on 12 SMs) ends its run at once
+# rather than after the 120 s wait: wait_ready and the watch of the HP
+# service's --after wait return as soon as the BE process is gone.
+wait_ready() { # file seconds pid: 0 ready, 1 not within seconds, 2 the BE process pid gone
   local i
-  for i in $(seq $(($2 * 10))); do [[ -e $1 || $DRY == sim ]] && return 0; sleep 0.1; done
+  for i in $(seq $(($2 * 10))); do
+    [[ -e $1 || $DRY == sim ]] && return 0
+    kill -0 "$3" 2>/dev/null || return 2
+    sleep 0.1
+  done
   return 1
+}
+# The run tag's BE died: TAG.failed says so with its exit status and the
+# last line of its stderr (the summary names it: "BE died: ..."); the
+# caller stops the HP service and the daemon and goes on to the next run.
+be_died() { # tag when
+  local rc last
+  wait "$be_pid" 2>/dev/null; rc=$?
+  be_pid=""
+  last=$(grep -v '^[[:space:]]*$' "$OUT/run/$1.be.err" 2>/dev/null | tail -1 | cut -c1-300)
+  printf 'BE died %s (exit status %s): %s\n' "$2" "$rc" "${last:-(no output on stderr)}" >"$OUT/run/$1.failed"
+  log "$1: $(cat "$OUT/run/$1.failed")"
 }
 
 # One co-run: $1 tag, $2 policy ("" = no daemon, no shim), $3 p, $4 hp model,
@@ -520,7 +540,7 @@ wait_ready() { # file seconds
 # FAULT_GAP_S later]. CORUN_REQUESTS: the HP requests (REQUESTS).
 corun() {
   local tag=$1 pol=$2 p=$3 hm=$4 bm=$5 gap=$6 fault=${7:-} sock=$OUT/run/$1.sock env=() prio=0
-  local nreq=${CORUN_REQUESTS:-$REQUESTS} HP_TOUCH=""
+  local nreq=${CORUN_REQUESTS:-$REQUESTS} HP_TOUCH="" fault_pid=""
   local need
   need=$(est_hp_run "$hm" "$gap" "$nreq")
   if [[ -n $bm ]]; then
@@ -536,12 +556,19 @@ corun() {
   if [[ -n $bm ]]; then
     [[ $pol == mps-priority ]] && prio=1
     rm -f "$OUT/run/$tag.ready"
+    date +%s.%N >"$OUT/run/$tag.be_start"
     env "${env[@]}" ${pol:+MOSAIC_ROLE=be} CUDA_MPS_CLIENT_PRIORITY=$prio \
       bash -c "exec $(be_cmd "$bm" 900 "$OUT/run/$tag.ready")" >"$OUT/run/$tag.be.json" 2>"$OUT/run/$tag.be.err" &
     be_pid=$!
     if [[ $DRY == sim || $CORUN_START == serial ]]; then
-      wait_ready "$OUT/run/$tag.ready" 120 || log "$tag: BE not ready after 120 s"
+      wait_ready "$OUT/run/$tag.ready" 120 "$be_pid"
+      case $? in
+        1) log "$tag: BE not ready after 120 s" ;;
+        2) be_died "$tag" "before its ready file"; stop_daemon; return 1 ;;
+      esac
       sleep 0.5
+      # (DRY=sim's BE has no ready file: a BE that dies at once shows here.)
+      kill -0 "$be_pid" 2>/dev/null || { be_died "$tag" "before the HP service started"; stop_daemon; return 1; }
     else
       # parallel: the HP service starts up beside the BE job's start-up and
       # waits, once warm, for its ready file (and AFTER_SETTLE_S more)
@@ -569,17 +596,47 @@ corun() {
         --profile-dir "$PROFDIR" --model-dir "$MODELS" --metrics-port 0 "${MPS_ARGS[@]}" \
         --log-level info daemon 2>>"$OUT/run/$tag.daemon2.log" & echo $! >"$OUT/run/$tag.daemon2.pid"
       date +%s.%N >"$OUT/run/$tag.restart" ) &
+    fault_pid=$!
   fi
   date +%s.%N >"$OUT/run/$tag.hp_start"
   env "${env[@]}" ${pol:+MOSAIC_ROLE=hp} bash -c "exec $(hp_cmd "$hm" "$nreq" "$gap" "$OUT/run/$tag.lat" $hp_after)" \
-    >"$OUT/run/$tag.hp.json" 2>"$OUT/run/$tag.hp.err"
+    >"$OUT/run/$tag.hp.json" 2>"$OUT/run/$tag.hp.err" &
+  hp_pid=$!
+  # Until the BE job is ready (parallel start: the HP service's --after
+  # wait), a BE that dies stops the HP service, not its 120 s wait.
+  local died=""
+  if [[ -n $hp_after ]]; then
+    while kill -0 "$hp_pid" 2>/dev/null && [[ ! -e $OUT/run/$tag.ready ]]; do
+      if ! kill -0 "$be_pid" 2>/dev/null; then
+        died=1
+        kill -TERM "$hp_pid" 2>/dev/null
+        break
+      fi
+      sleep 0.1
+    done
+  fi
+  wait "$hp_pid"
   local rc=$?
+  hp_pid=""
+  if [[ -n $died ]]; then
+    be_died "$tag" "before its ready file"
+    rm -f "$OUT/run/$tag.lat"
+    # (The fault run's kill, still waiting for its cue, is not made.)
+    [[ -n $fault ]] && kill -TERM "$fault_pid" 2>/dev/null && wait "$fault_pid" 2>/dev/null
+    stop_daemon
+    return 1
+  fi
   if [[ -n $pol && -z $fault ]]; then
     "$SCHED" --socket "$sock" status --json >"$OUT/run/$tag.status.json" 2>&1
     python3 -c "import urllib.request,sys; sys.stdout.write(urllib.request.urlopen('http://127.0.0.1:${METRICS_PORT:-19464}/metrics', timeout=2).read().decode())" \
       >"$OUT/run/$tag.metrics.txt" 2>&1
   fi
-  if [[ -n $bm ]]; then kill -TERM "$be_pid" 2>/dev/null; wait "$be_pid" 2>/dev/null; be_pid=""; fi
+  if [[ -n $bm ]]; then
+    # A BE that ended before the HP service did died during the run (its
+    # job runs 900 s): the row is kept, and flagged with the reason.
+    if kill -0 "$be_pid" 2>/dev/null; then kill -TERM "$be_pid" 2>/dev/null; wait "$be_pid" 2>/dev/null; be_pid=""
+    else be_died "$tag" "during the HP service's run"; mv "$OUT/run/$tag.failed" "$OUT/run/$tag.be_died"; fi
+  fi
   stop_daemon
   if [[ -n $fault ]]; then
     wait; [[ -s $OUT/run/$tag.daemon2.pid ]] && kill -TERM "$(cat "$OUT/run/$tag.daemon2.pid")" 2>/dev/null

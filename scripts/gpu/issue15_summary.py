@@ -578,13 +578,34 @@ def costs_report(run, lines):
     return c
 
 
+def failed_runs(run, T, ps):
+    """The co-runs that ended without a row because their BE job died
+    (issue15_services.sh's TAG.failed: "BE died before its ready file (exit
+    status N): the last line of its stderr"): {(policy, p): reason}, the
+    p-independent runs at every p."""
+    out = {}
+    for tag in ("none", "mps-priority", "orion", "static", "fault") + \
+            tuple(f"{k}-{p:g}" for p in ps for k in ("mosaic", "tuned")):
+        why = " ".join(lines_of(f"{run}/{T}.{tag}.failed"))
+        if not why:
+            continue
+        if tag.startswith(("mosaic-", "tuned-")):
+            out[(tag.rsplit("-", 1)[0], float(tag.rsplit("-", 1)[1]))] = why
+        else:
+            out.update({(tag, p): why for p in ps})
+    return out
+
+
 def missing(T, ps, want, r):
-    """The runs PHASES asked for that left no scored row or report."""
+    """The runs PHASES asked for that left no scored row or report; a run
+    whose BE died says so and why."""
     have = {(x["policy"], x["p"]) for x in r["runs"]}
+    failed = r.get("failed") or {}
     out = []
     def need(pol, p, phase):
         if (pol, p) not in have:
-            out.append(f"{T} {pol} p={p:g} ({phase})")
+            why = failed.get(f"{pol} p={p:g}")
+            out.append(f"{T} {pol} p={p:g} ({phase}){': ' + why if why else ''}")
     for p in ps:
         if "policies" in want:
             for pol in ("none", "mps-priority", "orion", "mosaic"):
@@ -598,7 +619,8 @@ def missing(T, ps, want, r):
         if "replay" in want and not any(x["p"] == p for x in r.get("replay") or []):
             out.append(f"{T} replay p={p:g} (replay)")
     if "fault" in want and "fault" not in r:
-        out.append(f"{T} fault run (fault)")
+        why = failed.get("fault p=1.25")
+        out.append(f"{T} fault run (fault){': ' + why if why else ''}")
     elif "fault" in want and r["fault"].get("not_informative", True):
         out.append(f"{T} fault: no HP request in the kill-restart gap (fault)")
     return out
@@ -732,6 +754,10 @@ def main():
                 r["runs"].append(row)
                 real[(p, name)] = row
                 extra = f"  {row['split']}" if row.get("split") else ""
+                died = " ".join(lines_of(f"{run}/{T}.{pol}.be_died"))
+                if died:
+                    row["be_died"] = died
+                    extra += f"  [{died}: BE numbers cover only its life]"
                 ends = row.get("daemon_hp_request_ends")
                 if ends is not None and ends < 0.9 * row["requests"]:
                     extra += (f"  [the daemon saw {ends:.0f} HP request ends of {row['requests']}: "
@@ -741,6 +767,12 @@ def main():
                              f"{row['be_vs_isolated']:6.2f} {row['cost_savings']:7.2f} "
                              f"{'-' if row['hp_busy'] is None else '%.3f' % row['hp_busy']:>7} "
                              f"{'-' if row['be_first_step_ms'] is None else '%.1f' % row['be_first_step_ms']:>9}{extra}")
+        # Runs ended early because their BE job died: no row, the reason.
+        failed = failed_runs(run, T, ps)
+        if failed:
+            r["failed"] = {f"{pol} p={p:g}": why for (pol, p), why in failed.items()}
+            for (pol, p), why in sorted(failed.items()):
+                lines.append(f"  {p:5.2f} {pol:13} FAILED: {why}")
         tunes = [t for t in (tune_report(run, T, p, lines) for p in ps) if t]
         if tunes:
             r["tune"] = tunes

@@ -276,6 +276,37 @@ class Preroll(unittest.TestCase):
             self.assertIn("pre-roll: not recorded", text)
 
 
+class DeadBE(unittest.TestCase):
+    """A co-run whose BE died before its ready file (issue15_services.sh's
+    TAG.failed) has no row: the summary names the death at every p for a
+    p-independent run, at its own p for mosaic-P, and lists it missing
+    with the reason; one whose BE died during the run (TAG.be_died) keeps
+    its row, flagged."""
+
+    def test_failed_and_flagged(self):
+        with tempfile.TemporaryDirectory() as d:
+            for i in (1, 2):
+                lat_at(f"{d}/h.iso{i}.lat", [10.0] * 50, 1000.0 + 100 * i, 0.02)
+            be(f"{d}/b.be_iso.json", 100.0)
+            why = "BE died before its ready file (exit status 1): RuntimeError: CUDA error: cluster misconfiguration"
+            write(f"{d}/h+b.static.failed", why + "\n")
+            write(f"{d}/h+b.mosaic-1.6.failed", why + "\n")
+            lat_at(f"{d}/h+b.none.lat", [20.0] * 50, 2000.0, 0.04)
+            be(f"{d}/h+b.none.be.json", 50.0)
+            write(f"{d}/h+b.none.be_died", "BE died during the HP service's run (exit status 1): boom\n")
+            res, text = run_summary(d, "h:b", "1.25 1.6", "iso policies static")
+            pr = res["pairs"][0]
+            self.assertEqual(pr["failed"], {"static p=1.25": why, "static p=1.6": why, "mosaic p=1.6": why})
+            self.assertIn(f"h+b static p=1.25 (static): {why}", res["missing"])
+            self.assertIn(f"h+b mosaic p=1.6 (policies): {why}", res["missing"])
+            self.assertIn("h+b mosaic p=1.25 (policies)", res["missing"])
+            self.assertIn(f"static        FAILED: {why}", text)
+            none = [r for r in pr["runs"] if r["policy"] == "none"]
+            self.assertEqual(len(none), 2)
+            self.assertTrue(all("boom" in r["be_died"] for r in none))
+            self.assertIn("[BE died during the HP service's run (exit status 1): boom: BE numbers cover only its life]", text)
+
+
 class H200Archive(unittest.TestCase):
     """Session 7's call 3 on the H200 (docs/results/2026-12-02-s7-gpu):
     its period was 0.4 x the median, 0.981 ms against requests of 2.46 ms,
