@@ -1025,22 +1025,20 @@ static void model_observe(void *state, const struct mosaic__policy_event *e)
         h = hp_get(m, e->client_id, 1);
         if (!h)
             return;
-        if (h->last_end && e->ts_ns > h->last_end) {
-            uint64_t gap = e->ts_ns - h->last_end;
-            struct rtype *t = h->type; /* still the type of the request that ended */
-            h->min_gap = h->ngaps++ == 0 || gap < h->min_gap ? gap : h->min_gap;
-            if (t) {
+        if (h->last_end) {
+            /* Begun at (or before) the last end: a gap of 0 in the type's
+             * window; the client's lifetime minimum keeps the old rule's,
+             * which took only later begins. h->type is still the type of
+             * the request that ended. */
+            uint64_t gap = e->ts_ns > h->last_end ? e->ts_ns - h->last_end : 0;
+            if (gap)
+                h->min_gap = h->ngaps++ == 0 || gap < h->min_gap ? gap : h->min_gap;
+            if (h->type) {
+                struct rtype *t = h->type;
                 t->gaps[t->next_gap] = gap;
                 t->next_gap = (t->next_gap + 1) % GAP_WINDOW;
                 t->ngaps += t->ngaps < GAP_WINDOW;
             }
-        } else if (h->last_end && h->type) {
-            /* Begun at (or before) the last end: a gap of 0 in the type's
-             * window (the client's lifetime minimum keeps the old rule's). */
-            struct rtype *t = h->type;
-            t->gaps[t->next_gap] = 0;
-            t->next_gap = (t->next_gap + 1) % GAP_WINDOW;
-            t->ngaps += t->ngaps < GAP_WINDOW;
         }
         h->open = 1;
         h->t0 = h->last_t = h->last_begin = e->ts_ns;
