@@ -56,6 +56,11 @@ extern int mosaic__policy_before_llama;
  * next request expected one shortest gap of the client's life after its
  * last end. What-if only; the daemon never sets it. */
 extern int mosaic__policy_before_gap;
+/* 1: the rule before BE ran alone between requests (policy_model.c,
+ * be_finish): a BE kernel granted between requests taken to run at its
+ * speed beside HP, the worst HP kernel's slowdown of it, from its grant.
+ * What-if only; the daemon never sets it. */
+extern int mosaic__policy_before_alone;
 
 struct mosaic__learn;
 

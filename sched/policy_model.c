@@ -256,6 +256,9 @@ struct bek {
     uint64_t unit, inst;
     double g0, gend;
     int tail;
+    /* Granted between requests: the next request's expected start, until
+     * which its prediction ran it alone (be_finish); -INFINITY beside one. */
+    double free_until, alone;
 };
 
 struct hpc {
@@ -692,7 +695,8 @@ static void advance(struct model *m, struct hpc *h, uint64_t now)
     h->last_t = now;
 }
 
-static double be_wall_ns(struct model *m, const struct kinfo *b, const struct rtype *t)
+static double be_wall_ns(struct model *m, const struct kinfo *b, const struct rtype *t,
+                         double *alone)
 {
     double scale = type_ready(t) ? type_scale(t) : m->scale;
     double sbe = 1, rbe = 1;
@@ -711,7 +715,111 @@ static double be_wall_ns(struct model *m, const struct kinfo *b, const struct rt
      * SMs; the BE kernel's is its own (rbe) on the rest. */
     if (m->part)
         scale /= m->part_slowdown;
+    if (alone)
+        *alone = b->iso_ns * scale * rbe;
     return b->iso_ns * scale * rbe * (m->orion ? 1 : sbe);
+}
+
+/* When the next request of an idle client is expected: one gap credit
+ * (GAP_WINDOW above) after its last end, or now once that is past or
+ * before any gap was seen. */
+static double next_start(const struct hpc *h, const struct rtype *t, double now)
+{
+    uint64_t gap;
+
+    if (!mosaic__policy_before_gap && t && t->ngaps >= GAP_MIN_SEEN) {
+        gap = t->gaps[0];
+        for (int i = 1; i < t->ngaps; i++)
+            gap = t->gaps[i] < gap ? t->gaps[i] : gap;
+    } else if (h->ngaps) {
+        gap = h->min_gap;
+    } else {
+        return now;
+    }
+    return fmax(now, (double)(h->last_end + gap));
+}
+
+/*
+ * When a BE kernel started at `start` ends, its wall time beside HP `wall`
+ * and alone `alone`, the GPU free of HP requests until `free_until` (the
+ * next request's expected start; -INFINITY while one is open): alone
+ * until then, and what is left of it after at the speed beside HP. On the
+ * H200's ResNet pair (issue 15) the BE kernels' wall times beside HP were
+ * 3.65x their alone times (duration-weighted, the worst HP kernel's
+ * slowdown), and charging that in the gaps between requests filled a gap
+ * of 2.5 ms with 0.7 ms of BE work.
+ */
+static double be_finish(double start, double wall, double alone, double free_until)
+{
+    if (!(alone > 0) || start >= free_until)
+        return start + wall;
+    if (start + alone <= free_until)
+        return start + alone;
+    return free_until + (alone - (free_until - start)) * (wall / alone);
+}
+
+/* Until when no HP request is expected: -INFINITY while one is open,
+ * otherwise the earliest next start (next_start) of the HP clients, whose
+ * gaps are the request types' gap credits. The old rule
+ * (mosaic__policy_before_alone), and orion, take a BE kernel to run at its
+ * speed beside HP throughout. */
+int mosaic__policy_before_alone;
+static double hp_free_until(const struct model *m, double now)
+{
+    double until = INFINITY;
+
+    if (mosaic__policy_before_alone || m->orion)
+        return -INFINITY;
+    for (int i = 0; i < MAX_HP; i++) {
+        const struct hpc *h = &m->hp[i];
+        if (!h->used)
+            continue;
+        if (h->open)
+            return -INFINITY;
+        until = fmin(until, next_start(h, h->type, now));
+    }
+    return until;
+}
+
+/* A request begun at ts, before the GPU was expected to be free of HP
+ * until: the running BE kernels that were taken to run alone past ts
+ * run beside it from ts (be_finish again), each client's later kernels
+ * starting behind its earlier ones, and a BE graph's predicted end
+ * following its last kernel. */
+static void be_restretch(struct model *m, double ts)
+{
+    uint32_t cl[16];
+    double shift[16];
+    int ncl = 0;
+
+    for (int i = 0; i < m->nrun; i++) {
+        struct bek *b = &m->run[i];
+        int c = 0;
+        while (c < ncl && cl[c] != b->client)
+            c++;
+        if (c == ncl) {
+            if (ncl == 16)
+                continue;
+            cl[ncl] = b->client;
+            shift[ncl++] = 0;
+        }
+        if (!(b->free_until > ts) || b->end_pred <= ts) {
+            b->start = (uint64_t)((double)b->start + shift[c]);
+            b->end_pred += shift[c];
+            continue;
+        }
+        double s0 = (double)b->start + shift[c];
+        double end = be_finish(s0, b->wall, b->alone, ts);
+        shift[c] = end - b->end_pred;
+        b->start = (uint64_t)s0;
+        b->end_pred = end;
+        b->free_until = ts;
+    }
+    for (int i = 0; i < m->nrun; i++)
+        if (m->run[i].tail)
+            for (int j = 0; j < m->nrun; j++)
+                if (m->run[j].inst == m->run[i].inst && m->run[j].client == m->run[i].client)
+                    m->run[j].gend = m->run[i].end_pred;
 }
 
 /* ---- trust ----------------------------------------------------------------- */
@@ -1049,6 +1157,7 @@ static void model_observe(void *state, const struct mosaic__policy_event *e)
         h->pred_finish = NAN;
         h->nov = h->ov_lost = h->ov_compacted = 0;
         h->ov_done_ns = 0;
+        be_restretch(m, (double)e->ts_ns);
         for (int i = 0; i < m->nrun; i++)
             ov_add(h, &m->run[i]);
         if (type_ready(h->type)) {
@@ -1113,17 +1222,22 @@ static void model_observe(void *state, const struct mosaic__policy_event *e)
         }
         /* A graph's kernels run back to back from the grant: one entry
          * each, at its predicted start (a single kernel is a unit of one). */
-        double walls[MOSAIC__GRAPH_MAX_KERNELS], span = 0;
-        double at = queue_end(m, e->client_id, (double)e->ts_ns), g0 = at;
+        double walls[MOSAIC__GRAPH_MAX_KERNELS], alone[MOSAIC__GRAPH_MAX_KERNELS];
+        double at = queue_end(m, e->client_id, (double)e->ts_ns), g0 = at, gend = at;
+        double free_until = hp_free_until(m, (double)e->ts_ns);
         uint64_t inst = ++m->next_inst;
-        for (int k = 0; k < nk; k++)
-            span += walls[k] = be_wall_ns(m, ng > 0 ? gk[k] : ki, t);
         for (int k = 0; k < nk; k++) {
+            walls[k] = be_wall_ns(m, ng > 0 ? gk[k] : ki, t, &alone[k]);
+            gend = be_finish(gend, walls[k], alone[k], free_until);
+        }
+        for (int k = 0; k < nk; k++) {
+            double end = be_finish(at, walls[k], alone[k], free_until);
             m->run[m->nrun++] = (struct bek){
                 .client = e->client_id, .ki = ng > 0 ? gk[k] : ki, .start = (uint64_t)at,
-                .end_pred = at + walls[k], .wall = walls[k], .unit = e->id, .inst = inst,
-                .g0 = g0, .gend = g0 + span, .tail = k == nk - 1};
-            at += walls[k];
+                .end_pred = end, .wall = walls[k], .unit = e->id, .inst = inst,
+                .g0 = g0, .gend = gend, .tail = k == nk - 1, .free_until = free_until,
+                .alone = alone[k]};
+            at = end;
             for (int i = 0; i < MAX_HP; i++)
                 if (m->hp[i].used && m->hp[i].open)
                     ov_add(&m->hp[i], &m->run[m->nrun - 1]);
@@ -1288,25 +1402,6 @@ static int bound_check(struct model *m, struct hpc *h, const struct rtype *t, do
     return t->t_iso + extra <= m->slo * t->t_iso ? R_FITS : R_OVER;
 }
 
-/* When the next request of an idle client is expected: one gap credit
- * (GAP_WINDOW above) after its last end, or now once that is past or
- * before any gap was seen. */
-static double next_start(const struct hpc *h, const struct rtype *t, double now)
-{
-    uint64_t gap;
-
-    if (!mosaic__policy_before_gap && t && t->ngaps >= GAP_MIN_SEEN) {
-        gap = t->gaps[0];
-        for (int i = 1; i < t->ngaps; i++)
-            gap = t->gaps[i] < gap ? t->gaps[i] : gap;
-    } else if (h->ngaps) {
-        gap = h->min_gap;
-    } else {
-        return now;
-    }
-    return fmax(now, (double)(h->last_end + gap));
-}
-
 /* Eq. 5 for a trusted type: the request simulated forward with the BE
  * kernels running and candidate b until cand_end. */
 static int trusted_check(struct model *m, struct hpc *h, const struct rtype *t,
@@ -1346,7 +1441,8 @@ static int mosaic_check(struct model *m, struct hpc *h, const struct kinfo *cons
                         uint64_t now, double queue)
 {
     const struct rtype *t = h->type;
-    double walls[MOSAIC__GRAPH_MAX_KERNELS], span = 0, alone = 0, cand_end, start, at;
+    double walls[MOSAIC__GRAPH_MAX_KERNELS], alones[MOSAIC__GRAPH_MAX_KERNELS];
+    double span = 0, alone = 0, cand_end, start, at, free_until;
     /* Beside an open request the bound charges each BE kernel's whole wall
      * time, the queue ahead of the candidate among them, so the candidate
      * is charged its own; between requests what counts is when it ends,
@@ -1358,12 +1454,12 @@ static int mosaic_check(struct model *m, struct hpc *h, const struct kinfo *cons
         if (!oneoff(m, h, now))
             return R_LEARNING;
         for (int i = 0; i < n; i++)
-            span += be_wall_ns(m, ks[i], t);
+            span += be_wall_ns(m, ks[i], t, NULL);
         return elapsed_check(m, h, span, now);
     }
     for (int i = 0; i < n; i++) {
-        span += walls[i] = be_wall_ns(m, ks[i], t);
-        alone += ks[i]->iso_ns * type_scale(t);
+        span += walls[i] = be_wall_ns(m, ks[i], t, &alones[i]);
+        alone += alones[i];
     }
     cand_end = c0 + span;
     if (!(type_factor(m, t) > 0)) {
@@ -1371,29 +1467,28 @@ static int mosaic_check(struct model *m, struct hpc *h, const struct kinfo *cons
             advance(m, h, now);
             return bound_check(m, h, t, (double)now, cand_end);
         }
+        /* Until the next request begins the candidate runs alone. */
         start = next_start(h, t, (double)now);
-        /* Until the next request begins the candidate runs alone, at its
-         * isolated speed; only what is left of it then is slowed beside
-         * HP (by the same predicted factor as its whole wall time). */
-        double beside = cand_end - c0;
-        if (start > c0 && alone > 0) {
-            double left = alone - (start - c0);
-            cand_end = left <= 0 ? c0 + alone : start + left * (beside / alone);
-        }
-        return bound_check(m, h, t, start, cand_end);
+        return bound_check(m, h, t, start, be_finish(c0, span, alone, start));
     }
     /* The unit's kernels after its first enter the running set for this
      * decision only, each from the predicted end of the one before. */
     if (m->nrun + n - 1 > MAX_RUN)
         return R_UNKNOWN;
-    at = c0 + walls[0];
+    /* Between requests each runs alone until the next one is expected
+     * (be_finish). */
+    free_until = hp_free_until(m, (double)now);
+    cand_end = be_finish(c0, walls[0], alones[0], free_until);
+    at = cand_end;
     for (int i = 1; i < n; i++) {
+        double end = be_finish(at, walls[i], alones[i], free_until);
         m->run[m->nrun++] = (struct bek){.ki = ks[i], .start = (uint64_t)at,
-                                         .end_pred = at + walls[i], .wall = walls[i],
-                                         .end_obs = INFINITY, .tail = 1};
-        at += walls[i];
+                                         .end_pred = end, .wall = walls[i],
+                                         .end_obs = INFINITY, .tail = 1,
+                                         .free_until = free_until, .alone = alones[i]};
+        at = end;
     }
-    r = trusted_check(m, h, t, ks[0], c0 + walls[0], now);
+    r = trusted_check(m, h, t, ks[0], cand_end, now);
     m->nrun = base;
     return r;
 }
@@ -1467,7 +1562,7 @@ static int orion_check(struct model *m, struct hpc *h, const struct kinfo *b, ui
     }
     for (int i = 0; i < m->nrun; i++)
         inflight += be_end(m, &m->run[i]) - (double)now;
-    inflight += be_wall_ns(m, b, t);
+    inflight += be_wall_ns(m, b, t, NULL);
     if (cur->sm_demand + b->sm_demand > 1.0 || cur->mem_bound == b->mem_bound ||
         inflight > ORION_DUR_SHARE * t->t_iso)
         return R_ORION_MISMATCH;

@@ -523,6 +523,50 @@ static void ev_be(struct mosaic__policy *p, int type, uint64_t id, uint64_t ts)
     ptu_ev(p, 2, type, id, ts);
 }
 
+/*
+ * Between requests a BE kernel runs alone: 11 ms requests 19 ms apart, and
+ * right after a request's end two BE convolutions granted back to back
+ * (each 4.9 ms alone, 9.0 ms at its speed beside HP) and a third asked.
+ * On the GPU free of HP the third ends about 15 ms after the end, before
+ * the next request is expected, so it is admitted; the old rule took the
+ * two ahead of it to run at their speed beside HP (the worst HP kernel's
+ * slowdown of them), so the third was taken to start 18 ms after the end
+ * and to run 8 ms into the next request, which the bound (13.75 ms at
+ * p = 1.25) does not allow.
+ */
+static int third_be_kernel(int before_alone)
+{
+    struct mosaic__policy p = ptu_open_mosaic(1.25, dir);
+    uint64_t be = mosaic_sched_kernel_id(be_key);
+    /* The last request ends now: the kernels' grants are in the daemon's
+     * present, where a kernel past its predicted end is still running. */
+    uint64_t t = mosaic__now_ns() - 1181 * MS, end = 0;
+    int r;
+
+    mosaic__policy_before_alone = before_alone;
+    for (int i = 0; i < 40; i++) {
+        ev(&p, MOSAIC__PEV_HP_BEGIN, (uint64_t)i + 1, t);
+        for (int k = 0; k < 3; k++)
+            ev(&p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(ptu_hp_keys[k]), t);
+        end = t + 11 * MS;
+        ev(&p, MOSAIC__PEV_HP_END, (uint64_t)i + 1, end);
+        t = end + 19 * MS;
+    }
+    ev_be(&p, MOSAIC__PEV_BE_GRANT, be, end + MS / 10);
+    ev_be(&p, MOSAIC__PEV_BE_GRANT, be, end + MS / 10);
+    r = ask_at(&p, be, 0, end + MS / 5);
+    mosaic__policy_before_alone = 0;
+    mosaic__policy_close(&p);
+    return r;
+}
+
+static void be_alone_between_requests(void **state)
+{
+    (void)state;
+    assert_int_equal(third_be_kernel(0), MOSAIC__ADMIT);
+    assert_int_equal(third_be_kernel(1), MOSAIC__HOLD);
+}
+
 static void metrics_text(struct mosaic__policy *p, char *text, size_t cap)
 {
     size_t n = p->metrics(p->state, text, cap);
@@ -679,6 +723,7 @@ int main(void)
         cmocka_unit_test(unknown_be_learned_beside_hp),
         cmocka_unit_test(oneoff_type_admits_by_elapsed_bound),
         cmocka_unit_test(gap_credit_from_served_requests),
+        cmocka_unit_test(be_alone_between_requests),
         cmocka_unit_test(trust_is_earned),
         cmocka_unit_test(served_type_relearns_its_sequence),
         cmocka_unit_test(holds_be_until_hp_is_known),
