@@ -196,6 +196,14 @@ enum reason { R_NO_HP, R_LEARNED, R_FITS, R_OVER, R_UNKNOWN, R_LEARNING, R_ORION
 static const char *const reason_names[R_COUNT] = {"no_hp", "learned_bound", "fits", "over_slo",
                                                  "unknown_kernel", "learning", "orion_mismatch",
                                                  "reconnecting"};
+/* The causes of an unknown_kernel decision: a kernel with no profile (or
+ * no prediction) whose duration is not learned yet, beside a request; an
+ * HP/BE pair the predictor gave no slowdown for; the unknown kernels'
+ * history too short to bound their time in a request; the running set
+ * full (MAX_RUN); a request in flight that the model does not follow. */
+enum unknown_cause { U_UNLEARNED, U_NO_PAIR, U_HISTORY, U_RUN_FULL, U_NOT_FOLLOWED, U_COUNT };
+static const char *const unknown_names[U_COUNT] = {"unlearned", "no_pair", "history",
+                                                   "run_full", "not_followed"};
 
 struct kinfo {
     uint64_t id;
@@ -314,6 +322,11 @@ struct model {
     uint64_t t_open;       /* when the policy (the daemon) started */
     uint64_t unseen_since; /* an HP client connected without an event since */
     uint64_t decisions[R_COUNT], drift, overlapped_requests, over_slo;
+    /* Why decisions came out unknown (unknown_names), and the most BE
+     * kernels the model followed running at once. */
+    uint64_t unknown[U_COUNT];
+    int run_max;
+    uint64_t grants_unfollowed; /* granted with the running set full */
     uint64_t bound_decisions, ratio_samples, unmeasured;
     double pred_sum_s, obs_sum_s;
 };
@@ -564,6 +577,13 @@ static struct hpc *hp_get(struct model *m, uint32_t client, int create)
  * time again, rather than none, which would let the model think the HP
  * request runs free beside it.
  */
+/* An unknown_kernel decision, counted by its cause. */
+static int unknown(struct model *m, enum unknown_cause c)
+{
+    m->unknown[c]++;
+    return R_UNKNOWN;
+}
+
 static double be_end(const struct model *m, const struct bek *b)
 {
     if (m->replay)
@@ -1205,6 +1225,8 @@ static void model_observe(void *state, const struct mosaic__policy_event *e)
                 if (m->hp[i].open)
                     m->hp[i].overlapped = in_flight = 1;
             }
+        if (ki && (m->orion || ki->pk) && m->nrun + nk > MAX_RUN)
+            m->grants_unfollowed++;
         if (!ki || (!m->orion && !ki->pk) || m->nrun + nk > MAX_RUN) {
             /* A kernel without a prediction: its runs are followed, and
              * learned from, in policy_learn.c, whose record of them charges
@@ -1242,6 +1264,7 @@ static void model_observe(void *state, const struct mosaic__policy_event *e)
                 if (m->hp[i].used && m->hp[i].open)
                     ov_add(&m->hp[i], &m->run[m->nrun - 1]);
         }
+        m->run_max = m->nrun > m->run_max ? m->nrun : m->run_max;
         refresh_predictions(m, now);
         break;
     }
@@ -1413,10 +1436,12 @@ static int trusted_check(struct model *m, struct hpc *h, const struct rtype *t,
         advance(m, h, now);
         done = h->done;
         start = (double)now;
-        fin = simulate(m, t, start, &done, INFINITY, b, cand_end) +
-              mosaic__learn_charge_ns(m->learn, h->t0, now);
+        fin = simulate(m, t, start, &done, INFINITY, b, cand_end);
         if (!isfinite(fin))
-            return R_UNKNOWN;
+            return unknown(m, U_NO_PAIR);
+        fin += mosaic__learn_charge_ns(m->learn, h->t0, now);
+        if (!isfinite(fin))
+            return unknown(m, U_HISTORY);
         return fin - (double)h->t0 <= m->slo * t->t_iso ? R_FITS : R_OVER;
     }
     /* Between requests: the next one is expected one gap credit after the
@@ -1425,7 +1450,7 @@ static int trusted_check(struct model *m, struct hpc *h, const struct rtype *t,
     fin = simulate(m, t, start, &done, INFINITY, b, cand_end) +
           mosaic__learn_remaining_ns(m->learn, now);
     if (!isfinite(fin))
-        return R_UNKNOWN;
+        return unknown(m, U_NO_PAIR);
     return fin - start <= m->slo * t->t_iso ? R_FITS : R_OVER;
 }
 
@@ -1474,7 +1499,7 @@ static int mosaic_check(struct model *m, struct hpc *h, const struct kinfo *cons
     /* The unit's kernels after its first enter the running set for this
      * decision only, each from the predicted end of the one before. */
     if (m->nrun + n - 1 > MAX_RUN)
-        return R_UNKNOWN;
+        return unknown(m, U_RUN_FULL);
     /* Between requests each runs alone until the next one is expected
      * (be_finish). */
     free_until = hp_free_until(m, (double)now);
@@ -1532,14 +1557,16 @@ static int learned_check(struct model *m, double dur, uint64_t now)
         done = h->done;
         fin = simulate(m, h->type, (double)now, &done, INFINITY, NULL, 0);
         if (!isfinite(fin))
-            return R_UNKNOWN;
+            return unknown(m, U_NO_PAIR);
         fin += mosaic__learn_charge_ns(m->learn, h->t0, now) + dur;
+        if (!isfinite(fin))
+            return unknown(m, U_HISTORY);
         if (fin - (double)h->t0 > m->slo * h->type->t_iso)
             return R_OVER;
     }
     /* A request the daemon sees in flight that this model does not follow
      * (more HP clients than it holds) cannot be bounded. */
-    return open ? R_LEARNED : R_UNKNOWN;
+    return open ? R_LEARNED : unknown(m, U_NOT_FOLLOWED);
 }
 
 static int orion_check(struct model *m, struct hpc *h, const struct kinfo *b, uint64_t now)
@@ -1618,7 +1645,7 @@ static int model_decide(void *state, const struct mosaic__sched_view *v,
         double dur = m->orion ? 0 : mosaic__learn_duration(m->learn, w->kernel_id);
         reason = !v->hp_requests_in_flight ? (iso_pending(m, now) ? R_LEARNING : R_NO_HP)
                  : dur > 0                 ? learned_check(m, dur, now)
-                                           : R_UNKNOWN;
+                                           : unknown(m, U_UNLEARNED);
     } else {
         double queue = queue_end(m, w->client_id, (double)now);
         for (int i = 0; i < MAX_HP && reason <= R_FITS; i++) {
@@ -1686,6 +1713,18 @@ static size_t model_metrics(void *state, char *buf, size_t cap)
            "mosaic_policy_unmeasured_total %llu\n",
            (unsigned long long)m->bound_decisions, (unsigned long long)m->ratio_samples,
            (unsigned long long)m->unmeasured);
+    APPEND("# HELP mosaic_policy_unknown_total Decisions held as unknown_kernel, by cause.\n"
+           "# TYPE mosaic_policy_unknown_total counter\n");
+    for (int i = 0; i < U_COUNT; i++)
+        APPEND("mosaic_policy_unknown_total{cause=\"%s\"} %llu\n", unknown_names[i],
+               (unsigned long long)m->unknown[i]);
+    APPEND("# HELP mosaic_policy_be_running_max Most granted BE kernels followed at once "
+           "(of %d).\n# TYPE mosaic_policy_be_running_max gauge\nmosaic_policy_be_running_max %d\n"
+           "# HELP mosaic_policy_grants_unfollowed_total BE kernels granted while the followed "
+           "set was full (not followed; the requests beside them are bound by the worst case).\n"
+           "# TYPE mosaic_policy_grants_unfollowed_total counter\n"
+           "mosaic_policy_grants_unfollowed_total %llu\n",
+           MAX_RUN, m->run_max, (unsigned long long)m->grants_unfollowed);
     APPEND("# HELP mosaic_policy_drift_total HP requests that took longer than predicted "
            "by more than 10%% or broke the SLO.\n# TYPE mosaic_policy_drift_total counter\n"
            "mosaic_policy_drift_total %llu\n",

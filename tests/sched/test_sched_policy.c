@@ -328,6 +328,9 @@ static void unknown_be_learned_then_bounded(void **state)
     t = mosaic__now_ns() - 1500 * MS;
     hp_begin(&p, 101, t);
     assert_int_equal(ask_at(&p, u1, 1, t + MS), MOSAIC__HOLD);
+    /* Held for want of a duration: counted by that cause. */
+    assert_true(metric_has(&p, "mosaic_policy_unknown_total{cause=\"unlearned\"} 1\n"));
+    assert_true(metric_has(&p, "mosaic_policy_unknown_total{cause=\"no_pair\"} 0\n"));
     /* Five runs granted beside an open request. */
     for (int i = 0; i < 5; i++)
         be_run(&p, u1, t + (uint64_t)(1 + 2 * i) * MS, 2700000);
