@@ -61,6 +61,11 @@ extern int mosaic__policy_before_gap;
  * speed beside HP, the worst HP kernel's slowdown of it, from its grant.
  * What-if only; the daemon never sets it. */
 extern int mosaic__policy_before_alone;
+/* 1: the rule before partial types could be trusted (policy_model.c,
+ * pair_s_hp): a request type with HP kernels without a profile admitted
+ * beside by the time-slicing bound only, for good. What-if only; the
+ * daemon never sets it. */
+extern int mosaic__policy_before_partial;
 
 struct mosaic__learn;
 

@@ -122,6 +122,7 @@
 /* The bisection's upper end: a ratio above it is recorded as RATIO_CAP. */
 #define RATIO_CAP 64.0
 #define MAX_OV 64 /* BE kernels recorded beside one request */
+#define WORST_CACHE 256 /* BE kernels whose worst slowdown a partial type caches */
 /* One-off request types (docs/services-eval.md, "BE throughput: the
  * fixes"): a program's start-up ends "requests" at its synchronisations
  * that are types of their own, begun once or twice and lasting 0.5-2 s on
@@ -163,6 +164,7 @@ int mosaic__policy_before_llama;
 #define GAP_WINDOW 32
 #define GAP_MIN_SEEN 8
 int mosaic__policy_before_gap;
+int mosaic__policy_before_partial;
 #define ONEOFF_TIMES 8.0
 #define ONEOFF_MIN_NS 20e6
 /* Partitioned, an unproven type's overlap factor on the predicted excess
@@ -241,6 +243,13 @@ struct rtype {
      * another count, after RELEARN_AFTER of which a sequence that never
      * recurred is learned again from the latest. */
     int nl_seq, partial, hits, alt_n, alt_count;
+    /* A partial type's worst predicted HP slowdown beside each BE kernel
+     * (hp_slowdown): its profiled kernels' largest, cached. */
+    struct {
+        uint64_t be;
+        double s;
+    } worst[WORST_CACHE];
+    int nworst;
     uint64_t seen; /* the model's event count when a request last began in it */
     uint64_t begun; /* requests begun in it */
     /* The last GAP_WINDOW gaps from a request of this type's end to the
@@ -497,7 +506,7 @@ static double type_scale(const struct rtype *t)
  * what the predictor can be stretched to explain. */
 static int type_trusted(const struct rtype *t)
 {
-    return t && t->f > 0 && !t->partial;
+    return t && t->f > 0 && (!t->partial || !mosaic__policy_before_partial);
 }
 
 /* The factor admissions beside a type may use the forward model at: its
@@ -614,29 +623,64 @@ static double queue_end(const struct model *m, uint32_t client, double now)
     return end;
 }
 
-/* The slowdown of HP kernel h at time t: the BE kernels running then
- * (those of set, plus cand while t < cand_end). NaN when a pair has no
- * prediction. */
-static double hp_slowdown(struct model *m, const struct kinfo *h, double t,
+/* The predicted slowdown of HP kernel h beside BE kernel b, NaN without
+ * a prediction. A partial type's (pt) kernels without a profile were left
+ * out of its sequence, their time spread over the profiled ones by the
+ * scale, so no position of the sequence is known to be a profiled kernel
+ * alone: every position takes the worst of the type's profiled kernels
+ * beside b, and the overlap factor, measured on whole requests, covers
+ * what the left-out ones do beyond that. */
+static double pair_s_hp(struct model *m, const struct kinfo *h, const struct kinfo *b,
+                        struct rtype *pt)
+{
+    const struct pair *p;
+    double worst = 1;
+
+    if (!pt) {
+        p = pair_get(m, h, b);
+        return p ? p->s_hp : NAN;
+    }
+    for (int i = 0; i < pt->nworst; i++)
+        if (pt->worst[i].be == b->id)
+            return pt->worst[i].s;
+    for (int i = 0; i < pt->n; i++) {
+        p = pair_get(m, pt->ki[i], b);
+        if (!p || !isfinite(p->s_hp))
+            return NAN;
+        worst = fmax(worst, p->s_hp);
+    }
+    if (pt->nworst < WORST_CACHE) {
+        pt->worst[pt->nworst].be = b->id;
+        pt->worst[pt->nworst++].s = worst;
+    }
+    return worst;
+}
+
+/* The slowdown of HP kernel h of type pt (its worst kernel's for a partial
+ * type, pair_s_hp) at time t: the BE kernels running then (those of set,
+ * plus cand while t < cand_end). NaN when a pair has no prediction. */
+static double hp_slowdown(struct model *m, const struct kinfo *h, struct rtype *pt, double t,
                           const struct kinfo *cand, double cand_end)
 {
     const struct bek *set = m->replay ? m->set : m->run;
     int nset = m->replay ? m->nset : m->nrun;
-    double excess = 0;
+    double excess = 0, s;
 
+    if (pt && (!pt->partial || mosaic__policy_before_partial))
+        pt = NULL;
     for (int i = 0; i < nset; i++) {
         if (be_end(m, &set[i]) <= t || (double)set[i].start > t)
             continue;
-        const struct pair *p = pair_get(m, h, set[i].ki);
-        if (!p || !isfinite(p->s_hp))
+        s = pair_s_hp(m, h, set[i].ki, pt);
+        if (!isfinite(s))
             return NAN;
-        excess += p->s_hp - 1 + m->floor_excess;
+        excess += s - 1 + m->floor_excess;
     }
     if (cand && t < cand_end) {
-        const struct pair *p = pair_get(m, h, cand);
-        if (!p || !isfinite(p->s_hp))
+        s = pair_s_hp(m, h, cand, pt);
+        if (!isfinite(s))
             return NAN;
-        excess += p->s_hp - 1 + m->floor_excess;
+        excess += s - 1 + m->floor_excess;
     }
     return 1 + m->f * excess;
 }
@@ -677,7 +721,8 @@ static double simulate(struct model *m, const struct rtype *t, double from, doub
     for (int i = 0; i < t->n; i++) {
         edge += t->ki[i]->iso_ns * scale;
         while (pos < edge) {
-            double s = hp_slowdown(m, t->ki[i], now, cand, cand_end);
+            /* (non-const for pair_s_hp's cache only) */
+            double s = hp_slowdown(m, t->ki[i], (struct rtype *)t, now, cand, cand_end);
             double change = next_be_change(m, now, cand_end);
             double need = (edge - pos) * s;
             if (!isfinite(s))
@@ -908,7 +953,8 @@ static void type_ratio(struct model *m, struct rtype *t, double ratio)
     for (int i = 0; i < t->nratios; i++)
         top = fmax(top, t->ratios[i]);
     double f = fmax(1.0, MARGIN * top);
-    t->f = t->nratios >= TRUST_AFTER && f <= F_MAX && !t->partial ? f : 0;
+    t->f = t->nratios >= TRUST_AFTER && f <= F_MAX && (!t->partial || !mosaic__policy_before_partial)
+               ? f : 0;
     mosaic__dlog(MOSAIC__L_DEBUG, "policy mosaic: HP request type %016llx: interference ratio "
                  "%.3f (%d in the window, largest %.3f)", (unsigned long long)t->first, ratio,
                  t->nratios, top);
@@ -1041,6 +1087,7 @@ static void learn_sequence(struct model *m, struct rtype *t, const struct hpc *h
     t->n = n;
     t->nl_seq = h->nl;
     t->partial = missing > 0;
+    t->nworst = 0;
     t->known = !missing || (!mosaic__policy_before_llama && !m->orion && n > 0);
     if (again) {
         t->nsamples = t->next_sample = 0;

@@ -77,6 +77,7 @@ static int replay(const char *dir, const char *models, const char *policy, doubl
     mosaic__policy_before_i15 = before_i15 & 1;
     mosaic__policy_before_llama = (before_i15 & 2) != 0;
     mosaic__policy_before_gap = (before_i15 & 4) != 0;
+    mosaic__policy_before_partial = (before_i15 & 8) != 0;
     mosaic__learn_bound_factor = bound_factor;
     if (rc == 0)
         rc = mosaic__replay_run(&cfg, tr, 2, &o, &out->r, err, sizeof(err));
@@ -156,18 +157,38 @@ static int table(const char *dir, const char *models)
  * the old rules less (they held BE for the whole service, as on the H200).
  * p = 1.1 is reported, not gated: the start-up's 0.37 ms gap stands for
  * the service's gaps there (docs/services-eval.md, item 3 of the fix).
+ * The served type has kernels without a profile (a partial type): trusted
+ * now (policy_model.c, pair_s_hp), on the bound for good before
+ * (mosaic__policy_before_partial); HP within p under both, and BE no less
+ * with trust at any p and more at p = 1.25.
  */
 static int llama_gates(const char *dir, const char *models)
 {
     int fails = 0;
 
     for (int i = 0; i < 3; i++) {
-        struct run none, orion, old, neu;
+        struct run none, orion, old, bound, neu;
         if (replay(dir, models, "none", ps[i], 0, 1.0, &none) != 0 ||
             replay(dir, models, "orion", ps[i], 0, 1.0, &orion) != 0 ||
             replay(dir, models, "mosaic", ps[i], 2, 1.0, &old) != 0 ||
+            replay(dir, models, "mosaic", ps[i], 8, 1.0, &bound) != 0 ||
             replay(dir, models, "mosaic", ps[i], 0, 1.0, &neu) != 0)
             return 1;
+        printf("p %.2f: partial type on the bound for good (before): HP p99/iso %.3f, %.2f%% "
+               "over p, BE/alone %.3f\n", ps[i], p99_ratio(&bound), bound.r.over_p_pct,
+               be_share(&bound));
+        if (!hp_safe(&bound, ps[i])) {
+            printf("FAIL: p %.2f: with the partial type on the bound HP went %.2f%% over p\n",
+                   ps[i], bound.r.over_p_pct);
+            fails++;
+        }
+        if (be_share(&neu) < be_share(&bound) ||
+            (i == 1 && !(be_share(&neu) > be_share(&bound)))) {
+            printf("FAIL: p %.2f: BE with the partial type trusted %.3f of alone, on the bound "
+                   "%.3f (no less at any p, more at 1.25)\n", ps[i], be_share(&neu),
+                   be_share(&bound));
+            fails++;
+        }
         printf("p %.2f: HP p99/iso, %% over p, BE/alone: none %.3f %.2f %.3f | orion %.3f %.2f "
                "%.3f | mosaic before the Llama fixes %.3f %.2f %.3f | new %.3f %.2f %.3f\n",
                ps[i], p99_ratio(&none), none.r.over_p_pct, be_share(&none), p99_ratio(&orion),
