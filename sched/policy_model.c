@@ -122,6 +122,7 @@
 /* The bisection's upper end: a ratio above it is recorded as RATIO_CAP. */
 #define RATIO_CAP 64.0
 #define MAX_OV 64 /* BE kernels recorded beside one request */
+#define PAIRS_MAX (1u << 20) /* the pair table's largest size (slots; half fill) */
 #define WORST_CACHE 256 /* BE kernels whose worst slowdown a partial type caches */
 /* One-off request types (docs/services-eval.md, "BE throughput: the
  * fixes"): a program's start-up ends "requests" at its synchronisations
@@ -387,6 +388,40 @@ static const struct kinfo *kinfo_get(struct model *m, uint64_t id)
 
 /* The predicted slowdowns of HP kernel h beside BE kernel b, the worse of
  * the two dispatch orders for each, cached per pair. */
+/*
+ * Doubles the pair table (open addressing, kept at most half full). It
+ * started at 8,192 pairs, which the H200's ResNet pair filled: its
+ * start-up types of 512 kernels and the served one beside 120 BE kernels
+ * ask for more, and every pair past the last slot had no prediction, so
+ * each decision with such a BE kernel running came out unknown_kernel and
+ * held (256,401 of them against orion's 14,409 on 2026-12-03). -1 when
+ * the table is at PAIRS_MAX or memory is short: then a new pair has no
+ * prediction, as before.
+ */
+static int pair_grow(struct model *m)
+{
+    size_t cap = (m->pmask + 1) * 2, mask = cap - 1;
+    struct pair *t;
+
+    if (cap > PAIRS_MAX || !(t = calloc(cap, sizeof(*t))))
+        return -1;
+    for (size_t j = 0; j <= m->pmask; j++) {
+        const struct pair *o = &m->pairs[j];
+        if (!o->hp && !o->be)
+            continue;
+        size_t i = (o->hp * 31 + o->be) & mask;
+        while (t[i].hp || t[i].be)
+            i = (i + 1) & mask;
+        t[i] = *o;
+    }
+    free(m->pairs);
+    m->pairs = t;
+    m->pmask = mask;
+    return 0;
+}
+
+/* The pair's predictions, made on first use; the pointer holds until the
+ * next call (the table may grow). */
 static const struct pair *pair_get(struct model *m, const struct kinfo *h, const struct kinfo *b)
 {
     uint64_t key = h->id * 31 + b->id;
@@ -395,8 +430,12 @@ static const struct pair *pair_get(struct model *m, const struct kinfo *h, const
     for (i = key & m->pmask; m->pairs[i].hp || m->pairs[i].be; i = (i + 1) & m->pmask)
         if (m->pairs[i].hp == h->id && m->pairs[i].be == b->id)
             return &m->pairs[i];
-    if (2 * (m->pcount + 1) > m->pmask + 1)
-        return NULL;
+    if (2 * (m->pcount + 1) > m->pmask + 1) {
+        if (pair_grow(m) != 0)
+            return NULL;
+        for (i = key & m->pmask; m->pairs[i].hp || m->pairs[i].be; i = (i + 1) & m->pmask)
+            ;
+    }
     struct pair *p = &m->pairs[i];
     p->hp = h->id;
     p->be = b->id;
@@ -1818,9 +1857,15 @@ static void model_close(void *state)
         for (int i = 0; i < R_COUNT && n >= 0 && (size_t)n < sizeof(line); i++)
             n += snprintf(line + n, sizeof(line) - (size_t)n, " %s %llu", reason_names[i],
                           (unsigned long long)m->decisions[i]);
-        mosaic__dlog(MOSAIC__L_DEBUG, "policy %s: decisions by reason:%s; ratios %llu, "
-                     "unmeasured %llu", m->orion ? "orion" : "mosaic", line,
-                     (unsigned long long)m->ratio_samples, (unsigned long long)m->unmeasured);
+        for (int i = 0; i < U_COUNT && n >= 0 && (size_t)n < sizeof(line); i++)
+            n += snprintf(line + n, sizeof(line) - (size_t)n, "%s%s %llu",
+                          i ? ", " : " (unknown: ", unknown_names[i],
+                          (unsigned long long)m->unknown[i]);
+        mosaic__dlog(MOSAIC__L_DEBUG, "policy %s: decisions by reason:%s); ratios %llu, "
+                     "unmeasured %llu, most BE kernels followed at once %d, pairs predicted "
+                     "%zu", m->orion ? "orion" : "mosaic", line,
+                     (unsigned long long)m->ratio_samples, (unsigned long long)m->unmeasured,
+                     m->run_max, m->pcount);
     }
     for (size_t i = 0; m->kinfo && i <= m->kmask; i++)
         mosaic_pkernel_free(m->kinfo[i].pk);
