@@ -166,6 +166,7 @@ int mosaic__policy_before_llama;
 #define GAP_MIN_SEEN 8
 int mosaic__policy_before_gap;
 int mosaic__policy_before_partial;
+int mosaic__policy_before_alone;
 #define ONEOFF_TIMES 8.0
 #define ONEOFF_MIN_NS 20e6
 /* Partitioned, an unproven type's overlap factor on the predicted excess
@@ -543,9 +544,16 @@ static double type_scale(const struct rtype *t)
 
 /* Trusted: enough ratios measured, and the factor they ask for within
  * what the predictor can be stretched to explain. */
+/* A partial type kept from trust: only under the old rule
+ * (mosaic__policy_before_partial; pair_s_hp says how one is trusted). */
+static int partial_barred(const struct rtype *t)
+{
+    return t->partial && mosaic__policy_before_partial;
+}
+
 static int type_trusted(const struct rtype *t)
 {
-    return t && t->f > 0 && (!t->partial || !mosaic__policy_before_partial);
+    return t && t->f > 0 && !partial_barred(t);
 }
 
 /* The factor admissions beside a type may use the forward model at: its
@@ -867,7 +875,6 @@ static double be_finish(double start, double wall, double alone, double free_unt
  * gaps are the request types' gap credits. The old rule
  * (mosaic__policy_before_alone), and orion, take a BE kernel to run at its
  * speed beside HP throughout. */
-int mosaic__policy_before_alone;
 static double hp_free_until(const struct model *m, double now)
 {
     double until = INFINITY;
@@ -992,8 +999,7 @@ static void type_ratio(struct model *m, struct rtype *t, double ratio)
     for (int i = 0; i < t->nratios; i++)
         top = fmax(top, t->ratios[i]);
     double f = fmax(1.0, MARGIN * top);
-    t->f = t->nratios >= TRUST_AFTER && f <= F_MAX && (!t->partial || !mosaic__policy_before_partial)
-               ? f : 0;
+    t->f = t->nratios >= TRUST_AFTER && f <= F_MAX && !partial_barred(t) ? f : 0;
     mosaic__dlog(MOSAIC__L_DEBUG, "policy mosaic: HP request type %016llx: interference ratio "
                  "%.3f (%d in the window, largest %.3f)", (unsigned long long)t->first, ratio,
                  t->nratios, top);
