@@ -1337,21 +1337,21 @@ static void model_observe(void *state, const struct mosaic__policy_event *e)
         /* A graph's kernels run back to back from the grant: one entry
          * each, at its predicted start (a single kernel is a unit of one). */
         double walls[MOSAIC__GRAPH_MAX_KERNELS], alone[MOSAIC__GRAPH_MAX_KERNELS];
-        double at = queue_end(m, e->client_id, (double)e->ts_ns), g0 = at, gend = at;
+        double ends[MOSAIC__GRAPH_MAX_KERNELS];
+        double at = queue_end(m, e->client_id, (double)e->ts_ns), g0 = at;
         double free_until = hp_free_until(m, (double)e->ts_ns);
         uint64_t inst = ++m->next_inst;
         for (int k = 0; k < nk; k++) {
             walls[k] = be_wall_ns(m, ng > 0 ? gk[k] : ki, t, &alone[k]);
-            gend = be_finish(gend, walls[k], alone[k], free_until);
+            ends[k] = be_finish(k ? ends[k - 1] : g0, walls[k], alone[k], free_until);
         }
         for (int k = 0; k < nk; k++) {
-            double end = be_finish(at, walls[k], alone[k], free_until);
             m->run[m->nrun++] = (struct bek){
                 .client = e->client_id, .ki = ng > 0 ? gk[k] : ki, .start = (uint64_t)at,
-                .end_pred = end, .wall = walls[k], .unit = e->id, .inst = inst,
-                .g0 = g0, .gend = gend, .tail = k == nk - 1, .free_until = free_until,
-                .alone = alone[k]};
-            at = end;
+                .end_pred = ends[k], .wall = walls[k], .unit = e->id, .inst = inst,
+                .g0 = g0, .gend = ends[nk - 1], .tail = k == nk - 1,
+                .free_until = free_until, .alone = alone[k]};
+            at = ends[k];
             for (int i = 0; i < MAX_HP; i++)
                 if (m->hp[i].used && m->hp[i].open)
                     ov_add(&m->hp[i], &m->run[m->nrun - 1]);

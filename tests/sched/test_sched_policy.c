@@ -101,15 +101,22 @@ static void ev(struct mosaic__policy *p, int type, uint64_t id, uint64_t ts)
 }
 
 /* n isolated requests of 11 ms, 20 ms apart, ending 1 s before now. */
+/* One request `req` of the three convolutions, begun at t and ended 11 ms
+ * later; returns its end. */
+static uint64_t served_request(struct mosaic__policy *p, uint64_t req, uint64_t t)
+{
+    ev(p, MOSAIC__PEV_HP_BEGIN, req, t);
+    for (int k = 0; k < 3; k++)
+        ev(p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(ptu_hp_keys[k]), t);
+    ev(p, MOSAIC__PEV_HP_END, req, t + 11000000ull);
+    return t + 11000000ull;
+}
+
 static uint64_t learn(struct mosaic__policy *p, int n)
 {
     uint64_t t = mosaic__now_ns() - 2000000000ull;
-    for (int r = 0; r < n; r++, t += 20000000ull) {
-        ev(p, MOSAIC__PEV_HP_BEGIN, (uint64_t)r + 1, t);
-        for (int k = 0; k < 3; k++)
-            ev(p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(ptu_hp_keys[k]), t);
-        ev(p, MOSAIC__PEV_HP_END, (uint64_t)r + 1, t + 11000000ull);
-    }
+    for (int r = 0; r < n; r++, t += 20000000ull)
+        served_request(p, (uint64_t)r + 1, t);
     return t;
 }
 
@@ -496,11 +503,7 @@ static void gap_credit_from_served_requests(void **state)
     (void)state;
 
     for (int r = 0; r < 40; r++) {
-        ev(&p, MOSAIC__PEV_HP_BEGIN, (uint64_t)r + 1, t);
-        for (int k = 0; k < 3; k++)
-            ev(&p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(ptu_hp_keys[k]), t);
-        end = t + 11 * MS;
-        ev(&p, MOSAIC__PEV_HP_END, (uint64_t)r + 1, end);
+        end = served_request(&p, (uint64_t)r + 1, t);
         t = end + (r == 0 ? MS / 10 : 19 * MS);
         /* While the 0.1 ms gap is in the window, held either way. */
         if (r == 20)
@@ -548,11 +551,7 @@ static int third_be_kernel(int before_alone)
 
     mosaic__policy_before_alone = before_alone;
     for (int i = 0; i < 40; i++) {
-        ev(&p, MOSAIC__PEV_HP_BEGIN, (uint64_t)i + 1, t);
-        for (int k = 0; k < 3; k++)
-            ev(&p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(ptu_hp_keys[k]), t);
-        end = t + 11 * MS;
-        ev(&p, MOSAIC__PEV_HP_END, (uint64_t)i + 1, end);
+        end = served_request(&p, (uint64_t)i + 1, t);
         t = end + 19 * MS;
     }
     ev_be(&p, MOSAIC__PEV_BE_GRANT, be, end + MS / 10);
