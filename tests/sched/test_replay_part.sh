@@ -91,6 +91,21 @@ pair_eval() {
   report_only=""
 }
 pairs=${REPLAY_PART_PAIRS:-rmsnorm eval}
+# The pair's recordings again (DIR/again.*), for a configuration whose
+# real runs missed its replay twice; the host latency of both HP
+# recordings is printed, for the record.
+rerecord() { # dir tag
+  sim_record "$1/again.hp.trace" hp "$1/rec-hp.log" "$bin/hp_service" "${hp_args[@]}" \
+    > "$1/again.hp.json"
+  sim_record "$1/again.be.trace" be "$1/rec-be.log" "$bin/be_trainer" --seconds 3 "${be_args[@]}" \
+    > "$1/again.be.json"
+  python3 -c "
+import json, sys
+for f in sys.argv[1:]:
+    h = json.load(open(f))
+    print(f'{f}: HP recording host p50 {h[\"p50_ms\"]:.2f}, p99 {h[\"p99_ms\"]:.2f}, max {h[\"max_ms\"]:.2f} ms')
+" "$1/iso.hp.json" "$1/again.hp.json" | sed "s|$work/||"
+}
 
 n=0
 for pair in $pairs; do
@@ -131,6 +146,24 @@ print('' if max(r['hp_scale'], r['be_scale']) <= 1.12 * s else
       echo "$pair: the recordings ran slow again ($slow): kept, the comparison may miss"
     fi
   done
+  # REPLAY_PART_INJECT_STALLS=1 (by hand, to see the path above work):
+  # 5 ms of host time after 5% of the HP recording's requests, seeded.
+  if [ -n "${REPLAY_PART_INJECT_STALLS:-}" ]; then
+    python3 - "$dir/hp.trace" <<'PY'
+import json, random, sys
+random.seed(5)
+lines, shift = [], 0
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if "t" in e:
+        if e.get("ev") == "hp_end" and random.random() < 0.05:
+            shift += 5000000
+        e["t"] += shift
+    lines.append(json.dumps(e, separators=(",", ":")))
+open(sys.argv[1], "w").write("\n".join(lines) + "\n")
+PY
+    echo "$pair: 5 ms host stalls injected after 5% of the HP recording's requests"
+  fi
   for c in full $splits static; do
     case $c in
       full) name="mosaic full" args=(--policy mosaic --sm-mode full) ;;
@@ -154,6 +187,24 @@ print('' if max(r['hp_scale'], r['be_scale']) <= 1.12 * s else
     # over the replay in four of eight rows, within 10% on the rerun); a
     # replay that is wrong misses every time, as the controls below do.
     for attempt in 1 2 3; do
+      # Before the last attempt the pair is recorded once more and this
+      # configuration replayed from that recording: the replay is as good
+      # as its recording, and one with host stalls in several HP requests
+      # (the CI host, 2026-12-03: eval partition 88's replay BE 13.3
+      # steps/s on all three attempts against 23.3 real, HP within 0.1%)
+      # teaches the policy an overlap factor the real runs never see.
+      # Injecting such stalls into a clean recording here (5 ms after 5% of
+      # the requests) moves the same row from 23.0 to 8.0-17.2 steps/s and
+      # leaves the others within 1.5% (docs/replay.md). A replay that is
+      # wrong misses on the second recording too, as the controls do.
+      if [ "$attempt" = 3 ]; then
+        rerecord "$dir" "$tag"
+        "$bin/mosaic-sched" "${common[@]}" --slo "$p" "${args[@]}" --log-level error replay \
+          --warmup 3 --be-lead-ms 300 --json "$dir/again.hp.trace" "$dir/again.be.trace" \
+          > "$work/$tag.replay.json" 2> "$work/$tag.replay.err" ||
+          fail "replay of $name at p=$p from the second recording: $(cat "$work/$tag.replay.err")"
+        echo "recorded again" >> "$work/$tag.retried"
+      fi
       start_daemon "$work/run.sock" "$work/$tag.daemon.log" --slo "$p" "${args[@]}" daemon
       MOSAIC_SCHED_SOCKET=$work/run.sock MOSAIC_ROLE=be LD_PRELOAD=$preload \
         "$bin/be_trainer" --seconds 600 "${be_args[@]}" > "$work/$tag.be.json" &
@@ -180,7 +231,10 @@ if abs(dh) > hp_tol or abs(db) > 0.10:
 PY
 )
       [ -z "$miss" ] && break
-      [ "$attempt" != 3 ] && echo "$pair, $name: real run and replay differ ($miss); running the real one again"
+      case $attempt in
+        1) echo "$pair, $name: real run and replay differ ($miss); running the real one again" ;;
+        2) echo "$pair, $name: real run and replay differ again ($miss); recording the pair again" ;;
+      esac
       echo "$miss" >> "$work/$tag.retried"
     done
   done
