@@ -438,6 +438,7 @@ static CUresult h_stream_sync(int hook, MOSAIC__P_stream_sync)
     CUresult r;
     MOSAIC__REAL(stream_sync);
 
+    mosaic__sched_syncing(stream, 0);
     r = real(MOSAIC__A_stream_sync);
     if (r == CUDA_SUCCESS)
         mosaic__sched_synced(stream, 0);
@@ -450,6 +451,7 @@ static CUresult h_ctx_sync(int hook, int unused)
     MOSAIC__REAL(ctx_sync);
 
     (void)unused;
+    mosaic__sched_syncing(NULL, 1);
     r = real();
     if (r == CUDA_SUCCESS)
         mosaic__sched_synced(NULL, 1);
@@ -461,6 +463,7 @@ static CUresult h_ctx_sync_v2(int hook, MOSAIC__P_ctx_sync_v2)
     CUresult r;
     MOSAIC__REAL(ctx_sync_v2);
 
+    mosaic__sched_syncing(NULL, 1);
     r = real(MOSAIC__A_ctx_sync_v2);
     if (r == CUDA_SUCCESS)
         mosaic__sched_synced(NULL, 1);
@@ -472,6 +475,7 @@ static CUresult h_event_sync(int hook, MOSAIC__P_event_sync)
     CUresult r;
     MOSAIC__REAL(event_sync);
 
+    mosaic__sched_syncing(NULL, 2);
     r = real(MOSAIC__A_event_sync);
     if (r == CUDA_SUCCESS)
         mosaic__sched_synced(NULL, 2);

@@ -42,11 +42,16 @@
  * reads the word reaching it as their completion. By default (request)
  * once per explicit request end (API or NVTX: the write goes behind this
  * thread's last HP launch, so that an end posted before the GPU finished
- * is ended by the device) and once per graph launch inside an explicit
- * request (behind the whole graph); a learned request ends at a
- * synchronisation's return and needs none (the GPU is done); graph writes
- * behind every graph launch (the default before 2026-12-02); kernel adds
- * one after every launch; off posts none. One driver
+ * is ended by the device), once per graph launch inside an explicit
+ * request (behind the whole graph) and once per learned request, as the
+ * synchronisation that ends it begins, when all its launches went to one
+ * stream: the sync's return is the host's moment, later than the GPU's by
+ * its wake-up and by any time the process was not running, and the
+ * daemon ends the request when it saw the word move instead (an H200
+ * recording on a loaded host had 5 ms of such host time after some
+ * requests, which the policy took for interference: docs/replay.md).
+ * graph writes behind every graph launch (the default before 2026-12-02);
+ * kernel adds one after every launch; off posts none. One driver
  * call per write, no wait, no system call of ours; the segment is mapped
  * for the device once per connection, at its first write (request) or by
  * the first launching thread that sees the connection (kernel).
@@ -724,9 +729,23 @@ enum { HP_GRAPH_EXPLICIT = 1, HP_GRAPH_ALL = 2 };
 static _Atomic int hp_graph_writes;
 static _Atomic int hp_kernel_writes; /* and after each kernel launch */
 
+/* The learned request this thread's synchronisation ended as it began
+ * (mosaic__sched_syncing), whose host end its return posts; id 0: none. */
+static __thread __attribute__((tls_model("initial-exec"))) struct {
+    uint64_t gen;
+    uint32_t id;
+} hp_sync;
+
+/* The learned request's first stream, and whether any of its launches
+ * went to another (then no one write covers it). */
+static _Atomic uintptr_t learned_stream;
+static _Atomic int learned_mixed;
+
 /* In a child: its connections start from generation 1 again. */
 static void hp_after_fork(void)
 {
+    atomic_store(&learned_mixed, 0);
+    hp_sync.id = 0; /* the forking thread's: this process's only one */
     atomic_store(&hp_epoch, 0);
     atomic_store(&hp_graph_writes, 0);
     atomic_store(&hp_kernel_writes, 0);
@@ -791,10 +810,10 @@ static int hp_complete_device(struct mosaic_sched_client *c, int hook, CUstream 
  * after every launch (kernel) the gate is mapped here; a thread that finds
  * another one mapping leaves the generation unfollowed, so a later launch
  * tries again. With writes per request end and graph (request) it is
- * mapped at the first write instead, so that a service that never needs
- * one (learned requests) never pays for the registration, and one that
- * does pays after its work is enqueued, not between two launches of a
- * request (the first request after a daemon's restart would be late).
+ * mapped at the first write instead (an explicit end's, a graph's, or a
+ * learned request's synchronisation), so that the registration is paid
+ * after a request's work is enqueued, not between two launches of it (the
+ * first request after a daemon's restart would be late).
  */
 static void hp_follow(const struct mosaic__binding *b, struct mosaic_sched_client *c)
 {
@@ -884,16 +903,23 @@ static int learned_posted(uint32_t id)
 
 /* A launch with no request open begins a learned one, until the program
  * marks its requests itself. */
-static inline void learned_begin(struct mosaic_sched_client *c)
+static inline void learned_begin(struct mosaic_sched_client *c, CUstream s)
 {
     uint32_t none = 0, id;
 
-    if (atomic_load_explicit(&req_explicit, memory_order_relaxed) ||
-        atomic_load_explicit(&learned_id, memory_order_relaxed))
+    if (atomic_load_explicit(&req_explicit, memory_order_relaxed))
         return;
+    if (atomic_load_explicit(&learned_id, memory_order_relaxed)) {
+        if ((uintptr_t)s != atomic_load_explicit(&learned_stream, memory_order_relaxed))
+            atomic_store_explicit(&learned_mixed, 1, memory_order_relaxed);
+        return;
+    }
     id = new_request_id();
-    if (!atomic_compare_exchange_strong(&learned_id, &none, id))
-        return; /* another thread's launch began it */
+    if (!atomic_compare_exchange_strong(&learned_id, &none, id)) {
+        learned_begin(c, s); /* another thread's launch began it */
+        return;
+    }
+    atomic_store_explicit(&learned_stream, (uintptr_t)s, memory_order_relaxed);
     if (mosaic_sched_hp_request_begin(c, id, 0) != 0)
         atomic_store(&learned_unposted, id);
     /* The first explicit signal may have come between the check and the
@@ -927,7 +953,7 @@ void mosaic__sched_hp_launched(const struct mosaic__binding *b, int hook, CUstre
     if (!c)
         return;
     hp_check_connection(b, c);
-    learned_begin(c);
+    learned_begin(c, s);
     id = kernel_id(fn, grid, block, dyn_smem);
     hp_last.s = s;
     hp_last.hook1 = hook + 1;
@@ -950,7 +976,7 @@ void mosaic__sched_hp_graph_launched(const struct mosaic__binding *b, int hook, 
     if (!c)
         return;
     hp_check_connection(b, c);
-    learned_begin(c);
+    learned_begin(c, s);
     hp_last.s = s;
     hp_last.hook1 = hook + 1;
     hp_last.covered = 0;
@@ -978,6 +1004,57 @@ void mosaic__sched_hp_graph_launched(const struct mosaic__binding *b, int hook, 
 
 static void be_release(CUstream s, int all);
 
+/*
+ * HP, request mode, as a synchronisation begins: a learned request all of
+ * whose launches went to this thread's last stream ends here, with the
+ * device's completion write behind its last launch, and again at the
+ * return (mosaic__sched_synced); the daemon ends it at the earlier of the
+ * write landing as it saw it (polled every millisecond) and the return.
+ * One driver call and one more ring entry, no wait. Otherwise (another
+ * stream, no write possible) it ends at the return alone, as before.
+ */
+void mosaic__sched_syncing(CUstream s, int ctx)
+{
+    struct mosaic_sched_client *c;
+    struct gstream *gs;
+    uint64_t gen, seq;
+    uint32_t l;
+
+    (void)s;
+    (void)ctx;
+    if (hp_sync.id) { /* the last synchronisation failed: its return never came */
+        if ((c = get_client(MOSAIC__ROLE_HP)))
+            mosaic_sched_hp_request_end_host(c, hp_sync.gen, hp_sync.id, 0);
+        hp_sync.id = 0;
+    }
+    if (mosaic__cfg.role != MOSAIC__ROLE_HP ||
+        atomic_load_explicit(&req_explicit, memory_order_relaxed) ||
+        !(l = atomic_load_explicit(&learned_id, memory_order_relaxed)) || !hp_last.hook1 ||
+        hp_last.covered || atomic_load_explicit(&learned_mixed, memory_order_relaxed) ||
+        (gdrv.hp_mode != HP_WRITES_REQUEST && gdrv.hp_mode != HP_WRITES_GRAPH) ||
+        !atomic_load_explicit(&hp_graph_writes, memory_order_relaxed) ||
+        !(c = get_client(MOSAIC__ROLE_HP)) ||
+        !(gs = hp_write(c, hp_last.hook1 - 1, hp_last.s, &gen, &seq)))
+        return;
+    hp_last.covered = 1;
+    /* Another thread may have ended it meanwhile: the write is then only
+     * an early completion of launches already ended. */
+    if (!atomic_compare_exchange_strong(&learned_id, &l, 0))
+        return;
+    int mixed = atomic_exchange_explicit(&learned_mixed, 0, memory_order_relaxed);
+    if (!learned_posted(l))
+        return;
+    if (mixed) {
+        mosaic_sched_hp_request_end_gated(c, gen, (unsigned)(gs - gstreams), (uint32_t)seq, l, 0);
+    } else if (mosaic_sched_hp_request_end_covered(c, gen, (unsigned)(gs - gstreams),
+                                                   (uint32_t)seq, l, 0) == 0) {
+        hp_sync.gen = gen;
+        hp_sync.id = l;
+    } else {
+        mosaic_sched_hp_request_end(c, l, 0);
+    }
+}
+
 void mosaic__sched_synced(CUstream s, int ctx)
 {
     struct mosaic_sched_client *c;
@@ -989,10 +1066,19 @@ void mosaic__sched_synced(CUstream s, int ctx)
         return;
     }
     c = get_client(MOSAIC__ROLE_HP);
-    if (!c || atomic_load_explicit(&req_explicit, memory_order_relaxed))
+    if (!c)
+        return;
+    if (hp_sync.id) {
+        mosaic_sched_hp_request_end_host(c, hp_sync.gen, hp_sync.id, 0);
+        hp_sync.id = 0;
+    }
+    if (atomic_load_explicit(&req_explicit, memory_order_relaxed))
         return;
     l = atomic_exchange_explicit(&learned_id, 0, memory_order_relaxed);
-    if (!l || !learned_posted(l))
+    if (!l)
+        return;
+    atomic_store_explicit(&learned_mixed, 0, memory_order_relaxed);
+    if (!learned_posted(l))
         return;
     /* The context's synchronisation, or that of the stream this thread
      * last launched into: the GPU finished, and the host's time is the

@@ -39,9 +39,11 @@ int mosaic__sched_hp_request_close(uint32_t id);
  * a key too long to form). */
 uint64_t mosaic__sched_key_id(const char *name, const unsigned *grid, const unsigned *block,
                               unsigned dyn_smem);
-/* After a synchronising call returned: ctx 0, s the stream
+/* Before a synchronising call (mosaic__sched_syncing) and after it
+ * returned (mosaic__sched_synced): ctx 0, s the stream
  * (cuStreamSynchronize); ctx 1, s NULL (cuCtxSynchronize); ctx 2, s NULL
  * (cuEventSynchronize). */
+void mosaic__sched_syncing(CUstream s, int ctx);
 void mosaic__sched_synced(CUstream s, int ctx);
 
 /* The arbiter client's own counts, for the stats file: doorbell packets

@@ -1147,19 +1147,50 @@ MOSAIC__EXPORT int mosaic_sched_hp_launch_gated(struct mosaic_sched_client *c,
     return post(c, k, &e);
 }
 
-MOSAIC__EXPORT int mosaic_sched_hp_request_end_gated(struct mosaic_sched_client *c,
-                                                     uint64_t generation, unsigned slot,
-                                                     uint32_t seq, uint64_t request_id,
-                                                     uint64_t ts_ns)
+static int hp_end_written(struct mosaic_sched_client *c, uint64_t generation, unsigned slot,
+                          uint32_t seq, uint64_t request_id, uint64_t ts_ns, unsigned flags)
 {
     struct conn *k = live_gen(c, MOSAIC_SCHED_ROLE_HP, generation);
     struct mosaic__entry e = {.type = MOSAIC__EV_HP_REQ_END,
-                              .flags = (uint16_t)(MOSAIC__EF_GATED | slot), .aux = seq,
+                              .flags = (uint16_t)(MOSAIC__EF_GATED | flags | slot), .aux = seq,
                               .id = request_id, .value = ts_ns ? ts_ns : mosaic__now_ns()};
     int rc;
 
     if (slot >= MOSAIC__GATE_SLOTS)
         return MOSAIC_EINVAL;
+    if (!k)
+        return atomic_load(&c->cur) ? MOSAIC_EINVAL : MOSAIC_EDISCONNECTED;
+    rc = post(c, k, &e);
+    if (rc == 0)
+        hp_end_doorbell(c, k); /* as mosaic_sched_hp_request_end */
+    return rc;
+}
+
+MOSAIC__EXPORT int mosaic_sched_hp_request_end_gated(struct mosaic_sched_client *c,
+                                                     uint64_t generation, unsigned slot,
+                                                     uint32_t seq, uint64_t request_id,
+                                                     uint64_t ts_ns)
+{
+    return hp_end_written(c, generation, slot, seq, request_id, ts_ns, 0);
+}
+
+MOSAIC__EXPORT int mosaic_sched_hp_request_end_covered(struct mosaic_sched_client *c,
+                                                       uint64_t generation, unsigned slot,
+                                                       uint32_t seq, uint64_t request_id,
+                                                       uint64_t ts_ns)
+{
+    return hp_end_written(c, generation, slot, seq, request_id, ts_ns, MOSAIC__EF_COVERS);
+}
+
+MOSAIC__EXPORT int mosaic_sched_hp_request_end_host(struct mosaic_sched_client *c,
+                                                    uint64_t generation, uint64_t request_id,
+                                                    uint64_t ts_ns)
+{
+    struct conn *k = live_gen(c, MOSAIC_SCHED_ROLE_HP, generation);
+    struct mosaic__entry e = {.type = MOSAIC__EV_HP_REQ_END, .flags = MOSAIC__EF_COVERS,
+                              .id = request_id, .value = ts_ns ? ts_ns : mosaic__now_ns()};
+    int rc;
+
     if (!k)
         return atomic_load(&c->cur) ? MOSAIC_EINVAL : MOSAIC_EDISCONNECTED;
     rc = post(c, k, &e);

@@ -736,6 +736,55 @@ static unsigned poll_gates(struct daemon *d)
     return work;
 }
 
+/*
+ * A learned request's two ends (the shim, MOSAIC__EF_COVERS): the covered
+ * one, posted with its completion write as the synchronisation began, and
+ * the host's, posted when it returned. The request ends at the earlier of
+ * the moment the daemon saw the word land (polled every millisecond while
+ * the end waits) and the host's return: the word wins when the host ran
+ * late (a wake-up on a loaded machine, the process descheduled), the
+ * return when the device was quicker than the daemon's next look.
+ */
+static void hp_covered_end(struct daemon *d, struct client *c, const struct mosaic__entry *e)
+{
+    unsigned slot = e->flags & MOSAIC__EF_SLOT_MASK;
+    unsigned i;
+
+    for (i = 0; i < c->nopen && c->open[i].id != e->id; i++)
+        ;
+    if (!(e->flags & MOSAIC__EF_GATED)) {
+        /* The host's end: the device's may have come first. */
+        for (unsigned p = 0; p < c->npend; p++)
+            if (c->pend[p].id == e->id)
+                c->pend[p--] = c->pend[--c->npend];
+        if (i < c->nopen)
+            hp_end(d, c, i, e->value);
+        return;
+    }
+    if (i == c->nopen) {
+        protocol_error(d, c, "end of an HP request that never began");
+        return;
+    }
+    c->hp_launched[slot] = e->aux;
+    c->hp_used |= 1ull << slot;
+    /* Seen landed by an earlier look: that look's moment (not before the
+     * end was posted). */
+    if (seq_geq(c->hp_done_seen[slot], e->aux)) {
+        d->hp_ends_device++;
+        hp_end(d, c, i, c->hp_done_ns[slot] > e->value ? c->hp_done_ns[slot] : e->value);
+        return;
+    }
+    if (c->npend >= MAX_PENDING_ENDS)
+        return; /* the host's end will end it */
+    c->pend[c->npend].id = e->id;
+    c->pend[c->npend].ts_ns = e->value;
+    c->pend[c->npend].seen_ns = mosaic__now_ns();
+    c->pend[c->npend].mask = 1ull << slot;
+    c->pend[c->npend].target[slot] = e->aux;
+    c->npend++;
+    d->hp_ends_deferred++;
+}
+
 static void handle_event(struct daemon *d, struct client *c, const struct mosaic__entry *e)
 {
     switch (e->type) {
@@ -753,6 +802,10 @@ static void handle_event(struct daemon *d, struct client *c, const struct mosaic
         }
         break;
     case MOSAIC__EV_HP_REQ_END:
+        if (e->flags & MOSAIC__EF_COVERS) {
+            hp_covered_end(d, c, e);
+            break;
+        }
         if (e->flags & MOSAIC__EF_GATED) {
             /* The device writes aux behind the request's work: its end. */
             unsigned slot = e->flags & MOSAIC__EF_SLOT_MASK;

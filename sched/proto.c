@@ -398,7 +398,9 @@ int mosaic__entry_check(const struct mosaic__entry *e, int role, char *why, size
             e->type != MOSAIC__EV_HP_REQ_END)
             return whyf(why, whylen, MOSAIC_EPROTO, "event type %u cannot be gated (only "
                         "BE_WANT, HP_LAUNCH and HP_REQ_END)", e->type);
-        if ((e->flags & ~(MOSAIC__EF_GATED | MOSAIC__EF_SLOT_MASK)) != 0 ||
+        uint32_t known = MOSAIC__EF_GATED | MOSAIC__EF_SLOT_MASK |
+                         (e->type == MOSAIC__EV_HP_REQ_END ? MOSAIC__EF_COVERS : 0);
+        if ((e->flags & ~known) != 0 ||
             (e->flags & MOSAIC__EF_SLOT_MASK) >= MOSAIC__GATE_SLOTS)
             return whyf(why, whylen, MOSAIC_EPROTO, "gated event type %u names slot %u of %u "
                         "(or unknown flags 0x%04x)", e->type, e->flags & MOSAIC__EF_SLOT_MASK,
@@ -410,7 +412,8 @@ int mosaic__entry_check(const struct mosaic__entry *e, int role, char *why, size
                         "(graph %016llx, kernel %016llx): a graph holds 1 to %u kernels, each "
                         "named, flags 0", e->ticket, e->aux, (unsigned long long)e->id,
                         (unsigned long long)e->value, MOSAIC__GRAPH_MAX_KERNELS);
-    } else if (e->flags != 0 || e->aux != 0) {
+    } else if ((e->flags != 0 || e->aux != 0) &&
+               !(e->type == MOSAIC__EV_HP_REQ_END && e->flags == MOSAIC__EF_COVERS && !e->aux)) {
         return whyf(why, whylen, MOSAIC_EPROTO, "event type %u has non-zero flags",
                     e->type);
     }

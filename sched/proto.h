@@ -160,6 +160,14 @@ enum mosaic__ev_type {
  */
 #define MOSAIC__EF_GATED 0x8000u
 #define MOSAIC__EF_SLOT_MASK 0x00ffu
+/* On an HP_REQ_END only. With MOSAIC__EF_GATED: the write follows every
+ * launch of the request (one stream), so the word reaching aux is the
+ * request's device end even where its launches carry no write of their
+ * own (mosaic_sched_hp_request_end_covered, posted as a synchronisation
+ * begins). Alone (aux 0): the host's end of such a request, at the
+ * synchronisation's return (mosaic_sched_hp_request_end_host); the
+ * request ends at the earlier of the two. */
+#define MOSAIC__EF_COVERS 0x4000u
 
 /*
  * BE graphs as admission units. The shim gives an executable graph an id

@@ -210,6 +210,22 @@ int mosaic_sched_be_graph_define(struct mosaic_sched_client *c, uint64_t generat
 int mosaic_sched_hp_request_end_gated(struct mosaic_sched_client *c, uint64_t generation,
                                       unsigned slot, uint32_t seq, uint64_t request_id,
                                       uint64_t ts_ns);
+/*
+ * HP, a request's end in two parts, for an end known before the GPU
+ * finished (a synchronisation about to wait): _covered as the wait begins,
+ * with the device writing seq to slot's hp_done word behind every launch
+ * of the request (all on that slot's stream), then _host when the wait
+ * returned. The daemon ends the request at the earlier of the moment it
+ * saw the word reach seq and the host's end: the host's time after the
+ * device finished (a wake-up on a loaded machine, the process
+ * descheduled) is not the request's. A _host end after the device's is
+ * ignored. Never wait.
+ */
+int mosaic_sched_hp_request_end_covered(struct mosaic_sched_client *c, uint64_t generation,
+                                        unsigned slot, uint32_t seq, uint64_t request_id,
+                                        uint64_t ts_ns);
+int mosaic_sched_hp_request_end_host(struct mosaic_sched_client *c, uint64_t generation,
+                                     uint64_t request_id, uint64_t ts_ns);
 /* Gate slots the monitor released because their daemon went away. */
 uint64_t mosaic_sched_client_released(const struct mosaic_sched_client *c);
 

@@ -17,6 +17,10 @@
 #   hp_writes   only the first of those (MOSAIC_HP_COMPLETION=graph)
 #   hp_bells    only the second (MOSAIC_HP_END_DOORBELL=always), so that
 #               a GPU run tells the write's GPU time from the system call
+#   hp_nowrite  MOSAIC_HP_COMPLETION=off: the HP client without the one
+#               write a learned request's end makes as its synchronisation
+#               begins (the default before 2026-12-03), so that hp against
+#               it is that write's cost
 #   hp_base     (BASE_BUILD_DIR given) that build's shim and daemon
 # Reported per configuration over all rounds: request latency p50 and p99
 # (pooled, and the median of the rounds' p99s, which one stalled round
@@ -76,7 +80,7 @@ for _ in $(seq 100); do
   sleep 0.05
 done
 [[ $real == 1 ]] || export LD_LIBRARY_PATH=$build/tests/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-configs=${CONFIGS:-"noshim observe hp hp_oldmode hp_writes hp_bells"}
+configs=${CONFIGS:-"noshim observe hp hp_oldmode hp_writes hp_bells hp_nowrite"}
 [[ -n $base ]] && configs+=" hp_base"
 envof() { # config: the environment of its run, as env arguments
   case $1 in
@@ -86,6 +90,7 @@ envof() { # config: the environment of its run, as env arguments
     hp_oldmode) echo "LD_PRELOAD=$build/lib/libmosaic.so MOSAIC_ROLE=hp MOSAIC_SCHED_SOCKET=$dir/new.sock MOSAIC_HP_COMPLETION=graph MOSAIC_HP_END_DOORBELL=always" ;;
     hp_writes) echo "LD_PRELOAD=$build/lib/libmosaic.so MOSAIC_ROLE=hp MOSAIC_SCHED_SOCKET=$dir/new.sock MOSAIC_HP_COMPLETION=graph" ;;
     hp_bells) echo "LD_PRELOAD=$build/lib/libmosaic.so MOSAIC_ROLE=hp MOSAIC_SCHED_SOCKET=$dir/new.sock MOSAIC_HP_END_DOORBELL=always" ;;
+    hp_nowrite) echo "LD_PRELOAD=$build/lib/libmosaic.so MOSAIC_ROLE=hp MOSAIC_SCHED_SOCKET=$dir/new.sock MOSAIC_HP_COMPLETION=off" ;;
     hp_base) echo "LD_PRELOAD=$base/lib/libmosaic.so MOSAIC_ROLE=hp MOSAIC_SCHED_SOCKET=$dir/base.sock" ;;
   esac
 }

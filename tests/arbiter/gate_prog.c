@@ -24,6 +24,11 @@
  * completion words (the shim's segment, found in /proc/self/maps) and
  * prints {"hp_done_in_order": 0|1, "hp_done_final": [..]} at the end.
  *
+ * With --settle MS it synchronises its first stream and waits MS
+ * milliseconds before its first launch, so that the shim's connection
+ * (made in the background from the first call its HP side sees) is up
+ * when a learned request begins.
+ *
  * With --graph G each of the N launches is a launch of one CUDA graph of G
  * such kernels (captured from a stream once, before the first launch), and
  * its end is the graph's. With --library the kernel is a library's CUkernel
@@ -32,7 +37,7 @@
  * first launch loads it (tests/fakecuda).
  *
  *   gate_prog --kernels N --us D [--streams S] [--graph G | --one-graph]
- *             [--hp-request] [--late-end MS] [--watch-hp] [--library]
+ *             [--hp-request] [--late-end MS] [--watch-hp] [--library] [--settle MS]
  */
 #define _GNU_SOURCE 1
 #include <dlfcn.h>
@@ -108,7 +113,7 @@ static void *watch_hp(void *arg)
 int main(int argc, char **argv)
 {
     int n = 8, us = 20000, ns = 1, hp_request = 0, watch = 0, late_ms = -1, graph = 0;
-    int one_graph = 0, library = 0;
+    int one_graph = 0, library = 0, settle_ms = 0;
     static struct demo_seq seq;
     char key[256];
 
@@ -131,10 +136,12 @@ int main(int argc, char **argv)
             library = 1;
         else if (!strcmp(argv[i], "--late-end") && i + 1 < argc)
             hp_request = 1, late_ms = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--settle") && i + 1 < argc)
+            settle_ms = atoi(argv[++i]);
         else {
             fprintf(stderr, "usage: gate_prog --kernels N --us D [--streams S] "
                             "[--graph G | --one-graph] [--hp-request] [--late-end MS] "
-                            "[--watch-hp] [--library]\n");
+                            "[--watch-hp] [--library] [--settle MS]\n");
             return 2;
         }
     }
@@ -230,6 +237,13 @@ int main(int argc, char **argv)
             req_end();
             nanosleep(&settle, NULL);
         }
+    }
+    if (settle_ms > 0) {
+        /* A synchronisation with nothing to end is a driver call the shim's
+         * HP side sees: its connection starts there. */
+        struct timespec t = {.tv_sec = settle_ms / 1000, .tv_nsec = (settle_ms % 1000) * 1000000L};
+        cuStreamSynchronize(st[0]);
+        nanosleep(&t, NULL);
     }
     for (int k = 0; k < n; k++) {
         const struct demo_kernel *d = &seq.k[0];

@@ -553,6 +553,45 @@ static void hp_graph_request_is_timed_by_its_write(void **state)
     dmn_stop(&d);
 }
 
+/*
+ * HP, the default mode, a learned request (no markers: the first launch
+ * begins it, the synchronisation ends it): two 20 ms kernels whose
+ * cuStreamSynchronize returns 400 ms after they finished
+ * (FAKECUDA_SYNC_STALL_MS, a host that ran something else first). The
+ * write the shim enqueues as the synchronisation begins times the request
+ * by the device: under 0.2 s. With the writes off it lasts the host's
+ * half second.
+ */
+static void hp_learned_request_is_timed_by_the_device(void **state)
+{
+    static const char *const on[] = {"FAKECUDA_SYNC_STALL_MS", "400", NULL};
+    static const char *const off[] = {"FAKECUDA_SYNC_STALL_MS", "400", "MOSAIC_HP_COMPLETION",
+                                      "off", NULL};
+    struct dmn d;
+    struct prog p;
+    struct kern k[MAXK];
+
+    (void)state;
+    dmn_start(&d, NULL);
+    prog_start(&p, &d, "hp", on, "--kernels 2 --us 20000 --settle 300");
+    assert_int_equal(prog_finish(&p, k, NULL, 0), 2);
+    assert_int_equal(stat_of(&p, "hp_completion_writes"), 1);
+    WAIT_UNTIL(metric(&d, "mosaic_hp_request_duration_seconds_count") == 1, 5000);
+    assert_int_equal((int)metric(&d, "mosaic_hp_request_ends_device_total"), 1);
+    assert_int_equal(bucket(&d, "0.02"), 0);
+    assert_int_equal(bucket(&d, "0.2"), 1);
+    dmn_stop(&d);
+
+    dmn_start(&d, NULL);
+    prog_start(&p, &d, "hp", off, "--kernels 2 --us 20000 --settle 300");
+    assert_int_equal(prog_finish(&p, k, NULL, 0), 2);
+    assert_int_equal(stat_of(&p, "hp_completion_writes"), 0);
+    WAIT_UNTIL(metric(&d, "mosaic_hp_request_duration_seconds_count") == 1, 5000);
+    assert_int_equal((int)metric(&d, "mosaic_hp_request_ends_device_total"), 0);
+    assert_int_equal(bucket(&d, "0.2"), 0);
+    dmn_stop(&d);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -673,6 +712,7 @@ int main(void)
         cmocka_unit_test(host_hold_when_memops_refused_or_asked),
         cmocka_unit_test(daemon_killed_while_kernels_wait_on_the_device),
         cmocka_unit_test(hp_completion_words_advance_in_order),
+        cmocka_unit_test(hp_learned_request_is_timed_by_the_device),
         cmocka_unit_test(be_graph_is_one_admission_unit),
         cmocka_unit_test(hp_request_end_write_defers_an_early_end),
         cmocka_unit_test(hp_late_host_end_is_timed_by_the_device),

@@ -1506,13 +1506,24 @@ CUresult cuCtxSynchronize_v2(CUcontext ctx)
     return cuCtxSynchronize();
 }
 
+static int env_int(const char *name, int dflt, int lo, int hi);
+
+/* FAKECUDA_SYNC_STALL_MS: a stream synchronisation returns that long after
+ * the stream's work finished (a host that ran something else before the
+ * waiting thread woke), to test what the shim makes of the host's end. */
 static CUresult stream_sync(CUstream hs)
 {
-    int slot;
+    int slot, stall_ms;
     CUresult r = stream_slot(hs, &slot);
     if (r != CUDA_SUCCESS || slot < 0)
         return r;
-    return sim_result(sim_stream_sync(slot));
+    r = sim_result(sim_stream_sync(slot));
+    stall_ms = env_int("FAKECUDA_SYNC_STALL_MS", 0, 0, 10000);
+    if (r == CUDA_SUCCESS && stall_ms > 0) {
+        struct timespec t = {.tv_sec = stall_ms / 1000, .tv_nsec = (stall_ms % 1000) * 1000000L};
+        nanosleep(&t, NULL);
+    }
+    return r;
 }
 
 CUresult cuStreamSynchronize(CUstream hStream) { return stream_sync(hStream); }

@@ -294,6 +294,22 @@ static void entries_checked_by_role(void **state)
     e = (struct mosaic__entry){.type = MOSAIC__EV_BE_WANT, .aux = 3};
     assert_int_equal(mosaic__entry_check(&e, MOSAIC_SCHED_ROLE_BE, why, sizeof(why)),
                      MOSAIC_EPROTO);
+    /* A learned request's two ends: covered (gated, with its write) and
+     * the host's (COVERS alone, no sequence); on an HP_REQ_END only. */
+    e = (struct mosaic__entry){.type = MOSAIC__EV_HP_REQ_END,
+                               .flags = MOSAIC__EF_GATED | MOSAIC__EF_COVERS | 5, .aux = 9};
+    assert_int_equal(mosaic__entry_check(&e, MOSAIC_SCHED_ROLE_HP, why, sizeof(why)), 0);
+    e.type = MOSAIC__EV_HP_LAUNCH;
+    assert_int_equal(mosaic__entry_check(&e, MOSAIC_SCHED_ROLE_HP, why, sizeof(why)),
+                     MOSAIC_EPROTO);
+    e = (struct mosaic__entry){.type = MOSAIC__EV_HP_REQ_END, .flags = MOSAIC__EF_COVERS};
+    assert_int_equal(mosaic__entry_check(&e, MOSAIC_SCHED_ROLE_HP, why, sizeof(why)), 0);
+    e.aux = 9;
+    assert_int_equal(mosaic__entry_check(&e, MOSAIC_SCHED_ROLE_HP, why, sizeof(why)),
+                     MOSAIC_EPROTO);
+    e = (struct mosaic__entry){.type = MOSAIC__EV_HP_REQ_BEGIN, .flags = MOSAIC__EF_COVERS};
+    assert_int_equal(mosaic__entry_check(&e, MOSAIC_SCHED_ROLE_HP, why, sizeof(why)),
+                     MOSAIC_EPROTO);
 }
 
 static void segment_is_sealed_private_and_checked(void **state)
