@@ -47,9 +47,10 @@
  * synchronisation that ends it begins, when all its launches went to one
  * stream: the sync's return is the host's moment, later than the GPU's by
  * its wake-up and by any time the process was not running, and the
- * daemon ends the request when it saw the word move instead (an H200
- * recording on a loaded host had 5 ms of such host time after some
- * requests, which the policy took for interference: docs/replay.md).
+ * daemon ends the request at the earlier of the word landing as it saw it
+ * and the return (the CI host's recordings on the simulated GPU had ms of
+ * such host time after some requests, which the policy took for BE's
+ * interference: docs/sched.md, "A learned request's end").
  * graph writes behind every graph launch (the default before 2026-12-02);
  * kernel adds one after every launch; off posts none. One driver
  * call per write, no wait, no system call of ours; the segment is mapped
