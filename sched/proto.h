@@ -26,9 +26,11 @@
  * entries' stream sequence (aux). 3: BE graph definitions on the event ring
  * (MOSAIC__EV_BE_GRAPH), which a version-2 daemon would reject entry by
  * entry until it dropped the client, and the partition messages after the
- * handshake (PARTITION, PARTITION_SET). A peer of another version is refused
- * with the reason at the handshake, never half-understood. */
-#define MOSAIC__SCHED_PROTO 3u
+ * handshake (PARTITION, PARTITION_SET). 4: MOSAIC__EF_COVERS on HP_REQ_END
+ * (a learned request's two-part end), which a version-3 daemon would
+ * reject entry by entry. A peer of another version is refused with the
+ * reason at the handshake, never half-understood. */
+#define MOSAIC__SCHED_PROTO 4u
 /* The largest message a peer may send the daemon; anything longer is cut
  * by the kernel (MSG_TRUNC) and refused. Status replies go the other way
  * and may be longer. */

@@ -916,7 +916,7 @@ static void command_line_and_precedence(void **state)
 
     (void)state;
     assert_int_equal(run_cli("version", out, sizeof(out)), 0);
-    assert_non_null(strstr(out, "mosaic-sched " MOSAIC_VERSION_STRING " (protocol 3, segment version 2"));
+    assert_non_null(strstr(out, "mosaic-sched " MOSAIC_VERSION_STRING " (protocol 4, segment version 2"));
     assert_int_equal(run_cli("frobnicate", out, sizeof(out)), 2);
     assert_non_null(strstr(out, "unknown command 'frobnicate'"));
     assert_int_equal(run_cli("--slo 0.9 daemon", out, sizeof(out)), 2);

@@ -80,7 +80,7 @@ static void bad_messages_are_refused(void **state)
     h = good_hello();
     h.h.version = 1;
     assert_int_equal(mosaic__msg_parse(&h, sizeof(h), &m, why, sizeof(why)), MOSAIC_EVERSION);
-    assert_non_null(strstr(why, "protocol version 1, this side speaks 3"));
+    assert_non_null(strstr(why, "protocol version 1, this side speaks 4"));
     h.h.version = MOSAIC__SCHED_PROTO + 1;
     assert_int_equal(mosaic__msg_parse(&h, sizeof(h), &m, why, sizeof(why)), MOSAIC_EVERSION);
 
