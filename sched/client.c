@@ -1147,17 +1147,17 @@ MOSAIC__EXPORT int mosaic_sched_hp_launch_gated(struct mosaic_sched_client *c,
     return post(c, k, &e);
 }
 
-static int hp_end_written(struct mosaic_sched_client *c, uint64_t generation, unsigned slot,
-                          uint32_t seq, uint64_t request_id, uint64_t ts_ns, unsigned flags)
+/* An HP_REQ_END with flags (GATED | slot, the write's number seq; or
+ * COVERS alone), on the connection of generation. */
+static int hp_end_flagged(struct mosaic_sched_client *c, uint64_t generation, unsigned flags,
+                          uint32_t seq, uint64_t request_id, uint64_t ts_ns)
 {
     struct conn *k = live_gen(c, MOSAIC_SCHED_ROLE_HP, generation);
-    struct mosaic__entry e = {.type = MOSAIC__EV_HP_REQ_END,
-                              .flags = (uint16_t)(MOSAIC__EF_GATED | flags | slot), .aux = seq,
-                              .id = request_id, .value = ts_ns ? ts_ns : mosaic__now_ns()};
+    struct mosaic__entry e = {.type = MOSAIC__EV_HP_REQ_END, .flags = (uint16_t)flags,
+                              .aux = seq, .id = request_id,
+                              .value = ts_ns ? ts_ns : mosaic__now_ns()};
     int rc;
 
-    if (slot >= MOSAIC__GATE_SLOTS)
-        return MOSAIC_EINVAL;
     if (!k)
         return atomic_load(&c->cur) ? MOSAIC_EINVAL : MOSAIC_EDISCONNECTED;
     rc = post(c, k, &e);
@@ -1171,7 +1171,9 @@ MOSAIC__EXPORT int mosaic_sched_hp_request_end_gated(struct mosaic_sched_client 
                                                      uint32_t seq, uint64_t request_id,
                                                      uint64_t ts_ns)
 {
-    return hp_end_written(c, generation, slot, seq, request_id, ts_ns, 0);
+    if (slot >= MOSAIC__GATE_SLOTS)
+        return MOSAIC_EINVAL;
+    return hp_end_flagged(c, generation, MOSAIC__EF_GATED | slot, seq, request_id, ts_ns);
 }
 
 MOSAIC__EXPORT int mosaic_sched_hp_request_end_covered(struct mosaic_sched_client *c,
@@ -1179,24 +1181,17 @@ MOSAIC__EXPORT int mosaic_sched_hp_request_end_covered(struct mosaic_sched_clien
                                                        uint32_t seq, uint64_t request_id,
                                                        uint64_t ts_ns)
 {
-    return hp_end_written(c, generation, slot, seq, request_id, ts_ns, MOSAIC__EF_COVERS);
+    if (slot >= MOSAIC__GATE_SLOTS)
+        return MOSAIC_EINVAL;
+    return hp_end_flagged(c, generation, MOSAIC__EF_GATED | MOSAIC__EF_COVERS | slot, seq,
+                          request_id, ts_ns);
 }
 
 MOSAIC__EXPORT int mosaic_sched_hp_request_end_host(struct mosaic_sched_client *c,
                                                     uint64_t generation, uint64_t request_id,
                                                     uint64_t ts_ns)
 {
-    struct conn *k = live_gen(c, MOSAIC_SCHED_ROLE_HP, generation);
-    struct mosaic__entry e = {.type = MOSAIC__EV_HP_REQ_END, .flags = MOSAIC__EF_COVERS,
-                              .id = request_id, .value = ts_ns ? ts_ns : mosaic__now_ns()};
-    int rc;
-
-    if (!k)
-        return atomic_load(&c->cur) ? MOSAIC_EINVAL : MOSAIC_EDISCONNECTED;
-    rc = post(c, k, &e);
-    if (rc == 0)
-        hp_end_doorbell(c, k); /* as mosaic_sched_hp_request_end */
-    return rc;
+    return hp_end_flagged(c, generation, MOSAIC__EF_COVERS, 0, request_id, ts_ns);
 }
 
 MOSAIC__EXPORT uint64_t mosaic_sched_client_released(const struct mosaic_sched_client *c)
