@@ -194,6 +194,10 @@ double mosaic__part_f0 = PART_F0;
  * policy cannot know whether an HP service is in a request. */
 #define RECONNECT_GRACE_NS (5 * 200000000ull)
 
+/* BE kernels waiting at once whose hold time is charged to a reason (one
+ * per gated stream; more are rarer than a table of this size). */
+#define HELD_TRACKED 16
+
 /* Admitting reasons come first (model_decide admits at R_FITS or below). */
 enum reason { R_NO_HP, R_LEARNED, R_FITS, R_OVER, R_UNKNOWN, R_LEARNING, R_ORION_MISMATCH,
               R_RECONNECT, R_COUNT };
@@ -340,6 +344,17 @@ struct model {
     uint64_t grants_unfollowed; /* granted with the running set full */
     uint64_t bound_decisions, ratio_samples, unmeasured;
     double pred_sum_s, obs_sum_s;
+    /* Time BE kernels waited, by the reason of the hold and whether an HP
+     * request was in flight (held_ns[in_flight][reason]): a kernel asked
+     * again is charged the time since its last decision to that
+     * decision's reason (the decision counts say how often, not how long:
+     * the daemon asks again on every loop turn while it spins). */
+    struct {
+        uint32_t client;
+        uint64_t kernel, t;
+        int reason, in_flight;
+    } waiting[HELD_TRACKED];
+    uint64_t held_ns[2][R_COUNT];
 };
 
 /* ---- kernels and pairs ----------------------------------------------------- */
@@ -1717,6 +1732,38 @@ static int reconnecting(struct model *m, const struct mosaic__sched_view *v, uin
     return v->hp_clients == 0 && !v->hp_clients_seen && now - m->t_open < RECONNECT_GRACE_NS;
 }
 
+/* The time since want w's last decision goes to that decision's reason;
+ * a hold now starts its next interval, an admission ends the wait. */
+static void held_charge(struct model *m, const struct mosaic__be_want *w, uint64_t now,
+                        int reason, int in_flight)
+{
+    int slot = -1, oldest = 0;
+
+    for (int i = 0; i < HELD_TRACKED; i++) {
+        if (m->waiting[i].t && m->waiting[i].client == w->client_id &&
+            m->waiting[i].kernel == w->kernel_id) {
+            slot = i;
+            break;
+        }
+        if (m->waiting[i].t < m->waiting[oldest].t)
+            oldest = i;
+    }
+    if (slot >= 0 && now > m->waiting[slot].t)
+        m->held_ns[m->waiting[slot].in_flight][m->waiting[slot].reason] +=
+            now - m->waiting[slot].t;
+    if (reason <= R_FITS) {
+        if (slot >= 0)
+            m->waiting[slot].t = 0;
+        return;
+    }
+    slot = slot >= 0 ? slot : oldest;
+    m->waiting[slot].client = w->client_id;
+    m->waiting[slot].kernel = w->kernel_id;
+    m->waiting[slot].t = now;
+    m->waiting[slot].reason = reason;
+    m->waiting[slot].in_flight = in_flight;
+}
+
 static int model_decide(void *state, const struct mosaic__sched_view *v,
                         const struct mosaic__be_want *w)
 {
@@ -1750,6 +1797,7 @@ static int model_decide(void *state, const struct mosaic__sched_view *v,
         }
     }
     m->decisions[reason]++;
+    held_charge(m, w, now, reason, v->hp_requests_in_flight > 0);
     return reason <= R_FITS ? MOSAIC__ADMIT : MOSAIC__HOLD;
 }
 
@@ -1794,6 +1842,13 @@ static size_t model_metrics(void *state, char *buf, size_t cap)
            "# TYPE mosaic_policy_types_replaced_total counter\n"
            "mosaic_policy_types_replaced_total %llu\n",
            MAX_TYPES, (unsigned long long)m->types_replaced);
+    APPEND("# HELP mosaic_policy_held_seconds_total Time BE kernels waited for admission, "
+           "by the reason of the hold and whether an HP request was in flight.\n"
+           "# TYPE mosaic_policy_held_seconds_total counter\n");
+    for (int f = 0; f < 2; f++)
+        for (int i = R_FITS + 1; i < R_COUNT; i++)
+            APPEND("mosaic_policy_held_seconds_total{reason=\"%s\",hp=\"%s\"} %.6f\n",
+                   reason_names[i], f ? "in_flight" : "idle", (double)m->held_ns[f][i] * 1e-9);
     APPEND("# HELP mosaic_policy_bound_decisions_total Admission decisions made by the "
            "pessimistic bound.\n# TYPE mosaic_policy_bound_decisions_total counter\n"
            "mosaic_policy_bound_decisions_total %llu\n"

@@ -53,6 +53,8 @@ PAIRS=${PAIRS:-"resnet50:resnet18_train"}
 PS=${PS:-"1.1 1.25 1.6"}
 PHASES=${PHASES:-"capture iso overhead policies static tune replay fault costs"}
 REQUESTS=${REQUESTS:-300}
+# The baselines of the policies phase (a call that repeats a pair may run fewer).
+BASELINES=${BASELINES:-"none mps-priority orion"}
 # Every HP run (isolated, overhead, co-runs, static, tuned, tune's trials,
 # the fault run, the recordings) first makes PREROLL requests at its own
 # arrival schedule, after its --after wait and settle, not recorded and not
@@ -749,7 +751,7 @@ for pair in $PAIRS; do
     # rows it was made for when they came last. The baselines are
     # p-independent (one run each, scored at every p).
     for p in $PS; do corun "$T.mosaic-$p" mosaic "$p" "$hm" "$bm" "$gap"; done
-    for pol in none mps-priority orion; do corun "$T.$pol" "$pol" 1.25 "$hm" "$bm" "$gap"; done
+    for pol in $BASELINES; do corun "$T.$pol" "$pol" 1.25 "$hm" "$bm" "$gap"; done
   fi
   keys=$OUT/run/$hm.hp.keys
   if hasp static; then

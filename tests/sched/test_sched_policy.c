@@ -630,6 +630,34 @@ static void trust_is_earned(void **state)
     mosaic__policy_close(&p);
 }
 
+/*
+ * How long BE waited, by reason: an unknown kernel held beside an open
+ * request is asked again 2 ms later (still held) and admitted 3 ms after
+ * that, once the request ended; the whole 5 ms is the unknown_kernel
+ * hold's, with HP in flight. A second kernel of the same client held while
+ * HP was idle and the restart grace lasted is charged apart, and the
+ * admitted decisions charge nothing of their own.
+ */
+static void held_time_by_reason(void **state)
+{
+    struct mosaic__policy p = ptu_open_mosaic(1.25, dir);
+    uint64_t t;
+    (void)state;
+    learn(&p, 8);
+    t = mosaic__now_ns();
+    assert_int_equal(ask_at(&p, 12345, 1, t), MOSAIC__HOLD);
+    assert_int_equal(ask_at(&p, 12345, 1, t + 2 * MS), MOSAIC__HOLD);
+    assert_int_equal(ask_at(&p, 12345, 0, t + 5 * MS), MOSAIC__ADMIT);
+    assert_int_equal(ask_at(&p, 12345, 0, t + 9 * MS), MOSAIC__ADMIT);
+    assert_true(metric_has(&p, "mosaic_policy_held_seconds_total{reason=\"unknown_kernel\","
+                               "hp=\"in_flight\"} 0.005000\n"));
+    assert_true(metric_has(&p, "mosaic_policy_held_seconds_total{reason=\"unknown_kernel\","
+                               "hp=\"idle\"} 0.000000\n"));
+    assert_true(metric_has(&p, "mosaic_policy_held_seconds_total{reason=\"over_slo\","
+                               "hp=\"in_flight\"} 0.000000\n"));
+    mosaic__policy_close(&p);
+}
+
 /* One served request of the Llama-like type at t: the whole graph, its
  * three profiled kernels and one without a profile (the causal mask). */
 static void llama_request(struct mosaic__policy *p, uint64_t req, uint64_t t, uint64_t mask)
@@ -734,6 +762,7 @@ int main(void)
         cmocka_unit_test(gap_credit_from_served_requests),
         cmocka_unit_test(be_alone_between_requests),
         cmocka_unit_test(trust_is_earned),
+        cmocka_unit_test(held_time_by_reason),
         cmocka_unit_test(served_type_relearns_its_sequence),
         cmocka_unit_test(holds_be_until_hp_is_known),
         cmocka_unit_test(an_hp_client_gone_ends_the_grace),
