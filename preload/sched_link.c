@@ -80,6 +80,7 @@
 #include <unistd.h>
 
 #include "mosaic/sched.h"
+#include "proto.h"
 #include "green.h"
 #include "sched_link.h"
 
@@ -221,16 +222,17 @@ static __thread __attribute__((tls_model("initial-exec"))) struct id_slot id_cac
 uint64_t mosaic__sched_key_id(const char *name, const unsigned *g, const unsigned *bl,
                               unsigned smem)
 {
-    char key[1200];
-    int n;
+    char tail[128];
 
     /* The same form as mosaic_kernel_key (include/mosaic/profile.h), so
-     * the daemon's profile store finds the kernel by it. */
-    n = snprintf(key, sizeof(key), "%s|grid=%u,%u,%u|block=%u,%u,%u|dsmem=%u", name, g[0],
-                 g[1], g[2], bl[0], bl[1], bl[2], smem);
-    if (n < 0 || (size_t)n >= sizeof(key))
-        return 0; /* a name this long is treated as an unknown kernel */
-    return mosaic_sched_kernel_id(key);
+     * the daemon's profile store finds the kernel by it; the name is
+     * hashed in place, whatever its length (a key buffer of 1,200 bytes
+     * made the H200 ResNet-18 trainer's two CUTLASS kernels, names of
+     * 1,657 and 1,708 characters, kernel 0: unknown, held beside every HP
+     * request). The suffix of ten numbers always fits. */
+    snprintf(tail, sizeof(tail), "|grid=%u,%u,%u|block=%u,%u,%u|dsmem=%u", g[0], g[1], g[2],
+             bl[0], bl[1], bl[2], smem);
+    return mosaic__kernel_id_join(name ? name : "", tail);
 }
 
 /* A miss: the id formed and hashed (about 100 ns), then cached. Out of

@@ -35,8 +35,8 @@ void mosaic__sched_hp_graph_launched(const struct mosaic__binding *b, int hook, 
  * HP client. close ends it (0 is ignored); returns 0 or a MOSAIC_E* code. */
 uint32_t mosaic__sched_hp_request_open(void);
 int mosaic__sched_hp_request_close(uint32_t id);
-/* A kernel's id on the rings from its name and launch configuration (0 for
- * a key too long to form). */
+/* A kernel's id on the rings from its name and launch configuration: the
+ * hash of its whole profile key, a name of any length. */
 uint64_t mosaic__sched_key_id(const char *name, const unsigned *grid, const unsigned *block,
                               unsigned dyn_smem);
 /* Before a synchronising call (mosaic__sched_syncing) and after it

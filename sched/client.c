@@ -791,16 +791,25 @@ static struct conn *live(struct mosaic_sched_client *c, int role)
     return k;
 }
 
-MOSAIC__EXPORT uint64_t mosaic_sched_kernel_id(const char *key)
+uint64_t mosaic__kernel_id_join(const char *head, const char *tail)
 {
     uint64_t h = 0xcbf29ce484222325ull;
 
-    for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
+    for (const unsigned char *p = (const unsigned char *)head; *p; p++) {
+        h ^= *p;
+        h *= 0x100000001b3ull;
+    }
+    for (const unsigned char *p = (const unsigned char *)tail; *p; p++) {
         h ^= *p;
         h *= 0x100000001b3ull;
     }
     /* 0 means "no kernel" on the ring (a graph of unknown kernels). */
     return h ? h : 1;
+}
+
+MOSAIC__EXPORT uint64_t mosaic_sched_kernel_id(const char *key)
+{
+    return mosaic__kernel_id_join(key, "");
 }
 
 static int hp_post(struct mosaic_sched_client *c, int type, uint64_t id, uint64_t value)

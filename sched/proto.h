@@ -189,6 +189,11 @@ enum mosaic__ev_type {
 
 uint64_t mosaic__graph_unit_id(const uint64_t *kernel_ids, size_t n);
 
+/* mosaic_sched_kernel_id of the key head followed by tail, without the
+ * two joined: a kernel's name (a CUTLASS template's runs past 1,700
+ * characters) and its launch configuration's suffix. */
+uint64_t mosaic__kernel_id_join(const char *head, const char *tail);
+
 /* One ring entry: 32 bytes, the seq word first (see mosaic__ring_*). */
 struct mosaic__entry {
     _Atomic uint32_t seq;
