@@ -182,6 +182,9 @@ void mosaic__policy_close(struct mosaic__policy *p);
  * sm-mode partition (policy_model.c, PART_F0); replay's --part-f0 sets it
  * for a what-if run, nothing else writes it. */
 extern double mosaic__part_f0;
+/* Policy mosaic's least overlap factor for a trusted type (policy_model.c,
+ * F_MIN); replay's --f-min sets it for a what-if run. */
+extern double mosaic__f_min;
 
 /* ---- policy_static.c: the static green-context baseline --------------- */
 

@@ -41,6 +41,7 @@ static void usage(FILE *fp)
             "       mosaic-sched [--KEY VALUE ...] record -o FILE\n"
             "       mosaic-sched [--KEY VALUE ...] replay [--mode full|partition] [--warmup N]\n"
             "                    [--be-lead-ms MS] [--decide-us US] [--seed N] [--part-f0 F]\n"
+            "                    [--f-min F] [--metrics FILE]\n"
             "                    [--json] TRACE...\n"
             "       mosaic-sched --config FILE [--KEY VALUE ...] tune [--hp-command CMD]\n"
             "                    [--be-command CMD] [--keep DIR] [--json]\n"
@@ -196,7 +197,7 @@ static int print_status(const char *json)
 
 /* The options of record and replay that are not config keys. */
 static const char *const own_opts[] = {"-o", "--mode", "--warmup", "--be-lead-ms",
-                                       "--decide-us", "--seed", "--part-f0", "--hp-command",
+                                       "--decide-us", "--seed", "--part-f0", "--f-min", "--metrics", "--hp-command",
                                        "--be-command", "--keep", NULL};
 
 static int own_opt(const char *a)
@@ -372,6 +373,11 @@ int main(int argc, char **argv)
             } else if (strcmp(a, "--decide-us") == 0) {
                 if (parse_num(a, v, 1, 1e6, &ro.decide_us) != 0)
                     return 2;
+            } else if (strcmp(a, "--f-min") == 0) {
+                if (parse_num(a, v, 0.01, 16, &ro.f_min) != 0)
+                    return 2;
+            } else if (strcmp(a, "--metrics") == 0) {
+                ro.metrics = v;
             } else if (strcmp(a, "--part-f0") == 0) {
                 if (parse_num(a, v, 1, 16, &ro.part_f0) != 0)
                     return 2;

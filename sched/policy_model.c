@@ -23,7 +23,7 @@
  * isolated speed while BE kernels b run, s_hb the predictor's slowdown of
  * that HP kernel beside b (the predictor's conservative value: the worse
  * of the two dispatch orders, since the order is not known beforehand)
- * and f >= 1 the request type's overlap factor, once trusted (below). While no request is
+ * and f >= F_MIN the request type's overlap factor, once trusted (below). While no request is
  * in flight the same test is made for the next request, expected at the
  * last end plus the shortest gap seen between requests: a BE kernel that
  * is still running then slows it just the same.
@@ -38,7 +38,7 @@
  * an unexplained-interference allowance per BE-kernel-second overlapped,
  * so a prediction of no slowdown still gives the ratio a meaningful
  * denominator. Once trusted, the type is admitted beside with f = MARGIN x
- * the largest of its last RATIO_WINDOW ratios (at least 1). While
+ * the largest of its last RATIO_WINDOW ratios (at least F_MIN). While
  * unproven, or when that f would pass F_MAX (the predictor cannot explain
  * what is seen), a BE kernel is admitted only if a pessimistic bound
  * holds: the request's isolated latency plus the whole wall time of every
@@ -180,6 +180,18 @@ int mosaic__policy_before_alone;
  * it. */
 #define PART_F0 1.0
 double mosaic__part_f0 = PART_F0;
+/* A trusted type's least overlap factor. The ratios calibrate the
+ * predictor (plus EXCESS_FLOOR) against what the GPU shows, and below 1 as
+ * well as above: on the H200 the BERT service's were at most 0.06-0.09
+ * beside BERT training (2026-12-04, call 1: predicted 3.08 s against 2.27
+ * observed over 392 overlapped requests at p = 1.6), and a floor of 1 held
+ * BE for interference 10x larger than the GPU's. The floor keeps f above
+ * 0 for a window of zero ratios (requests no slower than isolated) and
+ * credits the predictor down at most 4x. Chosen before the run that
+ * scores it, not on a score; 1 (the old floor, replay's --f-min 1) is the
+ * what-if. */
+#define F_MIN 0.25
+double mosaic__f_min = F_MIN;
 /* Orion's duration cap: in-flight BE work beside a request at most this
  * share of the request's isolated latency (Orion's DUR_THRESHOLD idea). */
 #define ORION_DUR_SHARE 0.10
@@ -1013,7 +1025,7 @@ static void type_ratio(struct model *m, struct rtype *t, double ratio)
     m->ratio_samples++;
     for (int i = 0; i < t->nratios; i++)
         top = fmax(top, t->ratios[i]);
-    double f = fmax(1.0, MARGIN * top);
+    double f = fmax(mosaic__f_min, MARGIN * top);
     t->f = t->nratios >= TRUST_AFTER && f <= F_MAX && !partial_barred(t) ? f : 0;
     mosaic__dlog(MOSAIC__L_DEBUG, "policy mosaic: HP request type %016llx: interference ratio "
                  "%.3f (%d in the window, largest %.3f)", (unsigned long long)t->first, ratio,

@@ -1014,6 +1014,27 @@ static void be_decide(struct sim *s)
     }
 }
 
+/* The policy's metrics text (what the daemon serves) into path. */
+static int write_metrics(struct mosaic__policy *p, const char *path, char *err, size_t errlen)
+{
+    static char text[16384];
+    size_t n = p->metrics ? p->metrics(p->state, text, sizeof(text)) : 0;
+    FILE *f = fopen(path, "w");
+    int bad;
+
+    if (!f) {
+        snprintf(err, errlen, "replay --metrics %s: %s: name a writable file", path,
+                 strerror(errno));
+        return -1;
+    }
+    bad = fwrite(text, 1, n, f) != n;
+    bad |= fclose(f) != 0;
+    if (bad)
+        snprintf(err, errlen, "replay --metrics %s: the write failed (%s): name a file on a "
+                 "filesystem with room", path, strerror(errno));
+    return bad ? -1 : 0;
+}
+
 int mosaic__replay_run(const struct mosaic__sched_config *cfg,
                        struct mosaic__trace *const *traces, unsigned ntraces,
                        const struct mosaic__replay_opts *o, struct mosaic__replay_result *r,
@@ -1053,6 +1074,8 @@ int mosaic__replay_run(const struct mosaic__sched_config *cfg,
     }
     if (rc == 0 && o->part_f0 > 0)
         mosaic__part_f0 = o->part_f0;
+    if (rc == 0 && o->f_min > 0)
+        mosaic__f_min = o->f_min;
     if (rc == 0) {
         /* The policy's clock is the simulated one from its opening on. */
         sim_clock_on = 1;
@@ -1175,6 +1198,8 @@ int mosaic__replay_run(const struct mosaic__sched_config *cfg,
             if (changed)
                 rates(&w, &s.hp, &s.be);
         }
+        if (o->metrics && write_metrics(&pol, o->metrics, err, errlen) != 0)
+            rc = MOSAIC_EIO;
         mosaic__policy_close(&pol);
     }
     sim_clock_on = 0;

@@ -66,6 +66,8 @@ struct mosaic__replay_opts {
     double decide_us;      /* a held BE kernel is decided again this often */
     uint64_t seed;         /* dispatch order and co-run repeat draws */
     double part_f0;        /* > 0: policy mosaic's PART_F0 for this replay */
+    double f_min;          /* > 0: policy mosaic's F_MIN for this replay */
+    const char *metrics;   /* non-NULL: the policy's metrics text is written here */
 };
 
 struct mosaic__replay_result {

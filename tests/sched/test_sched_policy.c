@@ -580,7 +580,7 @@ static void metrics_text(struct mosaic__policy *p, char *text, size_t cap)
  * request fails the pessimistic bound (11 + 9 ms is 1.82x), so it is held
  * while the type is unproven, whatever the predictor says. After 45
  * overlapped requests that took no longer than isolated (ratio 0) the type
- * is trusted at f = 1 and eq. 5 with the predictor decides; one request
+ * is trusted at f = F_MIN and eq. 5 with the predictor decides; one request
  * far slower than any factor explains sends the type back to the bound.
  */
 static void trust_is_earned(void **state)
@@ -610,7 +610,8 @@ static void trust_is_earned(void **state)
                                             : "mosaic_policy_unproven_types 0"));
     }
     assert_non_null(strstr(text, "mosaic_policy_ratio_samples_total 45"));
-    assert_non_null(strstr(text, "mosaic_policy_overlap_factor 1.000"));
+    /* Ratios of 0: the factor's floor, F_MIN. */
+    assert_non_null(strstr(text, "mosaic_policy_overlap_factor 0.250"));
     now = mosaic__now_ns();
     ev(&p, MOSAIC__PEV_HP_BEGIN, 300, now);
     ev(&p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(ptu_hp_keys[0]), now);
@@ -656,6 +657,48 @@ static void held_time_by_reason(void **state)
     assert_true(metric_has(&p, "mosaic_policy_held_seconds_total{reason=\"over_slo\","
                                "hp=\"in_flight\"} 0.000000\n"));
     mosaic__policy_close(&p);
+}
+
+/*
+ * The overlap factor calibrates the predictor both ways: a type whose 45
+ * overlapped requests were no slower than isolated is trusted at the
+ * floor F_MIN (0.25), not at 1, so a BE convolution whose predicted
+ * slowdown of the request at f = 1 breaks p = 1.4 is admitted; under the
+ * old floor of 1 (mosaic__f_min, replay's --f-min) the same decision holds
+ * it.
+ */
+#define SLO_F 1.40
+static int trusted_decision(double f_min)
+{
+    struct mosaic__policy p;
+    uint64_t be = mosaic_sched_kernel_id(be_key), t, now;
+    int r;
+
+    mosaic__f_min = f_min;
+    p = ptu_open_mosaic(SLO_F, dir);
+    t = learn(&p, 8) - 1000000000ull;
+    for (int i = 0; i < 45; i++, t += 20 * MS) {
+        ev_be(&p, MOSAIC__PEV_BE_GRANT, be, t);
+        ev(&p, MOSAIC__PEV_HP_BEGIN, 200 + (uint64_t)i, t + 1000);
+        for (int k = 0; k < 3; k++)
+            ev(&p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(ptu_hp_keys[k]), t + 1000);
+        ev_be(&p, MOSAIC__PEV_BE_DONE, be, t + 5 * MS);
+        ev(&p, MOSAIC__PEV_HP_END, 200 + (uint64_t)i, t + 11 * MS);
+    }
+    now = mosaic__now_ns();
+    ev(&p, MOSAIC__PEV_HP_BEGIN, 300, now);
+    ev(&p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(ptu_hp_keys[0]), now);
+    r = ask(&p, be, 1);
+    mosaic__policy_close(&p);
+    mosaic__f_min = 0.25;
+    return r;
+}
+
+static void factor_below_one(void **state)
+{
+    (void)state;
+    assert_int_equal(trusted_decision(0.25), MOSAIC__ADMIT);
+    assert_int_equal(trusted_decision(1.0), MOSAIC__HOLD);
 }
 
 /* One served request of the Llama-like type at t: the whole graph, its
@@ -724,7 +767,7 @@ static void served_type_relearns_its_sequence(void **state)
             assert_true(metric_has(&p, before ? "mosaic_policy_unproven_types 1"
                                               : "mosaic_policy_unproven_types 0"));
             assert_true(metric_has(&p, before ? "mosaic_policy_overlap_factor 0.000"
-                                              : "mosaic_policy_overlap_factor 1.000"));
+                                              : "mosaic_policy_overlap_factor 0.250"));
         }
         mosaic__policy_close(&p);
     }
@@ -763,6 +806,7 @@ int main(void)
         cmocka_unit_test(be_alone_between_requests),
         cmocka_unit_test(trust_is_earned),
         cmocka_unit_test(held_time_by_reason),
+        cmocka_unit_test(factor_below_one),
         cmocka_unit_test(served_type_relearns_its_sequence),
         cmocka_unit_test(holds_be_until_hp_is_known),
         cmocka_unit_test(an_hp_client_gone_ends_the_grace),
