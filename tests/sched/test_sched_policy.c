@@ -620,7 +620,29 @@ static void trust_is_earned(void **state)
      * the pessimistic bound itself, beyond any factor. */
     ev_be(&p, MOSAIC__PEV_BE_GRANT, be, now + 1000);
     ev_be(&p, MOSAIC__PEV_BE_DONE, be, now + 5000000ull);
-    ev(&p, MOSAIC__PEV_HP_END, 300, now + 40000000ull);
+    {
+        /* The daemon's log names what was beside that request: the BE
+         * kernel's id, from 1 us to 5000 us into it. */
+        char logged[2048], id[24];
+        FILE *tmp = tmpfile();
+        int saved = dup(2), level = mosaic__dlog_level;
+        size_t got;
+        assert_non_null(tmp);
+        assert_true(saved >= 0 && dup2(fileno(tmp), 2) == 2);
+        mosaic__dlog_level = MOSAIC__L_INFO;
+        ev(&p, MOSAIC__PEV_HP_END, 300, now + 40000000ull);
+        mosaic__dlog_level = level;
+        dup2(saved, 2);
+        close(saved);
+        rewind(tmp);
+        got = fread(logged, 1, sizeof(logged) - 1, tmp);
+        logged[got] = '\0';
+        fclose(tmp);
+        snprintf(id, sizeof(id), "%016llx", (unsigned long long)be);
+        assert_non_null(strstr(logged, "beyond what the predictor explains; 1 BE kernel(s)"));
+        assert_non_null(strstr(logged, id));
+        assert_non_null(strstr(logged, "[+1, +5000] us"));
+    }
     metrics_text(&p, text, sizeof(text));
     assert_non_null(strstr(text, "mosaic_policy_unproven_types 1"));
     assert_non_null(strstr(text, "mosaic_policy_drift_total 1"));
