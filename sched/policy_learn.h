@@ -66,6 +66,12 @@ extern int mosaic__policy_before_alone;
  * beside by the time-slicing bound only, for good. What-if only; the
  * daemon never sets it. */
 extern int mosaic__policy_before_partial;
+/* 1: decisions without policy_model.c's caches (a type's BE wall-time
+ * factors, the between-requests finish taken without simulation when
+ * nothing runs into the next request): the same decisions, slower; for
+ * bench_policy_decide's side-by-side timing and replay's identity check.
+ * The daemon never sets it. */
+extern int mosaic__policy_before_cache;
 
 struct mosaic__learn;
 

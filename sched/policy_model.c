@@ -124,6 +124,7 @@
 #define MAX_OV 64 /* BE kernels recorded beside one request */
 #define PAIRS_MAX (1u << 20) /* the pair table's largest size (slots; half fill) */
 #define WORST_CACHE 256 /* BE kernels whose worst slowdown a partial type caches */
+#define WALL_CACHE 256  /* BE kernels whose wall-time factors a type caches (power of 2) */
 /* One-off request types (docs/services-eval.md, "BE throughput: the
  * fixes"): a program's start-up ends "requests" at its synchronisations
  * that are types of their own, begun once or twice and lasting 0.5-2 s on
@@ -167,6 +168,10 @@ int mosaic__policy_before_llama;
 int mosaic__policy_before_gap;
 int mosaic__policy_before_partial;
 int mosaic__policy_before_alone;
+/* 1: no caches in the decision (be_wall_ns's per-type factors, the
+ * between-requests finish without simulation); the decisions are the same,
+ * bench_policy_decide times both in one run. */
+int mosaic__policy_before_cache;
 #define ONEOFF_TIMES 8.0
 #define ONEOFF_MIN_NS 20e6
 /* Partitioned, an unproven type's overlap factor on the predicted excess
@@ -268,6 +273,13 @@ struct rtype {
         double s;
     } worst[WORST_CACHE];
     int nworst;
+    /* be_wall_ns's worst BE slowdowns over the type's kernels, by BE
+     * kernel (direct-mapped on the id; the pairs behind them never change
+     * once predicted, and learn_sequence clears it with the kernels). */
+    struct {
+        uint64_t be;
+        double sbe, rbe;
+    } walls[WALL_CACHE];
     uint64_t seen; /* the model's event count when a request last began in it */
     uint64_t begun; /* requests begun in it */
     /* The last GAP_WINDOW gaps from a request of this type's end to the
@@ -842,15 +854,29 @@ static double be_wall_ns(struct model *m, const struct kinfo *b, const struct rt
     double sbe = 1, rbe = 1;
 
     /* The BE kernel runs slower beside HP work: the worst of the HP
-     * kernels keeps the overlap estimate on the safe side. */
-    if (type_ready(t))
-        for (int i = 0; i < t->n; i++) {
-            const struct pair *p = pair_get(m, t->ki[i], b);
-            if (p && isfinite(p->s_be) && p->s_be > sbe)
-                sbe = p->s_be;
-            if (p && p->r_be > rbe)
-                rbe = p->r_be;
+     * kernels keeps the overlap estimate on the safe side. A decision asks
+     * this of every candidate, and the loop over the type's kernels (282
+     * pair lookups for the ResNet-50 service) was a fifth of a decision's
+     * time (bench_policy_decide), so a type keeps the answer. */
+    if (type_ready(t)) {
+        struct rtype *ct = (struct rtype *)t; /* the cache only */
+        size_t slot = (size_t)(b->id ^ (b->id >> 17)) & (WALL_CACHE - 1);
+        if (!mosaic__policy_before_cache && ct->walls[slot].be == b->id) {
+            sbe = ct->walls[slot].sbe;
+            rbe = ct->walls[slot].rbe;
+        } else {
+            for (int i = 0; i < t->n; i++) {
+                const struct pair *p = pair_get(m, t->ki[i], b);
+                if (p && isfinite(p->s_be) && p->s_be > sbe)
+                    sbe = p->s_be;
+                if (p && p->r_be > rbe)
+                    rbe = p->r_be;
+            }
+            ct->walls[slot].be = b->id;
+            ct->walls[slot].sbe = sbe;
+            ct->walls[slot].rbe = rbe;
         }
+    }
     /* Partitioned, the HP type's scale holds HP's own slowdown on its
      * SMs; the BE kernel's is its own (rbe) on the rest. */
     if (m->part)
@@ -1161,6 +1187,7 @@ static void learn_sequence(struct model *m, struct rtype *t, const struct hpc *h
     t->nl_seq = h->nl;
     t->partial = missing > 0;
     t->nworst = 0;
+    memset(t->walls, 0, sizeof(t->walls));
     t->known = !missing || (!mosaic__policy_before_llama && !m->orion && n > 0);
     if (again) {
         t->nsamples = t->next_sample = 0;
@@ -1581,6 +1608,15 @@ static int bound_check(struct model *m, struct hpc *h, const struct rtype *t, do
     return t->t_iso + extra <= m->slo * t->t_iso ? R_FITS : R_OVER;
 }
 
+/* Whether a running BE kernel is predicted to run at or after t. */
+static int overlaps_from(const struct model *m, double t)
+{
+    for (int i = 0; i < m->nrun; i++)
+        if (be_end(m, &m->run[i]) > t)
+            return 1;
+    return 0;
+}
+
 /* Eq. 5 for a trusted type: the request simulated forward with the BE
  * kernels running and candidate b until cand_end. */
 static int trusted_check(struct model *m, struct hpc *h, const struct rtype *t,
@@ -1603,6 +1639,18 @@ static int trusted_check(struct model *m, struct hpc *h, const struct rtype *t,
     /* Between requests: the next one is expected one gap credit after the
      * last end (next_start). */
     start = next_start(h, t, (double)now);
+    if (!mosaic__policy_before_cache && cand_end <= start && !overlaps_from(m, start)) {
+        /* Nothing predicted to run past the next request's start: the
+         * forward model would find it at its isolated speed throughout
+         * (hp_slowdown 1 at every step), so its finish needs no
+         * simulation. Most decisions between requests are these, and the
+         * BE stream waits for each. */
+        double iso = 0, scale = type_scale(t);
+        for (int i = 0; i < t->n; i++)
+            iso += t->ki[i]->iso_ns * scale;
+        fin = start + iso + mosaic__learn_remaining_ns(m->learn, now);
+        return fin - start <= m->slo * t->t_iso ? R_FITS : R_OVER;
+    }
     fin = simulate(m, t, start, &done, INFINITY, b, cand_end) +
           mosaic__learn_remaining_ns(m->learn, now);
     if (!isfinite(fin))

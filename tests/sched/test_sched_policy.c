@@ -723,6 +723,56 @@ static void factor_below_one(void **state)
     assert_int_equal(trusted_decision(1.0), MOSAIC__HOLD);
 }
 
+/*
+ * The decision's caches (a type's BE wall-time factors; the finish of the
+ * next request without simulation when nothing is predicted to run into
+ * it) change its cost, not its answer: between requests of a trusted
+ * type, with 0-2 BE convolutions granted ahead and the candidate asked at
+ * 19 moments of the 19 ms gap, every decision is the same with the caches
+ * as without, and both answers occur.
+ */
+static int gap_decision(int ahead, uint64_t at_ms, int before_cache)
+{
+    struct mosaic__policy p = ptu_open_mosaic(1.25, dir);
+    uint64_t be = mosaic_sched_kernel_id(be_key);
+    uint64_t t = mosaic__now_ns() - 1181 * MS, end = 0;
+    int r;
+
+    for (int i = 0; i < 40; i++) {
+        end = served_request(&p, (uint64_t)i + 1, t);
+        t = end + 19 * MS;
+    }
+    for (int i = 0; i < 45; i++, t += 20 * MS) {
+        ev_be(&p, MOSAIC__PEV_BE_GRANT, be, t);
+        ev(&p, MOSAIC__PEV_HP_BEGIN, 200 + (uint64_t)i, t + 1000);
+        for (int k = 0; k < 3; k++)
+            ev(&p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(ptu_hp_keys[k]), t + 1000);
+        ev_be(&p, MOSAIC__PEV_BE_DONE, be, t + 5 * MS);
+        ev(&p, MOSAIC__PEV_HP_END, 200 + (uint64_t)i, t + 11 * MS);
+        end = t + 11 * MS;
+    }
+    for (int i = 0; i < ahead; i++)
+        ev_be(&p, MOSAIC__PEV_BE_GRANT, be, end + MS / 10);
+    mosaic__policy_before_cache = before_cache;
+    r = ask_at(&p, be, 0, end + at_ms * MS);
+    mosaic__policy_before_cache = 0;
+    mosaic__policy_close(&p);
+    return r;
+}
+
+static void caches_keep_the_decisions(void **state)
+{
+    int seen[2] = {0, 0};
+    (void)state;
+    for (int ahead = 0; ahead <= 2; ahead++)
+        for (uint64_t ms = 0; ms < 19; ms++) {
+            int r = gap_decision(ahead, ms, 0);
+            assert_int_equal(r, gap_decision(ahead, ms, 1));
+            seen[r == MOSAIC__ADMIT]++;
+        }
+    assert_true(seen[0] > 0 && seen[1] > 0);
+}
+
 /* One served request of the Llama-like type at t: the whole graph, its
  * three profiled kernels and one without a profile (the causal mask). */
 static void llama_request(struct mosaic__policy *p, uint64_t req, uint64_t t, uint64_t mask)
@@ -829,6 +879,7 @@ int main(void)
         cmocka_unit_test(trust_is_earned),
         cmocka_unit_test(held_time_by_reason),
         cmocka_unit_test(factor_below_one),
+        cmocka_unit_test(caches_keep_the_decisions),
         cmocka_unit_test(served_type_relearns_its_sequence),
         cmocka_unit_test(holds_be_until_hp_is_known),
         cmocka_unit_test(an_hp_client_gone_ends_the_grace),
