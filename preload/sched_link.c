@@ -243,9 +243,8 @@ static __attribute__((noinline)) uint64_t kernel_id_miss(struct id_slot *e, cons
 {
     uint64_t id = mosaic__sched_key_id(mosaic__kernel_get(fn, -1)->name, g, bl, smem);
 
-    if (id)
-        *e = (struct id_slot){.fn = fn, .grid = {g[0], g[1], g[2]},
-                              .block = {bl[0], bl[1], bl[2]}, .smem = smem, .id = id};
+    *e = (struct id_slot){.fn = fn, .grid = {g[0], g[1], g[2]},
+                          .block = {bl[0], bl[1], bl[2]}, .smem = smem, .id = id};
     return id;
 }
 

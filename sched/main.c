@@ -196,9 +196,10 @@ static int print_status(const char *json)
 }
 
 /* The options of record and replay that are not config keys. */
-static const char *const own_opts[] = {"-o", "--mode", "--warmup", "--be-lead-ms",
-                                       "--decide-us", "--seed", "--part-f0", "--f-min", "--metrics", "--hp-command",
-                                       "--be-command", "--keep", NULL};
+static const char *const own_opts[] = {"-o",          "--mode",   "--warmup",  "--be-lead-ms",
+                                       "--decide-us", "--seed",   "--part-f0", "--f-min",
+                                       "--metrics",   "--hp-command", "--be-command", "--keep",
+                                       NULL};
 
 static int own_opt(const char *a)
 {

@@ -26,9 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
-
 #include "daemon.h"
+#include "mosaic/profile.h"
 #include "mosaic/sched.h"
 #include "policy_learn.h"
 
@@ -38,40 +37,19 @@
 
 static int load_ids(const char *dir, const char *model, uint64_t *ids, int cap)
 {
-    char path[4096];
-    FILE *f;
-    long len;
-    char *text;
-    cJSON *root, *ks, *k;
+    char path[4096], err[512];
+    struct mosaic_profile prof;
     int n = 0;
 
     snprintf(path, sizeof(path), "%s/%s.profile.json", dir, model);
-    f = fopen(path, "rb");
-    if (!f || fseek(f, 0, SEEK_END) != 0 || (len = ftell(f)) <= 0) {
-        fprintf(stderr, "bench_policy_decide: cannot read %s\n", path);
-        if (f)
-            fclose(f);
+    mosaic_profile_init(&prof);
+    if (mosaic_profile_read_file(path, &prof, err, sizeof(err)) != 0) {
+        fprintf(stderr, "bench_policy_decide: %s\n", err);
         return -1;
     }
-    rewind(f);
-    text = malloc((size_t)len + 1);
-    if (!text || fread(text, 1, (size_t)len, f) != (size_t)len) {
-        fclose(f);
-        free(text);
-        return -1;
-    }
-    fclose(f);
-    text[len] = '\0';
-    root = cJSON_Parse(text);
-    free(text);
-    ks = root ? cJSON_GetObjectItemCaseSensitive(root, "kernels") : NULL;
-    cJSON_ArrayForEach(k, ks)
-    {
-        const cJSON *key = cJSON_GetObjectItemCaseSensitive(k, "key");
-        if (cJSON_IsString(key) && n < cap)
-            ids[n++] = mosaic_sched_kernel_id(key->valuestring);
-    }
-    cJSON_Delete(root);
+    for (size_t i = 0; i < prof.n_kernels && n < cap; i++)
+        ids[n++] = mosaic_sched_kernel_id(prof.kernels[i].key);
+    mosaic_profile_free(&prof);
     if (n == 0)
         fprintf(stderr, "bench_policy_decide: no kernels in %s\n", path);
     return n ? n : -1;
@@ -119,12 +97,11 @@ static double time_once(struct mosaic__policy *p, uint64_t now, unsigned in_flig
     return (double)(mosaic__now_ns() - t0) / n;
 }
 
-static char uncached[160]; /* time_decisions' line on the uncached run */
-
 /* The same decisions without the policy's caches and with them,
- * alternating in blocks so that both see the same machine; prints both. */
-static double time_decisions(struct mosaic__policy *p, uint64_t now, unsigned in_flight, int n,
-                             int *admitted)
+ * alternating in blocks so that both see the same machine; prints both
+ * under label. */
+static void time_decisions(struct mosaic__policy *p, const char *label, uint64_t now,
+                           unsigned in_flight, int n)
 {
     double with = 0, without = 0;
     int a1 = 0, a0 = 0;
@@ -135,11 +112,9 @@ static double time_decisions(struct mosaic__policy *p, uint64_t now, unsigned in
         mosaic__policy_before_cache = 0;
         with += time_once(p, now, in_flight, n / 4, &a1);
     }
-    *admitted = a1 * 4;
-    snprintf(uncached, sizeof(uncached),
-             "  without the caches %.0f ns (%d of %d admitted): %.2fx the time\n", without / 4,
-             a0 * 4, n, without / with);
-    return with / 4;
+    printf("%-40s %8.0f ns a decision (%d of %d admitted)\n"
+           "  without the caches %.0f ns (%d of %d admitted): %.2fx the time\n",
+           label, with / 4, a1 * 4, n, without / 4, a0 * 4, n, without / with);
 }
 
 int main(int argc, char **argv)
@@ -147,9 +122,8 @@ int main(int argc, char **argv)
     struct mosaic__sched_config cfg;
     struct mosaic__policy p;
     char err[1024];
-    int n = argc > 3 ? atoi(argv[3]) : 20000, adm;
+    int n = argc > 3 ? atoi(argv[3]) : 20000;
     uint64_t t, req = 1, now;
-    double ns;
 
     if (argc < 3 || n <= 0) {
         fprintf(stderr, "usage: bench_policy_decide PROFILE_DIR MODEL_DIR [DECISIONS]\n");
@@ -172,10 +146,7 @@ int main(int argc, char **argv)
     for (int r = 0; r < 16; r++, t += 2 * T_REQ)
         request(&p, req++, t, 1);
     request(&p, req, t, 0);
-    ns = time_decisions(&p, t + T_REQ / 4, 1, n, &adm);
-    printf("unproven type, beside an open request:  %8.0f ns a decision (%d of %d admitted)\n",
-           ns, adm, n);
-    fputs(uncached, stdout);
+    time_decisions(&p, "unproven type, beside an open request:", t + T_REQ / 4, 1, n);
     ev(&p, 1, MOSAIC__PEV_HP_END, req++, t + T_REQ);
     t += 2 * T_REQ;
     /* 64 overlapped requests as fast as isolated: the type is trusted. */
@@ -185,16 +156,10 @@ int main(int argc, char **argv)
         ev(&p, 2, MOSAIC__PEV_BE_DONE, be_ids[r % n_be], t + 20000);
     }
     request(&p, req, t, 0);
-    ns = time_decisions(&p, t + T_REQ / 4, 1, n, &adm);
-    printf("trusted type, beside an open request:   %8.0f ns a decision (%d of %d admitted)\n",
-           ns, adm, n);
-    fputs(uncached, stdout);
+    time_decisions(&p, "trusted type, beside an open request:", t + T_REQ / 4, 1, n);
     ev(&p, 1, MOSAIC__PEV_HP_END, req++, t + T_REQ);
     now = t + T_REQ + 100000;
-    ns = time_decisions(&p, now, 0, n, &adm);
-    printf("trusted type, between requests:         %8.0f ns a decision (%d of %d admitted)\n",
-           ns, adm, n);
-    fputs(uncached, stdout);
+    time_decisions(&p, "trusted type, between requests:", now, 0, n);
     {
         char text[16384];
         size_t m = p.metrics(p.state, text, sizeof(text));

@@ -529,6 +529,20 @@ static void ev_be(struct mosaic__policy *p, int type, uint64_t id, uint64_t ts)
     ptu_ev(p, 2, type, id, ts);
 }
 
+/* Request req of the three convolutions begun 1 us after BE kernel be was
+ * granted at t, the kernel done at 5 ms, the request ended at 11 ms (as
+ * fast as isolated: a ratio of 0); returns its end. */
+static uint64_t overlapped_request(struct mosaic__policy *p, uint64_t be, uint64_t req, uint64_t t)
+{
+    ev_be(p, MOSAIC__PEV_BE_GRANT, be, t);
+    ev(p, MOSAIC__PEV_HP_BEGIN, req, t + 1000);
+    for (int k = 0; k < 3; k++)
+        ev(p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(ptu_hp_keys[k]), t + 1000);
+    ev_be(p, MOSAIC__PEV_BE_DONE, be, t + 5 * MS);
+    ev(p, MOSAIC__PEV_HP_END, req, t + 11 * MS);
+    return t + 11 * MS;
+}
+
 /*
  * Between requests a BE kernel runs alone: 11 ms requests 19 ms apart, and
  * right after a request's end two BE convolutions granted back to back
@@ -599,12 +613,7 @@ static void trust_is_earned(void **state)
     /* 45 requests beside a BE kernel spanning each, as fast as isolated.
      * They are placed after the learning requests and before now. */
     for (int r = 0; r < 45; r++, t += 20000000ull) {
-        ev_be(&p, MOSAIC__PEV_BE_GRANT, be, t);
-        ev(&p, MOSAIC__PEV_HP_BEGIN, 200 + (uint64_t)r, t + 1000);
-        for (int k = 0; k < 3; k++)
-            ev(&p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(ptu_hp_keys[k]), t + 1000);
-        ev_be(&p, MOSAIC__PEV_BE_DONE, be, t + 5000000ull);
-        ev(&p, MOSAIC__PEV_HP_END, 200 + (uint64_t)r, t + 11000000ull);
+        overlapped_request(&p, be, 200 + (uint64_t)r, t);
         metrics_text(&p, text, sizeof(text));
         assert_non_null(strstr(text, r < 44 ? "mosaic_policy_unproven_types 1"
                                             : "mosaic_policy_unproven_types 0"));
@@ -699,14 +708,8 @@ static int trusted_decision(double f_min)
     mosaic__f_min = f_min;
     p = ptu_open_mosaic(SLO_F, dir);
     t = learn(&p, 8) - 1000000000ull;
-    for (int i = 0; i < 45; i++, t += 20 * MS) {
-        ev_be(&p, MOSAIC__PEV_BE_GRANT, be, t);
-        ev(&p, MOSAIC__PEV_HP_BEGIN, 200 + (uint64_t)i, t + 1000);
-        for (int k = 0; k < 3; k++)
-            ev(&p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(ptu_hp_keys[k]), t + 1000);
-        ev_be(&p, MOSAIC__PEV_BE_DONE, be, t + 5 * MS);
-        ev(&p, MOSAIC__PEV_HP_END, 200 + (uint64_t)i, t + 11 * MS);
-    }
+    for (int i = 0; i < 45; i++, t += 20 * MS)
+        overlapped_request(&p, be, 200 + (uint64_t)i, t);
     now = mosaic__now_ns();
     ev(&p, MOSAIC__PEV_HP_BEGIN, 300, now);
     ev(&p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(ptu_hp_keys[0]), now);
@@ -742,15 +745,8 @@ static int gap_decision(int ahead, uint64_t at_ms, int before_cache)
         end = served_request(&p, (uint64_t)i + 1, t);
         t = end + 19 * MS;
     }
-    for (int i = 0; i < 45; i++, t += 20 * MS) {
-        ev_be(&p, MOSAIC__PEV_BE_GRANT, be, t);
-        ev(&p, MOSAIC__PEV_HP_BEGIN, 200 + (uint64_t)i, t + 1000);
-        for (int k = 0; k < 3; k++)
-            ev(&p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(ptu_hp_keys[k]), t + 1000);
-        ev_be(&p, MOSAIC__PEV_BE_DONE, be, t + 5 * MS);
-        ev(&p, MOSAIC__PEV_HP_END, 200 + (uint64_t)i, t + 11 * MS);
-        end = t + 11 * MS;
-    }
+    for (int i = 0; i < 45; i++, t += 20 * MS)
+        end = overlapped_request(&p, be, 200 + (uint64_t)i, t);
     for (int i = 0; i < ahead; i++)
         ev_be(&p, MOSAIC__PEV_BE_GRANT, be, end + MS / 10);
     mosaic__policy_before_cache = before_cache;
