@@ -4,7 +4,7 @@
 #
 #   OUT=DIR [PAIRS="resnet50:resnet18_train llama:resnet50_infer_be ..."]
 #   [PS="1.1 1.25 1.6"] [PHASES="capture iso overhead policies static tune
-#   replay fault costs"] [PROFILES=DIR] scripts/gpu/issue15_services.sh
+#   replay fault bealone costs"] [PROFILES=DIR] scripts/gpu/issue15_services.sh
 #
 # For each HP:BE pair (models in workloads/svc_models.py), one PHASES word
 # each, in this order:
@@ -27,6 +27,10 @@
 #   fault     a daemon SIGKILL + restart while the HP service is serving
 #             (after FAULT_AT of its measured requests, from its own
 #             progress file) in a MosaicSched run;
+#   bealone   the BE job alone under the shim and a daemon of each policy
+#             of BEALONE_POLICIES (no HP client), beside BE alone without
+#             them (the iso phase's): what the gate and the policy's
+#             decisions cost BE when nothing is to be protected;
 #   costs     once, not per pair: the BE grant round trip and the HP launch
 #             through the shim on this host, side by side in one run
 #             (tests/arbiter/bench_arbiter.sh on the real driver).
@@ -51,10 +55,12 @@ B=$BUILD
 [[ $B == /* ]] || B=$REPO/$BUILD
 PAIRS=${PAIRS:-"resnet50:resnet18_train"}
 PS=${PS:-"1.1 1.25 1.6"}
-PHASES=${PHASES:-"capture iso overhead policies static tune replay fault costs"}
+PHASES=${PHASES:-"capture iso overhead policies static tune replay fault bealone costs"}
 REQUESTS=${REQUESTS:-300}
 # The baselines of the policies phase (a call that repeats a pair may run fewer).
 BASELINES=${BASELINES:-"none mps-priority orion"}
+# The daemons of the bealone phase.
+BEALONE_POLICIES=${BEALONE_POLICIES:-"none orion mosaic"}
 # Every HP run (isolated, overhead, co-runs, static, tuned, tune's trials,
 # the fault run, the recordings) first makes PREROLL requests at its own
 # arrival schedule, after its --after wait and settle, not recorded and not
@@ -109,8 +115,8 @@ REC_BE_S=${REC_BE_S:-4}
 # together.
 REPLAY_BE_LEAD_MS=${REPLAY_BE_LEAD_MS:-0}
 for w in $PHASES; do
-  case $w in capture|iso|overhead|policies|static|tune|replay|fault|costs) ;;
-    *) echo "issue15_services: PHASES word '$w' is not a phase: use capture iso overhead policies static tune replay fault costs" >&2; exit 2 ;;
+  case $w in capture|iso|overhead|policies|static|tune|replay|fault|bealone|costs) ;;
+    *) echo "issue15_services: PHASES word '$w' is not a phase: use capture iso overhead policies static tune replay fault bealone costs" >&2; exit 2 ;;
   esac
 done
 python3 -c "import sys; l = float(sys.argv[1]); sys.exit(not 0 < l <= 1)" "$LOAD" 2>/dev/null ||
@@ -271,7 +277,7 @@ trap 'exit 130' INT TERM
 # that the daemons of a policies-only run find them.
 mkdir -p "$OUT/prof"
 [[ -n ${PROFILES:-} ]] && cp "$PROFILES"/*.profile.json "$OUT/prof/" 2>/dev/null
-if has capture; then
+if has capture && [[ -z ${ESTIMATE_ONLY:-} ]]; then
   for pair in $PAIRS; do
     for m in ${pair%%:*} ${pair##*:}; do
       [[ -s $OUT/prof/$m.profile.json ]] && continue
@@ -399,6 +405,7 @@ estimate() {
         fault) nf=$(awk -v r="$REQUESTS" -v a="$FAULT_AT" -v g="$FAULT_GAP_S" -v t="$FAULT_TAIL_S" -v p="${per:-$(awk -v m="$(est_median_ms "$hm")" -v L="$LOAD" 'BEGIN{print m/L}')}" \
              'BEGIN { n = a + int((g + t) * 1e3 / p + 0.999); print (n > r ? n : r) }')
            e=$(( $(est_hp_run "$hm" "$per" "$nf") + co - hp + 2 )) ;;
+        bealone) e=0; [[ -n ${seen[bea$bm]:-} ]] || e=$(($(wc -w <<<"$BEALONE_POLICIES") * (EST_BE_START + BE_ISO_S + 1))); seen[bea$bm]=1 ;;
         costs) e=0; [[ -z ${seen[costs]:-} ]] && e=90; seen[costs]=1 ;;
       esac
       # The HP recording that static, tune and replay share (its keys and
@@ -815,6 +822,23 @@ for pair in $PAIRS; do
     else
       log "$T: replay not run: a recording failed"
     fi
+  fi
+  if hasp bealone; then
+    phase bealone "$T"
+    # Once per BE model: BE_ISO_S of the BE job as a BE client of a daemon
+    # of each policy, no HP client, as BE alone (iso phase) runs it.
+    for pol in $BEALONE_POLICIES; do
+      tag=$bm.bealone-$pol
+      [[ -s $OUT/run/$tag.be.json ]] && continue
+      budget_left $((EST_BE_START + BE_ISO_S + 1)) "$tag" || continue
+      start_daemon "$tag" "$pol" 1.25 || continue
+      env MOSAIC_SCHED_SOCKET="$OUT/run/$tag.sock" LD_PRELOAD="$PRELOAD" MOSAIC_ROLE=be \
+        bash -c "exec $(be_cmd "$bm" "$BE_ISO_S" "$OUT/run/$tag.ready")" >"$OUT/run/$tag.be.json" 2>"$OUT/run/$tag.be.err"
+      python3 -c "import urllib.request,sys; sys.stdout.write(urllib.request.urlopen('http://127.0.0.1:${METRICS_PORT:-19464}/metrics', timeout=2).read().decode())" \
+        >"$OUT/run/$tag.metrics.txt" 2>&1
+      stop_daemon
+      log "$tag: $(tail -1 "$OUT/run/$tag.be.json" | cut -c1-120)$([[ -s $OUT/run/$tag.be.json ]] || tail -2 "$OUT/run/$tag.be.err" | tr '\n' ' ' | cut -c1-240)"
+    done
   fi
   if hasp fault; then
     phase fault "$T"

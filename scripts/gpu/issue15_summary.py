@@ -19,6 +19,7 @@ none.lat). A run of PHASES whose files are missing is left out of the table
 and listed under "missing", so a call cut short still reports what it
 measured and says what it did not.
 Writes RUNDIR/results.json (schema mosaic-issue15/2); prints the tables."""
+import glob
 import json
 import os
 import re
@@ -618,6 +619,8 @@ def missing(T, ps, want, r):
             need("tuned", p, "tune")
         if "replay" in want and not any(x["p"] == p for x in r.get("replay") or []):
             out.append(f"{T} replay p={p:g} (replay)")
+    if "bealone" in want and not r.get("bealone"):
+        out.append(f"{T} BE alone under a daemon (bealone)")
     if "fault" in want and "fault" not in r:
         why = failed.get("fault p=1.25")
         out.append(f"{T} fault run (fault){': ' + why if why else ''}")
@@ -640,6 +643,34 @@ def phases(run, lines):
                                                           for o in out) +
                      f"; total {sum(o['seconds'] for o in out)}")
     return out
+
+
+def bealone_report(run, bm, be_iso_sps, lines):
+    """BE alone under a daemon of each policy (phase bealone), against BE
+    alone without shim or daemon: the gate's and the decisions' cost to BE
+    when no HP client is there to protect."""
+    rows = []
+    for path in sorted(glob.glob(f"{run}/{bm}.bealone-*.be.json")):
+        pol = path[len(f"{run}/{bm}.bealone-"):-len(".be.json")]
+        sps, _ = be_rate(last_json(path))
+        m = metrics(f"{run}/{bm}.bealone-{pol}.metrics.txt")
+        held = {}
+        for k, v in m.items():
+            r = re.match(r'mosaic_policy_held_seconds_total\{reason="([a-z_]+)"', k)
+            if r and v > 0:
+                held[r.group(1)] = held.get(r.group(1), 0.0) + v
+        rows.append({"policy": pol, "be_steps_per_s": sps,
+                     "be_vs_isolated": sps / be_iso_sps if be_iso_sps == be_iso_sps and be_iso_sps else None,
+                     "gated_grants": m.get("mosaic_be_gated_grants_total"), "held_s": held if m else None})
+    if rows:
+        lines.append(f"  BE {bm} alone under a daemon, no HP client (phase bealone; alone without one "
+                     f"{be_iso_sps:.2f} steps/s):")
+        for x in rows:
+            lines.append(f"    {x['policy']:13} {x['be_steps_per_s']:8.2f} steps/s "
+                         f"{'-' if x['be_vs_isolated'] is None else '%.3f' % x['be_vs_isolated']} of alone, "
+                         f"gated grants {'-' if x['gated_grants'] is None else '%.0f' % x['gated_grants']}, "
+                         f"held {'-' if x['held_s'] is None else ', '.join(f'{k} {v:.3f} s' for k, v in sorted(x['held_s'].items())) or '0 s'}")
+    return rows
 
 
 def main():
@@ -698,6 +729,9 @@ def main():
         r = {"hp": hm, "be": bm, "hp_iso_requests": len(iso), "hp_iso_p50_ms": pct(iso, .5),
              "hp_iso_p99_ms": pct(iso, .99), "be_iso_steps_per_s": be_iso_sps,
              "be_iso_samples_per_s": be_iso_samples, "runs": []}
+        ba = bealone_report(run, bm, be_iso_sps, lines)
+        if ba:
+            r["bealone"] = ba
         if not iso:
             res["missing"].append(f"{hm}: HP alone (phase iso): no score of this pair can be made")
             lines.append(f"{hm} + {bm}: no isolated HP runs (phase iso) in this call: nothing scored")
