@@ -15,11 +15,11 @@ import json
 import os
 import sys
 
-ORDER = ("none", "mps-priority", "orion", "static", "mosaic", "tuned")
-LABEL = {"none": "none (MPS)", "mps-priority": "MPS priority", "orion": "Orion-like",
+ORDER = ("none", "mps-priority", "orion", "hold-be", "static", "mosaic", "tuned")
+LABEL = {"none": "none (MPS)", "mps-priority": "MPS priority", "orion": "Orion-like", "hold-be": "hold BE beside HP",
          "static": "static partition", "mosaic": "MosaicSched (full)",
          "tuned": "MosaicSched (tuned mode)"}
-COLOR = {"none": "#9e9e9e", "mps-priority": "#6a8caf", "orion": "#d9a441",
+COLOR = {"none": "#9e9e9e", "mps-priority": "#6a8caf", "orion": "#d9a441", "hold-be": "#bc7a5c",
          "static": "#8c6bb1", "mosaic": "#2e7d32", "tuned": "#66bb6a"}
 
 

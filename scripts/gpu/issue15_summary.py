@@ -30,7 +30,10 @@ TARGET_OVER_P_PCT = 0.5        # MosaicSched: at most this % of HP requests over
 PAPER_OVER_P_PCT = 1.0         # MosaicSched in the paper (one case 1.2%)
 PAPER_SAVINGS = (1.12, 1.31)   # mean cost savings per BE job at p = 1.6
 MEETS_P_PCT = 1.0              # a baseline meets p when its HP p99 is within p
-BASELINES = ("none", "mps-priority", "orion", "static")
+# hold-be (BE held while an HP request is in flight, admitted between
+# requests: the trivial answer, and the daemon's default policy) is scored
+# as a baseline when a call runs it (BASELINES="... hold-be").
+BASELINES = ("none", "mps-priority", "orion", "static", "hold-be")
 
 
 def lat(path):
@@ -779,7 +782,7 @@ def main():
                      f"{'BE st/s':>8} {'BE/iso':>6} {'savings':>7} {'HP busy':>7} {'BE 1st ms':>9}")
         real = {}
         for p in ps:
-            for pol in ("none", "mps-priority", "orion", "static", f"mosaic-{p:g}", f"tuned-{p:g}"):
+            for pol in ("none", "mps-priority", "orion", "hold-be", "static", f"mosaic-{p:g}", f"tuned-{p:g}"):
                 name = pol.rsplit("-", 1)[0] if pol.startswith(("mosaic-", "tuned-")) else pol
                 ms, _ = lat(f"{run}/{T}.{pol}.lat")
                 if not ms:
