@@ -167,6 +167,15 @@ static int seq_geq(uint32_t a, uint32_t b)
     return (int32_t)(a - b) >= 0;
 }
 
+/* BE, device gate: one slot's granted kernels not yet seen done, in grant
+ * order (the running one first, then up to gate-ahead more). */
+struct be_slot {
+    uint32_t seq[MOSAIC__GATE_AHEAD_MAX + 1];
+    uint64_t kernel_id[MOSAIC__GATE_AHEAD_MAX + 1];
+    unsigned head, n;
+};
+#define BE_SLOT_AT(r, i) (((r)->head + (i)) % (MOSAIC__GATE_AHEAD_MAX + 1))
+
 struct client {
     int fd;
     int active; /* handshake done */
@@ -185,12 +194,7 @@ struct client {
     struct want *wants;
     unsigned nwants, cap_wants;
     unsigned be_in_flight;
-    /* BE, device gate: the one granted kernel per slot not yet seen done. */
-    struct {
-        uint32_t seq;
-        uint64_t kernel_id;
-        int running;
-    } be_run[MOSAIC__GATE_SLOTS];
+    struct be_slot be_run[MOSAIC__GATE_SLOTS];
     unsigned be_gated_running;
     /* HP, device completion: the last launch posted per slot, the last
      * completion seen, and request ends that wait for the device. */
@@ -231,7 +235,7 @@ struct daemon {
     /* Metrics. */
     uint64_t admit_immediate, admit_after_hold, held_total, held_ns_total;
     uint64_t proto_errors, refused, hp_expired;
-    uint64_t gated_grants, gated_passed, hp_device_done, hp_ends_deferred, hp_ends_device;
+    uint64_t gated_grants, gated_ahead, gated_passed, hp_device_done, hp_ends_deferred, hp_ends_device;
     uint64_t hist[NBUCKETS + 1], hist_count;
     double hist_sum;
     uint64_t clients_total;
@@ -717,16 +721,23 @@ static unsigned poll_gates(struct daemon *d)
             continue;
         if (c->role == MOSAIC_SCHED_ROLE_BE) {
             for (unsigned s = 0; c->be_gated_running && s < MOSAIC__GATE_SLOTS; s++) {
-                if (!c->be_run[s].running ||
-                    !seq_geq(atomic_load_explicit(&c->shm.gate[s].done, memory_order_acquire),
-                             c->be_run[s].seq))
+                struct be_slot *r = &c->be_run[s];
+                uint32_t done;
+                if (!r->n)
                     continue;
-                c->be_run[s].running = 0;
-                c->be_gated_running--;
-                if (c->be_in_flight)
-                    c->be_in_flight--;
-                policy_event(d, MOSAIC__PEV_BE_DONE, c->id, c->be_run[s].kernel_id, now);
-                work++;
+                done = atomic_load_explicit(&c->shm.gate[s].done, memory_order_acquire);
+                /* A stream runs its kernels in order: the done word passing
+                 * a granted kernel's number ends it and every one before. */
+                while (r->n && seq_geq(done, r->seq[r->head])) {
+                    uint64_t id = r->kernel_id[r->head];
+                    r->head = BE_SLOT_AT(r, 1);
+                    r->n--;
+                    c->be_gated_running--;
+                    if (c->be_in_flight)
+                        c->be_in_flight--;
+                    policy_event(d, MOSAIC__PEV_BE_DONE, c->id, id, now);
+                    work++;
+                }
             }
             continue;
         }
@@ -993,27 +1004,36 @@ static unsigned decide(struct daemon *d)
                     d->gated_passed++;
                     continue;
                 }
-                /* Granted only behind a finished predecessor, so that the
-                 * grant is the moment it starts; not a policy hold. */
-                if (!seq_geq(done, w->seq - 1) || c->be_run[w->slot].running) {
+                /* Granted behind a finished predecessor, so that the grant
+                 * is the moment it starts, or (gate-ahead) behind its
+                 * granted predecessor while fewer than gate-ahead wait
+                 * behind the running one; either wait is not a policy hold. */
+                struct be_slot *q = &c->be_run[w->slot];
+                bw.ahead = q->n > 0;
+                if (bw.ahead ? q->n > d->cfg->gate_ahead ||
+                                   q->seq[BE_SLOT_AT(q, q->n - 1)] != w->seq - 1
+                             : !seq_geq(done, w->seq - 1)) {
                     blocked |= bit;
                     c->wants[kept++] = *w;
                     continue;
                 }
                 if (d->policy.decide(d->policy.state, &v, &bw) == MOSAIC__ADMIT) {
+                    unsigned at = BE_SLOT_AT(q, q->n);
                     atomic_store_explicit(&c->shm.gate[w->slot].grant, w->seq,
                                           memory_order_release);
-                    c->be_run[w->slot].seq = w->seq;
-                    c->be_run[w->slot].kernel_id = w->kernel_id;
-                    c->be_run[w->slot].running = 1;
+                    q->seq[at] = w->seq;
+                    q->kernel_id[at] = w->kernel_id;
+                    q->n++;
                     c->be_gated_running++;
                     d->gated_grants++;
+                    d->gated_ahead += bw.ahead;
                     granted++;
                     count_grant(d, c, w, &v, now);
                     continue;
                 }
                 blocked |= bit;
-                count_hold(d, w);
+                if (!bw.ahead)
+                    count_hold(d, w);
                 c->wants[kept++] = *w;
                 continue;
             }
@@ -1263,6 +1283,10 @@ static size_t metrics_text(struct daemon *d, char *buf, size_t cap)
     sb_printf(&b, "# HELP mosaic_be_gated_grants_total BE kernels granted by a write of "
                   "their device-side gate word.\n# TYPE mosaic_be_gated_grants_total counter\n"
                   "mosaic_be_gated_grants_total %llu\n"
+                  "# HELP mosaic_be_gated_ahead_total Of those, granted behind a granted "
+                  "kernel of their stream not yet done (gate-ahead).\n"
+                  "# TYPE mosaic_be_gated_ahead_total counter\n"
+                  "mosaic_be_gated_ahead_total %llu\n"
                   "# HELP mosaic_be_gated_passed_total Gated BE kernels that ran without a "
                   "grant (their client released the gate of a daemon that went away).\n"
                   "# TYPE mosaic_be_gated_passed_total counter\n"
@@ -1278,7 +1302,8 @@ static size_t metrics_text(struct daemon *d, char *buf, size_t cap)
                   "device's completion words instead of the host's end call.\n"
                   "# TYPE mosaic_hp_request_ends_device_total counter\n"
                   "mosaic_hp_request_ends_device_total %llu\n",
-              (unsigned long long)d->gated_grants, (unsigned long long)d->gated_passed,
+              (unsigned long long)d->gated_grants, (unsigned long long)d->gated_ahead,
+              (unsigned long long)d->gated_passed,
               (unsigned long long)d->hp_device_done, (unsigned long long)d->hp_ends_deferred,
               (unsigned long long)d->hp_ends_device);
     sb_printf(&b, "# HELP mosaic_concurrent 1 when kernels of separate processes can run "

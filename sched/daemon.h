@@ -38,6 +38,9 @@ struct mosaic__rule {
 
 #define MOSAIC__MAX_RULES 64
 
+/* The most BE kernels a gate slot is granted beyond its running one. */
+#define MOSAIC__GATE_AHEAD_MAX 7u
+
 struct mosaic__sched_config {
     char socket[108];
     unsigned socket_mode;
@@ -52,6 +55,7 @@ struct mosaic__sched_config {
     unsigned ring_entries;
     unsigned max_clients;
     unsigned spin_us;
+    unsigned gate_ahead;    /* BE kernels a gate slot is granted beyond its running one */
     unsigned be_timeout_ms;
     unsigned hp_request_timeout_ms;
     int be_on_timeout;
@@ -127,6 +131,11 @@ struct mosaic__be_want {
     uint64_t kernel_id;
     uint64_t predicted_ns;
     uint64_t waited_ns;
+    /* 1: the kernel would be granted ahead, behind kernels of its stream
+     * that are granted and not seen done (gate-ahead), so it starts when
+     * they end, not now. A policy that cannot place it there holds it,
+     * and it is decided again once they are done: not a hold of its own. */
+    int ahead;
 };
 
 enum mosaic__decision { MOSAIC__ADMIT, MOSAIC__HOLD };

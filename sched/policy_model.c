@@ -1893,6 +1893,12 @@ static int model_decide(void *state, const struct mosaic__sched_view *v,
                               : mosaic_check(m, h, &b, 1, now, queue);
         }
     }
+    /* Ahead of its stream's granted kernels (gate-ahead): admitted only
+     * where the check above placed it at their predicted end, a kernel
+     * with a prediction; otherwise it is decided again once they are done,
+     * so neither a decision nor a hold is counted. */
+    if (w->ahead && (reason > R_FITS || !b || (!m->orion && !b->pk)))
+        return MOSAIC__HOLD;
     m->decisions[reason]++;
     held_charge(m, w, now, reason, v->hp_requests_in_flight > 0);
     return reason <= R_FITS ? MOSAIC__ADMIT : MOSAIC__HOLD;

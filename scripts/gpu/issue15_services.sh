@@ -127,8 +127,8 @@ for e in ${PAIR_PHASES:-}; do
   [[ " $PAIRS " == *" ${e%%=*} "* ]] ||
     { echo "issue15_services: PAIR_PHASES entry '$e' names no pair of PAIRS: use HP:BE=phase,phase with HP:BE one of: $PAIRS" >&2; exit 2; }
   for w in $(tr , ' ' <<<"${e#*=}"); do
-    case $w in iso|overhead|policies|static|tune|replay|fault) ;;
-      *) echo "issue15_services: PAIR_PHASES word '$w' ($e) is not a per-pair phase: use iso overhead policies static tune replay fault" >&2; exit 2 ;;
+    case $w in iso|overhead|policies|static|tune|replay|fault|bealone) ;;
+      *) echo "issue15_services: PAIR_PHASES word '$w' ($e) is not a per-pair phase: use iso overhead policies static tune replay fault bealone" >&2; exit 2 ;;
     esac
   done
 done

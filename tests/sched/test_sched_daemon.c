@@ -758,6 +758,63 @@ static void gated_wants_follow_the_done_word_and_are_released(void **state)
     dmn_stop(&d);
 }
 
+/*
+ * gate-ahead 1: a gated stream's next kernel is granted while the one
+ * before it still runs (the GPU finds its wait already passed), never two
+ * beyond the running one, and not while an HP request holds BE (hold-be);
+ * a done word that jumps past several granted kernels ends each of them.
+ */
+static void gate_ahead_grants_the_next_kernel_before_the_done_word(void **state)
+{
+    struct dmn d;
+    struct mosaic_sched_client *hp, *be;
+    struct mosaic_sched_gate g;
+    _Atomic uint32_t *grant, *done;
+    const char *m;
+
+    (void)state;
+    memset(&d, 0, sizeof(d));
+    dmn_start(&d, "rule requested any\ngate-ahead 1");
+    dmn_kill(&d, SIGTERM);
+    d.metrics_port = stu_free_port();
+    dmn_spawn(&d);
+    hp = client(&d, MOSAIC_SCHED_ROLE_HP);
+    be = client(&d, MOSAIC_SCHED_ROLE_BE);
+    assert_int_equal(mosaic_sched_gate_get(be, &g), 0);
+    grant = (_Atomic uint32_t *)((char *)g.base + g.grant_off);
+    done = (_Atomic uint32_t *)((char *)g.base + g.done_off);
+    for (uint32_t n = 1; n <= 4; n++)
+        assert_int_equal(mosaic_sched_be_want_gated(be, g.generation, 0, n, 40 + n, 1000), 0);
+    /* Kernel 1 runs, kernel 2 is granted behind it; 3 waits for 1's end. */
+    WAIT_UNTIL(atomic_load(grant) == 2, 5000);
+    stu_msleep(150);
+    assert_int_equal(atomic_load(grant), 2);
+    WAIT_UNTIL(strstr(status(&d), "\"be_in_flight\":2") != NULL, 5000);
+    atomic_store(done, 1);
+    WAIT_UNTIL(atomic_load(grant) == 3, 5000);
+    /* Both granted kernels end at once: 4 follows, ahead of none. */
+    atomic_store(done, 3);
+    WAIT_UNTIL(atomic_load(grant) == 4, 5000);
+    WAIT_UNTIL(strstr(status(&d), "\"be_in_flight\":1") != NULL, 5000);
+    /* An HP request in flight: kernel 5 is not granted ahead of 4. */
+    assert_int_equal(mosaic_sched_hp_request_begin(hp, 1, 0), 0);
+    stu_msleep(50);
+    assert_int_equal(mosaic_sched_be_want_gated(be, g.generation, 0, 5, 45, 1000), 0);
+    stu_msleep(150);
+    assert_int_equal(atomic_load(grant), 4);
+    atomic_store(done, 4);
+    stu_msleep(150);
+    assert_int_equal(atomic_load(grant), 4);
+    assert_int_equal(mosaic_sched_hp_request_end(hp, 1, 0), 0);
+    WAIT_UNTIL(atomic_load(grant) == 5, 5000);
+    m = stu_scrape(d.metrics_port);
+    assert_non_null(strstr(m, "mosaic_be_gated_grants_total 5\n"));
+    assert_non_null(strstr(m, "mosaic_be_gated_ahead_total 2\n"));
+    mosaic_sched_client_close(hp);
+    mosaic_sched_client_close(be);
+    dmn_stop(&d);
+}
+
 /* Polls a client without a monitor thread for ms milliseconds. */
 static void poll_for(struct mosaic_sched_client *c, unsigned ms)
 {
@@ -1052,6 +1109,7 @@ int main(void)
         cmocka_unit_test(daemon_sigkill_and_restart),
         cmocka_unit_test(gated_wants_follow_the_done_word_and_are_released),
         cmocka_unit_test(stale_gates_wait_for_the_new_daemon),
+        cmocka_unit_test(gate_ahead_grants_the_next_kernel_before_the_done_word),
         cmocka_unit_test(a_stopped_daemon_is_noticed_by_its_heartbeat),
         cmocka_unit_test(forked_child_becomes_its_own_client),
         cmocka_unit_test(command_line_and_precedence),
