@@ -59,6 +59,10 @@ PHASES=${PHASES:-"capture iso overhead policies static tune replay fault bealone
 REQUESTS=${REQUESTS:-300}
 # The baselines of the policies phase (a call that repeats a pair may run fewer).
 BASELINES=${BASELINES:-"none mps-priority orion"}
+# More flags for every daemon of the call (config keys as --KEY VALUE,
+# e.g. "--gate-ahead 1"), said in the log; the summary does not tell runs
+# apart by them, so a call comparing settings runs the script once for each.
+DAEMON_ARGS=${DAEMON_ARGS:-}
 # The daemons of the bealone phase.
 BEALONE_POLICIES=${BEALONE_POLICIES:-"none orion mosaic"}
 # Every HP run (isolated, overhead, co-runs, static, tuned, tune's trials,
@@ -511,7 +515,7 @@ start_daemon() { # tag policy p
   rm -f "$sock"
   "$SCHED" --config "${DCONF:-/dev/null}" --socket "$sock" --policy "$2" --slo "$3" \
     --profile-dir "$PROFDIR" --model-dir "$MODELS" --metrics-port "${METRICS_PORT:-19464}" "${MPS_ARGS[@]}" \
-    ${DEXTRA[@]+"${DEXTRA[@]}"} --log-level info ${DCMD[@]+"${DCMD[@]}"} 2>>"$OUT/run/$1.daemon.log" &
+    ${DEXTRA[@]+"${DEXTRA[@]}"} $DAEMON_ARGS --log-level info ${DCMD[@]+"${DCMD[@]}"} 2>>"$OUT/run/$1.daemon.log" &
   daemon_pid=$!
   for _ in $(seq 200); do [[ -S $sock ]] && return 0; sleep 0.05; done
   log "daemon for $1 did not start"; tail -5 "$OUT/run/$1.daemon.log" >&2; return 1
@@ -603,7 +607,7 @@ corun() {
       kill -KILL "$daemon_pid"; date +%s.%N >"$OUT/run/$tag.kill"; sleep "$FAULT_GAP_S"
       "$SCHED" --config /dev/null --socket "$sock" --policy "$pol" --slo "$p" \
         --profile-dir "$PROFDIR" --model-dir "$MODELS" --metrics-port 0 "${MPS_ARGS[@]}" \
-        --log-level info daemon 2>>"$OUT/run/$tag.daemon2.log" & echo $! >"$OUT/run/$tag.daemon2.pid"
+        $DAEMON_ARGS --log-level info daemon 2>>"$OUT/run/$tag.daemon2.log" & echo $! >"$OUT/run/$tag.daemon2.pid"
       date +%s.%N >"$OUT/run/$tag.restart" ) &
     fault_pid=$!
   fi
@@ -657,6 +661,7 @@ corun() {
 
 mkdir -p "$OUT/run"
 printf 'load %s\narrivals %s\ntolerance %s\npreroll %s\n' "$LOAD" "$ARRIVALS" "$LOAD_TOL" "$PREROLL" >"$OUT/run/load.txt"
+[[ -n $DAEMON_ARGS ]] && { echo "$DAEMON_ARGS" >"$OUT/run/daemon_args.txt"; log "every daemon: $DAEMON_ARGS"; }
 # The HP service alone under the shim, recorded by a daemon of policy none
 # (`mosaic-sched record`), and the kernels of one request from it (the
 # hp-kernels file of policy static and tune; issue15_keys.py). Once per HP

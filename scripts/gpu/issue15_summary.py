@@ -714,6 +714,10 @@ def main():
         lines.append(f"pre-roll: every HP run made {res['preroll']} requests at its arrival schedule before its "
                      "measured ones (not measured: the window is the steady state); 'BE 1st ms': from HP's "
                      "first request to the end of the first BE step begun after it (the transient)")
+    dargs = lines_of(f"{run}/daemon_args.txt")
+    if dargs:
+        res["daemon_args"] = " ".join(dargs)
+        lines.append(f"every daemon of this call ran with {res['daemon_args']} (DAEMON_ARGS)")
     reused = lines_of(f"{run}/reused.txt")
     if reused:
         res["reused"] = reused
