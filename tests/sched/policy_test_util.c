@@ -17,12 +17,17 @@ const char *const ptu_hp_keys[3] = {
 
 struct mosaic__policy ptu_open_mosaic(double slo, const char *profile_dir)
 {
+    return ptu_open_policy(MOSAIC__POLICY_MOSAIC, slo, profile_dir);
+}
+
+struct mosaic__policy ptu_open_policy(int policy, double slo, const char *profile_dir)
+{
     struct mosaic__sched_config cfg;
     struct mosaic__policy p;
     char err[1024];
 
     mosaic__config_defaults(&cfg);
-    cfg.policy = MOSAIC__POLICY_MOSAIC;
+    cfg.policy = policy;
     cfg.slo = slo;
     snprintf(cfg.profile_dir, sizeof(cfg.profile_dir), "%s", profile_dir);
     snprintf(cfg.model_dir, sizeof(cfg.model_dir), "%s", MODEL_DIR);

@@ -18,6 +18,8 @@ extern const char *const ptu_hp_keys[3];
 /* The mosaic policy at SLO slo on the profiles of profile_dir and the
  * lockbox models (MODEL_DIR); fails the test when it cannot open. */
 struct mosaic__policy ptu_open_mosaic(double slo, const char *profile_dir);
+/* Any policy of policy_model.c (MOSAIC__POLICY_ORION or _MOSAIC). */
+struct mosaic__policy ptu_open_policy(int policy, double slo, const char *profile_dir);
 
 /* One event of client, as the daemon passes it to the policy. */
 void ptu_ev(struct mosaic__policy *p, uint32_t client, int type, uint64_t id, uint64_t ts);
