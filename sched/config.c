@@ -49,8 +49,8 @@ enum ktype { K_STR, K_UINT, K_MODE, K_SLO, K_ENUM };
       "1 to 4096 connected processes")                                                 \
     X("spin-us", K_UINT, spin_us, 0, 1000000, NULL, "200",                             \
       "microseconds the daemon polls rings after activity before sleeping")            \
-    X("gate-ahead", K_UINT, gate_ahead, 0, MOSAIC__GATE_AHEAD_MAX, NULL, "0",             \
-      "BE kernels of a gated stream granted beyond its running one, 0 to 7")        \
+    X("gate-ahead", K_UINT, gate_ahead, 0, MOSAIC__GATE_AHEAD_MAX, NULL, "0",          \
+      "BE kernels of a gated stream granted beyond its running one, 0 to 7")           \
     X("be-timeout-ms", K_UINT, be_timeout_ms, 0, 86400000, NULL, "2000",               \
       "milliseconds a BE kernel waits for an absent daemon")                           \
     X("hp-request-timeout-ms", K_UINT, hp_request_timeout_ms, 10, 3600000, NULL, "10000",  \

@@ -235,7 +235,8 @@ struct daemon {
     /* Metrics. */
     uint64_t admit_immediate, admit_after_hold, held_total, held_ns_total;
     uint64_t proto_errors, refused, hp_expired;
-    uint64_t gated_grants, gated_ahead, gated_passed, hp_device_done, hp_ends_deferred, hp_ends_device;
+    uint64_t gated_grants, gated_ahead, gated_passed;
+    uint64_t hp_device_done, hp_ends_deferred, hp_ends_device;
     uint64_t hist[NBUCKETS + 1], hist_count;
     double hist_sum;
     uint64_t clients_total;
