@@ -1865,13 +1865,6 @@ static int model_decide(void *state, const struct mosaic__sched_view *v,
                         const struct mosaic__be_want *w)
 {
     struct model *m = state;
-    const struct kinfo *gk[MOSAIC__GRAPH_MAX_KERNELS];
-    int ng = graph_kernels(m, w->client_id, w->kernel_id, gk);
-    const struct kinfo *b = ng > 0 ? gk[0] : ng < 0 ? NULL : kinfo_get(m, w->kernel_id);
-    uint64_t now = v->now_ns ? v->now_ns : mosaic__now_ns();
-    int reason = R_NO_HP;
-
-    m->now = (double)now;
     /* Ahead of its stream's granted kernels (gate-ahead): not granted here,
      * but decided again once they are done, so neither a decision nor a
      * hold is counted. This model follows a BE kernel from its grant as its
@@ -1884,6 +1877,13 @@ static int model_decide(void *state, const struct mosaic__sched_view *v,
      * observed start, these policies grant one kernel a stream at a time. */
     if (w->ahead)
         return MOSAIC__HOLD;
+    const struct kinfo *gk[MOSAIC__GRAPH_MAX_KERNELS];
+    int ng = graph_kernels(m, w->client_id, w->kernel_id, gk);
+    const struct kinfo *b = ng > 0 ? gk[0] : ng < 0 ? NULL : kinfo_get(m, w->kernel_id);
+    uint64_t now = v->now_ns ? v->now_ns : mosaic__now_ns();
+    int reason = R_NO_HP;
+
+    m->now = (double)now;
     if (reconnecting(m, v, now)) {
         reason = R_RECONNECT;
     } else if (!b || (!m->orion && !b->pk)) {

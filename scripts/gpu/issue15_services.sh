@@ -520,6 +520,17 @@ start_daemon() { # tag policy p
   for _ in $(seq 200); do [[ -S $sock ]] && return 0; sleep 0.05; done
   log "daemon for $1 did not start"; tail -5 "$OUT/run/$1.daemon.log" >&2; return 1
 }
+# The daemon's metrics page (the run's daemon serves METRICS_PORT) into $1.
+scrape_metrics() {
+  python3 -c "import urllib.request,sys; sys.stdout.write(urllib.request.urlopen('http://127.0.0.1:${METRICS_PORT:-19464}/metrics', timeout=2).read().decode())" \
+    >"$1" 2>&1
+}
+# The BE job for $3 seconds as a BE client of run $1's daemon (alone: no HP
+# client), its JSON and stderr kept as $1.be.json and $1.be.err.
+be_client() { # tag bm seconds
+  env MOSAIC_SCHED_SOCKET="$OUT/run/$1.sock" LD_PRELOAD="$PRELOAD" MOSAIC_ROLE=be \
+    bash -c "exec $(be_cmd "$2" "$3" "$OUT/run/$1.ready")" >"$OUT/run/$1.be.json" 2>"$OUT/run/$1.be.err"
+}
 stop_daemon() {
   [[ -n $daemon_pid ]] && kill -TERM "$daemon_pid" 2>/dev/null; wait "$daemon_pid" 2>/dev/null; daemon_pid=""; }
 # A BE job that dies before its ready file (call 3 of 2026-12-02: the
@@ -641,8 +652,7 @@ corun() {
   fi
   if [[ -n $pol && -z $fault ]]; then
     "$SCHED" --socket "$sock" status --json >"$OUT/run/$tag.status.json" 2>&1
-    python3 -c "import urllib.request,sys; sys.stdout.write(urllib.request.urlopen('http://127.0.0.1:${METRICS_PORT:-19464}/metrics', timeout=2).read().decode())" \
-      >"$OUT/run/$tag.metrics.txt" 2>&1
+    scrape_metrics "$OUT/run/$tag.metrics.txt"
   fi
   if [[ -n $bm ]]; then
     # A BE that ended before the HP service did died during the run (its
@@ -689,8 +699,7 @@ record_be() { # bm
   DCMD=(record -o "$OUT/run/$bm.be.trace")
   start_daemon "$tag" none 1.25 || { DCMD=(); return 1; }
   DCMD=()
-  env MOSAIC_SCHED_SOCKET="$OUT/run/$tag.sock" LD_PRELOAD="$PRELOAD" MOSAIC_ROLE=be \
-    bash -c "exec $(be_cmd "$bm" "$REC_BE_S" "$OUT/run/$tag.ready")" >"$OUT/run/$tag.be.json" 2>"$OUT/run/$tag.be.err"
+  be_client "$tag" "$bm" "$REC_BE_S"
   stop_daemon
   log "$tag: $(tail -1 "$OUT/run/$tag.be.json" | cut -c1-140)"
 }
@@ -837,10 +846,8 @@ for pair in $PAIRS; do
       [[ -s $OUT/run/$tag.be.json ]] && continue
       budget_left $((EST_BE_START + BE_ISO_S + 1)) "$tag" || continue
       start_daemon "$tag" "$pol" 1.25 || continue
-      env MOSAIC_SCHED_SOCKET="$OUT/run/$tag.sock" LD_PRELOAD="$PRELOAD" MOSAIC_ROLE=be \
-        bash -c "exec $(be_cmd "$bm" "$BE_ISO_S" "$OUT/run/$tag.ready")" >"$OUT/run/$tag.be.json" 2>"$OUT/run/$tag.be.err"
-      python3 -c "import urllib.request,sys; sys.stdout.write(urllib.request.urlopen('http://127.0.0.1:${METRICS_PORT:-19464}/metrics', timeout=2).read().decode())" \
-        >"$OUT/run/$tag.metrics.txt" 2>&1
+      be_client "$tag" "$bm" "$BE_ISO_S"
+      scrape_metrics "$OUT/run/$tag.metrics.txt"
       stop_daemon
       log "$tag: $(tail -1 "$OUT/run/$tag.be.json" | cut -c1-120)$([[ -s $OUT/run/$tag.be.json ]] || tail -2 "$OUT/run/$tag.be.err" | tr '\n' ' ' | cut -c1-240)"
     done

@@ -239,6 +239,12 @@ static void eq5_at_tight_and_loose_slo(void **state)
     }
 }
 
+static void metrics_text(struct mosaic__policy *p, char *text, size_t cap)
+{
+    size_t n = p->metrics(p->state, text, cap);
+    text[n < cap ? n : cap - 1] = '\0';
+}
+
 /*
  * gate-ahead: orion and mosaic never grant a kernel ahead of its stream's
  * granted ones (they follow a BE kernel from its grant as its start; ahead
@@ -255,15 +261,13 @@ static void ahead_is_held_silently(void **state)
         struct mosaic__be_want w = {.client_id = 2, .kernel_id = be, .ahead = 1};
         struct mosaic__sched_view v = {.hp_clients = 1};
         char text[8192];
-        size_t n;
 
         learn(&p, 8);
         v.now_ns = mosaic__now_ns();
         assert_int_equal(p.decide(p.state, &v, &w), MOSAIC__HOLD); /* HP idle, ahead */
         w.kernel_id = 12345; /* no profile */
         assert_int_equal(p.decide(p.state, &v, &w), MOSAIC__HOLD);
-        n = p.metrics(p.state, text, sizeof(text));
-        text[n < sizeof(text) ? n : sizeof(text) - 1] = '\0';
+        metrics_text(&p, text, sizeof(text));
         assert_non_null(strstr(text, "reason=\"no_hp\"} 0"));
         assert_non_null(strstr(text, "reason=\"fits\"} 0"));
         assert_non_null(strstr(text, "reason=\"unknown_kernel\"} 0"));
@@ -277,8 +281,7 @@ static void ahead_is_held_silently(void **state)
         v = (struct mosaic__sched_view){.now_ns = now, .hp_clients = 1, .hp_requests_in_flight = 1};
         w.ahead = 1;
         assert_int_equal(p.decide(p.state, &v, &w), MOSAIC__HOLD);
-        n = p.metrics(p.state, text, sizeof(text));
-        text[n < sizeof(text) ? n : sizeof(text) - 1] = '\0';
+        metrics_text(&p, text, sizeof(text));
         assert_non_null(strstr(text, "reason=\"no_hp\"} 1"));
         assert_non_null(strstr(text, "reason=\"over_slo\"} 0"));
         assert_non_null(strstr(text, "reason=\"orion_mismatch\"} 0"));
@@ -629,12 +632,6 @@ static void be_alone_between_requests(void **state)
     (void)state;
     assert_int_equal(third_be_kernel(0), MOSAIC__ADMIT);
     assert_int_equal(third_be_kernel(1), MOSAIC__HOLD);
-}
-
-static void metrics_text(struct mosaic__policy *p, char *text, size_t cap)
-{
-    size_t n = p->metrics(p->state, text, cap);
-    text[n < cap ? n : cap - 1] = '\0';
 }
 
 /*
