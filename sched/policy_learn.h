@@ -72,6 +72,10 @@ extern int mosaic__policy_before_partial;
  * bench_policy_decide's side-by-side timing and replay's identity check.
  * The daemon never sets it. */
 extern int mosaic__policy_before_cache;
+/* 1: the rule before a request within its type's isolated spread of the
+ * replay without interference stopped untrusting the type
+ * (policy_model.c, iso_spread). What-if only; the daemon never sets it. */
+extern int mosaic__policy_before_noise;
 
 struct mosaic__learn;
 

@@ -172,6 +172,19 @@ int mosaic__policy_before_alone;
  * between-requests finish without simulation); the decisions are the same,
  * bench_policy_decide times both in one run. */
 int mosaic__policy_before_cache;
+/* A request sends its type back to the bound only if it is slower than the
+ * replay with no interference by more than the type's isolated spread (its
+ * slowest isolated sample over its median, iso_spread). On an H100
+ * (2026-12-07, ResNet-50 + ResNet-18 training, p = 1.25 and 1.6) seven
+ * requests 7-23 us over T_iso (the isolated spread: 74 us from p50 to p99)
+ * beside one BE kernel that the model had start after the request's end
+ * (+2882 to +3597 us into a 2.72 ms request) measured RATIO_CAP, for the
+ * replay found no factor that explains any slowdown, and sent the type
+ * back to the bound for 64 requests each time: 3 and 4 times in runs of
+ * 400 requests. Such a request is within the host's jitter of isolated;
+ * it is counted (mosaic_policy_ratio_within_noise_total), not recorded.
+ * 1: the rule before (what-if only; the daemon never sets it). */
+int mosaic__policy_before_noise;
 #define ONEOFF_TIMES 8.0
 #define ONEOFF_MIN_NS 20e6
 /* Partitioned, an unproven type's overlap factor on the predicted excess
@@ -370,7 +383,7 @@ struct model {
     uint64_t unknown[U_COUNT];
     int run_max;
     uint64_t grants_unfollowed; /* granted with the running set full */
-    uint64_t bound_decisions, ratio_samples, unmeasured;
+    uint64_t bound_decisions, ratio_samples, unmeasured, within_noise;
     double pred_sum_s, obs_sum_s;
     /* Time BE kernels waited, by the reason of the hold and whether an HP
      * request was in flight (held_ns[in_flight][reason]): a kernel asked
@@ -649,6 +662,17 @@ static void type_sample(struct model *m, struct rtype *t, double lat_ns)
     t->t_iso = tmp[t->nsamples / 2];
     if (type_ready(t))
         m->scale = type_scale(t);
+}
+
+/* How far above its median an isolated request of type t has been: the
+ * slowest of its isolated samples (up to ISO_SAMPLES) over t_iso. */
+static double iso_spread(const struct rtype *t)
+{
+    double top = 0;
+
+    for (int i = 0; i < t->nsamples; i++)
+        top = fmax(top, t->samples[i]);
+    return fmax(0, top - t->t_iso);
 }
 
 static struct hpc *hp_get(struct model *m, uint32_t client, int create)
@@ -1293,12 +1317,26 @@ static void end_request(struct model *m, struct hpc *h, uint64_t ts)
     int over = lat > m->slo * t->t_iso;
     m->over_slo += (uint64_t)over;
     double ratio = measure_ratio(m, h, lat);
-    if (isfinite(ratio) && MARGIN * ratio > F_MAX)
-        log_untrusting(t, h, lat, pred);
-    if (isfinite(ratio))
+    /* An untrusting ratio from a request within the isolated spread of its
+     * replay without interference is not recorded (mosaic__policy_before_noise
+     * above); NaN, and the test below false, for every other request. */
+    double alone = NAN;
+    if (isfinite(ratio) && MARGIN * ratio > F_MAX && !mosaic__policy_before_noise)
+        alone = replay(m, h, 0);
+    if (lat - alone <= iso_spread(t)) {
+        m->within_noise++;
+        mosaic__dlog(MOSAIC__L_DEBUG, "policy mosaic: HP request type %016llx: a request of "
+                     "%.3f ms, %.1f us over its replay without interference, within the "
+                     "isolated spread (%.1f us): no ratio recorded",
+                     (unsigned long long)t->first, lat / 1e6, (lat - alone) / 1e3,
+                     iso_spread(t) / 1e3);
+    } else if (isfinite(ratio)) {
+        if (MARGIN * ratio > F_MAX)
+            log_untrusting(t, h, lat, pred);
         type_ratio(m, t, ratio);
-    else
+    } else {
         m->unmeasured++;
+    }
     if (lat > DRIFT_RATIO * pred || over) {
         m->drift++;
         mosaic__dlog(MOSAIC__L_WARN, "policy mosaic: HP request took %.3f ms, predicted %.3f ms "
@@ -1966,9 +2004,14 @@ static size_t model_metrics(void *state, char *buf, size_t cap)
            "mosaic_policy_ratio_samples_total %llu\n"
            "# HELP mosaic_policy_unmeasured_total Overlapped requests whose ratio could not "
            "be measured.\n# TYPE mosaic_policy_unmeasured_total counter\n"
-           "mosaic_policy_unmeasured_total %llu\n",
+           "mosaic_policy_unmeasured_total %llu\n"
+           "# HELP mosaic_policy_ratio_within_noise_total Overlapped requests whose ratio "
+           "would untrust the type but whose excess over the replay without interference "
+           "was within the type's isolated spread: not recorded.\n"
+           "# TYPE mosaic_policy_ratio_within_noise_total counter\n"
+           "mosaic_policy_ratio_within_noise_total %llu\n",
            (unsigned long long)m->bound_decisions, (unsigned long long)m->ratio_samples,
-           (unsigned long long)m->unmeasured);
+           (unsigned long long)m->unmeasured, (unsigned long long)m->within_noise);
     APPEND("# HELP mosaic_policy_unknown_total Decisions held as unknown_kernel, by cause.\n"
            "# TYPE mosaic_policy_unknown_total counter\n");
     for (int i = 0; i < U_COUNT; i++)

@@ -708,6 +708,57 @@ static void trust_is_earned(void **state)
 }
 
 /*
+ * A request within the host's jitter does not untrust its type: isolated
+ * requests of 11.0 ms and one of 11.2 ms (a spread of 0.2 ms over the
+ * median), then 45 overlapped requests as fast as isolated (trusted).
+ * A request with a BE kernel beside it for its last microsecond takes
+ * 11.05 ms: no factor of that microsecond explains 50 us, so its ratio
+ * is RATIO_CAP, but 50 us is within the isolated spread and the type stays
+ * trusted (under the rule before, it goes back to the bound). One of
+ * 11.5 ms, beyond the spread, still sends it back.
+ */
+static int trusted_after_late_request(uint64_t lat, int before_noise, char *text, size_t cap)
+{
+    struct mosaic__policy p = ptu_open_mosaic(1.7, dir);
+    uint64_t be = mosaic_sched_kernel_id(be_key), t;
+    int trusted;
+
+    t = learn(&p, 8) - 1500000000ull;
+    ev(&p, MOSAIC__PEV_HP_BEGIN, 9, t);
+    for (int k = 0; k < 3; k++)
+        ev(&p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(ptu_hp_keys[k]), t);
+    ev(&p, MOSAIC__PEV_HP_END, 9, t + 11200000ull);
+    t += 20 * MS;
+    for (int i = 0; i < 45; i++, t += 20 * MS)
+        overlapped_request(&p, be, 200 + (uint64_t)i, t);
+    mosaic__policy_before_noise = before_noise;
+    ev(&p, MOSAIC__PEV_HP_BEGIN, 300, t);
+    for (int k = 0; k < 3; k++)
+        ev(&p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(ptu_hp_keys[k]), t);
+    ev_be(&p, MOSAIC__PEV_BE_GRANT, be, t + lat - 2000);
+    ev_be(&p, MOSAIC__PEV_BE_DONE, be, t + lat - 1000);
+    ev(&p, MOSAIC__PEV_HP_END, 300, t + lat);
+    mosaic__policy_before_noise = 0;
+    metrics_text(&p, text, cap);
+    trusted = strstr(text, "mosaic_policy_unproven_types 0") != NULL;
+    mosaic__policy_close(&p);
+    return trusted;
+}
+
+static void jitter_does_not_untrust(void **state)
+{
+    char text[8192];
+    (void)state;
+    assert_true(trusted_after_late_request(11050000ull, 0, text, sizeof(text)));
+    assert_non_null(strstr(text, "mosaic_policy_ratio_within_noise_total 1\n"));
+    assert_non_null(strstr(text, "mosaic_policy_ratio_samples_total 45\n"));
+    assert_false(trusted_after_late_request(11050000ull, 1, text, sizeof(text)));
+    assert_non_null(strstr(text, "mosaic_policy_ratio_within_noise_total 0\n"));
+    assert_false(trusted_after_late_request(11500000ull, 0, text, sizeof(text)));
+    assert_non_null(strstr(text, "mosaic_policy_ratio_samples_total 46\n"));
+}
+
+/*
  * How long BE waited, by reason: an unknown kernel held beside an open
  * request is asked again 2 ms later (still held) and admitted 3 ms after
  * that, once the request ended; the whole 5 ms is the unknown_kernel
@@ -919,6 +970,7 @@ int main(void)
         cmocka_unit_test(gap_credit_from_served_requests),
         cmocka_unit_test(be_alone_between_requests),
         cmocka_unit_test(trust_is_earned),
+        cmocka_unit_test(jitter_does_not_untrust),
         cmocka_unit_test(held_time_by_reason),
         cmocka_unit_test(factor_below_one),
         cmocka_unit_test(caches_keep_the_decisions),
