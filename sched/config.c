@@ -69,6 +69,8 @@ enum ktype { K_STR, K_UINT, K_MODE, K_SLO, K_ENUM };
       "a file of the HP service's profile keys, one a line")                           \
     X("sm-mode", K_ENUM, sm_mode, 0, 0, sm_mode_names, "full",                         \
       "full (HP and BE share every SM) or partition (HP on hp-sms SMs, BE the rest)")  \
+    X("beside-hp", K_ENUM, beside_hp, 0, 0, beside_names, "admit",                     \
+      "admit (orion and mosaic decide BE beside requests) or hold (between them only)")  \
     X("tune-hp-command", K_STR, tune_hp_command, 0, 0, NULL, "",                       \
       "tune: the HP service's shell command, or empty (then --hp-command)")            \
     X("tune-be-command", K_STR, tune_be_command, 0, 0, NULL, "",                       \
@@ -84,6 +86,7 @@ static const char *const mps_names[] = {"check", "start", "off", NULL};
 static const char *const timeout_names[] = {"run", "hold", NULL};
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
 static const char *const sm_mode_names[] = {"full", "partition", NULL};
+static const char *const beside_names[] = {"admit", "hold", NULL};
 
 struct key {
     const char *name;

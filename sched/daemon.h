@@ -65,6 +65,7 @@ struct mosaic__sched_config {
     unsigned hp_sms;        /* policy static / sm-mode partition: HP's SMs, 0: chosen */
     char hp_kernels[4096];  /* a file of the HP service's profile keys */
     int sm_mode;            /* enum mosaic__sm_mode (policy mosaic) */
+    int beside_hp;          /* 0: orion and mosaic decide BE beside a request; 1: hold it */
     char tune_hp_command[1024]; /* mosaic-sched tune: the commands it runs (sh -c) */
     char tune_be_command[1024];
     unsigned tune_trial_ms;

@@ -233,10 +233,10 @@ double mosaic__f_min = F_MIN;
 
 /* Admitting reasons come first (model_decide admits at R_FITS or below). */
 enum reason { R_NO_HP, R_LEARNED, R_FITS, R_OVER, R_UNKNOWN, R_LEARNING, R_ORION_MISMATCH,
-              R_RECONNECT, R_COUNT };
+              R_RECONNECT, R_BESIDE_HOLD, R_COUNT };
 static const char *const reason_names[R_COUNT] = {"no_hp", "learned_bound", "fits", "over_slo",
                                                  "unknown_kernel", "learning", "orion_mismatch",
-                                                 "reconnecting"};
+                                                 "reconnecting", "beside_hold"};
 /* The causes of an unknown_kernel decision: a kernel with no profile (or
  * no prediction) whose duration is not learned yet, beside a request; an
  * HP/BE pair the predictor gave no slowdown for; the unknown kernels'
@@ -384,6 +384,10 @@ struct model {
     int run_max;
     uint64_t grants_unfollowed; /* granted with the running set full */
     uint64_t bound_decisions, ratio_samples, unmeasured, within_noise;
+    /* beside-hp hold: BE is held while an HP request is in flight, and
+     * decided by the model between requests only (the kernels that would
+     * run into the next one). */
+    int beside_hold;
     double pred_sum_s, obs_sum_s;
     /* Time BE kernels waited, by the reason of the hold and whether an HP
      * request was in flight (held_ns[in_flight][reason]): a kernel asked
@@ -1924,6 +1928,8 @@ static int model_decide(void *state, const struct mosaic__sched_view *v,
     m->now = (double)now;
     if (reconnecting(m, v, now)) {
         reason = R_RECONNECT;
+    } else if (m->beside_hold && v->hp_requests_in_flight) {
+        reason = R_BESIDE_HOLD;
     } else if (!b || (!m->orion && !b->pk)) {
         /* No profile (or no prediction for it): while no HP request is in
          * flight, as hold-be does, or beside one by the worst-case bound
@@ -2182,6 +2188,7 @@ int mosaic__policy_open(const struct mosaic__sched_config *cfg, struct mosaic__p
     if (!m)
         return MOSAIC_ENOMEM;
     m->orion = cfg->policy == MOSAIC__POLICY_ORION;
+    m->beside_hold = cfg->beside_hp == 1;
     m->slo = cfg->slo;
     if (cfg->sm_mode == MOSAIC__SM_PARTITION &&
         (rc = partition_open(m, cfg, err, errlen)) != 0) {

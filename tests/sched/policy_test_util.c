@@ -22,11 +22,18 @@ struct mosaic__policy ptu_open_mosaic(double slo, const char *profile_dir)
 
 struct mosaic__policy ptu_open_policy(int policy, double slo, const char *profile_dir)
 {
+    return ptu_open_beside(policy, slo, profile_dir, 0);
+}
+
+struct mosaic__policy ptu_open_beside(int policy, double slo, const char *profile_dir,
+                                      int beside_hp)
+{
     struct mosaic__sched_config cfg;
     struct mosaic__policy p;
     char err[1024];
 
     mosaic__config_defaults(&cfg);
+    cfg.beside_hp = beside_hp;
     cfg.policy = policy;
     cfg.slo = slo;
     snprintf(cfg.profile_dir, sizeof(cfg.profile_dir), "%s", profile_dir);

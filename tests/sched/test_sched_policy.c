@@ -795,14 +795,14 @@ static void held_time_by_reason(void **state)
  * it.
  */
 #define SLO_F 1.40
-static int trusted_decision(double f_min)
+static int trusted_decision_beside(double f_min, int beside_hp)
 {
     struct mosaic__policy p;
     uint64_t be = mosaic_sched_kernel_id(be_key), t, now;
     int r;
 
     mosaic__f_min = f_min;
-    p = ptu_open_mosaic(SLO_F, dir);
+    p = ptu_open_beside(MOSAIC__POLICY_MOSAIC, SLO_F, dir, beside_hp);
     t = learn(&p, 8) - 1000000000ull;
     for (int i = 0; i < 45; i++, t += 20 * MS)
         overlapped_request(&p, be, 200 + (uint64_t)i, t);
@@ -815,11 +815,40 @@ static int trusted_decision(double f_min)
     return r;
 }
 
+static int trusted_decision(double f_min)
+{
+    return trusted_decision_beside(f_min, 0);
+}
+
 static void factor_below_one(void **state)
 {
     (void)state;
     assert_int_equal(trusted_decision(0.25), MOSAIC__ADMIT);
     assert_int_equal(trusted_decision(1.0), MOSAIC__HOLD);
+}
+
+/*
+ * beside-hp hold: the BE convolution factor_below_one admits beside the
+ * trusted request is held while it is in flight, charged to beside_hold;
+ * between requests the model still decides (be_alone_between_requests'
+ * third kernel, which ends before the next request, is admitted).
+ */
+static void beside_hold_waits_for_the_request(void **state)
+{
+    struct mosaic__policy p = ptu_open_beside(MOSAIC__POLICY_MOSAIC, 1.25, dir, 1);
+    uint64_t be = mosaic_sched_kernel_id(be_key);
+    uint64_t t = mosaic__now_ns() - 1181 * MS, end = 0;
+    (void)state;
+
+    assert_int_equal(trusted_decision_beside(0.25, 1), MOSAIC__HOLD);
+    for (int i = 0; i < 40; i++) {
+        end = served_request(&p, (uint64_t)i + 1, t);
+        t = end + 19 * MS;
+    }
+    assert_int_equal(ask_at(&p, be, 0, end + MS / 5), MOSAIC__ADMIT);
+    assert_int_equal(ask_at(&p, be, 1, end + MS / 2), MOSAIC__HOLD);
+    assert_true(metric_has(&p, "mosaic_policy_decisions_total{reason=\"beside_hold\"} 1\n"));
+    mosaic__policy_close(&p);
 }
 
 /*
@@ -973,6 +1002,7 @@ int main(void)
         cmocka_unit_test(jitter_does_not_untrust),
         cmocka_unit_test(held_time_by_reason),
         cmocka_unit_test(factor_below_one),
+        cmocka_unit_test(beside_hold_waits_for_the_request),
         cmocka_unit_test(caches_keep_the_decisions),
         cmocka_unit_test(served_type_relearns_its_sequence),
         cmocka_unit_test(holds_be_until_hp_is_known),
