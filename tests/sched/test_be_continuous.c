@@ -48,6 +48,9 @@ struct run {
     struct mosaic__replay_result r;
 };
 
+/* The beside-hp key of every replay (the table's last row sets hold). */
+static const char *beside_hp = "admit";
+
 static int replay(const char *dir, const char *models, const char *policy, double p,
                   int before_i15, double bound_factor, struct run *out)
 {
@@ -64,7 +67,8 @@ static int replay(const char *dir, const char *models, const char *policy, doubl
         mosaic__config_set(&cfg, "slo", num, NULL, 0, err, sizeof(err)) != 0 ||
         mosaic__config_set(&cfg, "profile-dir", prof, NULL, 0, err, sizeof(err)) != 0 ||
         mosaic__config_set(&cfg, "model-dir", models, NULL, 0, err, sizeof(err)) != 0 ||
-        mosaic__config_set(&cfg, "log-level", "error", NULL, 0, err, sizeof(err)) != 0) {
+        mosaic__config_set(&cfg, "log-level", "error", NULL, 0, err, sizeof(err)) != 0 ||
+        mosaic__config_set(&cfg, "beside-hp", beside_hp, NULL, 0, err, sizeof(err)) != 0) {
         fprintf(stderr, "test_be_continuous: config: %s\n", err);
         return -1;
     }
@@ -141,6 +145,11 @@ static int table(const char *dir, const char *models)
         if (replay(dir, models, "mosaic", ps[i], 0, 1.0, &r) != 0)
             return 1;
         row("**mosaic, new**", ps[i], &r);
+        beside_hp = "hold";
+        if (replay(dir, models, "mosaic", ps[i], 0, 1.0, &r) != 0)
+            return 1;
+        row("mosaic, beside-hp hold", ps[i], &r);
+        beside_hp = "admit";
     }
     printf("(HP isolated p99 %.3f ms; BE alone %.2f steps/s; %u HP requests counted)\n",
            r.r.hp_iso_p99_ms, r.r.be_iso_steps_per_s, r.r.hp_requests);
