@@ -1319,7 +1319,7 @@ static size_t metrics_text(struct daemon *d, char *buf, size_t cap)
 
 static void serve_metrics(struct daemon *d)
 {
-    static char body[16384];
+    static char body[32768];
     char req[1024], head[160];
     struct pollfd p;
     size_t n;

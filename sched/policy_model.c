@@ -323,6 +323,7 @@ struct bek {
     /* Granted between requests: the next request's expected start, until
      * which its prediction ran it alone (be_finish); -INFINITY beside one. */
     double free_until, alone;
+    int beside; /* an HP request was open at some time while it was followed */
 };
 
 struct hpc {
@@ -384,6 +385,12 @@ struct model {
     int run_max;
     uint64_t grants_unfollowed; /* granted with the running set full */
     uint64_t bound_decisions, ratio_samples, unmeasured, within_noise;
+    /* BE units done, beside an HP request or apart from them ([1] and
+     * [0]): their summed alone, predicted and observed (DONE) times from
+     * their predicted start, ns: how far BE's wall time beside HP is from
+     * the prediction, and how much BE work a wall-second beside HP does. */
+    double be_ns[2][3];
+    uint64_t be_units[2];
     /* beside-hp hold: BE is held while an HP request is in flight, and
      * decided by the model between requests only (the kernels that would
      * run into the next one). */
@@ -1406,8 +1413,10 @@ static void model_observe(void *state, const struct mosaic__policy_event *e)
         h->nov = h->ov_lost = h->ov_compacted = 0;
         h->ov_done_ns = 0;
         be_restretch(m, (double)e->ts_ns);
-        for (int i = 0; i < m->nrun; i++)
+        for (int i = 0; i < m->nrun; i++) {
+            m->run[i].beside = 1;
             ov_add(h, &m->run[i]);
+        }
         if (type_ready(h->type)) {
             double done = 0;
             h->pred_finish = simulate(m, h->type, (double)e->ts_ns, &done, INFINITY, NULL, 0);
@@ -1489,8 +1498,10 @@ static void model_observe(void *state, const struct mosaic__policy_event *e)
                 .free_until = free_until, .alone = alone[k]};
             at = ends[k];
             for (int i = 0; i < MAX_HP; i++)
-                if (m->hp[i].used && m->hp[i].open)
+                if (m->hp[i].used && m->hp[i].open) {
+                    m->run[m->nrun - 1].beside = 1;
                     ov_add(&m->hp[i], &m->run[m->nrun - 1]);
+                }
         }
         m->run_max = m->nrun > m->run_max ? m->nrun : m->run_max;
         refresh_predictions(m, now);
@@ -1510,11 +1521,27 @@ static void model_observe(void *state, const struct mosaic__policy_event *e)
                 if (m->run[i].client == e->client_id && m->run[i].unit == e->id &&
                     (!inst || m->run[i].inst < inst))
                     inst = m->run[i].inst;
-            for (int j = 0; inst && j < m->nrun; j++)
-                if (m->run[j].client != e->client_id || m->run[j].inst != inst)
-                    m->run[kept++] = m->run[j];
-            if (inst)
+            double alone = 0, g0 = 0, gend = 0;
+            int beside = 0;
+            for (int j = 0; inst && j < m->nrun; j++) {
+                const struct bek *b = &m->run[j];
+                if (b->client != e->client_id || b->inst != inst) {
+                    m->run[kept++] = *b;
+                    continue;
+                }
+                alone += b->alone;
+                beside |= b->beside;
+                g0 = b->g0;
+                gend = b->gend;
+            }
+            if (inst) {
+                double end = e->ts_ns ? (double)e->ts_ns : (double)now;
                 m->nrun = kept;
+                m->be_units[beside]++;
+                m->be_ns[beside][0] += alone;
+                m->be_ns[beside][1] += gend - g0;
+                m->be_ns[beside][2] += fmax(0, end - g0);
+            }
         }
         break;
     case MOSAIC__PEV_CLIENT_GONE:
@@ -2018,6 +2045,21 @@ static size_t model_metrics(void *state, char *buf, size_t cap)
            "mosaic_policy_ratio_within_noise_total %llu\n",
            (unsigned long long)m->bound_decisions, (unsigned long long)m->ratio_samples,
            (unsigned long long)m->unmeasured, (unsigned long long)m->within_noise);
+    APPEND("# HELP mosaic_policy_be_units_total BE units (a kernel, or a BE graph's kernels) "
+           "done, by whether an HP request was open while they ran.\n"
+           "# TYPE mosaic_policy_be_units_total counter\n");
+    for (int b = 0; b < 2; b++)
+        APPEND("mosaic_policy_be_units_total{hp=\"%s\"} %llu\n", b ? "beside" : "apart",
+               (unsigned long long)m->be_units[b]);
+    APPEND("# HELP mosaic_policy_be_seconds_total Those units' summed times from their "
+           "predicted start: alone (the profile, on this GPU's scale), predicted (their wall "
+           "time as admitted) and observed (to their DONE).\n"
+           "# TYPE mosaic_policy_be_seconds_total counter\n");
+    for (int b = 0; b < 2; b++)
+        for (int k = 0; k < 3; k++)
+            APPEND("mosaic_policy_be_seconds_total{hp=\"%s\",time=\"%s\"} %.6f\n",
+                   b ? "beside" : "apart", k == 0 ? "alone" : k == 1 ? "predicted" : "observed",
+                   m->be_ns[b][k] * 1e-9);
     APPEND("# HELP mosaic_policy_unknown_total Decisions held as unknown_kernel, by cause.\n"
            "# TYPE mosaic_policy_unknown_total counter\n");
     for (int i = 0; i < U_COUNT; i++)

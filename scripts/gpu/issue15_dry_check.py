@@ -164,6 +164,15 @@ def dry(d, run, res, pair, rc):
         bad.append(f"replay ranks none ({rp['none']['hp_p99_ms']}) not above mosaic ({rp['mosaic']['hp_p99_ms']})")
     if not all(("real" in r) for r in pair["replay"]):
         bad.append("a replay row without its real run")
+    # The model policies' BE time by where it ran: a mosaic row counts the
+    # units it followed, and its alone time is within its observed time.
+    for (pol, p), r in rows.items():
+        if pol != "mosaic":
+            continue
+        bt = r.get("be_time") or {}
+        done = sum(x["units"] for x in bt.values())
+        if not done or any(x["units"] and not 0 < x["alone"] <= x["observed"] * 1.5 for x in bt.values()):
+            bad.append(f"mosaic p={p:g}: BE time by where it ran {bt}")
     # Costs.
     c = res.get("costs") or {}
     for k in ("hp_launch_connected_added_ns", "be_grant_host_hold_us", "be_grant_device_gate_us", "decision_ns"):

@@ -263,7 +263,7 @@ cleanup() {
   [[ $DRY == sim ]] && "$B/bin/simgpu" rm "$MOSAIC_SIMGPU" >/dev/null 2>&1
   # Stopped early (a timeout's TERM, a budget): the summary of what ran.
   if [[ -d $OUT/run && ! -s $OUT/summary.txt ]]; then
-    TUNE_PS="$TUNE_PS" python3 "$REPO/scripts/gpu/issue15_summary.py" "$OUT/run" "$PAIRS" "$PS" "$PHASES" "${PAIR_PHASES:-}" >"$OUT/summary.txt" 2>&1
+    TUNE_PS="$TUNE_PS" BASELINES="$BASELINES" python3 "$REPO/scripts/gpu/issue15_summary.py" "$OUT/run" "$PAIRS" "$PS" "$PHASES" "${PAIR_PHASES:-}" >"$OUT/summary.txt" 2>&1
     cp "$OUT/run/results.json" "$OUT/results.json" 2>/dev/null
     tail -40 "$OUT/summary.txt" >&2
   fi
@@ -864,5 +864,5 @@ for pair in $PAIRS; do
   phase_end
 done
 
-TUNE_PS="$TUNE_PS" python3 "$REPO/scripts/gpu/issue15_summary.py" "$OUT/run" "$PAIRS" "$PS" "$PHASES" "${PAIR_PHASES:-}" | tee "$OUT/summary.txt"
+TUNE_PS="$TUNE_PS" BASELINES="$BASELINES" python3 "$REPO/scripts/gpu/issue15_summary.py" "$OUT/run" "$PAIRS" "$PS" "$PHASES" "${PAIR_PHASES:-}" | tee "$OUT/summary.txt"
 cp "$OUT/run/results.json" "$OUT/results.json" 2>/dev/null

@@ -312,9 +312,46 @@ def score(run, tag, p, iso99, be_iso_sps, ms, pol):
         # 2026-12-02 H200 calls had 0, docs/services-eval.md).
         row["daemon_hp_request_ends"] = met.get("mosaic_hp_request_duration_seconds_count")
         row["be_held_s"] = met.get("mosaic_be_held_seconds_total")
+        row["be_time"] = be_time(met)
+        row["policy_held_s"] = {f"{r.group(1)},{r.group(2)}": v for k, v in met.items()
+                                for r in [re.match(r'mosaic_policy_held_seconds_total\{reason="([a-z_]+)",'
+                                                   r'hp="([a-z_]+)"\}', k)] if r and v > 0}
     if pol == "static":
         row["split"] = static_split(f"{run}/{tag}.daemon.log")
     return row
+
+
+def be_time(met):
+    """The model policies' BE units by where they ran (beside an HP request
+    or apart), with their summed alone, predicted and observed seconds."""
+    out = {}
+    for where in ("beside", "apart"):
+        u = met.get(f'mosaic_policy_be_units_total{{hp="{where}"}}')
+        if u is not None:
+            out[where] = {"units": u, **{k: met.get(f'mosaic_policy_be_seconds_total{{hp="{where}",time="{k}"}}')
+                                         for k in ("alone", "predicted", "observed")}}
+    return out or None
+
+
+def be_time_lines(rows, first_p, lines):
+    """Per model-policy run: BE work (alone seconds) per wall second beside
+    HP and apart, and observed over predicted wall time (the slowdown the
+    policy admitted BE on, checked)."""
+    for row in rows:
+        bt = row.get("be_time")
+        if not bt or (not row["policy"].startswith(("mosaic", "tuned")) and row["p"] != first_p):
+            continue
+        parts = []
+        for where, x in bt.items():
+            if not x["units"] or not x["observed"]:
+                parts.append(f"{where} 0 units")
+                continue
+            parts.append(f"{where} {x['units']:.0f} units, alone {x['alone']:.3f} s in {x['observed']:.3f} s "
+                         f"(work/wall {x['alone'] / x['observed']:.2f}, observed/predicted "
+                         f"{x['observed'] / x['predicted'] if x['predicted'] else float('nan'):.2f})")
+        held = ", ".join(f"{k} {v:.3f} s" for k, v in sorted(row.get("policy_held_s", {}).items()))
+        lines.append(f"    BE p={row['p']:g} {row['policy']}: {'; '.join(parts)}"
+                     + (f"; held {held}" if held else ""))
 
 
 def tune_report(run, T, p, lines):
@@ -610,9 +647,12 @@ def missing(T, ps, want, r):
         if (pol, p) not in have:
             why = failed.get(f"{pol} p={p:g}")
             out.append(f"{T} {pol} p={p:g} ({phase}){': ' + why if why else ''}")
+    # BASELINES (the script's, in the environment): the baselines the call
+    # ran in phase policies; a call that leaves one out does not miss it.
+    base = os.environ.get("BASELINES", "none mps-priority orion").split()
     for p in ps:
         if "policies" in want:
-            for pol in ("none", "mps-priority", "orion", "mosaic"):
+            for pol in base + ["mosaic"]:
                 need(pol, p, "policies")
         if "static" in want:
             need("static", p, "static")
@@ -808,6 +848,7 @@ def main():
                              f"{row['be_vs_isolated']:6.2f} {row['cost_savings']:7.2f} "
                              f"{'-' if row['hp_busy'] is None else '%.3f' % row['hp_busy']:>7} "
                              f"{'-' if row['be_first_step_ms'] is None else '%.1f' % row['be_first_step_ms']:>9}{extra}")
+        be_time_lines(r["runs"], ps[0], lines)
         # Runs ended early because their BE job died: no row, the reason.
         failed = failed_runs(run, T, ps)
         if failed:

@@ -8,6 +8,7 @@
  * unprofiled BE kernel is learned from its runs with HP idle and then
  * admitted beside HP under the worst-case bound (sched/policy_learn.c).
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -827,6 +828,49 @@ static void factor_below_one(void **state)
     assert_int_equal(trusted_decision(1.0), MOSAIC__HOLD);
 }
 
+/* The value of metric line name (name{labels} as printed), NaN if absent. */
+static double metric_value(struct mosaic__policy *p, const char *name)
+{
+    char text[16384];
+    size_t n = p->metrics(p->state, text, sizeof(text)), len = strlen(name);
+    text[n < sizeof(text) ? n : sizeof(text) - 1] = '\0';
+    for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+        if (strncmp(l, name, len) == 0 && l[len] == ' ')
+            return strtod(l + len + 1, NULL);
+    return NAN;
+}
+
+/*
+ * BE's time by where it ran: a BE convolution granted between requests and
+ * done 4 ms later counts apart; one granted 1 ms into a request and done
+ * 9 ms later counts beside, its predicted wall time above its alone time
+ * (the predictor slows it beside HP) and its observed time the 9 ms.
+ */
+static void be_time_beside_and_apart(void **state)
+{
+    struct mosaic__policy p = ptu_open_mosaic(1.25, dir);
+    uint64_t be = mosaic_sched_kernel_id(be_key), t;
+    (void)state;
+
+    t = learn(&p, 8);
+    be_run(&p, be, t + MS, 4 * MS);
+    ev(&p, MOSAIC__PEV_HP_BEGIN, 50, t + 10 * MS);
+    for (int k = 0; k < 3; k++)
+        ev(&p, MOSAIC__PEV_HP_LAUNCH, mosaic_sched_kernel_id(ptu_hp_keys[k]), t + 10 * MS);
+    be_run(&p, be, t + 11 * MS, 9 * MS);
+    ev(&p, MOSAIC__PEV_HP_END, 50, t + 22 * MS);
+    assert_true(metric_has(&p, "mosaic_policy_be_units_total{hp=\"apart\"} 1\n"));
+    assert_true(metric_has(&p, "mosaic_policy_be_units_total{hp=\"beside\"} 1\n"));
+    assert_true(metric_has(&p, "mosaic_policy_be_seconds_total{hp=\"apart\",time=\"observed\"} "
+                               "0.004000\n"));
+    assert_true(metric_has(&p, "mosaic_policy_be_seconds_total{hp=\"beside\",time=\"observed\"} "
+                               "0.009000\n"));
+    double alone = metric_value(&p, "mosaic_policy_be_seconds_total{hp=\"beside\",time=\"alone\"}");
+    double pred = metric_value(&p, "mosaic_policy_be_seconds_total{hp=\"beside\",time=\"predicted\"}");
+    assert_true(alone > 0 && pred > alone);
+    mosaic__policy_close(&p);
+}
+
 /*
  * beside-hp hold: the BE convolution factor_below_one admits beside the
  * trusted request is held while it is in flight, charged to beside_hold;
@@ -1003,6 +1047,7 @@ int main(void)
         cmocka_unit_test(held_time_by_reason),
         cmocka_unit_test(factor_below_one),
         cmocka_unit_test(beside_hold_waits_for_the_request),
+        cmocka_unit_test(be_time_beside_and_apart),
         cmocka_unit_test(caches_keep_the_decisions),
         cmocka_unit_test(served_type_relearns_its_sequence),
         cmocka_unit_test(holds_be_until_hp_is_known),
