@@ -324,6 +324,7 @@ struct bek {
      * which its prediction ran it alone (be_finish); -INFINITY beside one. */
     double free_until, alone;
     int beside; /* an HP request was open at some time while it was followed */
+    double grant; /* when it was granted */
 };
 
 struct hpc {
@@ -1025,6 +1026,52 @@ static void be_restretch(struct model *m, double ts)
                     m->run[j].gend = m->run[i].end_pred;
 }
 
+/*
+ * Client's unit done at ts: the kernels it queued behind it (queue_end took
+ * them to start at its predicted end) start now, or at their grant if
+ * later, so a unit done before its predicted end pulls its successors
+ * forward (and one done after it has already pushed them: be_end keeps a
+ * running kernel on past its predicted end). Their records beside open
+ * requests move with them, so that a request's replay sees when they ran.
+ */
+static void queue_pull(struct model *m, uint32_t client, double ts)
+{
+    double first = INFINITY, grant = 0, shift;
+
+    if (mosaic__policy_before_gap || m->orion)
+        return;
+    for (int i = 0; i < m->nrun; i++)
+        if (m->run[i].client == client && (double)m->run[i].start < first) {
+            first = (double)m->run[i].start;
+            grant = m->run[i].grant;
+        }
+    shift = fmax(ts, grant) - first;
+    if (!(shift < 0))
+        return;
+    for (int i = 0; i < m->nrun; i++) {
+        struct bek *b = &m->run[i];
+        if (b->client != client)
+            continue;
+        for (int j = 0; j < MAX_HP; j++) {
+            struct hpc *h = &m->hp[j];
+            for (int k = 0; h->used && h->open && k < h->nov; k++) {
+                struct bek *o = &h->ov[k];
+                if (o->client == client && o->inst == b->inst && o->ki == b->ki &&
+                    o->start == b->start && isinf(o->end_obs)) {
+                    o->start = (uint64_t)((double)o->start + shift);
+                    o->end_pred += shift;
+                    o->g0 += shift;
+                    o->gend += shift;
+                }
+            }
+        }
+        b->start = (uint64_t)((double)b->start + shift);
+        b->end_pred += shift;
+        b->g0 += shift;
+        b->gend += shift;
+    }
+}
+
 /* ---- trust ----------------------------------------------------------------- */
 
 /* The latency the forward model gives request h at factor f with the BE
@@ -1495,7 +1542,7 @@ static void model_observe(void *state, const struct mosaic__policy_event *e)
                 .client = e->client_id, .ki = ng > 0 ? gk[k] : ki, .start = (uint64_t)at,
                 .end_pred = ends[k], .wall = walls[k], .unit = e->id, .inst = inst,
                 .g0 = g0, .gend = ends[nk - 1], .tail = k == nk - 1,
-                .free_until = free_until, .alone = alone[k]};
+                .free_until = free_until, .alone = alone[k], .grant = (double)e->ts_ns};
             at = ends[k];
             for (int i = 0; i < MAX_HP; i++)
                 if (m->hp[i].used && m->hp[i].open) {
@@ -1537,6 +1584,7 @@ static void model_observe(void *state, const struct mosaic__policy_event *e)
             if (inst) {
                 double end = e->ts_ns ? (double)e->ts_ns : (double)now;
                 m->nrun = kept;
+                queue_pull(m, e->client_id, end);
                 m->be_units[beside]++;
                 m->be_ns[beside][0] += alone;
                 m->be_ns[beside][1] += gend - g0;

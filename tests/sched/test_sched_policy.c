@@ -872,6 +872,32 @@ static void be_time_beside_and_apart(void **state)
 }
 
 /*
+ * A kernel queued behind another of its client starts when that one is
+ * done: two BE convolutions granted 1 us apart between requests (a host
+ * hold lets the stream queue them), the first done after 1 ms, well before
+ * its predicted end, the second 4 ms after that. The second's time runs
+ * from the first's DONE, not from the first's predicted end, so the apart
+ * units' observed time is 1 + 4 ms (it was 1 ms + 0: the second counted
+ * from after its own DONE).
+ */
+static void queued_kernel_starts_at_the_done(void **state)
+{
+    struct mosaic__policy p = ptu_open_mosaic(1.25, dir);
+    uint64_t be = mosaic_sched_kernel_id(be_key), t;
+    (void)state;
+
+    t = learn(&p, 8);
+    ev_be(&p, MOSAIC__PEV_BE_GRANT, be, t + MS);
+    ev_be(&p, MOSAIC__PEV_BE_GRANT, be, t + MS + 1000);
+    ev_be(&p, MOSAIC__PEV_BE_DONE, be, t + 2 * MS);
+    ev_be(&p, MOSAIC__PEV_BE_DONE, be, t + 6 * MS);
+    assert_true(metric_has(&p, "mosaic_policy_be_units_total{hp=\"apart\"} 2\n"));
+    assert_true(metric_has(&p, "mosaic_policy_be_seconds_total{hp=\"apart\",time=\"observed\"} "
+                               "0.005000\n"));
+    mosaic__policy_close(&p);
+}
+
+/*
  * beside-hp hold: the BE convolution factor_below_one admits beside the
  * trusted request is held while it is in flight, charged to beside_hold;
  * between requests the model still decides (be_alone_between_requests'
@@ -1048,6 +1074,7 @@ int main(void)
         cmocka_unit_test(factor_below_one),
         cmocka_unit_test(beside_hold_waits_for_the_request),
         cmocka_unit_test(be_time_beside_and_apart),
+        cmocka_unit_test(queued_kernel_starts_at_the_done),
         cmocka_unit_test(caches_keep_the_decisions),
         cmocka_unit_test(served_type_relearns_its_sequence),
         cmocka_unit_test(holds_be_until_hp_is_known),
