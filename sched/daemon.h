@@ -20,6 +20,7 @@ enum mosaic__policy_id { MOSAIC__POLICY_NONE, MOSAIC__POLICY_HOLD_BE, MOSAIC__PO
 enum mosaic__mps_mode { MOSAIC__MPS_CHECK, MOSAIC__MPS_START, MOSAIC__MPS_OFF };
 /* sm-mode: full-GPU sharing, or HP on hp-sms SMs and BE on the rest. */
 enum mosaic__sm_mode { MOSAIC__SM_FULL, MOSAIC__SM_PARTITION };
+enum mosaic__beside { MOSAIC__BESIDE_ADMIT, MOSAIC__BESIDE_HOLD };
 enum mosaic__level { MOSAIC__L_ERROR, MOSAIC__L_WARN, MOSAIC__L_INFO, MOSAIC__L_DEBUG };
 
 /* rule ROLE MATCH VALUE: the first rule that matches a peer decides. */
@@ -65,7 +66,7 @@ struct mosaic__sched_config {
     unsigned hp_sms;        /* policy static / sm-mode partition: HP's SMs, 0: chosen */
     char hp_kernels[4096];  /* a file of the HP service's profile keys */
     int sm_mode;            /* enum mosaic__sm_mode (policy mosaic) */
-    int beside_hp;          /* 0: orion and mosaic decide BE beside a request; 1: hold it */
+    int beside_hp;          /* enum mosaic__beside (policies orion and mosaic) */
     char tune_hp_command[1024]; /* mosaic-sched tune: the commands it runs (sh -c) */
     char tune_be_command[1024];
     unsigned tune_trial_ms;

@@ -2278,7 +2278,7 @@ int mosaic__policy_open(const struct mosaic__sched_config *cfg, struct mosaic__p
     if (!m)
         return MOSAIC_ENOMEM;
     m->orion = cfg->policy == MOSAIC__POLICY_ORION;
-    m->beside_hold = cfg->beside_hp == 1;
+    m->beside_hold = cfg->beside_hp == MOSAIC__BESIDE_HOLD;
     m->slo = cfg->slo;
     if (cfg->sm_mode == MOSAIC__SM_PARTITION &&
         (rc = partition_open(m, cfg, err, errlen)) != 0) {

@@ -20,7 +20,7 @@ extern const char *const ptu_hp_keys[3];
 struct mosaic__policy ptu_open_mosaic(double slo, const char *profile_dir);
 /* Any policy of policy_model.c (MOSAIC__POLICY_ORION or _MOSAIC). */
 struct mosaic__policy ptu_open_policy(int policy, double slo, const char *profile_dir);
-/* The same with beside-hp set (0 admit, 1 hold). */
+/* The same with beside-hp set (enum mosaic__beside). */
 struct mosaic__policy ptu_open_beside(int policy, double slo, const char *profile_dir,
                                       int beside_hp);
 

@@ -818,7 +818,7 @@ static int trusted_decision_beside(double f_min, int beside_hp)
 
 static int trusted_decision(double f_min)
 {
-    return trusted_decision_beside(f_min, 0);
+    return trusted_decision_beside(f_min, MOSAIC__BESIDE_ADMIT);
 }
 
 static void factor_below_one(void **state)
@@ -865,8 +865,9 @@ static void be_time_beside_and_apart(void **state)
                                "0.004000\n"));
     assert_true(metric_has(&p, "mosaic_policy_be_seconds_total{hp=\"beside\",time=\"observed\"} "
                                "0.009000\n"));
-    double alone = metric_value(&p, "mosaic_policy_be_seconds_total{hp=\"beside\",time=\"alone\"}");
-    double pred = metric_value(&p, "mosaic_policy_be_seconds_total{hp=\"beside\",time=\"predicted\"}");
+    double alone = metric_value(&p, "mosaic_policy_be_seconds_total{hp=\"beside\",time=\"alone\"}"),
+           pred = metric_value(&p, "mosaic_policy_be_seconds_total{hp=\"beside\","
+                                   "time=\"predicted\"}");
     assert_true(alone > 0 && pred > alone);
     mosaic__policy_close(&p);
 }
@@ -905,12 +906,13 @@ static void queued_kernel_starts_at_the_done(void **state)
  */
 static void beside_hold_waits_for_the_request(void **state)
 {
-    struct mosaic__policy p = ptu_open_beside(MOSAIC__POLICY_MOSAIC, 1.25, dir, 1);
+    struct mosaic__policy p =
+        ptu_open_beside(MOSAIC__POLICY_MOSAIC, 1.25, dir, MOSAIC__BESIDE_HOLD);
     uint64_t be = mosaic_sched_kernel_id(be_key);
     uint64_t t = mosaic__now_ns() - 1181 * MS, end = 0;
     (void)state;
 
-    assert_int_equal(trusted_decision_beside(0.25, 1), MOSAIC__HOLD);
+    assert_int_equal(trusted_decision_beside(0.25, MOSAIC__BESIDE_HOLD), MOSAIC__HOLD);
     for (int i = 0; i < 40; i++) {
         end = served_request(&p, (uint64_t)i + 1, t);
         t = end + 19 * MS;
