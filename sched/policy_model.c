@@ -1982,17 +1982,19 @@ static int model_decide(void *state, const struct mosaic__sched_view *v,
                         const struct mosaic__be_want *w)
 {
     struct model *m = state;
-    /* Ahead of its stream's granted kernels (gate-ahead): not granted here,
-     * but decided again once they are done, so neither a decision nor a
-     * hold is counted. This model follows a BE kernel from its grant as its
-     * start: granted ahead, its start is its predecessors' end, which the
-     * model only predicts. On an H100 (2026-12-07, ResNet-50 + ResNet-18
-     * training) ahead grants left 134 of the overlapped requests at p = 1.25
-     * unmeasured, the type never trusted and its bound short of what ran:
-     * 44.7% of requests over p (0.0% at gate-ahead 0), orion's 18.7% over
-     * at p = 1.1 (1.0%). Until kernels granted ahead are timed from their
-     * observed start, these policies grant one kernel a stream at a time. */
-    if (w->ahead)
+    /* Ahead of its stream's granted kernels (gate-ahead). Orion-like takes a
+     * BE kernel's grant as its start (queue_end), so it grants none ahead:
+     * held here and decided again once they are done, neither a decision
+     * nor a hold counted. On an H100 (2026-12-07, ResNet-50 + ResNet-18
+     * training), when mosaic did the same, ahead grants left 134 of the
+     * overlapped requests at p = 1.25 unmeasured, the type never trusted and
+     * its bound short of what ran: 44.7% of requests over p (0.0% at
+     * gate-ahead 0), orion's 18.7% at p = 1.1 (1.0%). Mosaic now starts a
+     * queued kernel at its predecessors' predicted end (queue_end) and moves
+     * it to their DONE (queue_pull), so it decides an ahead want as any
+     * other, from that start; a kernel without a profile is still held, its
+     * duration being learned from grant to DONE (policy_learn.c). */
+    if (w->ahead && (m->orion || mosaic__policy_before_gap))
         return MOSAIC__HOLD;
     const struct kinfo *gk[MOSAIC__GRAPH_MAX_KERNELS];
     int ng = graph_kernels(m, w->client_id, w->kernel_id, gk);
@@ -2005,6 +2007,8 @@ static int model_decide(void *state, const struct mosaic__sched_view *v,
         reason = R_RECONNECT;
     } else if (m->beside_hold && v->hp_requests_in_flight) {
         reason = R_BESIDE_HOLD;
+    } else if (w->ahead && (!b || !b->pk)) {
+        return MOSAIC__HOLD;
     } else if (!b || (!m->orion && !b->pk)) {
         /* No profile (or no prediction for it): while no HP request is in
          * flight, as hold-be does, or beside one by the worst-case bound
@@ -2024,6 +2028,10 @@ static int model_decide(void *state, const struct mosaic__sched_view *v,
                               : mosaic_check(m, h, &b, 1, now, queue);
         }
     }
+    /* A held ahead want is asked again, not ahead, when its predecessors
+     * are done: only that decision and its hold are counted. */
+    if (w->ahead && reason > R_FITS)
+        return MOSAIC__HOLD;
     m->decisions[reason]++;
     held_charge(m, w, now, reason, v->hp_requests_in_flight > 0);
     return reason <= R_FITS ? MOSAIC__ADMIT : MOSAIC__HOLD;
