@@ -71,6 +71,7 @@ static void on_signal(int sig)
 
 struct cand {
     int mode;          /* enum mosaic__sm_mode; the isolated run is MOSAIC__SM_FULL too */
+    int beside;        /* enum mosaic__beside: BE decided beside HP requests, or held */
     unsigned hp_sms;   /* partition: HP's SMs */
     double pred_sd;    /* predicted isolated HP slowdown on hp_sms (1 for full) */
     int discarded;     /* by prediction: pred_sd not under p */
@@ -130,7 +131,7 @@ static void sleep_ms(double ms)
 static const char *mode_label(const struct cand *c, char *buf, size_t len)
 {
     if (c->mode == MOSAIC__SM_FULL)
-        snprintf(buf, len, "full");
+        snprintf(buf, len, c->beside == MOSAIC__BESIDE_HOLD ? "full, hold" : "full");
     else
         snprintf(buf, len, "partition %u", c->hp_sms);
     return buf;
@@ -293,9 +294,11 @@ static int read_trace(struct tune *t, const char *path, struct cand *c, char *er
     size_t ndone = 0, capdone = 0;
 
     if (!f)
+    {
+        char label[64];
         return tfail(err, errlen, MOSAIC_EIO, "trial %s: the daemon wrote no trace at %s (%s)",
-                     c->mode == MOSAIC__SM_FULL ? "full" : "partition", path,
-                     strerror(errno));
+                     mode_label(c, label, sizeof(label)), path, strerror(errno));
+    }
     for (int i = 0; i < MAX_TRACE_CLIENTS; i++)
         begin[i] = req[i] = NAN;
     t->nspans = 0;
@@ -418,6 +421,8 @@ static int run_trial(struct tune *t, struct cand *c, int iso, int idx, char *err
     argv[n++] = (char *)(c->mode == MOSAIC__SM_PARTITION ? "partition" : "full");
     argv[n++] = (char *)"--hp-sms";
     argv[n++] = sms;
+    argv[n++] = (char *)"--beside-hp";
+    argv[n++] = (char *)(c->beside == MOSAIC__BESIDE_HOLD ? "hold" : "admit");
     argv[n++] = (char *)"record";
     argv[n++] = (char *)"-o";
     argv[n++] = trace;
@@ -537,8 +542,12 @@ static int candidates(struct tune *t, struct cand *c, int *nc, char *err, size_t
     int nwant = 0, rc;
 
     mosaic_gpu_desc_h200(&g);
+    /* The full GPU with BE decided beside HP requests and with BE held
+     * while one is in flight (beside-hp): which gets BE further within p
+     * depends on the pair and the GPU (docs/tune.md, step 1). */
     c[0] = (struct cand){.mode = MOSAIC__SM_FULL, .pred_sd = 1.0};
-    *nc = 1;
+    c[1] = (struct cand){.mode = MOSAIC__SM_FULL, .beside = MOSAIC__BESIDE_HOLD, .pred_sd = 1.0};
+    *nc = 2;
     if (cfg->tune_splits[0]) {
         const char *p = cfg->tune_splits;
         while (*p) {
@@ -559,14 +568,14 @@ static int candidates(struct tune *t, struct cand *c, int *nc, char *err, size_t
                 snprintf(why, sizeof(why), "%s", err);
                 return tfail(err, errlen, MOSAIC_ECONFIG, "tune-splits: %s", why);
             }
-            if (nwant == MAX_CAND - 1)
+            if (nwant == MAX_CAND - 2)
                 return tfail(err, errlen, MOSAIC_ECONFIG, "tune-splits: more than %d sizes",
-                             MAX_CAND - 1);
+                             MAX_CAND - 2);
             want[nwant++] = (unsigned)v;
             p = end;
         }
     } else {
-        for (unsigned n = 1; n < (unsigned)g.sm_count && nwant < MAX_CAND - 1; n++)
+        for (unsigned n = 1; n < (unsigned)g.sm_count && nwant < MAX_CAND - 2; n++)
             if (size_ok(&g, n))
                 want[nwant++] = n;
     }
@@ -626,7 +635,7 @@ static const char *const HEAD =
 /* Whether a config line sets one of the keys tune writes. */
 static int tuned_key(const char *line)
 {
-    static const char *const keys[] = {"policy", "slo", "sm-mode", "hp-sms", NULL};
+    static const char *const keys[] = {"policy", "slo", "sm-mode", "hp-sms", "beside-hp", NULL};
     while (*line == ' ' || *line == '\t')
         line++;
     for (int i = 0; keys[i]; i++) {
@@ -765,11 +774,12 @@ static int write_config(struct tune *t, const struct cand *c, int nc, int best, 
     ok = ok && bprintf(&buf, &len, &cap,
                        "# Chosen: %s, the most BE kernels per second with at most %.0f%% of "
                        "HP requests over p.%s%s%s\n"
-                       "policy mosaic\nslo %g\nsm-mode %s\nhp-sms %u\n%s\n",
+                       "policy mosaic\nslo %g\nsm-mode %s\nhp-sms %u\nbeside-hp %s\n%s\n",
                        label, OVER_P_MAX_PCT, replaced[0] ? " Replaced: " : "", replaced,
                        replaced[0] ? "." : "", t->cfg->slo,
                        c[best].mode == MOSAIC__SM_PARTITION ? "partition" : "full",
                        c[best].mode == MOSAIC__SM_PARTITION ? c[best].hp_sms : 0u,
+                       c[best].beside == MOSAIC__BESIDE_HOLD ? "hold" : "admit",
                        BLOCK_END) == 0;
     if (!ok) {
         free(buf);
@@ -841,6 +851,8 @@ static void report_json(const struct tune *t, const struct cand *c, int nc, int 
         cJSON_AddStringToObject(o, "sm_mode", c[i].mode == MOSAIC__SM_PARTITION ? "partition"
                                                                                 : "full");
         cJSON_AddNumberToObject(o, "hp_sms", c[i].hp_sms);
+        cJSON_AddStringToObject(o, "beside_hp",
+                                c[i].beside == MOSAIC__BESIDE_HOLD ? "hold" : "admit");
         cJSON_AddNumberToObject(o, "predicted_hp_slowdown", c[i].pred_sd);
         cJSON_AddBoolToObject(o, "discarded", c[i].discarded);
         cJSON_AddBoolToObject(o, "ran", c[i].ran);

@@ -144,6 +144,9 @@ def dry(d, run, res, pair, rc):
             conf = open(os.path.join(run, f"{T}.tune-1.25.conf")).read()
             if f"\nsm-mode {mode}\n" not in conf:
                 bad.append(f"the tuned config does not say sm-mode {mode}")
+            beside = chosen[0].get("beside_hp")
+            if f"\nbeside-hp {beside}\n" not in conf:
+                bad.append(f"the tuned config does not say beside-hp {beside}")
             log = open(os.path.join(run, f"{T}.tuned-1.25.daemon.log")).read()
             if mode == "partition" and "sm-mode partition" not in log:
                 bad.append("the tuned daemon did not run the partition tune chose")

@@ -404,7 +404,7 @@ estimate() {
         overhead) e=0; [[ -n ${seen[ovh$hm]:-} ]] || e=$((5 * OVERHEAD_ROUNDS * hp)); seen[ovh$hm]=1 ;;
         policies) e=$(((3 + nps) * co)) ;;
         static) e=$co ;;
-        tune) e=$((nts * (2 * (hp + 2) + (1 + nsp) * (co + 2) + co))) ;;
+        tune) e=$((nts * (2 * (hp + 2) + (2 + nsp) * (co + 2) + co))) ;;
         replay) e=$((8 * nps)); [[ -n ${seen[rbe$bm]:-} ]] || e=$((e + EST_BE_START + REC_BE_S + 3)); seen[rbe$bm]=1 ;;
         fault) nf=$(awk -v r="$REQUESTS" -v a="$FAULT_AT" -v g="$FAULT_GAP_S" -v t="$FAULT_TAIL_S" -v p="${per:-$(awk -v m="$(est_median_ms "$hm")" -v L="$LOAD" 'BEGIN{print m/L}')}" \
              'BEGIN { n = a + int((g + t) * 1e3 / p + 0.999); print (n > r ? n : r) }')
@@ -794,10 +794,10 @@ for pair in $PAIRS; do
       for p in $TUNE_PS; do
         conf=$OUT/run/$T.tune-$p.conf
         printf '# issue15_services.sh: %s + %s at p = %s; mosaic-sched tune writes its pick below\n' "$hm" "$bm" "$p" >"$conf"
-        # Two isolated trials, one a candidate (at most the full GPU and
-        # each split), then the tuned run.
+        # Two isolated trials, one a candidate (at most the full GPU with
+        # BE beside requests and held, and each split), then the tuned run.
         thp_s=$(est_hp_run "$hm" "$gap" "$TUNE_REQUESTS")
-        budget_left $(( (2 + 1 + $(wc -w <<<"$TUNE_SPLITS")) * (thp_s + 2) + EST_BE_START * (1 + $(wc -w <<<"$TUNE_SPLITS")) + EST_BE_START + thp_s )) "$T.tune-$p" || continue
+        budget_left $(( (2 + 2 + $(wc -w <<<"$TUNE_SPLITS")) * (thp_s + 2) + EST_BE_START * (2 + $(wc -w <<<"$TUNE_SPLITS")) + EST_BE_START + thp_s )) "$T.tune-$p" || continue
         t_tune=$SECONDS
         "$SCHED" --config "$conf" --slo "$p" --hp-kernels "$keys" --profile-dir "$PROFDIR" --model-dir "$MODELS" \
           "${MPS_ARGS[@]}" --log-level warn --tune-splits "$TUNE_SPLITS" --tune-trial-ms "$TUNE_TRIAL_MS" \
@@ -807,7 +807,7 @@ for pair in $PAIRS; do
         log "$T tune p=$p rc=$rc $((SECONDS - t_tune)) s: $(grep -v '^ *$' "$OUT/run/$T.tune-$p.err" | tail -2 | tr '\n' ' ' | cut -c1-300)"
         if [[ $rc == 0 ]]; then
           # The pick, run as the MosaicSched row: the config tune wrote
-          # (policy mosaic, slo, sm-mode, hp-sms), the same load as the rest.
+          # (policy mosaic, slo, sm-mode, hp-sms, beside-hp), the same load as the rest.
           DCONF=$conf DEXTRA=(--hp-kernels "$keys")
           corun "$T.tuned-$p" mosaic "$p" "$hm" "$bm" "$gap"
           DCONF="" DEXTRA=()

@@ -15,7 +15,8 @@
 #    (why these two: docs/tune.md), tuned at p = 1.1, 1.25 and 1.6:
 #      conv:    HP one 3x3 convolution (7 ms a request at scale 20, 12 ms
 #               apart) beside a convolution training step (arbiter_eval's
-#               eval BE): full-GPU sharing must win at every p;
+#               eval BE): full-GPU sharing (BE beside HP requests or held
+#               while one is in flight) must win at every p;
 #      rmsnorm: HP five RMSNorms (memory-bound, 1.00-1.05x on 48-120 SMs)
 #               beside a convolution: a partition must win at 1.25 and 1.6.
 #               At 1.1 (1.8 ms of slack on an 18 ms request, host-clock
@@ -207,12 +208,12 @@ truth_iso() { # pair
     "$bin/hp_service" "${hp_args[@]}" --latencies "$dir/iso.$i.lat" > /dev/null
   done
 }
-truth_run() { # pair p mode hp_sms
-  local dir=$work/truth-$1 p=$2 mode=$3 sms=$4 sock=$work/truth.sock tag dpid bpid i
-  tag=$p-$mode-$sms
+truth_run() { # pair p mode hp_sms beside_hp
+  local dir=$work/truth-$1 p=$2 mode=$3 sms=$4 beside=$5 sock=$work/truth.sock tag dpid bpid i
+  tag=$p-$mode-$sms-$beside
   "$bin/mosaic-sched" --config /dev/null --socket "$sock" --metrics-port 0 --mps off \
     --profile-dir "$profiles" --model-dir "$models" --log-level warn --hp-kernels "$hpk" \
-    --policy mosaic --slo "$p" --sm-mode "$mode" --hp-sms "$sms" daemon 2> "$dir/$tag.log" &
+    --policy mosaic --slo "$p" --sm-mode "$mode" --hp-sms "$sms" --beside-hp "$beside" daemon 2> "$dir/$tag.log" &
   dpid=$!
   for i in $(seq 200); do [ -S "$sock" ] && break; sleep 0.05; done
   MOSAIC_SCHED_SOCKET=$sock MOSAIC_ROLE=be LD_PRELOAD=$preload "$bin/be_trainer" \
@@ -237,10 +238,10 @@ tdir = os.path.join(work, f"truth-{pair}")
 iso = min(p99(lat(os.path.join(tdir, f"iso.{i}.lat"))) for i in (1, 2))
 truth = {}
 for f in glob.glob(os.path.join(tdir, f"{sys.argv[3]}-*.lat")):
-    _, mode, sms = os.path.basename(f)[:-4].rsplit("-", 2)
+    _, mode, sms, beside = os.path.basename(f)[:-4].rsplit("-", 3)
     l = lat(f)
     be = json.loads(open(f[:-4] + ".be.json").read().strip().splitlines()[-1])
-    truth["full" if mode == "full" else f"partition {sms}"] = {
+    truth[("full" if beside == "admit" else "full, hold") if mode == "full" else f"partition {sms}"] = {
         "requests": len(l), "p99_ms": p99(l), "over_pct": 100.0 * sum(x > p * iso for x in l) / len(l),
         "be_kps": be["kernels_per_s"]}
 r = json.load(open(os.path.join(work, f"{pair}-{sys.argv[3]}.json")))
@@ -328,6 +329,7 @@ else:
             bad.append(f"chose {ch['candidate']}, not its own trials' most BE kernels/s within p")
         keys = [l for l in open(conf).read().splitlines() if l and not l.startswith("#")]
         if f"sm-mode {ch['sm_mode']}" not in keys or f"hp-sms {ch['hp_sms']}" not in keys or \
+           f"beside-hp {ch['beside_hp']}" not in keys or \
            f"slo {sys.argv[3]}" not in keys or "policy mosaic" not in keys:
             bad.append(f"the config does not hold the choice: {keys}")
         if open(conf).read().count("# >>> mosaic-sched tune") != 1 or "log-level warn" not in keys:
@@ -381,13 +383,13 @@ for pair in conv rmsnorm; do
         # Every candidate tune did not discard by prediction (with --json
         # tune reports them when it refuses, too), run again for the truth.
         rm -f "$work/truth-$pair"/"$p"-*.lat
-        while read -r mode sms; do
-          truth_run "$pair" "$p" "$mode" "$sms"
+        while read -r mode sms beside; do
+          truth_run "$pair" "$p" "$mode" "$sms" "$beside"
         done < <(python3 -c "
 import json, sys
 for c in json.load(open(sys.argv[1]))['candidates']:
     if not c['discarded']:
-        print(c['sm_mode'], c['hp_sms'])" "$work/$pair-$p.json")
+        print(c['sm_mode'], c['hp_sms'], c['beside_hp'])" "$work/$pair-$p.json")
         if python3 "$work/check.py" "$work" "$pair" "$p" "$trc" "$conf" "$before" > "$work/check.out"
         then
           cat "$work/check.out"
@@ -411,7 +413,7 @@ if [ -s "$work/rmsnorm-1.6.json" ] && [ "${TUNE_TIMING_GATES:-gate}" != report ]
 import json, sys
 r = json.load(open(sys.argv[1]))
 for c in r["candidates"]:
-    c["chosen"] = c["sm_mode"] == "full"
+    c["chosen"] = c["candidate"] == "full"
 json.dump(r, open(sys.argv[2], "w"))
 PY
   cp "$work/wrong-1.6.json" "$work/rmsnorm-1.6.json"
