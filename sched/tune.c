@@ -293,8 +293,7 @@ static int read_trace(struct tune *t, const char *path, struct cand *c, char *er
     double *done = NULL;
     size_t ndone = 0, capdone = 0;
 
-    if (!f)
-    {
+    if (!f) {
         char label[64];
         return tfail(err, errlen, MOSAIC_EIO, "trial %s: the daemon wrote no trace at %s (%s)",
                      mode_label(c, label, sizeof(label)), path, strerror(errno));
