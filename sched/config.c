@@ -131,6 +131,12 @@ const char *mosaic__policy_name(int policy)
     return policy >= 0 && policy < MOSAIC__POLICY_COUNT ? policy_names[policy] : "?";
 }
 
+const char *mosaic__beside_name(int beside)
+{
+    return beside == MOSAIC__BESIDE_ADMIT || beside == MOSAIC__BESIDE_HOLD ? beside_names[beside]
+                                                                           : "?";
+}
+
 static const struct key *find_key(const char *name)
 {
     for (size_t i = 0; i < NKEYS; i++)

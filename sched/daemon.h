@@ -91,6 +91,7 @@ int mosaic__config_load_env(struct mosaic__sched_config *cfg, char *const *envp,
 /* The list of keys, for messages and for the shipped-file test. */
 const char *mosaic__config_key(int i); /* NULL past the end */
 const char *mosaic__policy_name(int policy);
+const char *mosaic__beside_name(int beside); /* the beside-hp value */
 
 /* ---- ident.c: who is on the other end of the socket ------------------- */
 

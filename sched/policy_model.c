@@ -1999,6 +1999,8 @@ static int model_decide(void *state, const struct mosaic__sched_view *v,
     const struct kinfo *gk[MOSAIC__GRAPH_MAX_KERNELS];
     int ng = graph_kernels(m, w->client_id, w->kernel_id, gk);
     const struct kinfo *b = ng > 0 ? gk[0] : ng < 0 ? NULL : kinfo_get(m, w->kernel_id);
+    if (w->ahead && (!b || !b->pk))
+        return MOSAIC__HOLD;
     uint64_t now = v->now_ns ? v->now_ns : mosaic__now_ns();
     int reason = R_NO_HP;
 
@@ -2007,8 +2009,6 @@ static int model_decide(void *state, const struct mosaic__sched_view *v,
         reason = R_RECONNECT;
     } else if (m->beside_hold && v->hp_requests_in_flight) {
         reason = R_BESIDE_HOLD;
-    } else if (w->ahead && (!b || !b->pk)) {
-        return MOSAIC__HOLD;
     } else if (!b || (!m->orion && !b->pk)) {
         /* No profile (or no prediction for it): while no HP request is in
          * flight, as hold-be does, or beside one by the worst-case bound

@@ -421,7 +421,7 @@ static int run_trial(struct tune *t, struct cand *c, int iso, int idx, char *err
     argv[n++] = (char *)"--hp-sms";
     argv[n++] = sms;
     argv[n++] = (char *)"--beside-hp";
-    argv[n++] = (char *)(c->beside == MOSAIC__BESIDE_HOLD ? "hold" : "admit");
+    argv[n++] = (char *)mosaic__beside_name(c->beside);
     argv[n++] = (char *)"record";
     argv[n++] = (char *)"-o";
     argv[n++] = trace;
@@ -778,7 +778,7 @@ static int write_config(struct tune *t, const struct cand *c, int nc, int best, 
                        replaced[0] ? "." : "", t->cfg->slo,
                        c[best].mode == MOSAIC__SM_PARTITION ? "partition" : "full",
                        c[best].mode == MOSAIC__SM_PARTITION ? c[best].hp_sms : 0u,
-                       c[best].beside == MOSAIC__BESIDE_HOLD ? "hold" : "admit",
+                       mosaic__beside_name(c[best].beside),
                        BLOCK_END) == 0;
     if (!ok) {
         free(buf);
@@ -850,8 +850,7 @@ static void report_json(const struct tune *t, const struct cand *c, int nc, int 
         cJSON_AddStringToObject(o, "sm_mode", c[i].mode == MOSAIC__SM_PARTITION ? "partition"
                                                                                 : "full");
         cJSON_AddNumberToObject(o, "hp_sms", c[i].hp_sms);
-        cJSON_AddStringToObject(o, "beside_hp",
-                                c[i].beside == MOSAIC__BESIDE_HOLD ? "hold" : "admit");
+        cJSON_AddStringToObject(o, "beside_hp", mosaic__beside_name(c[i].beside));
         cJSON_AddNumberToObject(o, "predicted_hp_slowdown", c[i].pred_sd);
         cJSON_AddBoolToObject(o, "discarded", c[i].discarded);
         cJSON_AddBoolToObject(o, "ran", c[i].ran);

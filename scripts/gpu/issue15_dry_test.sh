@@ -91,6 +91,17 @@ rc=$?
 cat "$out/console.txt"
 
 python3 scripts/gpu/issue15_dry_check.py dry "$out/x" || fails=$((fails + 1))
+# The check must fail a tuned config that lost tune's beside-hp pick.
+if ls "$out"/x/run/*.tune-1.25.conf >/dev/null 2>&1; then
+  cp -r "$out/x" "$out/x-nobeside"
+  sed -i '/^beside-hp /d' "$out"/x-nobeside/run/*.tune-1.25.conf
+  if python3 scripts/gpu/issue15_dry_check.py dry "$out/x-nobeside" >"$out/nobeside.txt" 2>&1 ||
+     ! grep -q "the tuned config does not say beside-hp" "$out/nobeside.txt"; then
+    fail "the dry check did not refuse a tuned config without beside-hp: $(tail -3 "$out/nobeside.txt")"
+  else
+    echo "ok: the dry check refuses a tuned config without beside-hp"
+  fi
+fi
 # REUSE: a second call taking the first one's period, keys and traces
 # (run/ kept): no back-to-back iso0 run, no recording for static, the
 # period the same; with another LOAD the period is not taken.
